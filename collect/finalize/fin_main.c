@@ -1,0 +1,268 @@
+/* fin_main.c — hmtune-finalize RAWDIR -o OUT_STEM [--summary FILE.json] [--quiet]
+ *
+ * Reads the raw streams libhmtrace.so wrote under RAWDIR and writes OUT_STEM.prv,
+ * .pcf and .row. Prints what could not be recovered (processes killed before
+ * their end record, truncated chunks) and, with --summary, a JSON summary. */
+#include "fin.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static uint64_t rec_time(const struct hmr_hdr *r)
+{
+    uint32_t len = (uint32_t)r->len8 * 8;
+    switch (r->type) {
+    case HMR_THREAD: return len >= sizeof(struct hmr_thread) ? ((const struct hmr_thread *)r)->t : 0;
+    case HMR_CALL: return len >= sizeof(struct hmr_call) ? ((const struct hmr_call *)r)->t1 : 0;
+    case HMR_FREE: return len >= sizeof(struct hmr_free) ? ((const struct hmr_free *)r)->t1 : 0;
+    case HMR_TEND: return len >= sizeof(struct hmr_tend) ? ((const struct hmr_tend *)r)->t : 0;
+    default: return 0;
+    }
+}
+
+/* First record time (thread start) and the latest time of the last chunk. */
+static void prescan(struct fin_stream *s)
+{
+    const struct hmr_hdr *r;
+    s->ci = 0;
+    s->blen = s->bpos = 0;
+    if (fin_stream_next(s, &r)) {
+        s->t_start = rec_time(r);
+        if (r->type == HMR_THREAD && r->len8 * 8u >= sizeof(struct hmr_thread))
+            s->tid = ((const struct hmr_thread *)r)->tid;
+    }
+    s->ci = s->nchunks ? s->nchunks - 1 : 0;
+    s->blen = s->bpos = 0;
+    while (fin_stream_next(s, &r)) {
+        uint64_t t = rec_time(r);
+        if (t > s->t_last)
+            s->t_last = t;
+    }
+    s->ci = 0;
+    s->blen = s->bpos = 0;
+}
+
+static int cmp_proc(const void *a, const void *b)
+{
+    const struct fin_proc *x = a, *y = b;
+    long long rx = x->hdr.rank < 0 ? LLONG_MAX : x->hdr.rank;
+    long long ry = y->hdr.rank < 0 ? LLONG_MAX : y->hdr.rank;
+    if (rx != ry)
+        return rx < ry ? -1 : 1;
+    if (x->hdr.t_start != y->hdr.t_start)
+        return x->hdr.t_start < y->hdr.t_start ? -1 : 1;
+    return x->hdr.pid < y->hdr.pid ? -1 : x->hdr.pid > y->hdr.pid;
+}
+
+static int cmp_stream(const void *a, const void *b)
+{
+    const struct fin_stream *x = a, *y = b;
+    if (x->t_start != y->t_start)
+        return x->t_start < y->t_start ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static void layout(struct fin_ctx *c)
+{
+    qsort(c->procs, c->nprocs, sizeof(*c->procs), cmp_proc);
+    c->t_zero = UINT64_MAX;
+    c->t_end = 0;
+    int cpu = 0;
+    for (size_t i = 0; i < c->nprocs; i++) {
+        struct fin_proc *p = &c->procs[i];
+        p->task = (int)i + 1;
+        if (p->hdr.t_start < c->t_zero) {
+            c->t_zero = p->hdr.t_start;
+            c->t_real0 = p->hdr.t_real;
+        }
+        if (p->t_end > c->t_end)
+            c->t_end = p->t_end;
+        for (size_t k = 0; k < p->nstreams; k++) {
+            p->streams[k].proc = p;
+            if (p->streams[k].nchunks)
+                prescan(&p->streams[k]);
+        }
+        qsort(p->streams, p->nstreams, sizeof(*p->streams), cmp_stream);
+        int thr = 0;
+        for (size_t k = 0; k < p->nstreams; k++) {
+            struct fin_stream *s = &p->streams[k];
+            s->proc = p;
+            if (!s->nchunks)
+                continue;
+            s->task = p->task;
+            s->thread = ++thr;
+            s->cpu = ++cpu;
+            if (s->t_last > c->t_end)
+                c->t_end = s->t_last;
+            if (s->t_start && s->t_start < c->t_zero)
+                c->t_zero = s->t_start;
+        }
+        /* nodes: distinct host names, in task order */
+        int node = -1;
+        for (int n = 0; n < c->nnodes; n++)
+            if (strcmp(c->node_names[n], p->host) == 0)
+                node = n;
+        if (node < 0) {
+            c->node_names = fin_xrealloc(c->node_names, (size_t)(c->nnodes + 1) * sizeof(char *));
+            c->node_cpus = fin_xrealloc(c->node_cpus, (size_t)(c->nnodes + 1) * sizeof(int));
+            c->node_names[c->nnodes] = fin_xstrdup(p->host);
+            c->node_cpus[c->nnodes] = 0;
+            node = c->nnodes++;
+        }
+        p->node = node;
+        c->node_cpus[node] += thr;
+    }
+    c->total_threads = cpu;
+    if (c->t_zero == UINT64_MAX)
+        c->t_zero = 0;
+    if (c->t_end < c->t_zero)
+        c->t_end = c->t_zero;
+    c->t_end += 1;       /* strictly after the last record (Paramedir drops records at the end) */
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            fprintf(f, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(f, "\\u%04x", *s);
+        else
+            fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void report(struct fin_ctx *c, const char *summary, const char *stem)
+{
+    FILE *f = summary ? fopen(summary, "w") : NULL;
+    if (summary && !f)
+        fin_die("cannot write %s", summary);
+    uint64_t allocs = 0, frees = 0, tracer_ns = 0, calls = 0, lost = 0, tbytes = 0;
+    if (f)
+        fprintf(f, "{\n  \"trace\": ");
+    if (f)
+        json_str(f, stem);
+    if (f)
+        fprintf(f, ",\n  \"processes\": [\n");
+    for (size_t i = 0; i < c->nprocs; i++) {
+        struct fin_proc *p = &c->procs[i];
+        uint64_t ptracer = 0, pcalls = 0, plost = 0;
+        int no_tend = 0, gaps = 0, threads = 0;
+        for (size_t k = 0; k < p->nstreams; k++) {
+            struct fin_stream *s = &p->streams[k];
+            if (!s->nchunks)
+                continue;
+            threads++;
+            ptracer += s->tracer_ns;
+            pcalls += s->n_calls;
+            plost += s->n_lost;
+            no_tend += !s->has_tend;
+            gaps += (int)s->seq_gaps;
+        }
+        allocs += p->n_allocs;
+        frees += p->n_frees;
+        tracer_ns += ptracer;
+        calls += pcalls;
+        lost += plost;
+        tbytes += p->fsize;
+        const char *end = !p->has_end ? "missing"
+                          : p->end_kind == HME_EXIT ? "exit"
+                          : p->end_kind == HME__EXIT ? "_exit"
+                          : p->end_kind == HME_EXEC ? "exec" : "signal";
+        if (!p->has_end && !c->quiet)
+            fin_warn("process %u (task %d%s): no end record, so it was killed (SIGKILL?) or "
+                     "is still running; recovered %llu calls that were written; up to 64 KiB "
+                     "of records per thread that were still buffered are lost",
+                     p->hdr.pid, p->task, p->hdr.rank >= 0 ? ", MPI rank" : "",
+                     (unsigned long long)(p->n_allocs + p->n_frees));
+        if ((p->truncated_bytes || p->bad_chunks || gaps) && !c->quiet)
+            fin_warn("process %u: %llu damaged bytes at the end of %s, %d missing chunks, %u bad "
+                     "records skipped (a full disk or a kill while writing)", p->hdr.pid,
+                     (unsigned long long)p->truncated_bytes, p->path, gaps, p->bad_chunks);
+        if (plost && !c->quiet)
+            fin_warn("process %u: %llu record buffers could not be written (full disk?)",
+                     p->hdr.pid, (unsigned long long)plost);
+        if (!f)
+            continue;
+        fprintf(f, "    {\"task\": %d, \"pid\": %u, \"ppid\": %u, \"rank\": %d, \"host\": ",
+                p->task, p->hdr.pid, p->hdr.ppid, p->hdr.rank);
+        json_str(f, p->host);
+        fprintf(f, ", \"exe\": ");
+        json_str(f, p->exe);
+        fprintf(f, ", \"threads\": %d, \"allocs\": %llu, \"frees\": %llu, \"calls_seen\": %llu, "
+                "\"tracer_ns\": %llu, \"end\": \"%s\", \"signal\": %d, \"truncated_bytes\": %llu, "
+                "\"missing_chunks\": %d, \"bad_records\": %u, \"threads_without_end\": %d, "
+                "\"lost_buffers\": %llu, \"raw_bytes\": %llu}%s\n",
+                threads, (unsigned long long)p->n_allocs, (unsigned long long)p->n_frees,
+                (unsigned long long)pcalls, (unsigned long long)ptracer, end, p->end_signo,
+                (unsigned long long)p->truncated_bytes, gaps, p->bad_chunks, no_tend,
+                (unsigned long long)plost, (unsigned long long)p->fsize,
+                i + 1 < c->nprocs ? "," : "");
+    }
+    if (!f)
+        return;
+    fprintf(f, "  ],\n  \"tasks\": %zu, \"threads\": %d, \"allocs\": %llu, \"frees\": %llu, "
+            "\"sites\": %zu, \"calls_seen\": %llu, \"tracer_ns\": %llu, \"lost_buffers\": %llu, "
+            "\"raw_bytes\": %llu, \"prv_bytes\": %llu, \"duration_ns\": %llu\n}\n",
+            c->nprocs, c->total_threads, (unsigned long long)allocs, (unsigned long long)frees,
+            c->nsites, (unsigned long long)calls, (unsigned long long)tracer_ns,
+            (unsigned long long)lost, (unsigned long long)tbytes,
+            (unsigned long long)c->bytes_written, (unsigned long long)(c->t_end - c->t_zero));
+    if (fclose(f) != 0)
+        fin_die("cannot write %s", summary);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: hmtune-finalize RAWDIR -o OUT_STEM [--summary FILE.json] [--quiet]\n"
+               "Merge the raw streams libhmtrace.so wrote in RAWDIR into OUT_STEM.prv/.pcf/.row.\n");
+}
+
+int main(int argc, char **argv)
+{
+    const char *raw = NULL, *stem = NULL, *summary = NULL;
+    struct fin_ctx c;
+    memset(&c, 0, sizeof(c));
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+            stem = argv[++i];
+        else if (strcmp(argv[i], "--summary") == 0 && i + 1 < argc)
+            summary = argv[++i];
+        else if (strcmp(argv[i], "--quiet") == 0)
+            c.quiet = 1;
+        else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (argv[i][0] == '-' || raw) {
+            usage(stderr);
+            return 2;
+        } else
+            raw = argv[i];
+    }
+    if (!raw || !stem) {
+        usage(stderr);
+        return 2;
+    }
+    if (fin_load_dir(&c, raw) == 0)
+        fin_die("no trace streams in %s: the application did not start, was statically "
+                "linked, or could not write there", raw);
+    layout(&c);
+    size_t sl = strlen(stem) + 8;
+    char *prv = fin_xmalloc(sl), *pcf = fin_xmalloc(sl), *row = fin_xmalloc(sl);
+    snprintf(prv, sl, "%s.prv", stem);
+    snprintf(pcf, sl, "%s.pcf", stem);
+    snprintf(row, sl, "%s.row", stem);
+    if (fin_write_prv(&c, prv) != 0)
+        fin_die("cannot write %s", prv);
+    if (fin_write_pcf(&c, pcf) != 0)
+        fin_die("cannot write %s", pcf);
+    if (fin_write_row(&c, row) != 0)
+        fin_die("cannot write %s", row);
+    report(&c, summary, stem);
+    fin_symbols_close();
+    return 0;
+}

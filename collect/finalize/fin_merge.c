@@ -1,0 +1,509 @@
+/* fin_merge.c — merge every thread of every process by time and write the .prv
+ * records. Memory is bounded by the number of streams, sites and live objects,
+ * not by the trace length: each stream is read chunk by chunk through a heap. */
+#include "fin.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- live objects per process: ptr → site ----------------------------------- */
+
+struct fin_live { uint64_t *key; uint32_t *site; size_t cap, n, tomb; };
+
+static size_t live_slot(const struct fin_live *l, uint64_t k)
+{
+    uint64_t h = k * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h >> 20) & (l->cap - 1);
+}
+
+#define LIVE_EMPTY 0
+#define LIVE_TOMB  1
+
+static void live_put(struct fin_live *l, uint64_t k, uint32_t site);
+
+static void live_grow(struct fin_live *l)
+{
+    struct fin_live old = *l;
+    l->cap = old.cap ? (old.n * 4 > old.cap ? old.cap * 2 : old.cap) : 1024;
+    l->key = fin_xmalloc(l->cap * sizeof(uint64_t));
+    l->site = fin_xmalloc(l->cap * sizeof(uint32_t));
+    l->n = l->tomb = 0;
+    for (size_t i = 0; i < old.cap; i++)
+        if (old.key[i] > LIVE_TOMB)
+            live_put(l, old.key[i], old.site[i]);
+    free(old.key);
+    free(old.site);
+}
+
+static void live_put(struct fin_live *l, uint64_t k, uint32_t site)
+{
+    if (k <= LIVE_TOMB)
+        return;
+    if ((l->n + l->tomb + 1) * 2 > l->cap)
+        live_grow(l);
+    size_t i = live_slot(l, k), first_tomb = SIZE_MAX;
+    while (l->key[i] != LIVE_EMPTY) {
+        if (l->key[i] == k) {
+            l->site[i] = site;
+            return;
+        }
+        if (l->key[i] == LIVE_TOMB && first_tomb == SIZE_MAX)
+            first_tomb = i;
+        i = (i + 1) & (l->cap - 1);
+    }
+    if (first_tomb != SIZE_MAX) {
+        i = first_tomb;
+        l->tomb--;
+    }
+    l->key[i] = k;
+    l->site[i] = site;
+    l->n++;
+}
+
+/* Remove k; returns its site or 0 when k was not live. */
+static uint32_t live_take(struct fin_live *l, uint64_t k, int remove)
+{
+    if (!l->cap || k <= LIVE_TOMB)
+        return 0;
+    size_t i = live_slot(l, k);
+    while (l->key[i] != LIVE_EMPTY) {
+        if (l->key[i] == k) {
+            uint32_t s = l->site[i];
+            if (remove) {
+                l->key[i] = LIVE_TOMB;
+                l->n--;
+                l->tomb++;
+            }
+            return s;
+        }
+        i = (i + 1) & (l->cap - 1);
+    }
+    return 0;
+}
+
+/* ---- sites -------------------------------------------------------------------- */
+
+static struct { char **key; uint32_t *id; size_t cap, n; } g_sitemap;
+
+static uint64_t hash_bytes(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+    return h;
+}
+
+static uint32_t site_for(struct fin_ctx *c, struct fin_proc *p, const uint64_t *packed, int n)
+{
+    if (n <= 0)
+        return 1;                                   /* unknown dynamic object */
+    struct fin_frame fr[64];
+    char key[64 * 80 + 1];
+    size_t kl = 0;
+    if (n > 64)
+        n = 64;
+    for (int i = 0; i < n; i++) {
+        uint32_t mid = (uint32_t)(packed[i] >> 48);
+        fr[i].off = packed[i] & ((1ull << 48) - 1);
+        fr[i].path = mid < p->nmods ? p->mod_path[mid] : NULL;
+        int w = snprintf(key + kl, sizeof(key) - kl, "%s%s+0x%llx", i ? " > " : "",
+                         fr[i].path ? fr[i].path : "??", (unsigned long long)fr[i].off);
+        if (w < 0 || (size_t)w >= sizeof(key) - kl)
+            break;
+        kl += (size_t)w;
+    }
+    key[kl] = 0;
+    if (g_sitemap.n * 2 >= g_sitemap.cap) {
+        size_t ncap = g_sitemap.cap ? g_sitemap.cap * 2 : 1024;
+        char **nk = fin_xmalloc(ncap * sizeof(char *));
+        uint32_t *ni = fin_xmalloc(ncap * sizeof(uint32_t));
+        for (size_t i = 0; i < g_sitemap.cap; i++) {
+            if (!g_sitemap.key[i])
+                continue;
+            size_t j = hash_bytes(g_sitemap.key[i]) & (ncap - 1);
+            while (nk[j])
+                j = (j + 1) & (ncap - 1);
+            nk[j] = g_sitemap.key[i];
+            ni[j] = g_sitemap.id[i];
+        }
+        free(g_sitemap.key);
+        free(g_sitemap.id);
+        g_sitemap.key = nk;
+        g_sitemap.id = ni;
+        g_sitemap.cap = ncap;
+    }
+    size_t j = hash_bytes(key) & (g_sitemap.cap - 1);
+    while (g_sitemap.key[j]) {
+        if (strcmp(g_sitemap.key[j], key) == 0)
+            return g_sitemap.id[j];
+        j = (j + 1) & (g_sitemap.cap - 1);
+    }
+    if (c->nsites == c->capsites) {
+        c->capsites = c->capsites ? c->capsites * 2 : 256;
+        c->sites = fin_xrealloc(c->sites, c->capsites * sizeof(*c->sites));
+    }
+    struct fin_site *s = &c->sites[c->nsites];
+    s->id = (uint32_t)(c->nsites + 3);
+    s->nframes = n;
+    s->frames = fin_xmalloc((size_t)n * sizeof(*fr));
+    memcpy(s->frames, fr, (size_t)n * sizeof(*fr));
+    s->raw_label = fin_xstrdup(key);
+    s->n_allocs = 0;
+    c->nsites++;
+    g_sitemap.key[j] = s->raw_label;
+    g_sitemap.id[j] = s->id;
+    g_sitemap.n++;
+    return s->id;
+}
+
+/* ---- output ------------------------------------------------------------------- */
+
+struct out { FILE *f; char *buf; size_t len, cap; uint64_t total; };
+
+static void out_flush(struct out *o)
+{
+    if (o->len && fwrite(o->buf, 1, o->len, o->f) != o->len)
+        fin_die("cannot write the trace: disk full or unwritable output");
+    o->total += o->len;
+    o->len = 0;
+}
+
+static inline void out_u64(struct out *o, uint64_t v)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n)
+        o->buf[o->len++] = tmp[--n];
+}
+
+static inline void out_ch(struct out *o, char ch) { o->buf[o->len++] = ch; }
+
+/* "<rt>:cpu:1:task:thread:" */
+static void out_head(struct out *o, int rt, const struct fin_stream *s)
+{
+    if (o->len + 512 > o->cap)
+        out_flush(o);
+    out_u64(o, (uint64_t)rt);
+    out_ch(o, ':');
+    out_u64(o, (uint64_t)s->cpu);
+    out_ch(o, ':');
+    out_ch(o, '1');
+    out_ch(o, ':');
+    out_u64(o, (uint64_t)s->task);
+    out_ch(o, ':');
+    out_u64(o, (uint64_t)s->thread);
+    out_ch(o, ':');
+}
+
+static inline void out_ev(struct out *o, uint64_t type, uint64_t value)
+{
+    out_ch(o, ':');
+    out_u64(o, type);
+    out_ch(o, ':');
+    out_u64(o, value);
+}
+
+/* Extrae's 40000040 has five kinds; ours add the rest under 41000000. */
+static int extrae_kind(int k)
+{
+    switch (k) {
+    case HMK_MALLOC: case HMK_VALLOC: case HMK_PVALLOC: return 1;
+    case HMK_FREE: return 2;
+    case HMK_REALLOC: case HMK_REALLOCARRAY: return 3;
+    case HMK_CALLOC: return 4;
+    default: return 5;     /* the aligned kinds */
+    }
+}
+
+/* ---- the merge ----------------------------------------------------------------- */
+
+enum { NX_DONE = 0, NX_START = 1, NX_ENTRY = 2, NX_EXIT = 3 };
+
+struct cur {            /* the stream's current call */
+    uint64_t t_next;
+    int what;
+    struct hmr_call call;
+    int drop;
+    uint32_t site;
+};
+
+static struct cur *g_cur;     /* parallel to the stream list */
+
+static void advance(struct fin_ctx *c, struct fin_stream *s, struct cur *u)
+{
+    (void)c;
+    if (u->what == NX_ENTRY) {
+        u->what = NX_EXIT;
+        u->t_next = u->call.t1;
+        return;
+    }
+    const struct hmr_hdr *r;
+    while (fin_stream_next(s, &r)) {
+        uint32_t len = (uint32_t)r->len8 * 8;
+        switch (r->type) {
+        case HMR_THREAD:
+            if (len >= sizeof(struct hmr_thread) && !s->started) {
+                const struct hmr_thread *t = (const void *)r;
+                s->tid = t->tid;
+                u->what = NX_START;
+                u->t_next = t->t;
+                return;
+            }
+            break;
+        case HMR_STACK: {
+            uint32_t id = r->aux;
+            if (id > 100000000u || len < sizeof(*r) + (uint32_t)r->kind * 8)
+                break;
+            if (id >= s->nstack) {
+                size_t n = (size_t)id * 2 + 16;
+                s->stack_site = fin_xrealloc(s->stack_site, n * sizeof(uint32_t));
+                memset(s->stack_site + s->nstack, 0, (n - s->nstack) * sizeof(uint32_t));
+                s->nstack = n;
+            }
+            s->stack_site[id] = site_for(c, s->proc, (const uint64_t *)(r + 1), r->kind);
+            break;
+        }
+        case HMR_CALL:
+            if (len < sizeof(struct hmr_call))
+                break;
+            memcpy(&u->call, r, sizeof(u->call));
+            u->site = r->aux < s->nstack && s->stack_site[r->aux] ? s->stack_site[r->aux] : 1;
+            u->what = NX_ENTRY;
+            u->t_next = u->call.t0;
+            return;
+        case HMR_FREE: {
+            if (len < sizeof(struct hmr_free))
+                break;
+            const struct hmr_free *f = (const void *)r;
+            memset(&u->call, 0, sizeof(u->call));
+            u->call.h = f->h;
+            u->call.h.kind = HMK_FREE;
+            u->call.t0 = f->t0;
+            u->call.t1 = f->t1;
+            u->call.ptr_in = f->ptr;
+            u->site = 0;
+            u->what = NX_ENTRY;
+            u->t_next = f->t0;
+            return;
+        }
+        case HMR_TEND:
+            if (len >= sizeof(struct hmr_tend)) {
+                const struct hmr_tend *t = (const void *)r;
+                s->has_tend = 1;
+                s->tracer_ns = t->tracer_ns;
+                s->n_calls = t->n_calls;
+                s->n_traced = t->n_traced;
+                s->n_lost = t->n_lost;
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    u->what = NX_DONE;
+}
+
+/* heap of stream indices ordered by (t_next, exit before start before entry) */
+static struct fin_stream **g_all;
+static size_t *g_heap, g_nheap;
+
+static int before(size_t a, size_t b)
+{
+    const struct cur *x = &g_cur[a], *y = &g_cur[b];
+    if (x->t_next != y->t_next)
+        return x->t_next < y->t_next;
+    int px = x->what == NX_EXIT ? 0 : x->what == NX_START ? 1 : 2;
+    int py = y->what == NX_EXIT ? 0 : y->what == NX_START ? 1 : 2;
+    if (px != py)
+        return px < py;
+    return a < b;
+}
+
+static void heap_push(size_t v)
+{
+    size_t i = g_nheap++;
+    g_heap[i] = v;
+    while (i && before(g_heap[i], g_heap[(i - 1) / 2])) {
+        size_t p = (i - 1) / 2, t = g_heap[p];
+        g_heap[p] = g_heap[i];
+        g_heap[i] = t;
+        i = p;
+    }
+}
+
+static size_t heap_pop(void)
+{
+    size_t top = g_heap[0];
+    g_heap[0] = g_heap[--g_nheap];
+    size_t i = 0;
+    for (;;) {
+        size_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < g_nheap && before(g_heap[l], g_heap[m])) m = l;
+        if (r < g_nheap && before(g_heap[r], g_heap[m])) m = r;
+        if (m == i)
+            break;
+        size_t t = g_heap[m];
+        g_heap[m] = g_heap[i];
+        g_heap[i] = t;
+        i = m;
+    }
+    return top;
+}
+
+static uint64_t rel(const struct fin_ctx *c, uint64_t t) { return t > c->t_zero ? t - c->t_zero : 0; }
+
+static void emit(struct fin_ctx *c, struct out *o, struct fin_stream *s, struct cur *u)
+{
+    struct fin_proc *p = s->proc;
+    const struct hmr_call *k = &u->call;
+    int kind = k->h.kind;
+    if (u->what == NX_START) {
+        s->started = 1;
+        out_head(o, 2, s);
+        out_u64(o, rel(c, u->t_next));
+        out_ev(o, 41000002, s->tid);
+        if (s->thread == 1) {
+            out_ev(o, 40000036, p->hdr.pid);
+            out_ev(o, 40000037, p->hdr.ppid);
+            if (p->hdr.rank >= 0)
+                out_ev(o, 41000003, (uint64_t)p->hdr.rank);
+        }
+        out_ch(o, '\n');
+        return;
+    }
+    if (u->what == NX_ENTRY) {
+        int is_realloc = kind == HMK_REALLOC || kind == HMK_REALLOCARRAY;
+        if (kind == HMK_FREE) {
+            u->drop = live_take(p->live, k->ptr_in, 1) == 0;
+            if (u->drop)
+                p->n_dropped_frees++;
+            else
+                p->n_frees++;
+        } else if (is_realloc) {
+            int in_live = live_take(p->live, k->ptr_in, 0) != 0;
+            u->drop = !(in_live || k->size >= p->hdr.min_size);
+            if (!u->drop && in_live && k->ptr_out != k->ptr_in && (k->ptr_out || k->size == 0))
+                live_take(p->live, k->ptr_in, 1);
+        } else {
+            u->drop = 0;
+        }
+        if (u->drop)
+            return;
+        if (kind != HMK_FREE) {
+            p->n_allocs++;
+            if (u->site >= 3 && u->site - 3 < c->nsites)
+                c->sites[u->site - 3].n_allocs++;
+        }
+        p->n_events++;
+        out_head(o, 1, s);
+        out_u64(o, rel(c, k->t0));
+        out_ch(o, ':');
+        out_u64(o, rel(c, k->t1));
+        out_ch(o, ':');
+        out_u64(o, kind == HMK_FREE ? 31 : 30);
+        out_ch(o, '\n');
+        out_head(o, 2, s);
+        out_u64(o, rel(c, k->t0));
+        out_ev(o, 40000040, (uint64_t)extrae_kind(kind));
+        out_ev(o, 41000000, (uint64_t)kind);
+        if (kind != HMK_FREE) {
+            out_ev(o, 40000041, k->size);
+            out_ev(o, 32000009, u->site);
+        }
+        if (kind == HMK_FREE || is_realloc)
+            out_ev(o, 40000042, k->ptr_in);
+        if (k->align)
+            out_ev(o, 41000001, k->align);
+        out_ch(o, '\n');
+        return;
+    }
+    /* NX_EXIT */
+    if (u->drop)
+        return;
+    if (kind != HMK_FREE && k->ptr_out)
+        live_put(p->live, k->ptr_out, u->site);
+    out_head(o, 2, s);
+    out_u64(o, rel(c, k->t1));
+    out_ev(o, 40000040, 0);
+    out_ev(o, 41000000, 0);
+    if (kind != HMK_FREE)
+        out_ev(o, 40000043, k->ptr_out);
+    out_ch(o, '\n');
+}
+
+static void write_header(struct fin_ctx *c, struct out *o)
+{
+    char date[64] = "01/01/1970 at 00:00";
+    time_t secs = (time_t)(c->t_real0 / 1000000000ull);
+    struct tm tm;
+    if (localtime_r(&secs, &tm))
+        strftime(date, sizeof(date), "%d/%m/%Y at %H:%M", &tm);
+    o->len += (size_t)snprintf(o->buf + o->len, o->cap - o->len, "#Paraver (%s):%llu_ns:%d(",
+                               date, (unsigned long long)(c->t_end - c->t_zero), c->nnodes);
+    for (int n = 0; n < c->nnodes; n++) {
+        if (o->len + 64 > o->cap) out_flush(o);
+        o->len += (size_t)snprintf(o->buf + o->len, o->cap - o->len, "%s%d", n ? "," : "", c->node_cpus[n]);
+    }
+    o->len += (size_t)snprintf(o->buf + o->len, o->cap - o->len, "):1:%zu(", c->nprocs);
+    for (size_t i = 0; i < c->nprocs; i++) {
+        if (o->len + 64 > o->cap) out_flush(o);
+        struct fin_proc *p = &c->procs[i];
+        int nthr = 0;
+        for (size_t k = 0; k < p->nstreams; k++)
+            if (p->streams[k].thread > 0)
+                nthr++;
+        o->len += (size_t)snprintf(o->buf + o->len, o->cap - o->len, "%s%d:%d", i ? "," : "",
+                                   nthr, p->node + 1);
+    }
+    o->len += (size_t)snprintf(o->buf + o->len, o->cap - o->len, "),0\n");
+}
+
+int fin_write_prv(struct fin_ctx *c, const char *prv_path)
+{
+    size_t nst = 0;
+    for (size_t i = 0; i < c->nprocs; i++)
+        for (size_t k = 0; k < c->procs[i].nstreams; k++)
+            if (c->procs[i].streams[k].thread > 0)
+                nst++;
+    g_all = fin_xmalloc((nst + 1) * sizeof(*g_all));
+    g_cur = fin_xmalloc((nst + 1) * sizeof(*g_cur));
+    g_heap = fin_xmalloc((nst + 1) * sizeof(*g_heap));
+    g_nheap = 0;
+    size_t k = 0;
+    for (size_t i = 0; i < c->nprocs; i++) {
+        struct fin_proc *p = &c->procs[i];
+        p->live = fin_xmalloc(sizeof(*p->live));
+        for (size_t j = 0; j < p->nstreams; j++)
+            if (p->streams[j].thread > 0)
+                g_all[k++] = &p->streams[j];
+    }
+    struct out o = { fopen(prv_path, "w"), NULL, 0, 1 << 20, 0 };
+    if (!o.f)
+        return -1;
+    o.buf = fin_xmalloc(o.cap);
+    write_header(c, &o);
+    for (size_t i = 0; i < nst; i++) {
+        advance(c, g_all[i], &g_cur[i]);
+        if (g_cur[i].what != NX_DONE)
+            heap_push(i);
+    }
+    while (g_nheap) {
+        size_t i = heap_pop();
+        emit(c, &o, g_all[i], &g_cur[i]);
+        advance(c, g_all[i], &g_cur[i]);
+        if (g_cur[i].what != NX_DONE)
+            heap_push(i);
+    }
+    out_flush(&o);
+    if (fclose(o.f) != 0)
+        fin_die("cannot write %s: disk full?", prv_path);
+    c->bytes_written += o.total;
+    free(o.buf);
+    return 0;
+}

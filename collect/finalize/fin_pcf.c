@@ -1,0 +1,110 @@
+/* fin_pcf.c — the .pcf (event types and labels) and .row (resource names). Site
+ * labels come in three tables with the same ids (DESIGN.md §3): 32000009/32000007
+ * "file:line > ...", 41000010 "module+0xoffset > ...", 41000011 function chain. */
+#include "fin.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const g_states[] = {
+    "Idle", "Running", "Not created", "Waiting a message", "Blocking Send", "Synchronization",
+    "Test/Probe", "Scheduling and Fork/Join", "Wait/WaitAll", "Blocked", "Immediate Send",
+    "Immediate Receive", "I/O", "Group Communication", "Tracing Disabled", "Others",
+    "Send Receive", "Memory transfer", "Profiling", "On-line analysis", "Remote memory access",
+    "Atomic memory operation", "Memory ordering operation", "Distributed locking", "Overhead",
+    "One-sided op", "Startup latency", "Waiting links", "Data copy", "RTT",
+    "Allocating memory", "Freeing memory",
+};
+
+static const char *const g_kinds[] = {
+    "End", "malloc()", "free()", "realloc()", "calloc()", "posix_memalign()",
+    "aligned_alloc()", "memalign()", "valloc()", "pvalloc()", "reallocarray()",
+};
+
+/* label of site id (ids 1 and 2 are the unknown objects, as Extrae writes them) */
+static void site_labels(struct fin_ctx *c, FILE *f, int which)
+{
+    fprintf(f, "VALUES\n0 End\n1 ??\n2 ??\n");
+    char *buf = fin_xmalloc(1 << 16);
+    for (size_t i = 0; i < c->nsites; i++) {
+        struct fin_site *s = &c->sites[i];
+        if (which == 1) {
+            fprintf(f, "%u %s\n", s->id, s->raw_label);
+            continue;
+        }
+        size_t n = 0;
+        buf[0] = 0;
+        for (int k = 0; k < s->nframes && n < (1 << 16) - 4200; k++) {
+            const char *fl, *fn;
+            fin_symbolize(&s->frames[k], &fl, &fn);
+            n += (size_t)snprintf(buf + n, (1 << 16) - n, "%s%s", k ? " > " : "",
+                                  which == 0 ? fl : fn);
+        }
+        fprintf(f, "%u %s\n", s->id, buf);
+    }
+    free(buf);
+    fprintf(f, "\n\n");
+}
+
+int fin_write_pcf(struct fin_ctx *c, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "DEFAULT_OPTIONS\n\nLEVEL               THREAD\nUNITS               NANOSEC\n"
+               "LOOK_BACK           100\nSPEED               1\nFLAG_ICONS          ENABLED\n"
+               "NUM_OF_STATE_COLORS 1000\nYMAX_SCALE          37\n\n\n"
+               "DEFAULT_SEMANTIC\n\nTHREAD_FUNC          State As Is\n\n\nSTATES\n");
+    for (size_t i = 0; i < sizeof(g_states) / sizeof(g_states[0]); i++)
+        fprintf(f, "%zu    %s\n", i, g_states[i]);
+    fprintf(f, "\n\nSTATES_COLOR\n0    {117,195,255}\n1    {0,0,255}\n2    {255,255,255}\n"
+               "30    {255,46,0}\n31    {100,216,32}\n\n\n");
+    fprintf(f, "EVENT_TYPE\n6    40000040    Dynamic memory calls\nVALUES\n");
+    for (int i = 0; i <= 5; i++)
+        fprintf(f, "%d      %s\n", i, g_kinds[i]);
+    fprintf(f, "\n\nEVENT_TYPE\n6    41000000    hmtune dynamic memory call (exact kind)\nVALUES\n");
+    for (size_t i = 0; i < sizeof(g_kinds) / sizeof(g_kinds[0]); i++)
+        fprintf(f, "%zu      %s\n", i, g_kinds[i]);
+    fprintf(f, "\n\nEVENT_TYPE\n"
+               "6    40000041    Requested size in dynamic memory call\n"
+               "6    40000042    In pointer (free, realloc)\n"
+               "6    40000043    Out pointer (malloc, calloc, realloc)\n"
+               "6    41000001    hmtune requested alignment\n\n\n"
+               "EVENT_TYPE\n6    40000036    Process IDentifier\n"
+               "6    40000037    Parent Process IDentifier\n"
+               "6    41000002    hmtune OS thread id\n"
+               "6    41000003    hmtune MPI rank\n\n\n");
+    fprintf(f, "EVENT_TYPE\n0    32000007    Memory object referenced by sampled address\n"
+               "0    32000009    Allocation memory object\n");
+    site_labels(c, f, 0);
+    fprintf(f, "EVENT_TYPE\n0    41000010    hmtune allocation site (module+offset chain)\n");
+    site_labels(c, f, 1);
+    fprintf(f, "EVENT_TYPE\n0    41000011    hmtune allocation site (function chain)\n");
+    site_labels(c, f, 2);
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+int fin_write_row(struct fin_ctx *c, const char *path)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fprintf(f, "LEVEL CPU SIZE %d\n", c->total_threads);
+    for (size_t i = 0; i < c->nprocs; i++) {
+        struct fin_proc *p = &c->procs[i];
+        for (size_t k = 0; k < p->nstreams; k++)
+            if (p->streams[k].thread > 0)
+                fprintf(f, "%d.%s\n", p->streams[k].cpu, p->host);
+    }
+    fprintf(f, "\nLEVEL NODE SIZE %d\n", c->nnodes);
+    for (int n = 0; n < c->nnodes; n++)
+        fprintf(f, "%s\n", c->node_names[n]);
+    fprintf(f, "\nLEVEL THREAD SIZE %d\n", c->total_threads);
+    for (size_t i = 0; i < c->nprocs; i++) {
+        struct fin_proc *p = &c->procs[i];
+        for (size_t k = 0; k < p->nstreams; k++)
+            if (p->streams[k].thread > 0)
+                fprintf(f, "THREAD 1.%d.%d\n", p->task, p->streams[k].thread);
+    }
+    return fclose(f) == 0 ? 0 : -1;
+}

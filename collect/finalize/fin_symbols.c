@@ -1,0 +1,121 @@
+/* fin_symbols.c — frame (module path, offset) → "file:line" and function, with
+ * libbfd. Frames are return addresses (DESIGN.md §2), so the lookup uses
+ * offset - 1 to name the line of the call. One bfd per module, opened once. */
+#define PACKAGE "hmtune"
+#define PACKAGE_VERSION "1"
+#include "fin.h"
+
+#include <bfd.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct mod {
+    const char *path;
+    bfd *abfd;
+    asymbol **syms;
+    int tried;
+};
+
+static struct mod *g_mods;
+static size_t g_nmods;
+
+static struct mod *get_mod(const char *path)
+{
+    for (size_t i = 0; i < g_nmods; i++)
+        if (g_mods[i].path == path)
+            return &g_mods[i];
+    g_mods = fin_xrealloc(g_mods, (g_nmods + 1) * sizeof(*g_mods));
+    struct mod *m = &g_mods[g_nmods++];
+    memset(m, 0, sizeof(*m));
+    m->path = path;
+    return m;
+}
+
+static void load(struct mod *m)
+{
+    static int inited;
+    m->tried = 1;
+    if (!inited) {
+        bfd_init();
+        inited = 1;
+    }
+    if (m->path[0] != '/')
+        return;                           /* linux-vdso.so.1 and friends */
+    bfd *b = bfd_openr(m->path, NULL);
+    if (!b)
+        return;
+    char **matching;
+    if (!bfd_check_format_matches(b, bfd_object, &matching)) {
+        bfd_close(b);
+        return;
+    }
+    long n = bfd_get_symtab_upper_bound(b);
+    asymbol **syms = NULL;
+    if (n > 0) {
+        syms = fin_xmalloc((size_t)n);
+        if (bfd_canonicalize_symtab(b, syms) <= 0) {
+            free(syms);
+            syms = NULL;
+        }
+    }
+    if (!syms) {
+        n = bfd_get_dynamic_symtab_upper_bound(b);
+        if (n > 0) {
+            syms = fin_xmalloc((size_t)n);
+            if (bfd_canonicalize_dynamic_symtab(b, syms) <= 0) {
+                free(syms);
+                syms = NULL;
+            }
+        }
+    }
+    m->abfd = b;
+    m->syms = syms;
+}
+
+void fin_symbolize(const struct fin_frame *f, const char **fileline, const char **func)
+{
+    *fileline = "??";
+    *func = "??";
+    if (!f->path)
+        return;
+    struct mod *m = get_mod(f->path);
+    if (!m->tried)
+        load(m);
+    if (!m->abfd)
+        return;
+    bfd_vma pc = f->off ? f->off - 1 : 0;
+    for (asection *s = m->abfd->sections; s; s = s->next) {
+        if (!(bfd_section_flags(s) & SEC_ALLOC))
+            continue;
+        bfd_vma vma = bfd_section_vma(s);
+        if (pc < vma || pc >= vma + bfd_section_size(s))
+            continue;
+        const char *file = NULL, *fn = NULL;
+        unsigned int line = 0;
+        if (bfd_find_nearest_line(m->abfd, s, m->syms, pc - vma, &file, &fn, &line)) {
+            char buf[4200];
+            if (file && *file) {
+                snprintf(buf, sizeof(buf), "%s:%u", file, line);
+                *fileline = fin_intern(buf);
+            }
+            if (fn && *fn) {
+                char *dem = bfd_demangle(m->abfd, fn, 1 | 2);   /* DMGL_PARAMS | DMGL_ANSI */
+                *func = fin_intern(dem ? dem : fn);
+                free(dem);
+            }
+        }
+        return;
+    }
+}
+
+void fin_symbols_close(void)
+{
+    for (size_t i = 0; i < g_nmods; i++) {
+        if (g_mods[i].abfd)
+            bfd_close(g_mods[i].abfd);
+        free(g_mods[i].syms);
+    }
+    free(g_mods);
+    g_mods = NULL;
+    g_nmods = 0;
+}

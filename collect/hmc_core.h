@@ -1,0 +1,50 @@
+/* hmc_core.h — the tracer core: per-thread record buffers, stack interning, the
+ * process stream file, flushing at exit / crash / fork. No symbol interposition
+ * here (that is hmc_shim.c), so tests drive the core directly. */
+#ifndef HMC_CORE_H
+#define HMC_CORE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include "hm_util.h"
+#include "hmc_stream.h"
+
+#define HMC_BUF_BYTES   (64u * 1024u)   /* per-thread record buffer */
+#define HMC_STACK_SLOTS 1024u           /* per-thread interned call stacks */
+
+struct hmc_config {
+    const char *outdir;   /* directory for the raw stream files */
+    uint64_t min_size;    /* smallest traced request */
+    int depth;            /* call-site frames kept */
+};
+
+struct hmc_thread;
+
+/* Flag kept by the shim: nonzero while this thread is inside the tracer. */
+extern __thread int hmc_busy __attribute__((tls_model("initial-exec")));
+
+int hmc_core_init(const struct hmc_config *cfg) HM_HIDDEN;  /* 0, or -1 (message printed) */
+int hmc_core_active(void) HM_HIDDEN;
+struct hmc_thread *hmc_thread_get(void) HM_HIDDEN;            /* this thread's state, created once */
+/* Record an allocating call whose raw return-address chain is frames[0..n). */
+void hmc_record_call(struct hmc_thread *t, int kind, uint64_t t0, uint64_t t1, uint64_t size,
+                     uint64_t align, uint64_t ptr_in, uint64_t ptr_out,
+                     const uint64_t *frames, int n) HM_HIDDEN;
+void hmc_record_free(struct hmc_thread *t, uint64_t t0, uint64_t t1, uint64_t ptr) HM_HIDDEN;
+void hmc_add_tracer_ns(struct hmc_thread *t, uint64_t ns, uint64_t calls) HM_HIDDEN;
+void hmc_count_call(struct hmc_thread *t) HM_HIDDEN;
+/* Write everything recorded so far and a process-end record. */
+void hmc_finish(int end_kind, int signo) HM_HIDDEN;
+void hmc_thread_exit(void) HM_HIDDEN;
+/* exec failed after hmc_finish(HME_EXEC): go back to buffered writing. */
+void hmc_exec_failed(void) HM_HIDDEN;
+void hmc_atfork_prepare(void) HM_HIDDEN;
+void hmc_atfork_parent(void) HM_HIDDEN;
+void hmc_atfork_child(void) HM_HIDDEN;
+struct hm_module;
+/* hm_modmap callback: a new module goes on the process stream. */
+void hmc_module_cb(const struct hm_module *m) HM_HIDDEN;
+/* Path of this process's stream file (for tests). */
+const char *hmc_stream_path(void) HM_HIDDEN;
+
+#endif

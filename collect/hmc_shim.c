@@ -1,0 +1,457 @@
+/* hmc_shim.c — libhmtrace.so's symbol interposition and bootstrap.
+ *
+ * Every malloc-family entry point has a fast path that decides "not traced" from
+ * the size alone (frees: from malloc_usable_size, which is never smaller than the
+ * request), and one shared slow path that unwinds, calls the real function and
+ * records. A thread-local flag stops recursion (libunwind, pthread_setspecific and
+ * dlsym may all call malloc); allocations made while dlsym resolves the real
+ * functions come from a static arena and are never freed. */
+#include "hmc_core.h"
+#include "hm_env.h"
+#include "hm_modmap.h"
+#include "hm_unwind.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+static struct {
+    void *(*malloc)(size_t);
+    void (*free)(void *);
+    void *(*calloc)(size_t, size_t);
+    void *(*realloc)(void *, size_t);
+    void *(*reallocarray)(void *, size_t, size_t);
+    int (*posix_memalign)(void **, size_t, size_t);
+    void *(*aligned_alloc)(size_t, size_t);
+    void *(*memalign)(size_t, size_t);
+    void *(*valloc)(size_t);
+    void *(*pvalloc)(size_t);
+    size_t (*usable)(void *);
+    int (*dlclose)(void *);
+    void (*exit_)(int) __attribute__((noreturn));
+    void (*Exit_)(int) __attribute__((noreturn));
+    int (*execve)(const char *, char *const[], char *const[]);
+} real;
+
+enum { ST_NONE, ST_INIT, ST_READY, ST_OFF };
+static _Atomic int g_state;
+static uint64_t g_min;             /* 0 until ready: every call takes the slow path */
+static uint64_t g_free_min;        /* likewise for the free/realloc filter */
+static int g_depth = 8;
+
+/* ---- bootstrap arena ---------------------------------------------------- */
+
+#define BOOT_BYTES (256u * 1024u)
+static unsigned char g_boot[BOOT_BYTES] __attribute__((aligned(4096)));
+static _Atomic size_t g_boot_used;
+
+static inline int in_boot(const void *p)
+{
+    return (const unsigned char *)p >= g_boot && (const unsigned char *)p < g_boot + BOOT_BYTES;
+}
+
+static void *boot_alloc(size_t n, size_t align)
+{
+    if (align < 16)
+        align = 16;
+    size_t cur = atomic_load(&g_boot_used), start, end;
+    do {
+        start = (cur + 16 + align - 1) & ~(align - 1);   /* 16 bytes for the size */
+        end = start + n;
+        if (end > BOOT_BYTES || end < start)
+            return NULL;
+    } while (!atomic_compare_exchange_weak(&g_boot_used, &cur, end));
+    memcpy(g_boot + start - sizeof(size_t), &n, sizeof(size_t));
+    return g_boot + start;
+}
+
+static size_t boot_size(const void *p)
+{
+    size_t n;
+    memcpy(&n, (const unsigned char *)p - sizeof(size_t), sizeof(size_t));
+    return n;
+}
+
+/* ---- the untraced call -------------------------------------------------- */
+
+struct call { int kind; void *in; size_t a, b; void **memptr; int rc; };
+
+static void *plain(struct call *c)
+{
+    size_t page = 4096;
+    if (hm_unlikely(real.malloc == NULL)) {          /* still resolving */
+        switch (c->kind) {
+        case HMK_MALLOC: return boot_alloc(c->a, 16);
+        case HMK_CALLOC: return c->b && c->a > SIZE_MAX / c->b ? NULL : boot_alloc(c->a * c->b, 16);
+        case HMK_POSIX_MEMALIGN: {
+            void *p = boot_alloc(c->b, c->a);
+            c->rc = p ? 0 : ENOMEM;
+            if (p)
+                *c->memptr = p;
+            return p;
+        }
+        case HMK_ALIGNED_ALLOC: case HMK_MEMALIGN: return boot_alloc(c->b, c->a);
+        case HMK_VALLOC: case HMK_PVALLOC: return boot_alloc(c->a, page);
+        default: break;
+        }
+    }
+    if (hm_unlikely(c->in && in_boot(c->in))) {     /* realloc of an arena block */
+        size_t n = c->kind == HMK_REALLOCARRAY ? c->a * c->b : c->a;
+        void *p = real.malloc ? real.malloc(n) : boot_alloc(n, 16);
+        if (p) {
+            size_t old = boot_size(c->in);
+            memcpy(p, c->in, old < n ? old : n);
+        }
+        return p;
+    }
+    switch (c->kind) {
+    case HMK_MALLOC: return real.malloc(c->a);
+    case HMK_CALLOC: return real.calloc(c->a, c->b);
+    case HMK_REALLOC: return real.realloc(c->in, c->a);
+    case HMK_REALLOCARRAY: return real.reallocarray(c->in, c->a, c->b);
+    case HMK_POSIX_MEMALIGN:
+        c->rc = real.posix_memalign(c->memptr, c->a, c->b);
+        return c->rc == 0 ? *c->memptr : NULL;
+    case HMK_ALIGNED_ALLOC: return real.aligned_alloc(c->a, c->b);
+    case HMK_MEMALIGN: return real.memalign(c->a, c->b);
+    case HMK_VALLOC: return real.valloc(c->a);
+    case HMK_PVALLOC: return real.pvalloc(c->a);
+    default: return NULL;
+    }
+}
+
+/* ---- initialization ----------------------------------------------------- */
+
+static void crash_handler(int sig, siginfo_t *si, void *uc);
+static void atfork_prepare(void) { hmc_atfork_prepare(); }
+static void atfork_parent(void) { hmc_atfork_parent(); }
+static void atfork_child(void) { hmc_atfork_child(); }
+
+#define RESOLVE(field, name) \
+    do { void *s_ = dlsym(RTLD_NEXT, name); memcpy(&real.field, &s_, sizeof(s_)); } while (0)
+
+static const int g_sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS,
+                              SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGXCPU, SIGXFSZ, SIGPIPE };
+static struct sigaction g_old[NSIG];
+
+static void install_signals(void)
+{
+    for (unsigned i = 0; i < sizeof(g_sigs) / sizeof(g_sigs[0]); i++) {
+        struct sigaction old, sa;
+        if (sigaction(g_sigs[i], NULL, &old) != 0)
+            continue;
+        if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler != SIG_DFL)
+            continue;   /* the application (or its launcher) chose; leave it */
+        if (old.sa_flags & SA_SIGINFO)
+            continue;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_sigaction = crash_handler;
+        sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+        sigemptyset(&sa.sa_mask);
+        g_old[g_sigs[i]] = old;
+        sigaction(g_sigs[i], &sa, NULL);
+    }
+}
+
+static void do_init(void)
+{
+    hmc_busy++;
+    void *s = dlsym(RTLD_NEXT, "malloc");
+    RESOLVE(free, "free");
+    RESOLVE(calloc, "calloc");
+    RESOLVE(realloc, "realloc");
+    RESOLVE(reallocarray, "reallocarray");
+    RESOLVE(posix_memalign, "posix_memalign");
+    RESOLVE(aligned_alloc, "aligned_alloc");
+    RESOLVE(memalign, "memalign");
+    RESOLVE(valloc, "valloc");
+    RESOLVE(pvalloc, "pvalloc");
+    RESOLVE(usable, "malloc_usable_size");
+    RESOLVE(dlclose, "dlclose");
+    RESOLVE(exit_, "_exit");
+    RESOLVE(Exit_, "_Exit");
+    RESOLVE(execve, "execve");
+    memcpy(&real.malloc, &s, sizeof(s));   /* last: it ends the arena period */
+    int ok = real.malloc && real.free && real.calloc && real.realloc && real.usable &&
+             real.posix_memalign && real.memalign;
+    const char *out = getenv("HMTUNE_OUT");
+    uint64_t min_size = 4096, depth = 8;
+    if (!ok) {
+        hm_log("hmtune: ", "cannot find the malloc functions to wrap; tracing is off", NULL);
+    } else if (!out || !*out) {
+        hm_log("hmtune: ", "HMTUNE_OUT is not set; libhmtrace.so records nothing "
+               "(run the application through 'hmtune trace')", NULL);
+        ok = 0;
+    } else {
+        if (hm_env_size("HMTUNE_MIN_SIZE", 4096, &min_size) != 0) {
+            hm_log("hmtune: ", "HMTUNE_MIN_SIZE is malformed, using 4K: ", getenv("HMTUNE_MIN_SIZE"));
+            min_size = 4096;
+        }
+        if (hm_env_size("HMTUNE_DEPTH", 8, &depth) != 0 || depth < 1 || depth > HM_MAX_DEPTH) {
+            hm_log("hmtune: ", "HMTUNE_DEPTH must be 1..32, using 8: ", getenv("HMTUNE_DEPTH"));
+            depth = 8;
+        }
+        struct hmc_config cfg = { out, min_size, (int)depth };
+        ok = hmc_core_init(&cfg) == 0;
+    }
+    if (ok) {
+        g_depth = (int)depth;
+        hm_modmap_init(hmc_module_cb);
+        hm_unwind_init((void *)&do_init);
+        pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+        install_signals();
+        g_min = min_size;
+        g_free_min = min_size;
+        atomic_store(&g_state, ST_READY);
+    } else {
+        g_min = UINT64_MAX;
+        g_free_min = UINT64_MAX;
+        atomic_store(&g_state, ST_OFF);
+    }
+    hmc_busy--;
+}
+
+/* 1 when the tracer is ready; 0 while initializing (nested) or when off. */
+static inline int ensure_ready(void)
+{
+    int st = atomic_load_explicit(&g_state, memory_order_acquire);
+    if (hm_likely(st == ST_READY))
+        return 1;
+    if (st == ST_NONE) {
+        int z = ST_NONE;
+        if (atomic_compare_exchange_strong(&g_state, &z, ST_INIT))
+            do_init();
+    }
+    return atomic_load(&g_state) == ST_READY;
+}
+
+__attribute__((constructor)) static void hmc_ctor(void) { ensure_ready(); }
+__attribute__((destructor)) static void hmc_dtor(void)
+{
+    if (atomic_load(&g_state) == ST_READY)
+        hmc_finish(HME_EXIT, 0);
+}
+
+static void crash_handler(int sig, siginfo_t *si, void *uc)
+{
+    static _Atomic int once;
+    (void)si;
+    (void)uc;
+    int saved = errno;
+    if (!atomic_exchange(&once, 1)) {
+        hmc_busy++;
+        hmc_finish(HME_SIGNAL, sig);
+        hmc_busy--;
+    }
+    sigaction(sig, &g_old[sig], NULL);
+    raise(sig);
+    errno = saved;
+}
+
+/* ---- the traced path ---------------------------------------------------- */
+
+static HM_NOINLINE void *slow(struct call *c)
+{
+    int traced_size;
+    if (hmc_busy || !ensure_ready())
+        return plain(c);
+    struct hmc_thread *t = hmc_thread_get();
+    if (!t)
+        return plain(c);
+    size_t size = c->a;
+    switch (c->kind) {
+    case HMK_CALLOC: case HMK_REALLOCARRAY:
+        if (c->b && c->a > SIZE_MAX / c->b)
+            return plain(c);                 /* overflow: the real call fails it */
+        size = c->a * c->b;
+        break;
+    case HMK_POSIX_MEMALIGN: case HMK_ALIGNED_ALLOC: case HMK_MEMALIGN:
+        size = c->b;
+        break;
+    default:
+        break;
+    }
+    traced_size = size >= g_min;
+    if (!traced_size && !(c->in && !in_boot(c->in) && real.usable(c->in) >= g_free_min)) {
+        hmc_count_call(t);
+        return plain(c);
+    }
+    hmc_busy = 1;
+    uint64_t t0 = hm_now_ns();
+    uint64_t frames[HM_MAX_DEPTH];
+    int n = hm_backtrace(frames, g_depth);
+    uint64_t t1 = hm_now_ns();
+    void *r = plain(c);
+    int err = errno;
+    uint64_t t2 = hm_now_ns();
+    uint64_t align = 0;
+    if (c->kind == HMK_POSIX_MEMALIGN || c->kind == HMK_ALIGNED_ALLOC || c->kind == HMK_MEMALIGN)
+        align = c->a;
+    else if (c->kind == HMK_VALLOC || c->kind == HMK_PVALLOC)
+        align = (uint64_t)sysconf(_SC_PAGESIZE);
+    hmc_record_call(t, c->kind, t0, t2, size, align, (uint64_t)(uintptr_t)c->in,
+                    (uint64_t)(uintptr_t)r, frames, n);
+    hmc_add_tracer_ns(t, (t1 - t0) + (hm_now_ns() - t2), 1);
+    hmc_busy = 0;
+    errno = err;
+    return r;
+}
+
+static HM_NOINLINE void slow_free(void *p)
+{
+    if (in_boot(p))
+        return;
+    if (hmc_busy || !ensure_ready() || real.usable(p) < g_free_min) {
+        if (real.free)
+            real.free(p);
+        return;
+    }
+    struct hmc_thread *t = hmc_thread_get();
+    if (!t) {
+        real.free(p);
+        return;
+    }
+    hmc_busy = 1;
+    int err = errno;
+    uint64_t t0 = hm_now_ns();
+    real.free(p);
+    uint64_t t1 = hm_now_ns();
+    hmc_record_free(t, t0, t1, (uint64_t)(uintptr_t)p);
+    hmc_add_tracer_ns(t, hm_now_ns() - t1, 1);
+    hmc_busy = 0;
+    errno = err;
+}
+
+/* ---- the interposed entry points ---------------------------------------- */
+
+EXPORT void *malloc(size_t n)
+{
+    if (hm_likely(n < g_min))
+        return real.malloc(n);
+    struct call c = { HMK_MALLOC, NULL, n, 0, NULL, 0 };
+    return slow(&c);
+}
+
+EXPORT void free(void *p)
+{
+    if (hm_unlikely(p == NULL))
+        return;
+    if (hm_likely(g_free_min != 0 && !in_boot(p) && real.usable(p) < g_free_min)) {
+        real.free(p);
+        return;
+    }
+    slow_free(p);
+}
+
+EXPORT void *calloc(size_t nmemb, size_t size)
+{
+    if (hm_likely(nmemb < g_min && size < g_min && nmemb * size < g_min))
+        return real.calloc(nmemb, size);
+    struct call c = { HMK_CALLOC, NULL, nmemb, size, NULL, 0 };
+    return slow(&c);
+}
+
+EXPORT void *realloc(void *p, size_t n)
+{
+    if (hm_likely(n < g_min && g_free_min != 0 && (p == NULL || (!in_boot(p) && real.usable(p) < g_free_min))))
+        return real.realloc(p, n);
+    struct call c = { HMK_REALLOC, p, n, 0, NULL, 0 };
+    return slow(&c);
+}
+
+EXPORT void *reallocarray(void *p, size_t nmemb, size_t size)
+{
+    struct call c = { HMK_REALLOCARRAY, p, nmemb, size, NULL, 0 };
+    return slow(&c);
+}
+
+EXPORT int posix_memalign(void **memptr, size_t align, size_t size)
+{
+    struct call c = { HMK_POSIX_MEMALIGN, NULL, align, size, memptr, 0 };
+    if (hm_likely(size < g_min))
+        return real.posix_memalign(memptr, align, size);
+    slow(&c);
+    return c.rc;
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t size)
+{
+    if (hm_likely(size < g_min))
+        return real.aligned_alloc(align, size);
+    struct call c = { HMK_ALIGNED_ALLOC, NULL, align, size, NULL, 0 };
+    return slow(&c);
+}
+
+EXPORT void *memalign(size_t align, size_t size)
+{
+    if (hm_likely(size < g_min))
+        return real.memalign(align, size);
+    struct call c = { HMK_MEMALIGN, NULL, align, size, NULL, 0 };
+    return slow(&c);
+}
+
+EXPORT void *valloc(size_t n)
+{
+    struct call c = { HMK_VALLOC, NULL, n, 0, NULL, 0 };
+    return slow(&c);
+}
+
+EXPORT void *pvalloc(size_t n)
+{
+    struct call c = { HMK_PVALLOC, NULL, n, 0, NULL, 0 };
+    return slow(&c);
+}
+
+/* A dlclose may unmap a library whose addresses the next dlopen reuses. (dlopen
+ * itself is not wrapped: glibc resolves RUNPATH/$ORIGIN from the caller's
+ * object, which a wrapper would change.) */
+EXPORT int dlclose(void *h)
+{
+    if (!real.dlclose)
+        ensure_ready();
+    int r = real.dlclose(h);
+    hm_modmap_invalidate();
+    return r;
+}
+
+EXPORT void _exit(int status)
+{
+    if (atomic_load(&g_state) == ST_READY)
+        hmc_finish(HME__EXIT, 0);
+    if (real.exit_)
+        real.exit_(status);
+    syscall(SYS_exit_group, status);
+    __builtin_unreachable();
+}
+
+EXPORT void _Exit(int status)
+{
+    if (atomic_load(&g_state) == ST_READY)
+        hmc_finish(HME__EXIT, 0);
+    if (real.Exit_)
+        real.Exit_(status);
+    syscall(SYS_exit_group, status);
+    __builtin_unreachable();
+}
+
+/* exec replaces the image without running destructors: write what we have. */
+EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+    if (!real.execve)
+        ensure_ready();
+    if (atomic_load(&g_state) == ST_READY)
+        hmc_finish(HME_EXEC, 0);
+    int r = real.execve(path, argv, envp);
+    int err = errno;
+    hmc_exec_failed();
+    errno = err;
+    return r;
+}

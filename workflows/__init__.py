@@ -1,0 +1,1 @@
+"""hmtune's pipeline driver: the `hmtune` CLI and the stages it chains."""

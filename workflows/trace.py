@@ -1,0 +1,158 @@
+"""`hmtune trace`: run the application with libhmtrace.so preloaded, then finalize
+the raw per-process streams into DIR/trace.prv/.pcf/.row and print a summary."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from workflows import elfcheck, paths
+from workflows.units import human, parse_size
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "trace",
+        help="run an application under the allocation tracer and write a Paraver trace",
+        description="Run APP with libhmtrace.so preloaded and write DIR/trace.prv/.pcf/.row.",
+        epilog="example: hmtune trace --mpirun 'mpirun -np 4' -o out -- ./app -n 10",
+    )
+    p.add_argument("--mpirun", metavar="CMD", default="",
+                   help="MPI launcher prefix, e.g. 'mpirun -np 4' (the tracer is applied to "
+                        "the ranks, not to the launcher)")
+    p.add_argument("--min-size", default="4K", metavar="SIZE",
+                   help="smallest request traced (default 4K)")
+    p.add_argument("--depth", type=int, default=8, metavar="N",
+                   help="call-site frames kept per allocation, 1..32 (default 8)")
+    p.add_argument("-o", "--out", metavar="DIR", default=None,
+                   help="output directory (default hmtune-out/<app name>/)")
+    p.add_argument("-q", "--quiet", action="store_true", help="print no summary")
+    p.add_argument("app", nargs=argparse.REMAINDER, help="-- APP [ARGS...]")
+    p.set_defaults(func=run)
+
+
+def _fail(msg: str, code: int = 2) -> int:
+    print(f"hmtune trace: {msg}", file=sys.stderr)
+    return code
+
+
+def _writable_dir(d: Path) -> str | None:
+    """Create d/raw; None if usable, else the reason."""
+    try:
+        (d / "raw").mkdir(parents=True, exist_ok=True)
+        probe = d / "raw" / ".probe"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        return e.strerror or str(e)
+    return None
+
+
+def _run(cmd: list[str], env: dict[str, str]) -> int:
+    """Run cmd in the foreground; the terminal's Ctrl-C reaches the app, not us."""
+    try:
+        proc = subprocess.Popen(cmd, env=env)
+    except OSError as e:
+        print(f"hmtune trace: cannot run {cmd[0]}: {e.strerror}", file=sys.stderr)
+        return 127
+    old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    old_term = signal.signal(signal.SIGTERM, lambda s, f: proc.send_signal(s))
+    try:
+        return proc.wait()
+    finally:
+        signal.signal(signal.SIGINT, old_int)
+        signal.signal(signal.SIGTERM, old_term)
+
+
+def finalize(out: Path, quiet: bool) -> dict | None:
+    """raw/ → trace.*; returns the summary dict (None if nothing could be written)."""
+    summary = out / "trace.summary.json"
+    cmd = [str(paths.finalize_bin()), str(out / "raw"), "-o", str(out / "trace"),
+           "--summary", str(summary)]
+    if quiet:
+        cmd.append("--quiet")
+    r = subprocess.run(cmd)
+    if r.returncode != 0:
+        return None
+    return json.loads(summary.read_text())
+
+
+def print_summary(s: dict, out: Path, wall_s: float) -> None:
+    prv = out / "trace.prv"
+    tracer_s = s["tracer_ns"] / 1e9
+    share = 100.0 * tracer_s / (wall_s * max(1, s["threads"])) if wall_s > 0 else 0.0
+    print(f"hmtune: traced {s['allocs']} allocations and {s['frees']} frees at {s['sites']} "
+          f"sites ({s['calls_seen']} malloc-family calls seen) in {s['tasks']} process(es), "
+          f"{s['threads']} thread(s)", file=sys.stderr)
+    print(f"hmtune: trace {prv} ({human(prv.stat().st_size)}); time in the tracer "
+          f"{tracer_s * 1e3:.1f} ms ({share:.2f}% of the run's thread time)", file=sys.stderr)
+
+
+def _exit_like(rc: int) -> int:
+    """Give our caller the app's status: a signal death is re-raised on ourselves."""
+    if rc < 0:
+        sig = -rc
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+        return 128 + sig
+    return rc
+
+
+def run(args: argparse.Namespace) -> int:
+    app = list(args.app)
+    if app and app[0] == "--":
+        app = app[1:]
+    if not app:
+        return _fail("no application given: hmtune trace [options] -- ./app args")
+    try:
+        min_size = parse_size(args.min_size)
+    except ValueError as e:
+        return _fail(f"--min-size: {e}")
+    if not 1 <= args.depth <= 32:
+        return _fail("--depth must be between 1 and 32")
+    lib, fin = paths.tracer_lib(), paths.finalize_bin()
+    if not lib.exists() or not fin.exists():
+        return _fail(f"{lib} is not built: run 'make' in {paths.ROOT}")
+    exe = elfcheck.resolve(app[0])
+    if exe is None:
+        return _fail(f"{app[0]}: no such program", 127)
+    if elfcheck.is_static_elf(exe):
+        return _fail(f"{app[0]} is statically linked: LD_PRELOAD cannot interpose its malloc, "
+                     "so it cannot be traced; link it dynamically (without -static)")
+    out = Path(args.out) if args.out else paths.default_out(app[0])
+    launcher = shlex.split(args.mpirun) if args.mpirun else []
+    why = _writable_dir(out)
+    if why is not None:
+        print(f"hmtune trace: cannot write to {out} ({why}); running the application "
+              "without tracing", file=sys.stderr)
+        return _exit_like(_run(launcher + app, dict(os.environ)))
+    for old in (out / "raw").glob("*.hmr"):
+        old.unlink()
+    preload = str(lib)
+    if os.environ.get("LD_PRELOAD"):
+        preload += ":" + os.environ["LD_PRELOAD"]
+    tracer_env = {"LD_PRELOAD": preload, "HMTUNE_OUT": str((out / "raw").resolve()),
+                  "HMTUNE_MIN_SIZE": str(min_size), "HMTUNE_DEPTH": str(args.depth)}
+    env = dict(os.environ)
+    if launcher:
+        # The launcher itself runs untraced; `env` applies the tracer to each rank.
+        cmd = launcher + ["env"] + [f"{k}={v}" for k, v in tracer_env.items()] + app
+    else:
+        env.update(tracer_env)
+        cmd = app
+    t0 = time.monotonic()
+    rc = _run(cmd, env)
+    wall = time.monotonic() - t0
+    summary = finalize(out, args.quiet)
+    if summary is None:
+        print(f"hmtune trace: no trace written in {out} (see the message above)", file=sys.stderr)
+    elif not args.quiet:
+        print_summary(summary, out, wall)
+    return _exit_like(rc)

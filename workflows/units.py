@@ -1,0 +1,28 @@
+"""Sizes as users write them: 4K, 64KiB, 1M, 2G, 1T, plain bytes (powers of 1024)."""
+
+from __future__ import annotations
+
+import re
+
+_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
+_SHIFT = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}
+
+
+def parse_size(text: str) -> int:
+    """Bytes in `text`; ValueError with a message that says what is accepted."""
+    m = _SIZE.match(text)
+    if not m or (m.group(3) and m.group(3).lower() == "ib" and not m.group(2)):
+        raise ValueError(f"'{text}' is not a size (use bytes or K/M/G/T, e.g. 4K, 256M, 1GiB)")
+    value = int(m.group(1)) << _SHIFT[m.group(2).lower()]
+    if value >= 1 << 63:
+        raise ValueError(f"'{text}' is too large")
+    return value
+
+
+def human(n: float) -> str:
+    """1536 -> '1.5 KiB'."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
