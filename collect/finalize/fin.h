@@ -88,6 +88,7 @@ struct fin_ctx {
 int fin_load_dir(struct fin_ctx *c, const char *dir);
 int fin_stream_next(struct fin_stream *s, const struct hmr_hdr **rec);
 const char *fin_intern(const char *s);
+void fin_free_ctx(struct fin_ctx *c);   /* the processes and streams */
 /* fin_merge.c */
 int fin_write_prv(struct fin_ctx *c, const char *prv_path);
 /* fin_pcf.c */

@@ -323,3 +323,24 @@ int fin_stream_next(struct fin_stream *s, const struct hmr_hdr **rec)
         s->bpos = 0;
     }
 }
+
+void fin_free_ctx(struct fin_ctx *c)
+{
+    for (size_t i = 0; i < c->nprocs; i++) {
+        struct fin_proc *p = &c->procs[i];
+        for (size_t k = 0; k < p->nstreams; k++) {
+            free(p->streams[k].chunks);
+            free(p->streams[k].buf);
+            free(p->streams[k].stack_site);
+        }
+        free(p->streams);
+        free(p->mod_path);
+        free(p->cmd);
+        free(p->path);
+        if (p->fd >= 0)
+            close(p->fd);
+    }
+    free(c->procs);
+    c->procs = NULL;
+    c->nprocs = 0;
+}

@@ -1,0 +1,20 @@
+# tests/c: core tests linked without LD_PRELOAD (STYLE.md: the core is testable
+# on its own). `make test-c` runs them; `make test-c SAN=1` under ASan+UBSan.
+TEST_C_DIR := $(BUILD)/tests/c
+TEST_C_CFLAGS := $(CFLAGS_COMMON) -I$(ROOT)/tests/c -I$(ROOT)/collect/finalize -pthread
+
+$(TEST_C_DIR)/test_util: $(ROOT)/tests/c/test_util.c $(COMMON_SRC) $(COMMON_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_C_CFLAGS) -o $@ $< $(COMMON_SRC) -lunwind -ldl $(LDSAN)
+
+$(TEST_C_DIR)/test_core: $(ROOT)/tests/c/test_core.c $(ROOT)/collect/hmc_core.c \
+    $(ROOT)/collect/finalize/fin_raw.c $(COMMON_SRC) $(HMC_LIB_HDR) $(HMC_FIN_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_C_CFLAGS) -rdynamic -o $@ $< $(ROOT)/collect/hmc_core.c \
+	  $(ROOT)/collect/finalize/fin_raw.c $(COMMON_SRC) -lunwind -ldl $(LDSAN)
+
+TEST_C_BINS := $(TEST_C_DIR)/test_util $(TEST_C_DIR)/test_core
+BUILD_TARGETS += $(TEST_C_BINS)
+
+test-c: $(TEST_C_BINS)
+	@$(ROOT)/tests/c/run.sh $(TEST_C_DIR)

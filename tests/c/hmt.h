@@ -1,0 +1,35 @@
+/* hmt.h — a minimal C test harness: each TEST prints "PASS name" or "FAIL name"
+ * (with the failing check) and tests/c/run.sh totals them. */
+#ifndef HMT_H
+#define HMT_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static int hmt_failed_checks;
+static int hmt_failures;
+
+#define CHECK(cond)                                                                   \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            fprintf(stderr, "  check failed at %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+            hmt_failed_checks++;                                                      \
+        }                                                                             \
+    } while (0)
+
+#define RUN(fn)                                                                       \
+    do {                                                                              \
+        int before_ = hmt_failed_checks;                                              \
+        fn();                                                                         \
+        if (hmt_failed_checks == before_)                                             \
+            printf("PASS %s\n", #fn);                                                 \
+        else {                                                                        \
+            printf("FAIL %s\n", #fn);                                                 \
+            hmt_failures++;                                                           \
+        }                                                                             \
+        fflush(stdout);                                                               \
+    } while (0)
+
+#define HMT_END() return hmt_failures ? 1 : 0
+
+#endif
