@@ -89,7 +89,7 @@ def print_summary(s: dict, out: Path, wall_s: float) -> None:
     tracer_s = s["tracer_ns"] / 1e9
     share = 100.0 * tracer_s / (wall_s * max(1, s["threads"])) if wall_s > 0 else 0.0
     print(f"hmtune: traced {s['allocs']} allocations and {s['frees']} frees at {s['sites']} "
-          f"sites ({s['calls_seen']} malloc-family calls seen) in {s['tasks']} process(es), "
+          f"sites in {s['tasks']} process(es), "
           f"{s['threads']} thread(s)", file=sys.stderr)
     print(f"hmtune: trace {prv} ({human(prv.stat().st_size)}); time in the tracer "
           f"{tracer_s * 1e3:.1f} ms ({share:.2f}% of the run's thread time)", file=sys.stderr)
@@ -99,7 +99,10 @@ def _exit_like(rc: int) -> int:
     """Give our caller the app's status: a signal death is re-raised on ourselves."""
     if rc < 0:
         sig = -rc
-        signal.signal(sig, signal.SIG_DFL)
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(sig, signal.SIG_DFL)
+        sys.stdout.flush()
+        sys.stderr.flush()
         os.kill(os.getpid(), sig)
         return 128 + sig
     return rc

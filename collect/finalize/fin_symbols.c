@@ -93,16 +93,28 @@ void fin_symbolize(const struct fin_frame *f, const char **fileline, const char 
         const char *file = NULL, *fn = NULL;
         unsigned int line = 0;
         if (bfd_find_nearest_line(m->abfd, s, m->syms, pc - vma, &file, &fn, &line)) {
-            char buf[4200];
-            if (file && *file) {
-                snprintf(buf, sizeof(buf), "%s:%u", file, line);
-                *fileline = fin_intern(buf);
-            }
-            if (fn && *fn) {
-                char *dem = bfd_demangle(m->abfd, fn, 1 | 2);   /* DMGL_PARAMS | DMGL_ANSI */
-                *func = fin_intern(dem ? dem : fn);
+            /* An inlined call gives one logical frame per inlining level (as
+             * addr2line -i): innermost first, so the user's own line is there too. */
+            char buf[4200], fbuf[4200];
+            size_t n = 0, fnl = 0;
+            for (int depth = 0; depth < 16; depth++) {
+                if (file && *file)
+                    n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s:%u", depth ? " > " : "",
+                                          file, line);
+                else
+                    n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s??", depth ? " > " : "");
+                char *dem = fn && *fn ? bfd_demangle(m->abfd, fn, 1 | 2) : NULL;  /* PARAMS|ANSI */
+                fnl += (size_t)snprintf(fbuf + fnl, sizeof(fbuf) - fnl, "%s%s", depth ? " > " : "",
+                                        dem ? dem : (fn && *fn ? fn : "??"));
                 free(dem);
+                if (n >= sizeof(buf) - 512 || fnl >= sizeof(fbuf) - 512 ||
+                    !bfd_find_inliner_info(m->abfd, &file, &fn, &line))
+                    break;
             }
+            if (strcmp(buf, "??") != 0)
+                *fileline = fin_intern(buf);
+            if (strcmp(fbuf, "??") != 0)
+                *func = fin_intern(fbuf);
         }
         return;
     }

@@ -1,0 +1,66 @@
+# tests/programs/: tiny programs with known allocation sites for the tracer's tests.
+# Included by the top-level Makefile (which defines BUILD, ROOT, CC, WARN).
+# -O1 keeps frames readable; no -fno-omit-frame-pointer on purpose (the tracer
+# unwinds with DWARF CFI, and the tests should see the realistic case).
+TP_SRCDIR := $(ROOT)/tests/programs
+TP_OUTDIR := $(BUILD)/tests/programs
+TP_OPT    := -O1 -g $(WARN)
+TP_CFLAGS := -std=gnu11 $(TP_OPT)
+TP_CXX    ?= $(CXX)
+TP_FC     ?= gfortran
+TP_MPICC  ?= mpicc
+TP_DEPS   := $(TP_SRCDIR)/build.mk
+
+# Plain C programs: name -> name.c, extra link flags per program below.
+TP_C_PROGS := allfamily threads omp forker dlopen_main realloc_chain crash stress echo_io
+TP_LDLIBS_threads     := -pthread
+TP_LDLIBS_stress      := -pthread
+TP_LDLIBS_dlopen_main := -ldl
+TP_EXTRA_omp          := -fopenmp
+
+TP_C_BINS := $(addprefix $(TP_OUTDIR)/,$(TP_C_PROGS))
+TP_BINS   := $(TP_C_BINS) $(TP_OUTDIR)/allfamily-nopie $(TP_OUTDIR)/libdlalloc.so \
+             $(TP_OUTDIR)/cxx_new $(TP_OUTDIR)/fortran_alloc
+
+$(TP_C_BINS): $(TP_OUTDIR)/%: $(TP_SRCDIR)/%.c $(TP_DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(TP_CFLAGS) $(TP_EXTRA_$*) -o $@ $< $(TP_LDLIBS_$*)
+
+$(TP_OUTDIR)/allfamily-nopie: $(TP_SRCDIR)/allfamily.c $(TP_DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(TP_CFLAGS) -fno-pie -no-pie -o $@ $<
+
+$(TP_OUTDIR)/libdlalloc.so: $(TP_SRCDIR)/dlopen_lib.c $(TP_DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(TP_CFLAGS) -fPIC -shared -o $@ $<
+
+$(TP_OUTDIR)/cxx_new: $(TP_SRCDIR)/cxx_new.cpp $(TP_DEPS)
+	@mkdir -p $(@D)
+	$(TP_CXX) $(TP_OPT) -o $@ $<
+
+$(TP_OUTDIR)/fortran_alloc: $(TP_SRCDIR)/fortran_alloc.f90 $(TP_DEPS)
+	@mkdir -p $(@D)
+	$(TP_FC) $(TP_OPT) -o $@ $<
+
+# MPI: only when an MPI C compiler wrapper is installed.
+ifneq ($(shell command -v $(TP_MPICC) 2>/dev/null),)
+TP_BINS += $(TP_OUTDIR)/mpi_alloc
+$(TP_OUTDIR)/mpi_alloc: $(TP_SRCDIR)/mpi_alloc.c $(TP_DEPS)
+	@mkdir -p $(@D)
+	$(TP_MPICC) $(TP_CFLAGS) -o $@ $<
+else
+$(warning tests/programs: $(TP_MPICC) not found; not building mpi_alloc)
+endif
+
+# Static: only when the C library's static archive is available.
+TP_LIBC_A := $(shell $(CC) -print-file-name=libc.a 2>/dev/null)
+ifneq ($(filter /%,$(wildcard $(TP_LIBC_A))),)
+TP_BINS += $(TP_OUTDIR)/static_app
+$(TP_OUTDIR)/static_app: $(TP_SRCDIR)/static_app.c $(TP_DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(TP_CFLAGS) -static -o $@ $<
+else
+$(warning tests/programs: no static libc.a for $(CC); not building static_app)
+endif
+
+BUILD_TARGETS += $(TP_BINS)

@@ -1,0 +1,114 @@
+"""Test helper: rebuild the traced calls of an hmtune trace from its events, with
+the site labels from its .pcf, so tests can assert on data (not on log text)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from analyze.prv import Event, fuse_events, iter_records, parse_pcf, read_header
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "build"
+PROGRAMS = BUILD / "tests" / "programs"
+HMTUNE = ROOT / "bin" / "hmtune"
+
+KIND = {"malloc": 1, "free": 2, "realloc": 3, "calloc": 4, "posix_memalign": 5,
+        "aligned_alloc": 6, "memalign": 7, "valloc": 8, "pvalloc": 9, "reallocarray": 10}
+
+
+@dataclass
+class Call:
+    task: int
+    thread: int
+    kind: int
+    t0: int
+    size: int = 0
+    site: int = 0
+    ptr_in: int = 0
+    ptr_out: int = 0
+    align: int = 0
+    t1: int = -1
+
+
+@dataclass
+class Trace:
+    calls: list[Call] = field(default_factory=list)
+    fileline: dict[int, str] = field(default_factory=dict)
+    raw: dict[int, str] = field(default_factory=dict)
+    funcs: dict[int, str] = field(default_factory=dict)
+    tids: dict[tuple[int, int], int] = field(default_factory=dict)
+    pid: dict[int, int] = field(default_factory=dict)
+    ppid: dict[int, int] = field(default_factory=dict)
+    rank: dict[int, int] = field(default_factory=dict)
+    ntasks: int = 0
+    nthreads: list[int] = field(default_factory=list)
+
+    def allocs(self, size: int | None = None) -> list[Call]:
+        return [c for c in self.calls if c.kind != 2 and (size is None or c.size == size)]
+
+    def one(self, size: int) -> Call:
+        found = self.allocs(size)
+        assert len(found) == 1, f"expected one allocation of {size} bytes, got {len(found)}"
+        return found[0]
+
+
+def load(prv: Path) -> Trace:
+    t = Trace()
+    h = read_header(prv)
+    t.ntasks = h.ntasks
+    t.nthreads = [n for n, _ in h.apps[0]]
+    pcf = parse_pcf(prv.with_suffix(".pcf"))
+    t.fileline = dict(pcf.values[32000009])
+    t.raw = dict(pcf.values[41000010])
+    t.funcs = dict(pcf.values[41000011])
+    open_calls: dict[tuple[int, int], Call] = {}
+    for rec in fuse_events(iter_records(prv)):
+        if not isinstance(rec, Event):
+            continue
+        ev = dict(rec.events)
+        key = (rec.task, rec.thread)
+        if 41000002 in ev:
+            t.tids[key] = ev[41000002]
+        if 40000036 in ev:
+            t.pid[rec.task] = ev[40000036]
+            t.ppid[rec.task] = ev.get(40000037, 0)
+        if 41000003 in ev:
+            t.rank[rec.task] = ev[41000003]
+        kind = ev.get(41000000)
+        if kind:
+            assert key not in open_calls, f"nested call at line {rec.lineno}"
+            c = Call(rec.task, rec.thread, kind, rec.time, ev.get(40000041, 0),
+                     ev.get(32000009, 0), ev.get(40000042, 0), 0, ev.get(41000001, 0))
+            open_calls[key] = c
+        elif kind == 0:
+            c = open_calls.pop(key)
+            c.ptr_out = ev.get(40000043, 0)
+            c.t1 = rec.time
+            t.calls.append(c)
+    assert not open_calls, "calls without an end"
+    return t
+
+
+def marker_line(src: Path, name: str) -> str:
+    """`file:line` of the line carrying `SITE:name` in a test program."""
+    for i, line in enumerate(src.read_text().splitlines(), 1):
+        if re.search(rf"SITE:{re.escape(name)}\b", line):
+            return f"{src}:{i}"
+    raise AssertionError(f"no SITE:{name} in {src}")
+
+
+def trace(tmp: Path, *app: str, extra: tuple[str, ...] = (), **kw: object) -> subprocess.CompletedProcess:
+    """Run `hmtune trace -q -o tmp -- app...`, capturing the app's output."""
+    cmd = [str(HMTUNE), "trace", "-q", "-o", str(tmp), *extra, "--", *app]
+    return subprocess.run(cmd, capture_output=True, timeout=kw.pop("timeout", 300), **kw)
+
+
+def check(prv: Path) -> list:
+    """Problems check-trace finds (errors only)."""
+    from analyze.check_trace import check_trace
+
+    res = check_trace(prv)
+    return [p for p in res.problems if getattr(p, "severity", "error") == "error"]
