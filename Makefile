@@ -35,6 +35,7 @@ include collect/build.mk
 include examples/build.mk
 include tests/programs/build.mk
 include tests/c/build.mk
+include bench/build.mk
 
 build: $(BUILD_TARGETS)
 

@@ -36,7 +36,7 @@ struct hmc_thread {
     uint32_t pos;                     /* bytes of records in rec[] */
     _Atomic uint32_t committed;       /* bytes of complete records */
     uint32_t next_stack, nstacks, stack_gen;
-    uint64_t tracer_ns, n_calls, n_traced, n_lost;
+    uint64_t tracer_ns /* ticks */, n_calls, n_traced, n_lost;
     uint64_t *stacks;                 /* HMC_STACK_SLOTS * (2 + depth) words */
     size_t map_bytes;
     struct hmr_chunk chunk;           /* written just before rec[] */
@@ -76,7 +76,7 @@ static void write_proc_chunk(const void *rec, uint32_t bytes)
     unsigned char buf[sizeof(struct hmr_chunk) + 8192];
     if (bytes > sizeof(buf) - sizeof(struct hmr_chunk))
         return;
-    struct hmr_chunk c = { HMR_MAGIC, 0, bytes, atomic_fetch_add(&g_proc_seq, 1) };
+    struct hmr_chunk c = { HMR_MAGIC, 0, bytes, atomic_fetch_add(&g_proc_seq, 1), hm_ticks(), hm_now_ns() };
     memcpy(buf, &c, sizeof(c));
     memcpy(buf + sizeof(c), rec, bytes);
     int err = hm_write_all(g_fd, buf, sizeof(c) + bytes);
@@ -132,7 +132,9 @@ static void emit_proc(void)
     r->rank = hm_env_rank(&r->nranks);
     r->depth = (uint32_t)g_cfg.depth;
     r->min_size = g_cfg.min_size;
+    r->tk_start = hm_ticks();
     r->t_start = hm_now_ns();
+    r->ticks_are_ns = !hm_tsc;
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     r->t_real = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
@@ -183,6 +185,7 @@ static void thread_exit_cb(void *arg) { (void)arg; hmc_thread_exit(); }
 
 int hmc_core_init(const struct hmc_config *cfg)
 {
+    hm_clock_init();
     g_cfg = *cfg;
     if (g_cfg.depth < 1)
         g_cfg.depth = 1;
@@ -222,6 +225,8 @@ static void write_buffer(struct hmc_thread *t, uint32_t bytes)
     t->chunk.stream = t->stream;
     t->chunk.nbytes = bytes;
     t->chunk.seq = t->seq;
+    t->chunk.ticks = hm_ticks();
+    t->chunk.ns = hm_now_ns();
     if (g_fd < 0 || atomic_load(&g_broken)) {
         t->n_lost += 1;
         return;
@@ -273,7 +278,7 @@ static void begin_stream(struct hmc_thread *t)
     memset(r, 0, sizeof(*r));
     r->h.type = HMR_THREAD;
     r->h.len8 = HMR_LEN8(sizeof(*r));
-    r->t = hm_now_ns();
+    r->t = hm_ticks();
     r->tid = t->tid;
     commit(t, sizeof(*r));
 }
@@ -318,8 +323,8 @@ static void emit_tend(struct hmc_thread *t)
     memset(r, 0, sizeof(*r));
     r->h.type = HMR_TEND;
     r->h.len8 = HMR_LEN8(sizeof(*r));
-    r->t = hm_now_ns();
-    r->tracer_ns = t->tracer_ns;
+    r->t = hm_ticks();
+    r->tracer_tk = t->tracer_ns;
     r->n_calls = t->n_calls;
     r->n_traced = t->n_traced;
     r->n_lost = t->n_lost;
@@ -353,7 +358,10 @@ static uint32_t intern_stack(struct hmc_thread *t, const uint64_t *frames, int n
         t->nstacks = 0;
         t->stack_gen = gen;
     }
-    uint64_t h = hm_fnv1a(frames, (uint64_t)n * 8, 0xcbf29ce484222325ull) | 1;
+    uint64_t h = (uint64_t)n;
+    for (int i = 0; i < n; i++)
+        h = (h ^ frames[i]) * 0x9e3779b97f4a7c15ull;
+    h = (h ^ (h >> 31)) | 1;
     uint32_t slot = (uint32_t)(h ^ (h >> 29)) & (HMC_STACK_SLOTS - 1);
     for (;;) {
         uint64_t *e = t->stacks + slot * w;
@@ -416,9 +424,9 @@ void hmc_record_free(struct hmc_thread *t, uint64_t t0, uint64_t t1, uint64_t pt
     commit(t, sizeof(*r));
 }
 
-void hmc_add_tracer_ns(struct hmc_thread *t, uint64_t ns, uint64_t calls)
+void hmc_add_tracer_ns(struct hmc_thread *t, uint64_t ticks, uint64_t calls)
 {
-    t->tracer_ns += ns;
+    t->tracer_ns += ticks;
     t->n_calls += calls;
 }
 
@@ -443,8 +451,8 @@ void hmc_finish(int end_kind, int signo)
         r.h.type = HMR_TEND;
         r.h.len8 = HMR_LEN8(sizeof(r));
         r.h.aux = t->stream;
-        r.t = hm_now_ns();
-        r.tracer_ns = t->tracer_ns;
+        r.t = hm_ticks();
+        r.tracer_tk = t->tracer_ns;
         r.n_calls = t->n_calls;
         r.n_traced = t->n_traced;
         r.n_lost = t->n_lost;
@@ -473,6 +481,7 @@ void hmc_finish(int end_kind, int signo)
     r.h.type = HMR_PEND;
     r.h.kind = (uint8_t)end_kind;
     r.h.len8 = HMR_LEN8(sizeof(r));
+    r.tk = hm_ticks();
     r.t = hm_now_ns();
     r.signo = (uint32_t)signo;
     write_proc_chunk(&r, sizeof(r));

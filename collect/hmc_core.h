@@ -31,7 +31,7 @@ void hmc_record_call(struct hmc_thread *t, int kind, uint64_t t0, uint64_t t1, u
                      uint64_t align, uint64_t ptr_in, uint64_t ptr_out,
                      const uint64_t *frames, int n) HM_HIDDEN;
 void hmc_record_free(struct hmc_thread *t, uint64_t t0, uint64_t t1, uint64_t ptr) HM_HIDDEN;
-void hmc_add_tracer_ns(struct hmc_thread *t, uint64_t ns, uint64_t calls) HM_HIDDEN;
+void hmc_add_tracer_ns(struct hmc_thread *t, uint64_t ticks, uint64_t calls) HM_HIDDEN;
 void hmc_count_call(struct hmc_thread *t) HM_HIDDEN;
 /* Write everything recorded so far and a process-end record. */
 void hmc_finish(int end_kind, int signo) HM_HIDDEN;

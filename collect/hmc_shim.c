@@ -285,13 +285,13 @@ static HM_NOINLINE void *slow(struct call *c)
         return plain(c);
     }
     hmc_busy = 1;
-    uint64_t t0 = hm_now_ns();
+    uint64_t t0 = hm_ticks();
     uint64_t frames[HM_MAX_DEPTH];
     int n = hm_backtrace(frames, g_depth);
-    uint64_t t1 = hm_now_ns();
+    uint64_t t1 = hm_ticks();
     void *r = plain(c);
     int err = errno;
-    uint64_t t2 = hm_now_ns();
+    uint64_t t2 = hm_ticks();
     uint64_t align = 0;
     if (c->kind == HMK_POSIX_MEMALIGN || c->kind == HMK_ALIGNED_ALLOC || c->kind == HMK_MEMALIGN)
         align = c->a;
@@ -299,7 +299,7 @@ static HM_NOINLINE void *slow(struct call *c)
         align = (uint64_t)sysconf(_SC_PAGESIZE);
     hmc_record_call(t, c->kind, t0, t2, size, align, (uint64_t)(uintptr_t)c->in,
                     (uint64_t)(uintptr_t)r, frames, n);
-    hmc_add_tracer_ns(t, (t1 - t0) + (hm_now_ns() - t2), 1);
+    hmc_add_tracer_ns(t, (t1 - t0) + (hm_ticks() - t2), 1);
     hmc_busy = 0;
     errno = err;
     return r;
@@ -321,11 +321,11 @@ static HM_NOINLINE void slow_free(void *p)
     }
     hmc_busy = 1;
     int err = errno;
-    uint64_t t0 = hm_now_ns();
+    uint64_t t0 = hm_ticks();
     real.free(p);
-    uint64_t t1 = hm_now_ns();
+    uint64_t t1 = hm_ticks();
     hmc_record_free(t, t0, t1, (uint64_t)(uintptr_t)p);
-    hmc_add_tracer_ns(t, hm_now_ns() - t1, 1);
+    hmc_add_tracer_ns(t, hm_ticks() - t1, 1);
     hmc_busy = 0;
     errno = err;
 }

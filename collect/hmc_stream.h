@@ -2,7 +2,9 @@
  * and hmtune-finalize reads afterwards (docs/formats.md, "raw stream").
  *
  * A file is a sequence of chunks, each written with one write(2) on an O_APPEND
- * descriptor: a 16-byte chunk header, then whole records. Records are 8-byte
+ * descriptor: a 32-byte chunk header, then whole records. Times in thread
+ * records are ticks (TSC, or ns when ticks_are_ns); the (ticks, ns) pairs in the
+ * chunk headers and the process records map them to CLOCK_MONOTONIC ns. Records are 8-byte
  * aligned, little-endian, and start with struct hmr_hdr whose len8 gives the
  * record length in 8-byte words, so a reader can skip types it does not know. */
 #ifndef HMC_STREAM_H
@@ -18,6 +20,8 @@ struct hmr_chunk {
     uint32_t stream;   /* per-process stream id: one per thread lifetime; 0 = process */
     uint32_t nbytes;   /* bytes of records after this header */
     uint32_t seq;      /* per-stream chunk number, from 0 */
+    uint64_t ticks;    /* clock pair taken when the chunk was written: record */
+    uint64_t ns;       /*   times are ticks, converted with these pairs */
 };
 
 enum hmr_type {
@@ -55,8 +59,9 @@ struct hmr_proc {
     uint64_t min_size;
     uint64_t t_start;      /* CLOCK_MONOTONIC ns */
     uint64_t t_real;       /* CLOCK_REALTIME ns at t_start */
+    uint64_t tk_start;     /* ticks at t_start */
     uint16_t host_len, exe_len, cmd_len, pad;
-    uint32_t pad2;
+    uint32_t ticks_are_ns;
     /* then host, exe, cmdline (NUL-separated args), padded to 8 bytes */
 };
 
@@ -80,7 +85,7 @@ struct hmr_stack {
 
 struct hmr_call {
     struct hmr_hdr h;
-    uint64_t t0, t1;       /* call entry and exit */
+    uint64_t t0, t1;       /* call entry and exit, ticks */
     uint64_t size;         /* requested bytes (calloc/reallocarray: nmemb*size) */
     uint64_t align;        /* alignment for the aligned kinds, else 0 */
     uint64_t ptr_in;       /* realloc/reallocarray input */
@@ -95,7 +100,7 @@ struct hmr_free {
 struct hmr_tend {
     struct hmr_hdr h;
     uint64_t t;
-    uint64_t tracer_ns;    /* time spent in the tracer by this thread */
+    uint64_t tracer_tk;    /* time spent in the tracer by this thread, ticks */
     uint64_t n_calls;      /* interposed calls seen (all sizes) */
     uint64_t n_traced;     /* calls recorded */
     uint64_t n_lost;       /* records dropped (write failures) */
@@ -103,7 +108,8 @@ struct hmr_tend {
 
 struct hmr_pend {
     struct hmr_hdr h;
-    uint64_t t;
+    uint64_t t;            /* ns */
+    uint64_t tk;           /* ticks at t */
     uint32_t signo, pad;
 };
 

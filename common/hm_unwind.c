@@ -21,10 +21,11 @@ void hm_unwind_init(void *self_addr)
 
 int hm_backtrace(uint64_t *out, int depth)
 {
-    void *buf[HM_MAX_DEPTH + 8];
+    void *buf[HM_MAX_DEPTH + 4];
     if (depth > HM_MAX_DEPTH)
         depth = HM_MAX_DEPTH;
-    int n = unw_backtrace(buf, depth + 8);
+    /* + our own frames: hm_backtrace, the shim's slow path, the entry point */
+    int n = unw_backtrace(buf, depth + 4);
     int skip = 0;
     while (skip < n && (uint64_t)(uintptr_t)buf[skip] >= g_self_lo &&
            (uint64_t)(uintptr_t)buf[skip] < g_self_hi)

@@ -5,6 +5,22 @@
 #include <string.h>
 #include <unistd.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
+int hm_tsc;
+
+void hm_clock_init(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    unsigned a, b, c, d;
+    /* CPUID 0x80000007 EDX bit 8: invariant TSC (constant rate, runs in all
+     * C-states, synchronized across cores by the kernel). */
+    hm_tsc = __get_cpuid(0x80000007, &a, &b, &c, &d) && (d & (1u << 8));
+#endif
+}
+
 int hm_write_all(int fd, const void *buf, size_t len)
 {
     const char *p = buf;

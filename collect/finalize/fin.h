@@ -19,7 +19,7 @@ struct fin_stream {
     uint32_t seq_gaps;
     /* tend counters (from the stream itself or from the process stream) */
     int has_tend;
-    uint64_t tracer_ns, n_calls, n_traced, n_lost;
+    uint64_t tracer_tk, n_calls, n_traced, n_lost, tend_tk;
     /* cursor state during the merge */
     size_t ci;
     unsigned char *buf;
@@ -59,6 +59,10 @@ struct fin_proc {
     int task, node;
     struct fin_live *live;
     uint64_t n_allocs, n_frees, n_dropped_frees, n_events;
+    /* ticks → ns: the earliest and latest (ticks, ns) pairs seen */
+    uint64_t cal_tk0, cal_ns0, cal_tk1, cal_ns1;
+    int ncal;
+    double ns_per_tick;
 };
 
 struct fin_site {
@@ -88,6 +92,8 @@ struct fin_ctx {
 int fin_load_dir(struct fin_ctx *c, const char *dir);
 int fin_stream_next(struct fin_stream *s, const struct hmr_hdr **rec);
 const char *fin_intern(const char *s);
+/* A stream time (ticks) as CLOCK_MONOTONIC ns. */
+uint64_t fin_ns(const struct fin_proc *p, uint64_t ticks);
 void fin_free_ctx(struct fin_ctx *c);   /* the processes and streams */
 /* fin_merge.c */
 int fin_write_prv(struct fin_ctx *c, const char *prv_path);

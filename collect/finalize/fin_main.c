@@ -29,17 +29,19 @@ static void prescan(struct fin_stream *s)
     s->ci = 0;
     s->blen = s->bpos = 0;
     if (fin_stream_next(s, &r)) {
-        s->t_start = rec_time(r);
+        s->t_start = fin_ns(s->proc, rec_time(r));
         if (r->type == HMR_THREAD && r->len8 * 8u >= sizeof(struct hmr_thread))
             s->tid = ((const struct hmr_thread *)r)->tid;
     }
     s->ci = s->nchunks ? s->nchunks - 1 : 0;
     s->blen = s->bpos = 0;
     while (fin_stream_next(s, &r)) {
-        uint64_t t = rec_time(r);
+        uint64_t t = fin_ns(s->proc, rec_time(r));
         if (t > s->t_last)
             s->t_last = t;
     }
+    if (s->tend_tk && fin_ns(s->proc, s->tend_tk) > s->t_last)
+        s->t_last = fin_ns(s->proc, s->tend_tk);
     s->ci = 0;
     s->blen = s->bpos = 0;
 }
@@ -166,7 +168,7 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
             if (!s->nchunks)
                 continue;
             threads++;
-            ptracer += s->tracer_ns;
+            ptracer += (uint64_t)((double)s->tracer_tk * p->ns_per_tick);
             pcalls += s->n_calls;
             plost += s->n_lost;
             no_tend += !s->has_tend;

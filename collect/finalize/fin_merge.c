@@ -252,7 +252,7 @@ static void advance(struct fin_ctx *c, struct fin_stream *s, struct cur *u)
                 const struct hmr_thread *t = (const void *)r;
                 s->tid = t->tid;
                 u->what = NX_START;
-                u->t_next = t->t;
+                u->t_next = fin_ns(s->proc, t->t);
                 return;
             }
             break;
@@ -273,6 +273,8 @@ static void advance(struct fin_ctx *c, struct fin_stream *s, struct cur *u)
             if (len < sizeof(struct hmr_call))
                 break;
             memcpy(&u->call, r, sizeof(u->call));
+            u->call.t0 = fin_ns(s->proc, u->call.t0);
+            u->call.t1 = fin_ns(s->proc, u->call.t1);
             u->site = r->aux < s->nstack && s->stack_site[r->aux] ? s->stack_site[r->aux] : 1;
             u->what = NX_ENTRY;
             u->t_next = u->call.t0;
@@ -284,8 +286,8 @@ static void advance(struct fin_ctx *c, struct fin_stream *s, struct cur *u)
             memset(&u->call, 0, sizeof(u->call));
             u->call.h = f->h;
             u->call.h.kind = HMK_FREE;
-            u->call.t0 = f->t0;
-            u->call.t1 = f->t1;
+            u->call.t0 = fin_ns(s->proc, f->t0);
+            u->call.t1 = fin_ns(s->proc, f->t1);
             u->call.ptr_in = f->ptr;
             u->site = 0;
             u->what = NX_ENTRY;
@@ -296,7 +298,7 @@ static void advance(struct fin_ctx *c, struct fin_stream *s, struct cur *u)
             if (len >= sizeof(struct hmr_tend)) {
                 const struct hmr_tend *t = (const void *)r;
                 s->has_tend = 1;
-                s->tracer_ns = t->tracer_ns;
+                s->tracer_tk = t->tracer_tk;
                 s->n_calls = t->n_calls;
                 s->n_traced = t->n_traced;
                 s->n_lost = t->n_lost;

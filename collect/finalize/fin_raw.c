@@ -136,6 +136,26 @@ static int cmp_chunk(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+static void calib(struct fin_proc *p, uint64_t tk, uint64_t ns)
+{
+    if (tk == 0 || ns == 0)
+        return;
+    if (!p->ncal++ || tk < p->cal_tk0) {
+        p->cal_tk0 = tk;
+        p->cal_ns0 = ns;
+    }
+    if (p->ncal == 1 || tk > p->cal_tk1) {
+        p->cal_tk1 = tk;
+        p->cal_ns1 = ns;
+    }
+}
+
+uint64_t fin_ns(const struct fin_proc *p, uint64_t ticks)
+{
+    double d = ((double)ticks - (double)p->cal_tk0) * p->ns_per_tick + (double)p->cal_ns0;
+    return d <= 0 ? 0 : (uint64_t)d;
+}
+
 static void read_proc_record(struct fin_proc *p, const struct hmr_hdr *h, uint32_t len)
 {
     switch (h->type) {
@@ -145,6 +165,7 @@ static void read_proc_record(struct fin_proc *p, const struct hmr_hdr *h, uint32
         const struct hmr_proc *r = (const void *)h;
         p->hdr = *r;
         p->has_hdr = 1;
+        calib(p, r->tk_start, r->t_start);
         const char *s = (const char *)(r + 1);
         size_t room = len - sizeof(*r);
         size_t hl = r->host_len < room ? r->host_len : room;
@@ -191,13 +212,13 @@ static void read_proc_record(struct fin_proc *p, const struct hmr_hdr *h, uint32
             return;
         struct fin_stream *s = get_stream(p, h->aux);
         if (!s->has_tend) {
-            s->tracer_ns = r->tracer_ns;
+            s->tracer_tk = r->tracer_tk;
             s->n_calls = r->n_calls;
             s->n_traced = r->n_traced;
             s->n_lost = r->n_lost;
             s->has_tend = 2;               /* reported for a thread still running at exit */
         }
-        if (r->t > s->t_last) s->t_last = r->t;
+        if (r->t > s->tend_tk) s->tend_tk = r->t;
         break;
     }
     case HMR_PEND: {
@@ -208,6 +229,7 @@ static void read_proc_record(struct fin_proc *p, const struct hmr_hdr *h, uint32
         p->end_kind = h->kind;
         p->end_signo = (int)r->signo;
         if (r->t > p->t_end) p->t_end = r->t;
+        calib(p, r->tk, r->t);
         break;
     }
     default:
@@ -237,6 +259,7 @@ static void load_file(struct fin_proc *p)
             p->truncated_bytes += p->fsize - off;
             break;
         }
+        calib(p, h.ticks, h.ns);
         if (h.stream == 0) {
             pbuf = fin_xrealloc(pbuf, h.nbytes);
             if (pread(p->fd, pbuf, h.nbytes, (off_t)(off + sizeof(h))) != (ssize_t)h.nbytes)
@@ -256,6 +279,14 @@ static void load_file(struct fin_proc *p)
         off += sizeof(h) + h.nbytes;
     }
     free(pbuf);
+    if (p->hdr.ticks_are_ns || p->cal_tk1 <= p->cal_tk0) {
+        p->ns_per_tick = 1.0;        /* ticks are ns, or one pair only: identity */
+        if (!p->hdr.ticks_are_ns && p->has_hdr)
+            fin_warn("%s: one clock pair only; times may be off", p->path);
+        p->cal_tk0 = p->cal_ns0 = 0;
+    } else {
+        p->ns_per_tick = (double)(p->cal_ns1 - p->cal_ns0) / (double)(p->cal_tk1 - p->cal_tk0);
+    }
     for (size_t i = 0; i < p->nstreams; i++) {
         struct fin_stream *s = &p->streams[i];
         s->proc = p;

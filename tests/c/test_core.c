@@ -215,7 +215,7 @@ static void test_truncated(void)
 
 static void put(int fd, uint32_t stream, uint32_t seq, const void *rec, uint32_t n)
 {
-    struct hmr_chunk h = { HMR_MAGIC, stream, n, seq };
+    struct hmr_chunk h = { HMR_MAGIC, stream, n, seq, 1000 + seq, 5000 + seq };
     CHECK(write(fd, &h, sizeof(h)) == sizeof(h));
     CHECK(write(fd, rec, n) == (ssize_t)n);
 }
