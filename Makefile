@@ -19,7 +19,6 @@ endif
 # User-facing knobs (DESIGN.md §7).
 APP     ?=
 MPIRUN  ?=
-SAMPLER ?=
 OUT     ?=
 MIN_SIZE ?=
 DEPTH   ?=
@@ -41,7 +40,11 @@ build: $(BUILD_TARGETS)
 
 test: deps
 	@$(MAKE) --no-print-directory build
+	@echo "== C tests"
 	@$(MAKE) --no-print-directory test-c
+	@echo "== C tests under ASan/UBSan"
+	@$(MAKE) --no-print-directory SAN=1 test-c
+	@echo "== Python tests"
 	@$(MAKE) --no-print-directory test-py
 
 test-py: build
@@ -58,8 +61,7 @@ demo: deps
 trace: deps build
 	@if [ -z "$(APP)" ]; then echo 'make trace: set APP, e.g. make trace APP="./build/examples/latency"' >&2; exit 2; fi
 	@$(HMTUNE) trace $(if $(OUT),-o "$(OUT)") $(if $(MPIRUN),--mpirun "$(MPIRUN)") \
-	  $(if $(MIN_SIZE),--min-size $(MIN_SIZE)) $(if $(DEPTH),--depth $(DEPTH)) \
-	  $(if $(SAMPLER),--sampler $(SAMPLER)) -- $(APP)
+	  $(if $(MIN_SIZE),--min-size $(MIN_SIZE)) $(if $(DEPTH),--depth $(DEPTH)) -- $(APP)
 
 bench-collect: deps build
 	@$(PY) $(ROOT)/bench/bench_collect.py

@@ -100,8 +100,9 @@ def main() -> int:
         print(f"tracer memory: bound {bound_kib:.0f} KiB per live thread at depth 8 (64 KiB "
               "records + 1024 interned stacks; buffers of exited threads are reused) + "
               "libunwind's per-thread cache")
-        print(f"  max RSS added by the tracer: 1 thread {t1r - p1r} KiB, 16 threads {t16 - p16} KiB;"
-              f" traced 100k pairs {short} KiB vs 3M pairs {long} KiB (flat: not run length)")
+        print(f"  max RSS added by the tracer: 1 thread {t1r - p1r} KiB, "
+              f"16 threads {t16 - p16} KiB; traced 100k pairs {short} KiB vs 3M pairs {long} KiB "
+              "(flat: not run length)")
     finally:
         shutil.rmtree(raw, ignore_errors=True)
     return 0

@@ -11,7 +11,9 @@ from workflows import trace
 def _check_trace(args: argparse.Namespace) -> int:
     from analyze import check_trace
 
-    argv = [args.trace] + (["--quiet"] if args.quiet else []) + (["--extrae"] if args.extrae else [])
+    argv = [args.trace]
+    argv += ["--quiet"] if args.quiet else []
+    argv += ["--extrae"] if args.extrae else []
     return check_trace.main(argv)
 
 

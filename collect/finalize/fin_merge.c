@@ -291,7 +291,7 @@ static void advance(struct fin_ctx *c, struct fin_stream *s, struct cur *u)
             u->call.ptr_in = f->ptr;
             u->site = 0;
             u->what = NX_ENTRY;
-            u->t_next = f->t0;
+            u->t_next = u->call.t0;
             return;
         }
         case HMR_TEND:

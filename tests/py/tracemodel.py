@@ -100,7 +100,8 @@ def marker_line(src: Path, name: str) -> str:
     raise AssertionError(f"no SITE:{name} in {src}")
 
 
-def trace(tmp: Path, *app: str, extra: tuple[str, ...] = (), **kw: object) -> subprocess.CompletedProcess:
+def trace(tmp: Path, *app: str, extra: tuple[str, ...] = (),
+          **kw: object) -> subprocess.CompletedProcess:
     """Run `hmtune trace -q -o tmp -- app...`, capturing the app's output."""
     cmd = [str(HMTUNE), "trace", "-q", "-o", str(tmp), *extra, "--", *app]
     return subprocess.run(cmd, capture_output=True, timeout=kw.pop("timeout", 300), **kw)
