@@ -70,15 +70,15 @@ def main() -> int:
         print(f"# bench-collect: medians of {args.rounds} interleaved rounds (ns per pair)")
         p1, t1 = pairs_case(1, 200_000, 65536, args.rounds, raw)
         print(f"traced pair 64KiB depth8, 1 thread : plain {p1:7.1f}  traced {t1:7.1f}  "
-              f"added {t1 - p1:6.1f} ns  (target <= 300)")
+              f"added {t1 - p1:6.1f} ns  ratio x{t1 / p1:.1f}  (target: added <= 300)")
         p2, t2 = pairs_case(2, 200_000, 65536, args.rounds, raw)
         print(f"traced pair 64KiB depth8, 2 threads: plain {p2:7.1f}  traced {t2:7.1f}  "
-              f"added {t2 - p2:6.1f} ns per thread")
+              f"added {t2 - p2:6.1f} ns  ratio x{t2 / p2:.1f}")
         print(f"  2-thread/1-thread cost: plain x{p2 / p1:.2f}, added x{(t2 - p2) / (t1 - p1):.2f} "
               "(equal factors: no lock; the plain factor is this VM's CPU sharing)")
         ps, ts = pairs_case(1, 2_000_000, 64, args.rounds, raw)
         print(f"below-threshold pair 64B, 1 thread  : plain {ps:7.1f}  traced {ts:7.1f}  "
-              f"added {ts - ps:6.1f} ns  (target <= 20)")
+              f"added {ts - ps:6.1f} ns  ratio x{ts / ps:.2f}  (target: added <= 20)")
         plain, traced = [], []
         for _ in range(args.app_runs):
             plain.append(number(run([str(LATENCY)], False, raw)[0], "kernel_time_s"))
@@ -86,8 +86,8 @@ def main() -> int:
         pm, tm = statistics.median(plain), statistics.median(traced)
         print(f"latency example kernel time, {args.app_runs} interleaved runs: plain {pm:.3f} s "
               f"[{min(plain):.3f}-{max(plain):.3f}]  traced {tm:.3f} s "
-              f"[{min(traced):.3f}-{max(traced):.3f}]  overhead {100 * (tm / pm - 1):+.2f} % "
-              "(target <= 2 %)")
+              f"[{min(traced):.3f}-{max(traced):.3f}]  ratio x{tm / pm:.3f} "
+              f"({100 * (tm / pm - 1):+.2f} %, target <= 2 %)")
         # memory: bounded per thread, independent of run length
         depth = 8
         bound_kib = (64 * 1024 + 1024 * (2 + depth) * 8 + 256) / 1024

@@ -219,8 +219,13 @@ def test_stress_16_threads_1m_pairs(tmp_path: Path) -> None:
                        capture_output=True, env=env, timeout=600)
     assert r.returncode == 0 and r.stdout == b"ok\n"
     out = tmp_path / "fin"
-    s = subprocess.run([str(ROOT / "build/bin/hmtune-finalize"), str(tmp_path), "-o", str(out),
-                        "--summary", str(out) + ".json", "--summary-only"], capture_output=True)
+    try:
+        s = subprocess.run([str(ROOT / "build/bin/hmtune-finalize"), str(tmp_path), "-o",
+                            str(out), "--summary", str(out) + ".json", "--summary-only"],
+                           capture_output=True)
+    finally:
+        for raw in tmp_path.glob("*.hmr"):         # ~1.2 GB: do not keep it around
+            raw.unlink()
     assert s.returncode == 0, s.stderr
     summary = json.loads(Path(str(out) + ".json").read_text())
     stress = [p for p in summary["processes"] if p["exe"].endswith("/stress")][0]
