@@ -47,12 +47,14 @@ test: deps
 	@echo "== Python tests"
 	@$(MAKE) --no-print-directory test-py
 
+PY_DIRS := $(wildcard analyze advisor workflows tests bench)
+
 test-py: build
-	@$(PY) -m ruff check analyze advisor workflows tests bench
+	@$(PY) -m ruff check $(PY_DIRS)
 	@$(PY) -m pytest -q tests/py
 
 lint:
-	@$(PY) -m ruff check analyze advisor workflows tests bench
+	@$(PY) -m ruff check $(PY_DIRS)
 
 demo: deps
 	@$(MAKE) --no-print-directory build
