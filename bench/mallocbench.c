@@ -38,13 +38,25 @@ __attribute__((noinline)) static long nest(int d)
     return r;
 }
 
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+struct result { double wall, cpu; };
+
+/* wall and this thread's CPU ns per pair (a VM whose vCPUs share a core
+ * stretches wall time, not CPU time) */
 static void *worker(void *arg)
 {
-    double *out = arg;
+    struct result *out = arg;
     nest(g_depth > 3 ? g_depth - 3 : 1);          /* warm-up: first-call costs */
-    double t0 = now();
+    double t0 = now(), c0 = cpu_now();
     nest(g_depth > 3 ? g_depth - 3 : 1);
-    *out = (now() - t0) / (double)g_pairs;
+    out->wall = (now() - t0) / (double)g_pairs;
+    out->cpu = (cpu_now() - c0) / (double)g_pairs;
     return NULL;
 }
 
@@ -69,12 +81,17 @@ int main(int argc, char **argv)
         return 2;
     }
     pthread_t th[256];
-    double ns[256];
+    struct result res[256];
+    double wall[256], cpu[256];
     for (int i = 0; i < n; i++)
-        pthread_create(&th[i], NULL, worker, &ns[i]);
-    for (int i = 0; i < n; i++)
+        pthread_create(&th[i], NULL, worker, &res[i]);
+    for (int i = 0; i < n; i++) {
         pthread_join(th[i], NULL);
-    qsort(ns, (size_t)n, sizeof(double), cmp);
-    printf("ns_per_pair=%.1f\n", ns[n / 2]);
+        wall[i] = res[i].wall;
+        cpu[i] = res[i].cpu;
+    }
+    qsort(wall, (size_t)n, sizeof(double), cmp);
+    qsort(cpu, (size_t)n, sizeof(double), cmp);
+    printf("ns_per_pair=%.1f cpu_ns_per_pair=%.1f\n", wall[n / 2], cpu[n / 2]);
     return 0;
 }
