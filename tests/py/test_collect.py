@@ -332,3 +332,21 @@ def test_finalize_bad_input(tmp_path: Path) -> None:
     r = subprocess.run([fin, str(good / "raw"), "-o", str(tmp_path / "y")], capture_output=True)
     assert r.returncode == 0
     assert load(tmp_path / "y.prv").one(110000)
+
+
+@pytest.mark.parametrize("prog,args", [("allfamily", []), ("threads", []), ("omp", []),
+                                       ("forker", []), ("dlopen_main", []), ("cxx_new", []),
+                                       ("realloc_chain", []), ("stress", ["4", "20000", "65536"])])
+def test_preload_library_under_ubsan(tmp_path: Path, prog: str, args: list[str]) -> None:
+    """The shim and core, built with -fsanitize=undefined, on real programs."""
+    ubsan = subprocess.run(["gcc", "-print-file-name=libubsan.so"], capture_output=True,
+                           text=True).stdout.strip()
+    if not Path(ubsan).exists():
+        pytest.skip("libubsan.so not installed")
+    lib = ROOT / "build" / "lib" / "libhmtrace-ubsan.so"
+    env = dict(os.environ, LD_PRELOAD=f"{ubsan} {lib}", HMTUNE_OUT=str(tmp_path))
+    r = subprocess.run([str(PROGRAMS / prog), *args], capture_output=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr.decode()
+    fin = subprocess.run([str(ROOT / "build/bin/hmtune-finalize"), str(tmp_path), "-o",
+                          str(tmp_path / "t")], capture_output=True)
+    assert fin.returncode == 0 and check(tmp_path / "t.prv") == []
