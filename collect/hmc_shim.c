@@ -148,10 +148,8 @@ static void install_signals(void)
         struct sigaction old, sa;
         if (sigaction(g_sigs[i], NULL, &old) != 0)
             continue;
-        if (!(old.sa_flags & SA_SIGINFO) && old.sa_handler != SIG_DFL)
+        if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
             continue;   /* the application (or its launcher) chose; leave it */
-        if (old.sa_flags & SA_SIGINFO)
-            continue;
         memset(&sa, 0, sizeof(sa));
         sa.sa_sigaction = crash_handler;
         sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
