@@ -21,7 +21,6 @@ from analyze.prv import (
     Pcf,
     PrvHeader,
     Record,
-    State,
     TraceFormatError,
     fuse_events,
     open_text,
@@ -48,6 +47,10 @@ def companion_paths(prv: Path) -> tuple[Path, Path]:
             name = name[: -len(suffix)]
             break
     return prv.with_name(name + ".pcf"), prv.with_name(name + ".row")
+
+
+def _where(event: Event) -> str:
+    return f"thread {event.app}.{event.task}.{event.thread} at {event.time}"
 
 
 class _Checker:
@@ -77,15 +80,17 @@ class _Checker:
             self.report(err.lineno, "pcf-syntax", err.message, err.path)
         except (OSError, EOFError) as err:
             self.report(1, "read-error", f"cannot read {path}: {err}")
-        if self.pcf is not None and EV_RAW_SITE not in self.pcf.values:
+        pcf = self.pcf
+        if pcf is None:
+            return
+        if EV_RAW_SITE not in pcf.values:
             self.result.extrae = True          # no module+0xoffset table: an Extrae trace
-        table = self.pcf.values.get(EV_SITE) if self.pcf else None
-        if self.pcf is not None and table is not None:
-            missing = [site for site in (1, 2) if site not in table]
-            if missing:
-                line = self.pcf.event_types[EV_SITE].lineno
-                self.report(line, "site-reserved", f"32000009 table lacks reserved id(s)"
-                            f" {missing} (1: unknown dynamic, 2: unknown static)", self.pcf.path)
+        table = pcf.values.get(EV_SITE)
+        missing = [site for site in (1, 2) if table is not None and site not in table]
+        if missing:
+            self.report(pcf.event_types[EV_SITE].lineno, "site-reserved", "32000009 table"
+                        f" lacks reserved id(s) {missing} (1: unknown dynamic, 2: unknown"
+                        " static)", pcf.path)
 
     def check_row(self, path: Path) -> None:
         if not path.is_file():
@@ -175,7 +180,13 @@ class _Checker:
     def records(self, fh: IO[str]) -> Iterator[Record]:
         """Parse and check record lines; yield those whose ids are valid."""
         result = self.result
-        end_time = self.header.end_time if self.header is not None else None
+        header = self.header
+        end_time = header.end_time if header is not None else None
+        # Fast path of the id checks (ids_ok() finds and reports what is wrong).
+        ncpus = header.ncpus if header is not None else 0
+        limits = {} if header is None else {(app, task): nthreads
+                                            for app, tasks in enumerate(header.apps, 1)
+                                            for task, (nthreads, _) in enumerate(tasks, 1)}
         prev_time: int | None = None
         late_line, late_count, late_time = 0, 0, 0
         for lineno, line in enumerate(fh, 2):
@@ -187,27 +198,28 @@ class _Checker:
             if record is None:
                 continue
             result.records += 1
-            if type(record) is Event:
-                result.events += 1
-                time = last = lowest = record.time
-                ok = self.ids_ok(lineno, record.cpu, record.app, record.task, record.thread)
-                self.check_values(record)
-            elif type(record) is State:
-                result.states += 1
-                time, last = record.begin, record.end
-                lowest = min(time, last)
-                if time > last:
-                    self.report(lineno, "state-interval", f"state begins at {time} after its"
-                                f" end {last}")
-                ok = self.ids_ok(lineno, record.cpu, record.app, record.task, record.thread)
-            else:
-                assert type(record) is Comm
+            if type(record) is Comm:
                 result.comms += 1
                 time = record.lsend
                 times = (record.lsend, record.psend, record.lrecv, record.precv)
                 last, lowest = max(times), min(times)
                 send_ok = self.ids_ok(lineno, *record[1:5])      # sender cpu, app, task, thread
                 ok = self.ids_ok(lineno, *record[7:11]) and send_ok   # receiver
+            else:
+                if type(record) is Event:
+                    result.events += 1
+                    time = last = lowest = record.time
+                    self.check_values(record)
+                else:
+                    result.states += 1
+                    time, last = record.begin, record.end
+                    lowest = min(time, last)
+                    if time > last:
+                        self.report(lineno, "state-interval", f"state begins at {time} after"
+                                    f" its end {last}")
+                _, cpu, app, task, thread = record[:5]
+                ok = (0 < thread <= limits.get((app, task), 0) and 0 < cpu <= ncpus
+                      or self.ids_ok(lineno, cpu, app, task, thread))
             if lowest < 0:
                 self.report(lineno, "time-negative", "negative time")
             if prev_time is not None and time < prev_time:
@@ -230,14 +242,13 @@ class _Checker:
     # -- per fused event: call structure -----------------------------------------------
 
     def check_calls(self, event: Event) -> None:
-        types = {t for t, _ in event.events}
+        types = dict(event.events)      # type -> last value; a C-level build
         if EV_CALL not in types:
             if EV_RET in types:
                 self.report(event.lineno, "ret-ptr", "returned pointer (40000043) outside a"
                             " call end")
             return
         key = (event.app, event.task, event.thread)
-        where = f"thread {key[0]}.{key[1]}.{key[2]} at {event.time}"
         has_end = False
         for type_, kind in event.events:
             if type_ != EV_CALL:
@@ -245,31 +256,31 @@ class _Checker:
             if kind == 0:
                 has_end = True
                 if self.open_calls.pop(key, None) is None:
-                    self.report(event.lineno, "call-unmatched-end", f"call end on {where}"
-                                " without an open call")
+                    self.report(event.lineno, "call-unmatched-end", f"call end on"
+                                f" {_where(event)} without an open call")
                 continue
             held = self.open_calls.get(key)
             if held is not None:
-                self.report(event.lineno, "call-nested", f"call kind {kind} on {where} while"
-                            f" kind {held[0]} from line {held[1]} has not ended")
+                self.report(event.lineno, "call-nested", f"call kind {kind} on {_where(event)}"
+                            f" while kind {held[0]} from line {held[1]} has not ended")
             self.open_calls[key] = (kind, event.lineno)
             if kind in SIZED_KINDS:
-                self.check_alloc_entry(event, types, kind, where)
+                self.check_alloc_entry(event, types, kind)
         if EV_RET in types and not has_end:
-            self.report(event.lineno, "ret-ptr", f"returned pointer (40000043) on {where}"
-                        " at a call entry, not at its end")
+            self.report(event.lineno, "ret-ptr", f"returned pointer (40000043) on"
+                        f" {_where(event)} at a call entry, not at its end")
 
-    def check_alloc_entry(self, event: Event, types: set[int], kind: int, where: str) -> None:
+    def check_alloc_entry(self, event: Event, types: dict[int, int], kind: int) -> None:
         if EV_SIZE not in types:
-            self.report(event.lineno, "call-size", f"call kind {kind} on {where} has no"
-                        " requested size (40000041)")
+            self.report(event.lineno, "call-size", f"call kind {kind} on {_where(event)} has"
+                        " no requested size (40000041)")
         site = event.value(EV_SITE)
         if site is None:
-            self.report(event.lineno, "call-site", f"call kind {kind} on {where} has no"
-                        " site id (32000009)")
+            self.report(event.lineno, "call-site", f"call kind {kind} on {_where(event)} has"
+                        " no site id (32000009)")
         elif site == 0 or (site == 2 and not self.result.extrae):
-            self.report(event.lineno, "site-id", f"call kind {kind} on {where} has site id"
-                        f" {site}; ids start at 1 and 2 is the unknown static object")
+            self.report(event.lineno, "site-id", f"call kind {kind} on {_where(event)} has"
+                        f" site id {site}; ids start at 1 and 2 is the unknown static object")
 
     def run(self) -> CheckResult:
         prv = Path(self.prv)
@@ -314,7 +325,7 @@ HELP = f"""{USAGE}
 Validate a Paraver trace (.prv or .prv.gz, with .pcf and .row next to it).
 Prints one problem per line as FILE:LINE: [rule] message, then a summary line.
   --extrae  apply Extrae's rules (auto when the .pcf has no 41000010 table)
-  --quiet   print errors only: no warnings, no summary
+  --quiet   print only the summary line
 Exit status: 0 valid (warnings allowed), 1 problems found, 2 usage error."""
 
 
@@ -342,14 +353,12 @@ def main(argv: list[str]) -> int:
     except FileNotFoundError:
         print(f"hmtune check-trace: {files[0]}: no such file", file=sys.stderr)
         return 2
-    for problem in result.problems:
-        if not (quiet and problem.severity == "warning"):
-            print(problem)
-    for rule, count in sorted(result.suppressed.items()):
-        if not (quiet and RULES[rule][0] == "warning"):
-            print(f"{result.prv}: [{rule}] {count} more problem(s) not shown")
     if not quiet:
-        print(result.summary())
+        for problem in result.problems:
+            print(problem)
+        for rule, count in sorted(result.suppressed.items()):
+            print(f"{result.prv}: [{rule}] {count} more problem(s) not shown")
+    print(result.summary())
     return 0 if result.ok else 1
 
 

@@ -238,20 +238,18 @@ def read_header(path: PathLike) -> PrvHeader:
 _RECORD_FIELDS = {"1": 8, "3": 15}
 
 
-def _integers(parts: list[str], text: str, path: PathLike, lineno: int) -> list[int]:
-    """Fields 2.. of a record as ints; only plain decimal (optionally negative) accepted."""
-    digits = text.replace(":", "")
-    if digits.isascii() and digits.isdigit():   # fast path: one C-level scan per line
-        try:
-            return list(map(int, parts[1:]))
-        except ValueError:                      # an empty field; report it below
-            pass
+def _integers(parts: list[str], path: PathLike, lineno: int) -> list[int]:
+    """Slow path of parse_record: all fields as ints, or an error naming the bad one.
+
+    Only plain decimal, optionally negative, is accepted (int() would also take
+    '+1', ' 1', '1_000' and non-ASCII digits). The record-type field becomes 0.
+    """
     for index, field in enumerate(parts[1:], 2):
         body = field[1:] if field.startswith("-") else field
         if not (body.isascii() and body.isdigit()):
             raise TraceFormatError(path, lineno, f"field {index} ({field!r}) is not an integer",
                                    "integer")
-    return list(map(int, parts[1:]))
+    return [0, *map(int, parts[1:])]
 
 
 def parse_record(line: str, lineno: int, path: PathLike = "<prv>") -> Record | None:
@@ -264,20 +262,30 @@ def parse_record(line: str, lineno: int, path: PathLike = "<prv>") -> Record | N
     parts = text.split(":")
     kind = parts[0]
     nfields = len(parts)
+    n: list[int] | None = None
+    digits = text.replace(":", "")
+    if digits.isdigit() and digits.isascii():    # the common case, in two C-level scans
+        try:
+            n = list(map(int, parts))
+        except ValueError:                       # an empty field: _integers() reports it
+            pass
     if kind == "2":
         if nfields < 8 or nfields % 2:
             raise TraceFormatError(path, lineno, f"event record has {nfields} fields;"
                                    " expected 6 plus a type:value pair per event", "fields")
-        n = _integers(parts, text, path, lineno)
-        return Event(lineno, n[0], n[1], n[2], n[3], n[4], list(zip(n[5::2], n[6::2], strict=True)))
+        if n is None:
+            n = _integers(parts, path, lineno)
+        pairs = list(zip(n[6::2], n[7::2], strict=True))
+        return Event(lineno, n[1], n[2], n[3], n[4], n[5], pairs)
     expected = _RECORD_FIELDS.get(kind)
     if expected is not None:
         if nfields != expected:
             what = "state" if kind == "1" else "communication"
             raise TraceFormatError(path, lineno, f"{what} record has {nfields} fields;"
                                    f" expected {expected}", "fields")
-        n = _integers(parts, text, path, lineno)
-        return State(lineno, *n) if kind == "1" else Comm(lineno, *n)
+        if n is None:
+            n = _integers(parts, path, lineno)
+        return State(lineno, *n[1:]) if kind == "1" else Comm(lineno, *n[1:])
     if not text.strip() or text.startswith("#") or kind == "c":
         return None
     raise TraceFormatError(path, lineno, f"unknown record type {kind[:20]!r}", "record-type")

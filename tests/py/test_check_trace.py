@@ -300,6 +300,12 @@ def test_problems_capped_per_rule(tmp_path):
     assert result.count("error") == MAX_PER_RULE + 50
 
 
+def test_corrupt_gzip_is_a_read_error(tmp_path):
+    prv = VALID.write(tmp_path, gz=True)
+    prv.write_bytes(b"not gzip at all\n")
+    assert check_trace(prv).rules() == {"read-error"}
+
+
 def test_missing_trace_raises(tmp_path):
     with pytest.raises(FileNotFoundError):
         check_trace(tmp_path / "nothing.prv")
@@ -329,7 +335,7 @@ def test_main_output_shape(tmp_path, capsys):
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 2                          # one problem + the summary
     main([str(broken), "--quiet"])
-    assert len(capsys.readouterr().out.splitlines()) == 1   # no summary
+    assert len(capsys.readouterr().out.splitlines()) == 1   # the summary only
     main([str(tmp_path / "nothing.prv")])
     captured = capsys.readouterr()
     assert captured.out == "" and len(captured.err.splitlines()) == 1
