@@ -33,6 +33,29 @@ enum hmr_type {
     HMR_FREE   = 6,  /* free of a pointer that may have been traced */
     HMR_TEND   = 7,  /* stream end with the thread's counters */
     HMR_PEND   = 8,  /* process end: kind = enum hmr_end */
+    HMR_SAMPLE = 9,  /* a sampled memory access: kind = enum hmr_src, aux = HMS_* flags */
+    HMR_SAMPLER = 10, /* the sampler in use: kind = enum hmr_src, then its name */
+};
+
+/* Where a sample came from. */
+enum hmr_src { HMS_SRC_NONE = 0, HMS_SRC_PEBS = 1, HMS_SRC_IBS = 2, HMS_SRC_SOFT = 3 };
+
+/* struct hmr_sample flags (in aux) */
+#define HMS_STORE      0x1u    /* the access is a store (else a load) */
+#define HMS_ADDR_OK    0x2u    /* addr is a data address */
+#define HMS_TIME_NS    0x4u    /* t is CLOCK_MONOTONIC ns (perf), not ticks */
+#define HMS_BREAKPOINT 0x8u    /* addr recovered by a one-shot execute breakpoint */
+#define HMS_REJECTED   0x10u   /* the instruction's address cannot be known (gather...) */
+#define HMS_NO_MEMOP   0x20u   /* no memory operand at the sampled instruction */
+#define HMS_LOST       0x40u   /* weight = number of samples the kernel dropped */
+#define HMS_LEVEL_SHIFT 8      /* bits 8..15: enum hms_level */
+#define HMS_HIT_SHIFT  16      /* bits 16..17: 0 unknown, 1 hit, 2 miss */
+
+/* Memory level of a sampled access (value of event 32000002). */
+enum hms_level {
+    HMS_LVL_UNKNOWN = 0, HMS_LVL_L1 = 1, HMS_LVL_LFB = 2, HMS_LVL_L2 = 3, HMS_LVL_L3 = 4,
+    HMS_LVL_LOCAL_RAM = 5, HMS_LVL_REMOTE_RAM = 6, HMS_LVL_REMOTE_CACHE = 7,
+    HMS_LVL_PMEM = 8, HMS_LVL_CXL = 9, HMS_LVL_IO = 10, HMS_LVL_UNCACHED = 11,
 };
 
 enum hmr_kind {  /* values of 41000000; 40000040 gets the nearest Extrae kind */
@@ -76,7 +99,11 @@ struct hmr_thread {
     struct hmr_hdr h;
     uint64_t t;
     uint32_t tid, pad;
+    uint64_t stack_lo, stack_hi;   /* the thread's stack, when known (sample streams) */
 };
+
+/* A thread's samples go to their own stream: its allocation stream's id | this. */
+#define HMR_SAMPLE_STREAM 0x80000000u
 
 struct hmr_stack {
     struct hmr_hdr h;
@@ -111,6 +138,15 @@ struct hmr_pend {
     uint64_t t;            /* ns */
     uint64_t tk;           /* ticks at t */
     uint32_t signo, pad;
+};
+
+struct hmr_sample {
+    struct hmr_hdr h;
+    uint64_t t;            /* ticks, or ns with HMS_TIME_NS */
+    uint64_t ip;           /* the sampled instruction */
+    uint64_t addr;         /* data address (HMS_ADDR_OK) */
+    uint64_t weight;       /* PEBS/IBS: latency in cycles; soft: stall ns */
+    uint64_t data_src;     /* perf's raw data_src (PEBS/IBS), else 0 */
 };
 
 #define HMR_LEN8(bytes) ((uint16_t)(((bytes) + 7) / 8))

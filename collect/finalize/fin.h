@@ -32,6 +32,8 @@ struct fin_stream {
     uint64_t pend_in, pend_size;
     uint32_t pend_site;
     int started;                 /* first record (thread start) written */
+    int merged;                  /* a sample stream shown on its thread's Paraver line */
+    uint64_t stack_lo, stack_hi;
     int done;
     /* Paraver identity */
     int task, thread, cpu;
@@ -49,7 +51,10 @@ struct fin_proc {
     char host[256], exe[4096];
     char *cmd;
     const char **mod_path;       /* module id → interned path */
+    uint64_t *mod_base, *mod_lo, *mod_hi;
     size_t nmods;
+    int sampler;                 /* enum hmr_src of the process's sampler */
+    char sampler_name[64];
     struct fin_stream *streams;
     size_t nstreams;
     int has_end, end_kind, end_signo;
@@ -59,14 +64,22 @@ struct fin_proc {
     int task, node;
     struct fin_live *live;
     uint64_t n_allocs, n_frees, n_dropped_frees, n_events;
+    uint64_t n_samples[8];       /* by enum fin_class */
+    uint64_t n_lost_samples;
     /* ticks → ns: the earliest and latest (ticks, ns) pairs seen */
     uint64_t cal_tk0, cal_ns0, cal_tk1, cal_ns1;
     int ncal;
     double ns_per_tick;
 };
 
+/* What a sampled address fell in (values of event 41000023). */
+enum fin_class { FC_NONE = 0, FC_HEAP = 1, FC_STATIC = 2, FC_STACK = 3, FC_UNKNOWN = 4,
+                 FC_NOADDR = 5 };
+
 struct fin_site {
     uint32_t id;
+    int is_static;               /* a static variable: labels below, no frames */
+    const char *sym, *module;
     int nframes;
     struct fin_frame *frames;
     char *raw_label;             /* module+0xoffset > ... */
@@ -95,6 +108,21 @@ const char *fin_intern(const char *s);
 /* A stream time (ticks) as CLOCK_MONOTONIC ns. */
 uint64_t fin_ns(const struct fin_proc *p, uint64_t ticks);
 void fin_free_ctx(struct fin_ctx *c);   /* the processes and streams */
+/* fin_live.c: live blocks of a process by address */
+struct fin_live *fin_live_new(void);
+void fin_live_free(struct fin_live *t);
+void fin_live_put(struct fin_live *t, uint64_t ptr, uint64_t size, uint32_t site);
+uint32_t fin_live_take(struct fin_live *t, uint64_t ptr, int remove);   /* 0: not live */
+uint32_t fin_live_find(const struct fin_live *t, uint64_t addr, uint64_t *base);
+/* fin_objects.c: static variables, sampled instructions */
+uint32_t fin_static_object(struct fin_ctx *c, struct fin_proc *p, uint64_t addr);
+int fin_module_of(const struct fin_proc *p, uint64_t addr);          /* id or 0 */
+void fin_sample_code(struct fin_ctx *c, struct fin_proc *p, uint64_t ip, uint32_t *fid,
+                     uint32_t *lid);
+void fin_code_labels(FILE *f, int lines);                            /* pcf VALUES */
+uint32_t fin_key_id(struct fin_ctx *c, const char *key, struct fin_site **created);
+/* ns of a record's time (0 for records without one) */
+uint64_t fin_rec_ns(const struct fin_proc *p, const struct hmr_hdr *r);
 /* fin_merge.c */
 int fin_write_prv(struct fin_ctx *c, const char *prv_path);
 /* fin_pcf.c */
@@ -102,6 +130,8 @@ int fin_write_pcf(struct fin_ctx *c, const char *pcf_path);
 int fin_write_row(struct fin_ctx *c, const char *row_path);
 /* fin_symbols.c: "file:line" and "function" for a frame (return address). */
 void fin_symbolize(const struct fin_frame *f, const char **fileline, const char **func);
+/* The static (data/bss) symbol of a module containing offset off; NULL if none. */
+const char *fin_data_symbol(const char *path, uint64_t off, uint64_t *sym_off);
 void fin_symbols_close(void);
 /* util */
 void *fin_xmalloc(size_t n);

@@ -10,15 +10,26 @@
 #include <string.h>
 #include <unistd.h>
 
-static uint64_t rec_time(const struct hmr_hdr *r)
+uint64_t fin_rec_ns(const struct fin_proc *p, const struct hmr_hdr *r)
 {
     uint32_t len = (uint32_t)r->len8 * 8;
     switch (r->type) {
-    case HMR_THREAD: return len >= sizeof(struct hmr_thread) ? ((const struct hmr_thread *)r)->t : 0;
-    case HMR_CALL: return len >= sizeof(struct hmr_call) ? ((const struct hmr_call *)r)->t1 : 0;
-    case HMR_FREE: return len >= sizeof(struct hmr_free) ? ((const struct hmr_free *)r)->t1 : 0;
-    case HMR_TEND: return len >= sizeof(struct hmr_tend) ? ((const struct hmr_tend *)r)->t : 0;
-    default: return 0;
+    case HMR_THREAD:
+        return len >= sizeof(struct hmr_thread) ? fin_ns(p, ((const struct hmr_thread *)r)->t) : 0;
+    case HMR_CALL:
+        return len >= sizeof(struct hmr_call) ? fin_ns(p, ((const struct hmr_call *)r)->t1) : 0;
+    case HMR_FREE:
+        return len >= sizeof(struct hmr_free) ? fin_ns(p, ((const struct hmr_free *)r)->t1) : 0;
+    case HMR_TEND:
+        return len >= sizeof(struct hmr_tend) ? fin_ns(p, ((const struct hmr_tend *)r)->t) : 0;
+    case HMR_SAMPLE: {
+        if (len < sizeof(struct hmr_sample))
+            return 0;
+        const struct hmr_sample *x = (const void *)r;
+        return (x->h.aux & HMS_TIME_NS) ? x->t : fin_ns(p, x->t);
+    }
+    default:
+        return 0;
     }
 }
 
@@ -29,14 +40,14 @@ static void prescan(struct fin_stream *s)
     s->ci = 0;
     s->blen = s->bpos = 0;
     if (fin_stream_next(s, &r)) {
-        s->t_start = fin_ns(s->proc, rec_time(r));
+        s->t_start = fin_rec_ns(s->proc, r);
         if (r->type == HMR_THREAD && r->len8 * 8u >= sizeof(struct hmr_thread))
             s->tid = ((const struct hmr_thread *)r)->tid;
     }
     s->ci = s->nchunks ? s->nchunks - 1 : 0;
     s->blen = s->bpos = 0;
     while (fin_stream_next(s, &r)) {
-        uint64_t t = fin_ns(s->proc, rec_time(r));
+        uint64_t t = fin_rec_ns(s->proc, r);
         if (t > s->t_last)
             s->t_last = t;
     }
@@ -103,12 +114,41 @@ static void layout(struct fin_ctx *c)
             if (!s->nchunks)
                 continue;
             s->task = p->task;
-            s->thread = ++thr;
-            s->cpu = ++cpu;
+            /* a thread's sample stream goes on the thread's own Paraver line */
+            struct fin_stream *base = NULL;
+            if (s->id & HMR_SAMPLE_STREAM)
+                for (size_t b = 0; b < p->nstreams; b++)
+                    if (p->streams[b].id == (s->id & ~HMR_SAMPLE_STREAM) && p->streams[b].nchunks)
+                        base = &p->streams[b];
+            if (base && base->thread) {
+                s->merged = 1;
+                s->started = 1;
+                s->thread = base->thread;
+                s->cpu = base->cpu;
+            } else if (base) {
+                continue;   /* the base is numbered below; this stream is fixed up after */
+            } else {
+                s->thread = ++thr;
+                s->cpu = ++cpu;
+            }
             if (s->t_last > c->t_end)
                 c->t_end = s->t_last;
             if (s->t_start && s->t_start < c->t_zero)
                 c->t_zero = s->t_start;
+        }
+        for (size_t k = 0; k < p->nstreams; k++) {   /* sample streams sorted before their base */
+            struct fin_stream *s = &p->streams[k];
+            if (!s->nchunks || s->thread || !(s->id & HMR_SAMPLE_STREAM))
+                continue;
+            for (size_t b = 0; b < p->nstreams; b++)
+                if (p->streams[b].id == (s->id & ~HMR_SAMPLE_STREAM)) {
+                    s->merged = 1;
+                    s->started = 1;
+                    s->thread = p->streams[b].thread;
+                    s->cpu = p->streams[b].cpu;
+                }
+            if (s->t_last > c->t_end)
+                c->t_end = s->t_last;
         }
         /* nodes: distinct host names, in task order */
         int node = -1;
@@ -167,7 +207,7 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
             struct fin_stream *s = &p->streams[k];
             if (!s->nchunks)
                 continue;
-            threads++;
+            threads += !s->merged;
             ptracer += (uint64_t)((double)s->tracer_tk * p->ns_per_tick);
             pcalls += s->n_calls;
             plost += s->n_lost;

@@ -8,81 +8,6 @@
 #include <string.h>
 #include <time.h>
 
-/* ---- live objects per process: ptr → site ----------------------------------- */
-
-struct fin_live { uint64_t *key; uint32_t *site; size_t cap, n, tomb; };
-
-static size_t live_slot(const struct fin_live *l, uint64_t k)
-{
-    uint64_t h = k * 0x9e3779b97f4a7c15ull;
-    return (size_t)(h >> 20) & (l->cap - 1);
-}
-
-#define LIVE_EMPTY 0
-#define LIVE_TOMB  1
-
-static void live_put(struct fin_live *l, uint64_t k, uint32_t site);
-
-static void live_grow(struct fin_live *l)
-{
-    struct fin_live old = *l;
-    l->cap = old.cap ? (old.n * 4 > old.cap ? old.cap * 2 : old.cap) : 1024;
-    l->key = fin_xmalloc(l->cap * sizeof(uint64_t));
-    l->site = fin_xmalloc(l->cap * sizeof(uint32_t));
-    l->n = l->tomb = 0;
-    for (size_t i = 0; i < old.cap; i++)
-        if (old.key[i] > LIVE_TOMB)
-            live_put(l, old.key[i], old.site[i]);
-    free(old.key);
-    free(old.site);
-}
-
-static void live_put(struct fin_live *l, uint64_t k, uint32_t site)
-{
-    if (k <= LIVE_TOMB)
-        return;
-    if ((l->n + l->tomb + 1) * 2 > l->cap)
-        live_grow(l);
-    size_t i = live_slot(l, k), first_tomb = SIZE_MAX;
-    while (l->key[i] != LIVE_EMPTY) {
-        if (l->key[i] == k) {
-            l->site[i] = site;
-            return;
-        }
-        if (l->key[i] == LIVE_TOMB && first_tomb == SIZE_MAX)
-            first_tomb = i;
-        i = (i + 1) & (l->cap - 1);
-    }
-    if (first_tomb != SIZE_MAX) {
-        i = first_tomb;
-        l->tomb--;
-    }
-    l->key[i] = k;
-    l->site[i] = site;
-    l->n++;
-}
-
-/* Remove k; returns its site or 0 when k was not live. */
-static uint32_t live_take(struct fin_live *l, uint64_t k, int remove)
-{
-    if (!l->cap || k <= LIVE_TOMB)
-        return 0;
-    size_t i = live_slot(l, k);
-    while (l->key[i] != LIVE_EMPTY) {
-        if (l->key[i] == k) {
-            uint32_t s = l->site[i];
-            if (remove) {
-                l->key[i] = LIVE_TOMB;
-                l->n--;
-                l->tomb++;
-            }
-            return s;
-        }
-        i = (i + 1) & (l->cap - 1);
-    }
-    return 0;
-}
-
 /* ---- sites -------------------------------------------------------------------- */
 
 static struct { char **key; uint32_t *id; size_t cap, n; } g_sitemap;
@@ -95,26 +20,10 @@ static uint64_t hash_bytes(const char *s)
     return h;
 }
 
-static uint32_t site_for(struct fin_ctx *c, struct fin_proc *p, const uint64_t *packed, int n)
+/* The object id of key, created (with *created set) when new. */
+uint32_t fin_key_id(struct fin_ctx *c, const char *key, struct fin_site **created)
 {
-    if (n <= 0)
-        return 1;                                   /* unknown dynamic object */
-    struct fin_frame fr[64];
-    char key[64 * 80 + 1];
-    size_t kl = 0;
-    if (n > 64)
-        n = 64;
-    for (int i = 0; i < n; i++) {
-        uint32_t mid = (uint32_t)(packed[i] >> 48);
-        fr[i].off = packed[i] & ((1ull << 48) - 1);
-        fr[i].path = mid < p->nmods ? p->mod_path[mid] : NULL;
-        int w = snprintf(key + kl, sizeof(key) - kl, "%s%s+0x%llx", i ? " > " : "",
-                         fr[i].path ? fr[i].path : "??", (unsigned long long)fr[i].off);
-        if (w < 0 || (size_t)w >= sizeof(key) - kl)
-            break;
-        kl += (size_t)w;
-    }
-    key[kl] = 0;
+    *created = NULL;
     if (g_sitemap.n * 2 >= g_sitemap.cap) {
         size_t ncap = g_sitemap.cap ? g_sitemap.cap * 2 : 1024;
         char **nk = fin_xmalloc(ncap * sizeof(char *));
@@ -145,17 +54,45 @@ static uint32_t site_for(struct fin_ctx *c, struct fin_proc *p, const uint64_t *
         c->sites = fin_xrealloc(c->sites, c->capsites * sizeof(*c->sites));
     }
     struct fin_site *s = &c->sites[c->nsites];
+    memset(s, 0, sizeof(*s));
     s->id = (uint32_t)(c->nsites + 3);
-    s->nframes = n;
-    s->frames = fin_xmalloc((size_t)n * sizeof(*fr));
-    memcpy(s->frames, fr, (size_t)n * sizeof(*fr));
     s->raw_label = fin_xstrdup(key);
-    s->n_allocs = 0;
     c->nsites++;
     g_sitemap.key[j] = s->raw_label;
     g_sitemap.id[j] = s->id;
     g_sitemap.n++;
+    *created = s;
     return s->id;
+}
+
+static uint32_t site_for(struct fin_ctx *c, struct fin_proc *p, const uint64_t *packed, int n)
+{
+    if (n <= 0)
+        return 1;                                   /* unknown dynamic object */
+    struct fin_frame fr[64];
+    char key[64 * 80 + 1];
+    size_t kl = 0;
+    if (n > 64)
+        n = 64;
+    for (int i = 0; i < n; i++) {
+        uint32_t mid = (uint32_t)(packed[i] >> 48);
+        fr[i].off = packed[i] & ((1ull << 48) - 1);
+        fr[i].path = mid < p->nmods ? p->mod_path[mid] : NULL;
+        int w = snprintf(key + kl, sizeof(key) - kl, "%s%s+0x%llx", i ? " > " : "",
+                         fr[i].path ? fr[i].path : "??", (unsigned long long)fr[i].off);
+        if (w < 0 || (size_t)w >= sizeof(key) - kl)
+            break;
+        kl += (size_t)w;
+    }
+    key[kl] = 0;
+    struct fin_site *s;
+    uint32_t id = fin_key_id(c, key, &s);
+    if (s) {
+        s->nframes = n;
+        s->frames = fin_xmalloc((size_t)n * sizeof(*fr));
+        memcpy(s->frames, fr, (size_t)n * sizeof(*fr));
+    }
+    return id;
 }
 
 /* ---- output ------------------------------------------------------------------- */
@@ -223,12 +160,13 @@ static int extrae_kind(int k)
 
 /* ---- the merge ----------------------------------------------------------------- */
 
-enum { NX_DONE = 0, NX_START = 1, NX_ENTRY = 2, NX_EXIT = 3 };
+enum { NX_DONE = 0, NX_START = 1, NX_ENTRY = 2, NX_EXIT = 3, NX_SAMPLE = 4 };
 
 struct cur {            /* the stream's current call */
     uint64_t t_next;
     int what;
     struct hmr_call call;
+    struct hmr_sample sample;
     int drop;
     uint32_t site;
 };
@@ -248,14 +186,27 @@ static void advance(struct fin_ctx *c, struct fin_stream *s, struct cur *u)
         uint32_t len = (uint32_t)r->len8 * 8;
         switch (r->type) {
         case HMR_THREAD:
-            if (len >= sizeof(struct hmr_thread) && !s->started) {
+            if (len >= sizeof(struct hmr_thread)) {
                 const struct hmr_thread *t = (const void *)r;
                 s->tid = t->tid;
-                u->what = NX_START;
-                u->t_next = fin_ns(s->proc, t->t);
-                return;
+                if (t->stack_hi > t->stack_lo) {
+                    s->stack_lo = t->stack_lo;
+                    s->stack_hi = t->stack_hi;
+                }
+                if (!s->started) {
+                    u->what = NX_START;
+                    u->t_next = fin_ns(s->proc, t->t);
+                    return;
+                }
             }
             break;
+        case HMR_SAMPLE:
+            if (len < sizeof(struct hmr_sample))
+                break;
+            memcpy(&u->sample, r, sizeof(u->sample));
+            u->what = NX_SAMPLE;
+            u->t_next = fin_rec_ns(s->proc, r);
+            return;
         case HMR_STACK: {
             uint32_t id = r->aux;
             if (id > 100000000u || len < sizeof(*r) + (uint32_t)r->kind * 8)
@@ -360,11 +311,70 @@ static size_t heap_pop(void)
 
 static uint64_t rel(const struct fin_ctx *c, uint64_t t) { return t > c->t_zero ? t - c->t_zero : 0; }
 
+static enum fin_class classify(struct fin_ctx *c, struct fin_proc *p, uint64_t addr,
+                               uint32_t *obj)
+{
+    *obj = fin_live_find(p->live, addr, NULL);
+    if (*obj)
+        return FC_HEAP;
+    *obj = fin_static_object(c, p, addr);
+    if (*obj)
+        return FC_STATIC;
+    for (size_t k = 0; k < p->nstreams; k++)
+        if (addr >= p->streams[k].stack_lo && addr < p->streams[k].stack_hi)
+            return FC_STACK;
+    return FC_UNKNOWN;
+}
+
+static void emit_sample(struct fin_ctx *c, struct out *o, struct fin_stream *s, struct cur *u)
+{
+    struct fin_proc *p = s->proc;
+    const struct hmr_sample *x = &u->sample;
+    uint32_t flags = x->h.aux;
+    out_head(o, 2, s);
+    out_u64(o, rel(c, u->t_next));
+    if (flags & HMS_LOST) {                   /* the kernel dropped this many samples */
+        p->n_lost_samples += x->weight;
+        out_ev(o, 41000025, x->weight);
+        out_ch(o, '\n');
+        return;
+    }
+    uint32_t obj = 0;
+    enum fin_class cls = FC_NOADDR;
+    if (flags & HMS_ADDR_OK) {
+        cls = classify(c, p, x->addr, &obj);
+        out_ev(o, (flags & HMS_STORE) ? 32000001 : 32000000, x->addr);
+        unsigned lvl = (flags >> HMS_LEVEL_SHIFT) & 0xff, hit = (flags >> HMS_HIT_SHIFT) & 3;
+        if (lvl)
+            out_ev(o, 32000002, lvl);
+        if (hit)
+            out_ev(o, 32000003, hit);
+        if (x->h.kind == HMS_SRC_PEBS || x->h.kind == HMS_SRC_IBS)
+            out_ev(o, 32000006, x->weight);
+        if (obj)
+            out_ev(o, 32000007, obj);
+    }
+    p->n_samples[cls]++;
+    uint32_t fid, lid;
+    fin_sample_code(c, p, x->ip, &fid, &lid);
+    out_ev(o, 30000000, fid);
+    out_ev(o, 30000100, lid);
+    out_ev(o, 41000020, x->weight);
+    out_ev(o, 41000023, cls);
+    if (flags & HMS_BREAKPOINT)
+        out_ev(o, 41000024, 1);
+    out_ch(o, '\n');
+}
+
 static void emit(struct fin_ctx *c, struct out *o, struct fin_stream *s, struct cur *u)
 {
     struct fin_proc *p = s->proc;
     const struct hmr_call *k = &u->call;
     int kind = k->h.kind;
+    if (u->what == NX_SAMPLE) {
+        emit_sample(c, o, s, u);
+        return;
+    }
     if (u->what == NX_START) {
         s->started = 1;
         out_head(o, 2, s);
@@ -375,6 +385,7 @@ static void emit(struct fin_ctx *c, struct out *o, struct fin_stream *s, struct 
             out_ev(o, 40000037, p->hdr.ppid);
             if (p->hdr.rank >= 0)
                 out_ev(o, 41000003, (uint64_t)p->hdr.rank);
+            out_ev(o, 41000021, (uint64_t)p->sampler);
         }
         out_ch(o, '\n');
         return;
@@ -382,16 +393,16 @@ static void emit(struct fin_ctx *c, struct out *o, struct fin_stream *s, struct 
     if (u->what == NX_ENTRY) {
         int is_realloc = kind == HMK_REALLOC || kind == HMK_REALLOCARRAY;
         if (kind == HMK_FREE) {
-            u->drop = live_take(p->live, k->ptr_in, 1) == 0;
+            u->drop = fin_live_take(p->live, k->ptr_in, 1) == 0;
             if (u->drop)
                 p->n_dropped_frees++;
             else
                 p->n_frees++;
         } else if (is_realloc) {
-            int in_live = live_take(p->live, k->ptr_in, 0) != 0;
+            int in_live = fin_live_take(p->live, k->ptr_in, 0) != 0;
             u->drop = !(in_live || k->size >= p->hdr.min_size);
             if (!u->drop && in_live && k->ptr_out != k->ptr_in && (k->ptr_out || k->size == 0))
-                live_take(p->live, k->ptr_in, 1);
+                fin_live_take(p->live, k->ptr_in, 1);
         } else {
             u->drop = 0;
         }
@@ -429,7 +440,7 @@ static void emit(struct fin_ctx *c, struct out *o, struct fin_stream *s, struct 
     if (u->drop)
         return;
     if (kind != HMK_FREE && k->ptr_out)
-        live_put(p->live, k->ptr_out, u->site);
+        fin_live_put(p->live, k->ptr_out, k->size, u->site);
     out_head(o, 2, s);
     out_u64(o, rel(c, k->t1));
     out_ev(o, 40000040, 0);
@@ -458,7 +469,7 @@ static void write_header(struct fin_ctx *c, struct out *o)
         struct fin_proc *p = &c->procs[i];
         int nthr = 0;
         for (size_t k = 0; k < p->nstreams; k++)
-            if (p->streams[k].thread > 0)
+            if (p->streams[k].thread > 0 && !p->streams[k].merged)
                 nthr++;
         o->len += (size_t)snprintf(o->buf + o->len, o->cap - o->len, "%s%d:%d", i ? "," : "",
                                    nthr, p->node + 1);
@@ -480,7 +491,7 @@ int fin_write_prv(struct fin_ctx *c, const char *prv_path)
     size_t k = 0;
     for (size_t i = 0; i < c->nprocs; i++) {
         struct fin_proc *p = &c->procs[i];
-        p->live = fin_xmalloc(sizeof(*p->live));
+        p->live = fin_live_new();
         for (size_t j = 0; j < p->nstreams; j++)
             if (p->streams[j].thread > 0)
                 g_all[k++] = &p->streams[j];

@@ -28,6 +28,14 @@ static void site_labels(struct fin_ctx *c, FILE *f, int which)
     char *buf = fin_xmalloc(1 << 16);
     for (size_t i = 0; i < c->nsites; i++) {
         struct fin_site *s = &c->sites[i];
+        if (s->is_static) {       /* a static variable: symbol, module, raw key */
+            const char *base = strrchr(s->module, '/');
+            if (which == 0)
+                fprintf(f, "%u %s [static, %s]\n", s->id, s->sym, base ? base + 1 : s->module);
+            else
+                fprintf(f, "%u %s\n", s->id, which == 1 ? s->raw_label : s->sym);
+            continue;
+        }
         if (which == 1) {
             fprintf(f, "%u %s\n", s->id, s->raw_label);
             continue;
@@ -74,6 +82,28 @@ int fin_write_pcf(struct fin_ctx *c, const char *path)
                "6    40000037    Parent Process IDentifier\n"
                "6    41000002    hmtune OS thread id\n"
                "6    41000003    hmtune MPI rank\n\n\n");
+    fprintf(f, "EVENT_TYPE\n"
+               "0    32000000    Sampled address (load)\n"
+               "0    32000001    Sampled address (store)\n"
+               "0    32000006    Sampled access latency (cycles)\n"
+               "0    41000020    hmtune sample weight (PEBS/IBS: cycles; software sampler: ns)\n"
+               "0    41000025    hmtune samples lost by the kernel\n\n\n"
+               "EVENT_TYPE\n0    32000002    Sampled address memory level\nVALUES\n"
+               "0 Unknown\n1 L1\n2 Line fill buffer\n3 L2\n4 L3\n5 Local DRAM\n6 Remote DRAM\n"
+               "7 Remote cache\n8 PMEM\n9 CXL\n10 I/O\n11 Uncached\n\n\n"
+               "EVENT_TYPE\n0    32000003    Sampled address hit or miss\nVALUES\n"
+               "0 Unknown\n1 Hit\n2 Miss\n\n\n"
+               "EVENT_TYPE\n0    41000021    hmtune sampler\nVALUES\n"
+               "0 None\n1 PEBS\n2 IBS\n3 Software (CPU-time timer)\n\n\n"
+               "EVENT_TYPE\n0    41000023    hmtune sampled address class\nVALUES\n"
+               "0 None\n1 Traced heap object\n2 Static variable\n3 Stack\n"
+               "4 Unknown (untraced heap, mmap, other)\n5 No data address\n\n\n"
+               "EVENT_TYPE\n0    41000024    hmtune address recovered by breakpoint\nVALUES\n"
+               "1 Yes\n\n\n");
+    fprintf(f, "EVENT_TYPE\n0    30000000    Sampled functions\n");
+    fin_code_labels(f, 0);
+    fprintf(f, "EVENT_TYPE\n0    30000100    Sampled line functions (depth 0)\n");
+    fin_code_labels(f, 1);
     fprintf(f, "EVENT_TYPE\n0    32000007    Memory object referenced by sampled address\n"
                "0    32000009    Allocation memory object\n");
     site_labels(c, f, 0);
@@ -93,7 +123,7 @@ int fin_write_row(struct fin_ctx *c, const char *path)
     for (size_t i = 0; i < c->nprocs; i++) {
         struct fin_proc *p = &c->procs[i];
         for (size_t k = 0; k < p->nstreams; k++)
-            if (p->streams[k].thread > 0)
+            if (p->streams[k].thread > 0 && !p->streams[k].merged)
                 fprintf(f, "%d.%s\n", p->streams[k].cpu, p->host);
     }
     fprintf(f, "\nLEVEL NODE SIZE %d\n", c->nnodes);
@@ -103,7 +133,7 @@ int fin_write_row(struct fin_ctx *c, const char *path)
     for (size_t i = 0; i < c->nprocs; i++) {
         struct fin_proc *p = &c->procs[i];
         for (size_t k = 0; k < p->nstreams; k++)
-            if (p->streams[k].thread > 0)
+            if (p->streams[k].thread > 0 && !p->streams[k].merged)
                 fprintf(f, "THREAD 1.%d.%d\n", p->task, p->streams[k].thread);
     }
     return fclose(f) == 0 ? 0 : -1;

@@ -195,10 +195,18 @@ static void read_proc_record(struct fin_proc *p, const struct hmr_hdr *h, uint32
             return;
         if (id >= p->nmods) {
             p->mod_path = fin_xrealloc(p->mod_path, (id + 1) * sizeof(char *));
-            for (size_t i = p->nmods; i <= id; i++)
+            p->mod_base = fin_xrealloc(p->mod_base, (id + 1) * sizeof(uint64_t));
+            p->mod_lo = fin_xrealloc(p->mod_lo, (id + 1) * sizeof(uint64_t));
+            p->mod_hi = fin_xrealloc(p->mod_hi, (id + 1) * sizeof(uint64_t));
+            for (size_t i = p->nmods; i <= id; i++) {
                 p->mod_path[i] = NULL;
+                p->mod_base[i] = p->mod_lo[i] = p->mod_hi[i] = 0;
+            }
             p->nmods = id + 1;
         }
+        p->mod_base[id] = r->base;
+        p->mod_lo[id] = r->lo;
+        p->mod_hi[id] = r->hi;
         char tmp[4096];
         size_t n = r->path_len < sizeof(tmp) - 1 ? r->path_len : sizeof(tmp) - 1;
         memcpy(tmp, r + 1, n);
@@ -219,6 +227,14 @@ static void read_proc_record(struct fin_proc *p, const struct hmr_hdr *h, uint32
             s->has_tend = 2;               /* reported for a thread still running at exit */
         }
         if (r->t > s->tend_tk) s->tend_tk = r->t;
+        break;
+    }
+    case HMR_SAMPLER: {
+        p->sampler = h->kind;
+        size_t n = len - sizeof(*h) < sizeof(p->sampler_name) - 1 ? len - sizeof(*h)
+                                                                  : sizeof(p->sampler_name) - 1;
+        memcpy(p->sampler_name, h + 1, n);
+        p->sampler_name[n] = 0;
         break;
     }
     case HMR_PEND: {
@@ -366,6 +382,9 @@ void fin_free_ctx(struct fin_ctx *c)
         }
         free(p->streams);
         free(p->mod_path);
+        free(p->mod_base);
+        free(p->mod_lo);
+        free(p->mod_hi);
         free(p->cmd);
         free(p->path);
         if (p->fd >= 0)

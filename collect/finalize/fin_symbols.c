@@ -9,11 +9,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+struct dsym { bfd_vma value; asection *sec; const char *name; };
+
 struct mod {
     const char *path;
     bfd *abfd;
     asymbol **syms;
+    long nsyms;
     int tried;
+    struct dsym *data;           /* data/bss symbols by address, built on first use */
+    long ndata;
+    int data_built;
 };
 
 static struct mod *g_mods;
@@ -49,11 +55,11 @@ static void load(struct mod *m)
         bfd_close(b);
         return;
     }
-    long n = bfd_get_symtab_upper_bound(b);
+    long n = bfd_get_symtab_upper_bound(b), count = 0;
     asymbol **syms = NULL;
     if (n > 0) {
         syms = fin_xmalloc((size_t)n);
-        if (bfd_canonicalize_symtab(b, syms) <= 0) {
+        if ((count = bfd_canonicalize_symtab(b, syms)) <= 0) {
             free(syms);
             syms = NULL;
         }
@@ -62,7 +68,7 @@ static void load(struct mod *m)
         n = bfd_get_dynamic_symtab_upper_bound(b);
         if (n > 0) {
             syms = fin_xmalloc((size_t)n);
-            if (bfd_canonicalize_dynamic_symtab(b, syms) <= 0) {
+            if ((count = bfd_canonicalize_dynamic_symtab(b, syms)) <= 0) {
                 free(syms);
                 syms = NULL;
             }
@@ -70,6 +76,7 @@ static void load(struct mod *m)
     }
     m->abfd = b;
     m->syms = syms;
+    m->nsyms = syms ? count : 0;
 }
 
 void fin_symbolize(const struct fin_frame *f, const char **fileline, const char **func)
@@ -120,9 +127,73 @@ void fin_symbolize(const struct fin_frame *f, const char **fileline, const char 
     }
 }
 
+static int cmp_dsym(const void *a, const void *b)
+{
+    const struct dsym *x = a, *y = b;
+    return x->value < y->value ? -1 : x->value > y->value;
+}
+
+static void build_data(struct mod *m)
+{
+    m->data_built = 1;
+    for (long i = 0; i < m->nsyms; i++) {
+        asymbol *s = m->syms[i];
+        asection *sec = s->section;
+        if (!sec || !s->name || !*s->name || (s->flags & (BSF_SECTION_SYM | BSF_FILE)))
+            continue;
+        flagword f = bfd_section_flags(sec);
+        if (!(f & SEC_ALLOC) || (f & SEC_CODE))
+            continue;
+        m->data = fin_xrealloc(m->data, (size_t)(m->ndata + 1) * sizeof(*m->data));
+        m->data[m->ndata++] = (struct dsym){ bfd_asymbol_value(s), sec, s->name };
+    }
+    if (m->ndata)
+        qsort(m->data, (size_t)m->ndata, sizeof(*m->data), cmp_dsym);
+}
+
+const char *fin_data_symbol(const char *path, uint64_t off, uint64_t *sym_off)
+{
+    struct mod *m = get_mod(path);
+    if (!m->tried)
+        load(m);
+    if (!m->abfd)
+        return NULL;
+    if (!m->data_built)
+        build_data(m);
+    long lo = 0, hi = m->ndata - 1, best = -1;
+    while (lo <= hi) {                     /* the last symbol at or below off */
+        long mid = (lo + hi) / 2;
+        if (m->data[mid].value <= off) {
+            best = mid;
+            lo = mid + 1;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    if (best < 0)
+        return NULL;
+    /* it must be in the same section, and off before the next symbol there (ELF
+     * sizes are not visible through libbfd's generic symbols) */
+    asection *sec = m->data[best].sec;
+    bfd_vma end = bfd_section_vma(sec) + bfd_section_size(sec);
+    for (long k = best + 1; k < m->ndata; k++)
+        if (m->data[k].sec == sec && m->data[k].value > m->data[best].value) {
+            end = m->data[k].value;
+            break;
+        }
+    if (off >= end)
+        return NULL;
+    *sym_off = m->data[best].value;
+    char *dem = bfd_demangle(m->abfd, m->data[best].name, 1 | 2);
+    const char *name = fin_intern(dem ? dem : m->data[best].name);
+    free(dem);
+    return name;
+}
+
 void fin_symbols_close(void)
 {
     for (size_t i = 0; i < g_nmods; i++) {
+        free(g_mods[i].data);
         if (g_mods[i].abfd)
             bfd_close(g_mods[i].abfd);
         free(g_mods[i].syms);
