@@ -54,7 +54,7 @@ struct fin_proc {
     uint64_t *mod_base, *mod_lo, *mod_hi;
     size_t nmods;
     int sampler;                 /* enum hmr_src of the process's sampler */
-    char sampler_name[64];
+    char sampler_name[256];
     struct fin_stream *streams;
     size_t nstreams;
     int has_end, end_kind, end_signo;

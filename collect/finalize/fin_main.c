@@ -193,6 +193,8 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
     if (summary && !f)
         fin_die("cannot write %s", summary);
     uint64_t allocs = 0, frees = 0, tracer_ns = 0, calls = 0, lost = 0, tbytes = 0;
+    uint64_t samples[8] = { 0 }, lost_samples = 0;
+    const char *sampler = "none";
     if (f)
         fprintf(f, "{\n  \"trace\": ");
     if (f)
@@ -214,6 +216,11 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
             no_tend += !s->has_tend;
             gaps += (int)s->seq_gaps;
         }
+        for (int k = 0; k < 8; k++)
+            samples[k] += p->n_samples[k];
+        lost_samples += p->n_lost_samples;
+        if (p->sampler_name[0] && strcmp(p->sampler_name, "none") != 0)
+            sampler = p->sampler_name;
         allocs += p->n_allocs;
         frees += p->n_frees;
         tracer_ns += ptracer;
@@ -244,6 +251,13 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
         json_str(f, p->host);
         fprintf(f, ", \"exe\": ");
         json_str(f, p->exe);
+        fprintf(f, ", \"sampler\": ");
+        json_str(f, p->sampler_name[0] ? p->sampler_name : "none");
+        fprintf(f, ", \"samples\": {\"heap\": %llu, \"static\": %llu, \"stack\": %llu, "
+                "\"unknown\": %llu, \"no_address\": %llu}, \"lost_samples\": %llu",
+                (unsigned long long)p->n_samples[FC_HEAP], (unsigned long long)p->n_samples[FC_STATIC],
+                (unsigned long long)p->n_samples[FC_STACK], (unsigned long long)p->n_samples[FC_UNKNOWN],
+                (unsigned long long)p->n_samples[FC_NOADDR], (unsigned long long)p->n_lost_samples);
         fprintf(f, ", \"threads\": %d, \"allocs\": %llu, \"frees\": %llu, \"calls_seen\": %llu, "
                 "\"tracer_ns\": %llu, \"end\": \"%s\", \"signal\": %d, \"truncated_bytes\": %llu, "
                 "\"missing_chunks\": %d, \"bad_records\": %u, \"threads_without_end\": %d, "
@@ -256,7 +270,14 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
     }
     if (!f)
         return;
-    fprintf(f, "  ],\n  \"tasks\": %zu, \"threads\": %d, \"allocs\": %llu, \"frees\": %llu, "
+    fprintf(f, "  ],\n  \"sampler\": ");
+    json_str(f, sampler);
+    fprintf(f, ",\n  \"samples\": {\"heap\": %llu, \"static\": %llu, \"stack\": %llu, "
+            "\"unknown\": %llu, \"no_address\": %llu}, \"lost_samples\": %llu,\n",
+            (unsigned long long)samples[FC_HEAP], (unsigned long long)samples[FC_STATIC],
+            (unsigned long long)samples[FC_STACK], (unsigned long long)samples[FC_UNKNOWN],
+            (unsigned long long)samples[FC_NOADDR], (unsigned long long)lost_samples);
+    fprintf(f, "  \"tasks\": %zu, \"threads\": %d, \"allocs\": %llu, \"frees\": %llu, "
             "\"sites\": %zu, \"calls_seen\": %llu, \"tracer_ns\": %llu, \"lost_buffers\": %llu, "
             "\"raw_bytes\": %llu, \"prv_bytes\": %llu, \"duration_ns\": %llu\n}\n",
             c->nprocs, c->total_threads, (unsigned long long)allocs, (unsigned long long)frees,

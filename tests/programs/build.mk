@@ -52,6 +52,12 @@ else
 $(warning tests/programs: $(TP_MPICC) not found; not building mpi_alloc)
 endif
 
+# The software sampler's accuracy target: -O2 like a real application.
+TP_BINS += $(TP_OUTDIR)/four_arrays
+$(TP_OUTDIR)/four_arrays: $(TP_SRCDIR)/four_arrays.c $(TP_DEPS)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g $(WARN) -o $@ $<
+
 # Static: only when the C library's static archive is available.
 TP_LIBC_A := $(shell $(CC) -print-file-name=libc.a 2>/dev/null)
 ifneq ($(filter /%,$(wildcard $(TP_LIBC_A))),)

@@ -34,8 +34,25 @@ class Call:
 
 
 @dataclass
+class Sample:
+    task: int
+    thread: int
+    time: int
+    addr: int | None        # None: no data address
+    store: bool
+    obj: int                # 32000007, 0 when none
+    cls: int                # 41000023: 1 heap, 2 static, 3 stack, 4 unknown, 5 no address
+    weight: int
+    func: str
+    line: str
+    breakpoint: bool
+
+
+@dataclass
 class Trace:
     calls: list[Call] = field(default_factory=list)
+    samples: list[Sample] = field(default_factory=list)
+    lost_samples: int = 0
     fileline: dict[int, str] = field(default_factory=dict)
     raw: dict[int, str] = field(default_factory=dict)
     funcs: dict[int, str] = field(default_factory=dict)
@@ -64,6 +81,8 @@ def load(prv: Path) -> Trace:
     t.fileline = dict(pcf.values[32000009])
     t.raw = dict(pcf.values[41000010])
     t.funcs = dict(pcf.values[41000011])
+    funcs = pcf.values.get(30000000, {})
+    lines = pcf.values.get(30000100, {})
     open_calls: dict[tuple[int, int], Call] = {}
     for rec in fuse_events(iter_records(prv)):
         if not isinstance(rec, Event):
@@ -77,6 +96,14 @@ def load(prv: Path) -> Trace:
             t.ppid[rec.task] = ev.get(40000037, 0)
         if 41000003 in ev:
             t.rank[rec.task] = ev[41000003]
+        if 41000025 in ev:
+            t.lost_samples += ev[41000025]
+        if 41000023 in ev:
+            addr = ev.get(32000000, ev.get(32000001))
+            t.samples.append(Sample(rec.task, rec.thread, rec.time, addr, 32000001 in ev,
+                                    ev.get(32000007, 0), ev[41000023], ev.get(41000020, 0),
+                                    funcs.get(ev.get(30000000, 0), "??"),
+                                    lines.get(ev.get(30000100, 0), "??"), 41000024 in ev))
         kind = ev.get(41000000)
         if kind:
             assert key not in open_calls, f"nested call at line {rec.lineno}"
