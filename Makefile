@@ -19,6 +19,7 @@ endif
 # User-facing knobs (DESIGN.md §7).
 APP     ?=
 MPIRUN  ?=
+SAMPLER ?=
 OUT     ?=
 MIN_SIZE ?=
 DEPTH   ?=
@@ -63,7 +64,9 @@ demo: deps
 trace: deps build
 	@if [ -z "$(APP)" ]; then echo 'make trace: set APP, e.g. make trace APP="./build/examples/latency"' >&2; exit 2; fi
 	@$(HMTUNE) trace $(if $(OUT),-o "$(OUT)") $(if $(MPIRUN),--mpirun "$(MPIRUN)") \
-	  $(if $(MIN_SIZE),--min-size $(MIN_SIZE)) $(if $(DEPTH),--depth $(DEPTH)) -- $(APP)
+	  $(if $(MIN_SIZE),--min-size $(MIN_SIZE)) $(if $(DEPTH),--depth $(DEPTH)) \
+	  $(if $(SAMPLER),--sampler $(SAMPLER)) $(if $(PERIOD),--period $(PERIOD)) \
+	  $(if $(RATE),--rate $(RATE)) -- $(APP)
 
 bench-collect: deps build
 	@$(PY) $(ROOT)/bench/bench_collect.py

@@ -1,5 +1,8 @@
 # collect/: libhmtrace.so (preload tracer) and hmtune-finalize (out of process).
-HMC_LIB_SRC  := $(ROOT)/collect/hmc_core.c $(ROOT)/collect/hmc_shim.c $(COMMON_SRC)
+HMC_PERF_SRC := $(wildcard $(ROOT)/collect/hmc_perf*.c)
+HMC_LIB_SRC  := $(filter-out $(ROOT)/collect/hmc_probe.c,$(wildcard $(ROOT)/collect/hmc_*.c)) \
+                $(COMMON_SRC)
+HMC_LIBS     := -lunwind -lcapstone -ldl -lpthread
 HMC_LIB_HDR  := $(wildcard $(ROOT)/collect/*.h) $(COMMON_HDR)
 HMC_FIN_SRC  := $(wildcard $(ROOT)/collect/finalize/*.c)
 HMC_FIN_HDR  := $(wildcard $(ROOT)/collect/finalize/*.h) $(ROOT)/collect/hmc_stream.h
@@ -7,13 +10,18 @@ HMC_FIN_HDR  := $(wildcard $(ROOT)/collect/finalize/*.h) $(ROOT)/collect/hmc_str
 $(BUILD)/lib/libhmtrace.so: $(HMC_LIB_SRC) $(HMC_LIB_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) -fPIC -shared -fvisibility=hidden -ftls-model=initial-exec \
-	  -o $@ $(HMC_LIB_SRC) -Wl,-z,defs -lunwind -ldl -lpthread $(LDSAN)
+	  -o $@ $(HMC_LIB_SRC) -Wl,-z,defs $(HMC_LIBS) $(LDSAN)
 
 $(BUILD)/bin/hmtune-finalize: $(HMC_FIN_SRC) $(HMC_FIN_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) -I$(ROOT)/collect/finalize -o $@ $(HMC_FIN_SRC) -lbfd $(LDSAN)
 
-BUILD_TARGETS += $(BUILD)/lib/libhmtrace.so $(BUILD)/bin/hmtune-finalize
+$(BUILD)/bin/hmtune-probe: $(ROOT)/collect/hmc_probe.c $(HMC_PERF_SRC) $(HMC_LIB_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -o $@ $(ROOT)/collect/hmc_probe.c $(HMC_PERF_SRC) $(COMMON_SRC) \
+	  -lunwind -ldl $(LDSAN)
+
+BUILD_TARGETS += $(BUILD)/lib/libhmtrace.so $(BUILD)/bin/hmtune-finalize $(BUILD)/bin/hmtune-probe
 
 # The same library with UBSan (ASan cannot host a malloc interposer): the tests
 # preload it after libubsan.so and run real programs through it.
@@ -21,6 +29,6 @@ $(BUILD)/lib/libhmtrace-ubsan.so: $(HMC_LIB_SRC) $(HMC_LIB_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_COMMON) -fPIC -shared -fvisibility=hidden -ftls-model=initial-exec \
 	  -fsanitize=undefined -fno-sanitize-recover=undefined \
-	  -o $@ $(HMC_LIB_SRC) -lunwind -ldl -lpthread
+	  -o $@ $(HMC_LIB_SRC) $(HMC_LIBS)
 
 BUILD_TARGETS += $(BUILD)/lib/libhmtrace-ubsan.so

@@ -41,6 +41,14 @@ struct hmc_thread {
     size_t map_bytes;
     struct hmr_chunk chunk;           /* written just before rec[] */
     unsigned char rec[HMC_BUF_BYTES];
+    /* Samples, written only by this thread's signal handlers (their own stream,
+     * stream | HMR_SAMPLE_STREAM, so a handler never touches rec[]). */
+    uint32_t sseq, spos;
+    _Atomic uint32_t scommitted;
+    _Atomic int sclaim;
+    struct hmr_chunk schunk;
+    unsigned char srec[HMC_SBUF_BYTES];
+    void *sampler;                    /* hmc_sampler.c's per-thread state */
 };
 
 static struct hmc_config g_cfg;
@@ -52,6 +60,9 @@ static _Atomic uint32_t g_next_stream = 1;
 static _Atomic uint32_t g_proc_seq;
 static _Atomic(struct hmc_thread *) g_threads;
 static pthread_key_t g_key;
+static void (*g_exit_hook)(struct hmc_thread *);
+
+void hmc_set_thread_exit_hook(void (*fn)(struct hmc_thread *)) { g_exit_hook = fn; }
 static char g_path[PATH_MAX];
 static char g_host[256];
 
@@ -83,6 +94,8 @@ static void write_proc_chunk(const void *rec, uint32_t bytes)
     if (err)
         broken(err);
 }
+
+void hmc_write_process_record(const void *rec, uint32_t bytes) { write_proc_chunk(rec, bytes); }
 
 static void emit_module(const struct hm_module *m)
 {
@@ -262,6 +275,74 @@ static inline void commit(struct hmc_thread *t, uint32_t bytes)
         flush_own(t);
 }
 
+/* Write the sample buffer as chunk sseq (the claim keeps the exit path and the
+ * handler from writing it at once). */
+static void write_samples(struct hmc_thread *t, int reset)
+{
+    uint32_t bytes = atomic_load_explicit(&t->scommitted, memory_order_acquire);
+    if (bytes) {
+        t->schunk = (struct hmr_chunk){ HMR_MAGIC, t->stream | HMR_SAMPLE_STREAM, bytes, t->sseq,
+                                        hm_ticks(), hm_now_ns() };
+        if (g_fd < 0 || atomic_load(&g_broken))
+            t->n_lost += 1;
+        else {
+            int err = hm_write_all(g_fd, &t->schunk, sizeof(t->schunk) + bytes);
+            if (err)
+                broken(err);
+        }
+    }
+    if (reset) {
+        t->sseq++;
+        t->spos = 0;
+        atomic_store_explicit(&t->scommitted, 0, memory_order_release);
+    }
+}
+
+void hmc_record_sample(struct hmc_thread *t, const void *rec, uint32_t bytes)
+{
+    int z = 0;
+    if (!atomic_compare_exchange_strong(&t->sclaim, &z, 1))
+        return;                       /* the exit path is writing it: drop this one */
+    if (t->spos + bytes > HMC_SBUF_BYTES)
+        write_samples(t, 1);
+    memcpy(t->srec + t->spos, rec, bytes);
+    t->spos += bytes;
+    atomic_store_explicit(&t->scommitted, t->spos, memory_order_release);
+    atomic_store_explicit(&t->sclaim, 0, memory_order_release);
+}
+
+/* The sample stream's first record: the thread and its stack (so finalize can
+ * tell stack addresses from unknown ones). */
+void hmc_samples_begin(struct hmc_thread *t, uint64_t stack_lo, uint64_t stack_hi)
+{
+    struct hmr_thread r;
+    memset(&r, 0, sizeof(r));
+    r.h.type = HMR_THREAD;
+    r.h.len8 = HMR_LEN8(sizeof(r));
+    r.t = hm_ticks();
+    r.tid = t->tid;
+    r.stack_lo = stack_lo;
+    r.stack_hi = stack_hi;
+    t->sseq = 0;
+    t->spos = 0;
+    atomic_store(&t->scommitted, 0);
+    hmc_record_sample(t, &r, sizeof(r));
+}
+
+/* Write what the handlers recorded (thread exit, process exit; never from a handler). */
+void hmc_samples_flush(struct hmc_thread *t)
+{
+    int z = 0;
+    if (!atomic_compare_exchange_strong(&t->sclaim, &z, 1))
+        return;
+    write_samples(t, 1);
+    atomic_store(&t->sclaim, 0);
+}
+
+void *hmc_thread_sampler(struct hmc_thread *t) { return t->sampler; }
+void hmc_thread_set_sampler(struct hmc_thread *t, void *s) { t->sampler = s; }
+struct hmc_thread *hmc_thread_self(void) { return t_self; }
+
 static void begin_stream(struct hmc_thread *t)
 {
     t->stream = atomic_fetch_add(&g_next_stream, 1);
@@ -273,6 +354,10 @@ static void begin_stream(struct hmc_thread *t)
     t->nstacks = 0;
     t->stack_gen = hm_modmap_generation();
     t->tracer_ns = t->n_calls = t->n_traced = t->n_lost = 0;
+    t->sseq = t->spos = 0;
+    atomic_store(&t->scommitted, 0);
+    atomic_store(&t->sclaim, 0);
+    t->sampler = NULL;
     memset(t->stacks, 0, HMC_STACK_SLOTS * (2 + (size_t)g_cfg.depth) * 8);
     struct hmr_thread *r = reserve(t, sizeof(*r));
     memset(r, 0, sizeof(*r));
@@ -338,6 +423,9 @@ void hmc_thread_exit(void)
     if (!t)
         return;
     hmc_busy++;
+    if (g_exit_hook)
+        g_exit_hook(t);               /* stops this thread's sampling first */
+    hmc_samples_flush(t);
     emit_tend(t);
     flush_own(t);
     t_self = NULL;
@@ -469,6 +557,11 @@ void hmc_finish(int end_kind, int signo)
         if (!signo)
             spin_claim(t);
         write_buffer(t, atomic_load_explicit(&t->committed, memory_order_acquire));
+        int sz = 0;
+        if (atomic_compare_exchange_strong(&t->sclaim, &sz, 1)) {
+            write_samples(t, t == self);
+            atomic_store(&t->sclaim, 0);
+        }
         if (t == self) {
             t->seq++;
             t->pos = 0;

@@ -11,6 +11,7 @@
 
 #define HMC_BUF_BYTES   (64u * 1024u)   /* per-thread record buffer */
 #define HMC_STACK_SLOTS 1024u           /* per-thread interned call stacks */
+#define HMC_SBUF_BYTES  (16u * 1024u)   /* per-thread sample buffer */
 
 struct hmc_config {
     const char *outdir;   /* directory for the raw stream files */
@@ -44,6 +45,18 @@ void hmc_atfork_child(void) HM_HIDDEN;
 struct hm_module;
 /* hm_modmap callback: a new module goes on the process stream. */
 void hmc_module_cb(const struct hm_module *m) HM_HIDDEN;
+/* Samples (hmc_sampler.c): async-signal-safe append of one whole record to the
+ * thread's sample stream; the stream's THREAD record; flush outside handlers. */
+void hmc_record_sample(struct hmc_thread *t, const void *rec, uint32_t bytes) HM_HIDDEN;
+void hmc_samples_begin(struct hmc_thread *t, uint64_t stack_lo, uint64_t stack_hi) HM_HIDDEN;
+void hmc_samples_flush(struct hmc_thread *t) HM_HIDDEN;
+void *hmc_thread_sampler(struct hmc_thread *t) HM_HIDDEN;
+void hmc_thread_set_sampler(struct hmc_thread *t, void *s) HM_HIDDEN;
+struct hmc_thread *hmc_thread_self(void) HM_HIDDEN;
+/* Called at the start of hmc_thread_exit (the sampler stops its timer there). */
+void hmc_set_thread_exit_hook(void (*fn)(struct hmc_thread *)) HM_HIDDEN;
+/* One record on the process stream (stream 0), written at once. */
+void hmc_write_process_record(const void *rec, uint32_t bytes) HM_HIDDEN;
 /* Path of this process's stream file (for tests). */
 const char *hmc_stream_path(void) HM_HIDDEN;
 

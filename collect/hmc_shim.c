@@ -7,6 +7,7 @@
  * dlsym may all call malloc); allocations made while dlsym resolves the real
  * functions come from a static arena and are never freed. */
 #include "hmc_core.h"
+#include "hmc_sampler.h"
 #include "hm_env.h"
 #include "hm_modmap.h"
 #include "hm_unwind.h"
@@ -39,6 +40,7 @@ static struct {
     void (*exit_)(int) __attribute__((noreturn));
     void (*Exit_)(int) __attribute__((noreturn));
     int (*execve)(const char *, char *const[], char *const[]);
+    int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 } real;
 
 enum { ST_NONE, ST_INIT, ST_READY, ST_OFF };
@@ -46,6 +48,7 @@ static _Atomic int g_state;
 static uint64_t g_min;             /* 0 until ready: every call takes the slow path */
 static uint64_t g_free_min;        /* likewise for the free/realloc filter */
 static int g_depth = 8;
+static int g_sampling;             /* threads get a sampler when they start */
 
 /* ---- bootstrap arena ---------------------------------------------------- */
 
@@ -133,7 +136,11 @@ static void *plain(struct call *c)
 static void crash_handler(int sig, siginfo_t *si, void *uc);
 static void atfork_prepare(void) { hmc_atfork_prepare(); }
 static void atfork_parent(void) { hmc_atfork_parent(); }
-static void atfork_child(void) { hmc_atfork_child(); }
+static void atfork_child(void)
+{
+    hmc_atfork_child();
+    hmc_sampler_atfork_child();
+}
 
 #define RESOLVE(field, name) \
     do { void *s_ = dlsym(RTLD_NEXT, name); memcpy(&real.field, &s_, sizeof(s_)); } while (0)
@@ -177,6 +184,7 @@ static void do_init(void)
     RESOLVE(exit_, "_exit");
     RESOLVE(Exit_, "_Exit");
     RESOLVE(execve, "execve");
+    RESOLVE(pthread_create, "pthread_create");
     memcpy(&real.malloc, &s, sizeof(s));   /* last: it ends the arena period */
     int ok = real.malloc && real.free && real.calloc && real.realloc && real.usable &&
              real.posix_memalign && real.memalign;
@@ -206,9 +214,16 @@ static void do_init(void)
         hm_unwind_init((void *)&do_init);
         pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
         install_signals();
+        struct hmc_sampler_cfg scfg;
+        if (hmc_sampler_config(&scfg) != 0)
+            scfg.kind = HMS_SRC_NONE;
+        hmc_set_thread_exit_hook(hmc_sampler_thread_stop);
+        g_sampling = hmc_sampler_init(&scfg) == 0 && scfg.kind != HMS_SRC_NONE;
         g_min = min_size;
         g_free_min = min_size;
         atomic_store(&g_state, ST_READY);
+        if (g_sampling)
+            hmc_sampler_thread_start();       /* the thread that initialized: main */
     } else {
         g_min = UINT64_MAX;
         g_free_min = UINT64_MAX;
@@ -451,5 +466,37 @@ EXPORT int execve(const char *path, char *const argv[], char *const envp[])
     int err = errno;
     hmc_exec_failed();
     errno = err;
+    return r;
+}
+
+/* Threads start sampling before their own code runs: the trampoline below runs
+ * the sampler's per-thread setup (outside any signal handler). Its frame is
+ * removed from call stacks with the rest of this library's. */
+struct start { void *(*fn)(void *); void *arg; };
+
+static void *thread_trampoline(void *p)
+{
+    struct start st = *(struct start *)p;
+    real.free(p);
+    hmc_sampler_thread_start();
+    return st.fn(st.arg);
+}
+
+EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    if (!real.pthread_create)
+        ensure_ready();
+    if (!real.pthread_create)
+        return EAGAIN;
+    if (!g_sampling)
+        return real.pthread_create(th, attr, fn, arg);
+    struct start *st = real.malloc(sizeof(*st));
+    if (!st)
+        return real.pthread_create(th, attr, fn, arg);
+    st->fn = fn;
+    st->arg = arg;
+    int r = real.pthread_create(th, attr, thread_trampoline, st);
+    if (r != 0)
+        real.free(st);
     return r;
 }

@@ -26,13 +26,15 @@ int hm_backtrace(uint64_t *out, int depth)
         depth = HM_MAX_DEPTH;
     /* + our own frames: hm_backtrace, the shim's slow path, the entry point */
     int n = unw_backtrace(buf, depth + 4);
-    int skip = 0;
-    while (skip < n && (uint64_t)(uintptr_t)buf[skip] >= g_self_lo &&
-           (uint64_t)(uintptr_t)buf[skip] < g_self_hi)
-        skip++;
+    /* Our frames are dropped wherever they are: the entry points at the top, and
+     * a thread-start trampoline near the bottom, which the other preload library
+     * (collect vs interpose) does not have — the keys must match. */
     int k = 0;
-    for (int i = skip; i < n && k < depth; i++)
-        out[k++] = (uint64_t)(uintptr_t)buf[i];
+    for (int i = 0; i < n && k < depth; i++) {
+        uint64_t a = (uint64_t)(uintptr_t)buf[i];
+        if (a < g_self_lo || a >= g_self_hi)
+            out[k++] = a;
+    }
     return k;
 }
 

@@ -12,8 +12,8 @@
 /* Once per process, before the first hm_backtrace: per-thread unwind caches (no
  * global lock on the hot path) and the address range of the calling library. */
 void hm_unwind_init(void *self_addr) HM_HIDDEN;
-/* Fill out[0..depth) with return addresses, innermost first, excluding frames in
- * the library that called hm_unwind_init. Returns the number stored. */
+/* Fill out[0..depth) with return addresses, innermost first, excluding every frame
+ * in the library that called hm_unwind_init. Returns the number stored. */
 int hm_backtrace(uint64_t *out, int depth) HM_HIDDEN;
 /* Pack each raw address as (module id << 48 | offset), in place. */
 void hm_frames_pack(uint64_t *frames, int n) HM_HIDDEN;

@@ -21,6 +21,10 @@ def finalize_bin() -> Path:
     return build_dir() / "bin" / "hmtune-finalize"
 
 
+def probe_bin() -> Path:
+    return build_dir() / "bin" / "hmtune-probe"
+
+
 def default_out(app: str) -> Path:
     """DESIGN.md §7: `hmtune-out/<app name>/` under the current directory."""
     return Path("hmtune-out") / (Path(app).name or "app")

@@ -33,6 +33,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="call-site frames kept per allocation, 1..32 (default 8)")
     p.add_argument("-o", "--out", metavar="DIR", default=None,
                    help="output directory (default hmtune-out/<app name>/)")
+    p.add_argument("--sampler", choices=["auto", "pebs", "ibs", "soft", "none"], default="auto",
+                   help="data-address sampler: auto tries PEBS, then IBS, then the software "
+                        "sampler (default auto)")
+    rate = p.add_mutually_exclusive_group()
+    rate.add_argument("--period", type=int, metavar="N",
+                      help="PEBS/IBS: one sample every N events (default: chosen for <= 1%% "
+                           "overhead)")
+    rate.add_argument("--rate", type=int, metavar="HZ",
+                      help="software sampler: samples per second of thread CPU time "
+                           "(default 250, the kernel tick here)")
     p.add_argument("-q", "--quiet", action="store_true", help="print no summary")
     p.add_argument("app", nargs=argparse.REMAINDER, help="-- APP [ARGS...]")
     p.set_defaults(func=run)
@@ -71,6 +81,21 @@ def _run(cmd: list[str], env: dict[str, str]) -> int:
         signal.signal(signal.SIGTERM, old_term)
 
 
+def choose_sampler(requested: str, quiet: bool) -> tuple[str, str] | None:
+    """Ask hmtune-probe (the library's own detection code) which sampler this machine
+    offers; returns (name, why) or None when the requested one is not available."""
+    r = subprocess.run([str(paths.probe_bin()), requested], capture_output=True, text=True)
+    fields = dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
+    name, why = fields.get("sampler", "none"), fields.get("why", "")
+    if r.returncode != 0:
+        print(f"hmtune trace: --sampler {requested} is not available here: {why}",
+              file=sys.stderr)
+        return None
+    if not quiet:
+        print(f"hmtune: sampler {name}: {why}", file=sys.stderr)
+    return name, why
+
+
 def finalize(out: Path, quiet: bool) -> dict | None:
     """raw/ → trace.*; returns the summary dict (None if nothing could be written)."""
     summary = out / "trace.summary.json"
@@ -91,6 +116,13 @@ def print_summary(s: dict, out: Path, wall_s: float) -> None:
     print(f"hmtune: traced {s['allocs']} allocations and {s['frees']} frees at {s['sites']} "
           f"sites in {s['tasks']} process(es), "
           f"{s['threads']} thread(s)", file=sys.stderr)
+    n = s.get("samples", {})
+    total = sum(n.values())
+    if total:
+        print(f"hmtune: {total} samples ({s['sampler']}): {n['heap']} in traced objects, "
+              f"{n['static']} static, {n['stack']} stack, {n['unknown']} unknown, "
+              f"{n['no_address']} without a data address; {s['lost_samples']} lost",
+              file=sys.stderr)
     print(f"hmtune: trace {prv} ({human(prv.stat().st_size)}); time in the tracer "
           f"{tracer_s * 1e3:.1f} ms ({share:.2f}% of the run's thread time)", file=sys.stderr)
 
@@ -120,8 +152,12 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"--min-size: {e}")
     if not 1 <= args.depth <= 32:
         return _fail("--depth must be between 1 and 32")
+    if args.period is not None and args.period < 1:
+        return _fail("--period must be a positive number of events")
+    if args.rate is not None and not 1 <= args.rate <= 100000:
+        return _fail("--rate must be between 1 and 100000 Hz")
     lib, fin = paths.tracer_lib(), paths.finalize_bin()
-    if not lib.exists() or not fin.exists():
+    if not lib.exists() or not fin.exists() or not paths.probe_bin().exists():
         return _fail(f"{lib} is not built: run 'make' in {paths.ROOT}")
     exe = elfcheck.resolve(app[0])
     if exe is None:
@@ -141,8 +177,16 @@ def run(args: argparse.Namespace) -> int:
     preload = str(lib)
     if os.environ.get("LD_PRELOAD"):
         preload += ":" + os.environ["LD_PRELOAD"]
+    chosen = choose_sampler(args.sampler, args.quiet)
+    if chosen is None:
+        return 2
     tracer_env = {"LD_PRELOAD": preload, "HMTUNE_OUT": str((out / "raw").resolve()),
-                  "HMTUNE_MIN_SIZE": str(min_size), "HMTUNE_DEPTH": str(args.depth)}
+                  "HMTUNE_MIN_SIZE": str(min_size), "HMTUNE_DEPTH": str(args.depth),
+                  "HMTUNE_SAMPLER": chosen[0]}
+    if args.period is not None:
+        tracer_env["HMTUNE_SAMPLE_PERIOD"] = str(args.period)
+    if args.rate is not None:
+        tracer_env["HMTUNE_SAMPLE_RATE"] = str(args.rate)
     env = dict(os.environ)
     if launcher:
         # The launcher itself runs untraced; `env` applies the tracer to each rank.

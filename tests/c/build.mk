@@ -13,7 +13,13 @@ $(TEST_C_DIR)/test_core: $(ROOT)/tests/c/test_core.c $(ROOT)/collect/hmc_core.c 
 	$(CC) $(TEST_C_CFLAGS) -rdynamic -o $@ $< $(ROOT)/collect/hmc_core.c \
 	  $(ROOT)/collect/finalize/fin_raw.c $(COMMON_SRC) -lunwind -ldl $(LDSAN)
 
-TEST_C_BINS := $(TEST_C_DIR)/test_util $(TEST_C_DIR)/test_core
+# PEBS/IBS sampling (collect/hmc_perf*.c) on fake sysfs trees and synthetic rings.
+HMC_PERF_SRC ?= $(wildcard $(ROOT)/collect/hmc_perf*.c)
+$(TEST_C_DIR)/test_perf: $(ROOT)/tests/c/test_perf.c $(HMC_PERF_SRC) $(COMMON_SRC) $(HMC_LIB_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_C_CFLAGS) -o $@ $< $(HMC_PERF_SRC) $(COMMON_SRC) -lunwind -ldl $(LDSAN)
+
+TEST_C_BINS := $(TEST_C_DIR)/test_util $(TEST_C_DIR)/test_core $(TEST_C_DIR)/test_perf
 BUILD_TARGETS += $(TEST_C_BINS)
 
 test-c: $(TEST_C_BINS)

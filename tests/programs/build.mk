@@ -56,7 +56,7 @@ endif
 TP_BINS += $(TP_OUTDIR)/four_arrays
 $(TP_OUTDIR)/four_arrays: $(TP_SRCDIR)/four_arrays.c $(TP_DEPS)
 	@mkdir -p $(@D)
-	$(CC) -std=gnu11 -O2 -g $(WARN) -o $@ $<
+	$(CC) -std=gnu11 -O2 -g $(WARN) -o $@ $< -pthread
 
 # Static: only when the C library's static archive is available.
 TP_LIBC_A := $(shell $(CC) -print-file-name=libc.a 2>/dev/null)

@@ -11,7 +11,7 @@ import rawstream as rs
 from tracemodel import PROGRAMS, ROOT, check, load
 
 FIN = ROOT / "build" / "bin" / "hmtune-finalize"
-APP = PROGRAMS / "four_arrays"          # a real binary: its static `rng` is at 0x4050
+APP = PROGRAMS / "four_arrays"          # a real binary with a static array `loop_count`
 BASE = 0x555555554000
 P, Q, R = 0x7F0000100000, 0x7F0000200000, 0x7F0000300000
 
@@ -26,6 +26,11 @@ def finalize(tmp: Path, streams: list[rs.Stream], extra: list[bytes] = ()) -> ob
     assert r.returncode == 0, r.stderr
     assert check(tmp / "t.prv") == []
     return load(tmp / "t.prv")
+
+
+def symbol(name: str) -> int:
+    nm = subprocess.run(["nm", str(APP)], capture_output=True, text=True, check=True).stdout
+    return next(int(line.split()[0], 16) for line in nm.splitlines() if line.endswith(" " + name))
 
 
 def main_stream() -> rs.Stream:
@@ -70,7 +75,7 @@ def test_realloc_moves_samples_to_the_realloc_site(tmp_path: Path) -> None:
 def test_static_stack_unknown_and_no_address(tmp_path: Path) -> None:
     s = main_stream()
     smp = rs.Stream(1 | rs.SAMPLE_STREAM).thread(1000, 100, (0x7FFF0000, 0x7FFF8000))
-    smp.sample(1200, BASE + 0x1150, BASE + 0x4050)          # static `rng`
+    smp.sample(1200, BASE + 0x1150, BASE + symbol("loop_count") + 16)   # static array
     smp.sample(1210, BASE + 0x1150, 0x7FFF1000, flags=rs.ADDR_OK | rs.STORE)   # stack
     smp.sample(1220, BASE + 0x1150, 0x1234)                  # nothing known
     smp.sample(1230, BASE + 0x1150, 0, flags=rs.NO_MEMOP)    # no memory operand
@@ -78,8 +83,8 @@ def test_static_stack_unknown_and_no_address(tmp_path: Path) -> None:
     smp.sample(1250, 0, 0, weight=7, flags=rs.LOST)          # the kernel dropped 7
     t = finalize(tmp_path, [s, smp])
     st, stack, unk, nomem, rej = t.samples
-    assert st.cls == 2 and st.obj >= 3 and "rng" in t.fileline[st.obj]
-    assert "rng" in t.raw[st.obj] and str(APP) in t.raw[st.obj]
+    assert st.cls == 2 and st.obj >= 3 and "loop_count" in t.fileline[st.obj]
+    assert "loop_count" in t.raw[st.obj] and str(APP) in t.raw[st.obj]
     assert (stack.cls, stack.store, stack.obj) == (3, True, 0)
     assert (unk.cls, unk.obj) == (4, 0)
     assert nomem.cls == 5 and nomem.addr is None and rej.cls == 5
@@ -87,9 +92,7 @@ def test_static_stack_unknown_and_no_address(tmp_path: Path) -> None:
 
 
 def test_sampled_instruction_is_symbolized(tmp_path: Path) -> None:
-    nm = subprocess.run(["nm", str(APP)], capture_output=True, text=True).stdout
-    main_off = next(int(line.split()[0], 16) for line in nm.splitlines()
-                    if line.endswith(" main"))
+    main_off = symbol("main")
     smp = rs.Stream(1 | rs.SAMPLE_STREAM).thread(1000, 100)
     smp.sample(1200, BASE + main_off + 4, 0x1234)
     t = finalize(tmp_path, [main_stream(), smp])

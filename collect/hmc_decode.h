@@ -1,0 +1,82 @@
+/* hmc_decode.h — the data address of a sampled instruction, computed from the
+ * registers of the interrupted context (software address sampling, see
+ * MACHINE-NOTES "Software address sampling works").
+ *
+ * A CPU-time timer interrupts a thread after the stalled instruction retired, so the
+ * access of interest is the instruction *before* the interrupted RIP, and the
+ * registers are the ones after it executed. When that instruction overwrote one of its
+ * own address registers the decoder says HMC_DEC_CLOBBERED; the caller then arms a
+ * one-shot execute breakpoint on it and calls hmc_decode_at() from the SIGTRAP, which
+ * fires before the instruction executes.
+ *
+ * Everything below except hmc_decoder_new/free is async-signal-safe: no malloc, no
+ * locks, no stdio; code bytes are read with process_vm_readv(2) on ourselves, which
+ * fails cleanly on an unmapped page instead of faulting. errno is preserved.
+ * A decoder belongs to one thread and is not reentrant: a nested call (a second
+ * sampling signal inside the handler) gets HMC_DEC_FAIL. */
+#ifndef HMC_DECODE_H
+#define HMC_DECODE_H
+
+#include <stdint.h>
+
+#include "hm_util.h"
+
+/* General registers in x86 encoding order (the ModRM/SIB register numbers). */
+enum { HMC_RAX, HMC_RCX, HMC_RDX, HMC_RBX, HMC_RSP, HMC_RBP, HMC_RSI, HMC_RDI,
+       HMC_R8, HMC_R9, HMC_R10, HMC_R11, HMC_R12, HMC_R13, HMC_R14, HMC_R15 };
+
+struct hmc_regs {
+    uint64_t gpr[16];   /* rax rcx rdx rbx rsp rbp rsi rdi r8..r15 */
+    uint64_t rip, fs_base, gs_base;
+};
+
+/* Fill *out from a ucontext_t (the third argument of an SA_SIGINFO handler). The
+ * segment bases are not in the context: pass the thread's own (fs_base is its
+ * thread pointer, e.g. __builtin_thread_pointer(); gs_base is 0 in user space
+ * unless the program set it). */
+void hmc_regs_from_ucontext(const void *uc, uint64_t fs_base, uint64_t gs_base,
+                            struct hmc_regs *out) HM_HIDDEN;
+
+struct hmc_decoder;   /* per thread, opaque, memory from mmap */
+
+/* Opens capstone (x86-64, detail on), allocates its instruction buffer and warms it
+ * up (capstone allocates on its first decode). Call outside signal handlers, in the
+ * thread that will use it, before arming its timer. NULL on failure. */
+struct hmc_decoder *hmc_decoder_new(void) HM_HIDDEN;
+void hmc_decoder_free(struct hmc_decoder *d) HM_HIDDEN;
+
+enum hmc_dec {
+    HMC_DEC_OK,         /* out->addr is the accessed address */
+    HMC_DEC_NO_MEMOP,   /* the instruction accesses no data (lea, nop, prefetch, alu) */
+    HMC_DEC_CLOBBERED,  /* it overwrote an address register: out->insn set, addr not */
+    HMC_DEC_REJECTED,   /* it accesses memory in a way we cannot compute safely
+                         * (gather/scatter, xlat, enter, undecodable by capstone 4) */
+    HMC_DEC_FAIL        /* no trustworthy previous instruction (ambiguous bytes,
+                         * rip is a branch target, unreadable code, nested call) */
+};
+
+struct hmc_access {
+    uint64_t insn;     /* address of the accessing instruction */
+    uint64_t addr;     /* data address (HMC_DEC_OK only) */
+    int is_store;      /* 1: pure store; 0: load or read-modify-write (the load part is
+                        * what stalls retirement) */
+    int len;           /* instruction length in bytes */
+    int size;          /* access bytes when known, else 0 (broadcast: one element) */
+};
+
+/* The access of the instruction before r->rip, with r holding the registers after it
+ * executed; or of the instruction AT rip when that is a rep-string instruction with
+ * rcx != 0 (interrupted mid-way, not retired). func_start, when nonzero, is a known
+ * instruction boundary at or before rip in the same mapping (the function's start):
+ * decoding runs forward from it (at most 64 KiB / 20000 instructions). Without it a
+ * backward heuristic picks the previous instruction and says HMC_DEC_FAIL when the
+ * bytes are ambiguous. Results are cached per decoder (256 entries by rip). */
+enum hmc_dec hmc_decode_prev(struct hmc_decoder *d, const struct hmc_regs *r,
+                             uint64_t func_start, struct hmc_access *out) HM_HIDDEN;
+
+/* The access of the instruction at insn, with r holding the registers before it
+ * executes (the execute-breakpoint case). Never HMC_DEC_CLOBBERED. */
+enum hmc_dec hmc_decode_at(struct hmc_decoder *d, const struct hmc_regs *r,
+                           uint64_t insn, struct hmc_access *out) HM_HIDDEN;
+
+#endif

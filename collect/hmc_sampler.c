@@ -1,0 +1,404 @@
+/* hmc_sampler.c — per-thread sampling of data addresses.
+ *
+ * Software sampler (no PMU: VMs, CI): a CPU-time timer per thread
+ * (timer_create(CLOCK_THREAD_CPUTIME_ID) + SIGEV_THREAD_ID; the kernel tick caps it
+ * at 250 Hz here, at no measurable cost — MACHINE-NOTES.md). The stalled load is the
+ * instruction before the interrupted RIP; when that load overwrote its own address
+ * register the address is recovered by a one-shot hardware execute breakpoint on
+ * it (perf PERF_TYPE_BREAKPOINT with sigtrap; explicit enable/disable, since
+ * PERF_EVENT_IOC_REFRESH(1) left it armed after the first hit). The sample's weight
+ * is the CPU time it stands for, in ns.
+ *
+ * PEBS/IBS: the same per-thread timer, slower, drains the kernel's ring buffers in
+ * bulk (hmc_sampler_perf.c); the kernel never signals per sample.
+ *
+ * Everything in the handlers is async-signal-safe: per-thread state from mmap,
+ * capstone warmed up before the timer is armed, records appended to the thread's
+ * own sample buffer. */
+#include "hmc_sampler.h"
+#include "hmc_decode.h"
+#include "hmc_sampler_perf.h"
+#include "hm_env.h"
+
+#include <asm/prctl.h>
+#include <errno.h>
+#include <linux/hw_breakpoint.h>
+#include <linux/perf_event.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef TRAP_PERF
+#define TRAP_PERF 6
+#endif
+#define BP_COOKIE 0x686d74756e65ull   /* "hmtune": our breakpoint's si_perf_data */
+
+struct samp {
+    timer_t timer;
+    int timer_ok;
+    int bpfd;
+    int in_handler;
+    uint64_t fs_base, gs_base;
+    struct hmc_decoder *dec;
+    struct hmr_sample pending;    /* waiting for the breakpoint */
+    int pending_on;
+    struct hmc_perf_thread perf;
+};
+
+static struct hmc_sampler_cfg g_cfg;
+static uint64_t g_period_ns;
+static struct sigaction g_old_timer, g_old_trap;
+static int g_ready;
+
+int hmc_sampler_config(struct hmc_sampler_cfg *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->rate_hz = 250;
+    cfg->signo = SIGRTMIN + 5;
+    const char *k = getenv("HMTUNE_SAMPLER");
+    if (!k || !*k || strcmp(k, "none") == 0)
+        cfg->kind = HMS_SRC_NONE;
+    else if (strcmp(k, "soft") == 0)
+        cfg->kind = HMS_SRC_SOFT;
+    else if (strcmp(k, "pebs") == 0)
+        cfg->kind = HMS_SRC_PEBS;
+    else if (strcmp(k, "ibs") == 0)
+        cfg->kind = HMS_SRC_IBS;
+    else {
+        hm_log("hmtune: ", "HMTUNE_SAMPLER must be none, soft, pebs or ibs; not sampling: ", k);
+        return -1;
+    }
+    uint64_t v;
+    if (hm_env_size("HMTUNE_SAMPLE_RATE", 250, &v) != 0 || v < 1 || v > 100000) {
+        hm_log("hmtune: ", "HMTUNE_SAMPLE_RATE must be 1..100000 Hz; not sampling", NULL);
+        return -1;
+    }
+    cfg->rate_hz = (unsigned)v;
+    cfg->period = cfg->kind == HMS_SRC_IBS ? HMC_IBS_DEFAULT_PERIOD : HMC_PEBS_DEFAULT_PERIOD;
+    if (hm_env_size("HMTUNE_SAMPLE_PERIOD", cfg->period, &cfg->period) != 0 || cfg->period < 1) {
+        hm_log("hmtune: ", "HMTUNE_SAMPLE_PERIOD must be a positive count; not sampling", NULL);
+        return -1;
+    }
+    if (hm_env_size("HMTUNE_LDLAT", HMC_PEBS_DEFAULT_LDLAT, &v) != 0 || v > 65535) {
+        hm_log("hmtune: ", "HMTUNE_LDLAT must be 0..65535 cycles; not sampling", NULL);
+        return -1;
+    }
+    cfg->ldlat = (uint32_t)v;
+    if (hm_env_size("HMTUNE_SAMPLE_SIGNAL", (uint64_t)cfg->signo, &v) != 0 || v < 1 ||
+        v >= (uint64_t)NSIG || v == SIGKILL || v == SIGSTOP) {
+        hm_log("hmtune: ", "HMTUNE_SAMPLE_SIGNAL must be a signal number; not sampling", NULL);
+        return -1;
+    }
+    cfg->signo = (int)v;
+    return 0;
+}
+
+static void record(struct hmc_thread *t, const struct hmr_sample *r)
+{
+    hmc_record_sample(t, r, sizeof(*r));
+}
+
+static int bp_attr(struct perf_event_attr *a, uint64_t addr)
+{
+    memset(a, 0, sizeof(*a));
+    a->type = PERF_TYPE_BREAKPOINT;
+    a->size = sizeof(*a);
+    a->bp_type = HW_BREAKPOINT_X;
+    a->bp_addr = addr;
+    a->bp_len = sizeof(long);
+    a->sample_period = 1;
+    a->exclude_kernel = 1;
+    a->exclude_hv = 1;
+    a->disabled = 1;
+    a->sigtrap = 1;
+    a->remove_on_exec = 1;
+    a->sig_data = BP_COOKIE;
+    return 0;
+}
+
+static void arm_breakpoint(struct samp *s, uint64_t insn)
+{
+    struct perf_event_attr a;
+    bp_attr(&a, insn);
+    if (ioctl(s->bpfd, PERF_EVENT_IOC_MODIFY_ATTRIBUTES, &a) == 0 &&
+        ioctl(s->bpfd, PERF_EVENT_IOC_ENABLE, 0) == 0)
+        s->pending_on = 1;
+}
+
+static void soft_sample(struct hmc_thread *t, struct samp *s, const siginfo_t *si, void *uc)
+{
+    struct hmr_sample r;
+    memset(&r, 0, sizeof(r));
+    r.h.type = HMR_SAMPLE;
+    r.h.kind = HMS_SRC_SOFT;
+    r.h.len8 = HMR_LEN8(sizeof(r));
+    r.t = hm_ticks();
+    r.weight = g_period_ns * (1 + (uint64_t)(si->si_overrun > 0 ? si->si_overrun : 0));
+    if (s->pending_on) {          /* the breakpoint never fired: the address stays unknown */
+        ioctl(s->bpfd, PERF_EVENT_IOC_DISABLE, 0);
+        s->pending.h.aux |= HMS_REJECTED;
+        record(t, &s->pending);
+        s->pending_on = 0;
+    }
+    struct hmc_regs regs;
+    struct hmc_access acc;
+    memset(&acc, 0, sizeof(acc));
+    hmc_regs_from_ucontext(uc, s->fs_base, s->gs_base, &regs);
+    enum hmc_dec d = hmc_decode_prev(s->dec, &regs, 0, &acc);
+    r.ip = acc.insn ? acc.insn : regs.rip;
+    switch (d) {
+    case HMC_DEC_OK:
+        r.addr = acc.addr;
+        r.h.aux = HMS_ADDR_OK | (acc.is_store ? HMS_STORE : 0);
+        break;
+    case HMC_DEC_CLOBBERED:
+        if (s->bpfd >= 0) {
+            r.h.aux = acc.is_store ? HMS_STORE : 0;
+            s->pending = r;
+            arm_breakpoint(s, acc.insn);
+            if (s->pending_on)
+                return;
+        }
+        r.h.aux = HMS_REJECTED;
+        break;
+    case HMC_DEC_NO_MEMOP:
+        r.h.aux = HMS_NO_MEMOP;
+        break;
+    default:
+        r.h.aux = HMS_REJECTED;
+        break;
+    }
+    record(t, &r);
+}
+
+static void on_timer(int sig, siginfo_t *si, void *uc)
+{
+    int saved = errno;
+    struct hmc_thread *t = hmc_thread_self();
+    struct samp *s = t ? hmc_thread_sampler(t) : NULL;
+    if (si->si_code != SI_TIMER || !s || si->si_value.sival_ptr != s) {
+        /* not our timer: whoever had this signal before us gets it */
+        if (g_old_timer.sa_flags & SA_SIGINFO)
+            g_old_timer.sa_sigaction(sig, si, uc);
+        else if (g_old_timer.sa_handler != SIG_DFL && g_old_timer.sa_handler != SIG_IGN)
+            g_old_timer.sa_handler(sig);
+        errno = saved;
+        return;
+    }
+    if (!s->in_handler) {
+        s->in_handler = 1;
+        if (g_cfg.kind == HMS_SRC_SOFT)
+            soft_sample(t, s, si, uc);
+        else
+            hmc_perf_thread_drain(&s->perf, t);
+        s->in_handler = 0;
+    }
+    errno = saved;
+}
+
+/* The kernel's siginfo for TRAP_PERF carries si_perf_data right after si_addr
+ * (union _sigfault: _addr, then _perf { unsigned long _data; ... }); glibc 2.36's
+ * siginfo_t does not name it yet. */
+static unsigned long perf_data(const siginfo_t *si)
+{
+    unsigned long v;
+    memcpy(&v, (const char *)&si->si_addr + sizeof(void *), sizeof(v));
+    return v;
+}
+
+static void on_trap(int sig, siginfo_t *si, void *uc)
+{
+    int saved = errno;
+    struct hmc_thread *t = hmc_thread_self();
+    struct samp *s = t ? hmc_thread_sampler(t) : NULL;
+    if (si->si_code != TRAP_PERF || !s || perf_data(si) != BP_COOKIE) {
+        if (g_old_trap.sa_flags & SA_SIGINFO)
+            g_old_trap.sa_sigaction(sig, si, uc);
+        else if (g_old_trap.sa_handler == SIG_DFL) {
+            sigaction(SIGTRAP, &g_old_trap, NULL);   /* a real trap: default action */
+            raise(SIGTRAP);
+        } else if (g_old_trap.sa_handler != SIG_IGN)
+            g_old_trap.sa_handler(sig);
+        errno = saved;
+        return;
+    }
+    /* before the instruction executes: its registers give the address */
+    ioctl(s->bpfd, PERF_EVENT_IOC_DISABLE, 0);
+    if (s->pending_on) {
+        s->pending_on = 0;
+        struct hmc_regs regs;
+        struct hmc_access acc;
+        memset(&acc, 0, sizeof(acc));
+        hmc_regs_from_ucontext(uc, s->fs_base, s->gs_base, &regs);
+        if (hmc_decode_at(s->dec, &regs, s->pending.ip, &acc) == HMC_DEC_OK) {
+            s->pending.addr = acc.addr;
+            s->pending.h.aux |= HMS_ADDR_OK | HMS_BREAKPOINT;
+        } else {
+            s->pending.h.aux |= HMS_REJECTED;
+        }
+        record(t, &s->pending);
+    }
+    errno = saved;
+}
+
+static void write_sampler_record(const char *name)
+{
+    unsigned char buf[1024];
+    struct hmr_hdr *h = (struct hmr_hdr *)buf;
+    size_t n = strlen(name);
+    if (n > sizeof(buf) - sizeof(*h) - 8)
+        n = sizeof(buf) - sizeof(*h) - 8;
+    uint32_t bytes = (uint32_t)((sizeof(*h) + n + 8) & ~7u);
+    memset(buf, 0, bytes);
+    h->type = HMR_SAMPLER;
+    h->kind = (uint8_t)g_cfg.kind;
+    h->len8 = HMR_LEN8(bytes);
+    memcpy(buf + sizeof(*h), name, n);
+    hmc_write_process_record(buf, bytes);
+}
+
+int hmc_sampler_init(const struct hmc_sampler_cfg *cfg)
+{
+    g_cfg = *cfg;
+    if (cfg->kind == HMS_SRC_NONE) {
+        write_sampler_record("none");
+        return 0;
+    }
+    if (cfg->kind != HMS_SRC_SOFT && hmc_perf_process_init(cfg) != 0) {
+        write_sampler_record("none (the PMU could not be opened)");
+        g_cfg.kind = HMS_SRC_NONE;
+        return -1;
+    }
+    /* soft: one sample per timer period of thread CPU time; PEBS/IBS: drain 20x/s */
+    unsigned hz = cfg->kind == HMS_SRC_SOFT ? cfg->rate_hz : 20;
+    g_period_ns = 1000000000ull / hz;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = on_timer;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(cfg->signo, &sa, &g_old_timer) != 0)
+        return -1;
+    if (cfg->kind == HMS_SRC_SOFT) {
+        sa.sa_sigaction = on_trap;
+        sigaction(SIGTRAP, &sa, &g_old_trap);
+    }
+    char name[128];
+    size_t n = hm_fmt_str(name, cfg->kind == HMS_SRC_SOFT ? "soft " :
+                                cfg->kind == HMS_SRC_PEBS ? "pebs period " : "ibs period ");
+    n += hm_fmt_u64(name + n, cfg->kind == HMS_SRC_SOFT ? cfg->rate_hz : cfg->period);
+    n += hm_fmt_str(name + n, cfg->kind == HMS_SRC_SOFT ? " Hz" : "");
+    name[n] = 0;
+    write_sampler_record(name);
+    g_ready = 1;
+    return 0;
+}
+
+static void stack_range(uint64_t *lo, uint64_t *hi)
+{
+    pthread_attr_t a;
+    void *addr;
+    size_t size;
+    *lo = *hi = 0;
+    if (pthread_getattr_np(pthread_self(), &a) != 0)
+        return;
+    if (pthread_attr_getstack(&a, &addr, &size) == 0) {
+        *lo = (uint64_t)(uintptr_t)addr;
+        *hi = *lo + size;
+    }
+    pthread_attr_destroy(&a);
+}
+
+void hmc_sampler_thread_start(void)
+{
+    if (!g_ready)
+        return;
+    struct hmc_thread *t = hmc_thread_get();
+    if (!t || hmc_thread_sampler(t))
+        return;
+    hmc_busy++;
+    struct samp *s = mmap(NULL, sizeof(*s), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                          -1, 0);
+    if (s == MAP_FAILED) {
+        hmc_busy--;
+        return;
+    }
+    s->bpfd = -1;
+    syscall(SYS_arch_prctl, ARCH_GET_FS, &s->fs_base);
+    syscall(SYS_arch_prctl, ARCH_GET_GS, &s->gs_base);
+    uint64_t lo, hi;
+    stack_range(&lo, &hi);
+    hmc_samples_begin(t, lo, hi);
+    if (g_cfg.kind == HMS_SRC_SOFT) {
+        s->dec = hmc_decoder_new();           /* capstone allocates here, not in the handler */
+        struct perf_event_attr a;
+        bp_attr(&a, (uint64_t)(uintptr_t)&hmc_sampler_thread_start);
+        s->bpfd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    } else if (hmc_perf_thread_open(&s->perf, &g_cfg) <= 0) {
+        munmap(s, sizeof(*s));
+        hmc_busy--;
+        return;
+    }
+    if (g_cfg.kind == HMS_SRC_SOFT && !s->dec) {
+        munmap(s, sizeof(*s));
+        hmc_busy--;
+        return;
+    }
+    hmc_thread_set_sampler(t, s);
+    struct sigevent sev;
+    memset(&sev, 0, sizeof(sev));
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = g_cfg.signo;
+    sev.sigev_value.sival_ptr = s;
+    sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+    if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &s->timer) == 0) {
+        struct itimerspec its;
+        its.it_interval.tv_sec = (time_t)(g_period_ns / 1000000000ull);
+        its.it_interval.tv_nsec = (long)(g_period_ns % 1000000000ull);
+        its.it_value = its.it_interval;
+        s->timer_ok = timer_settime(s->timer, 0, &its, NULL) == 0;
+    }
+    hmc_busy--;
+}
+
+void hmc_sampler_thread_stop(struct hmc_thread *t)
+{
+    struct samp *s = hmc_thread_sampler(t);
+    if (!s)
+        return;
+    if (s->timer_ok)
+        timer_delete(s->timer);        /* no handler runs for this thread after this */
+    s->timer_ok = 0;
+    if (s->bpfd >= 0) {
+        ioctl(s->bpfd, PERF_EVENT_IOC_DISABLE, 0);
+        close(s->bpfd);
+    }
+    if (s->pending_on) {
+        s->pending.h.aux |= HMS_REJECTED;
+        record(t, &s->pending);
+    }
+    if (g_cfg.kind == HMS_SRC_PEBS || g_cfg.kind == HMS_SRC_IBS) {
+        hmc_perf_thread_drain(&s->perf, t);
+        hmc_perf_thread_close(&s->perf);
+    }
+    hmc_decoder_free(s->dec);
+    hmc_thread_set_sampler(t, NULL);
+    munmap(s, sizeof(*s));
+}
+
+void hmc_sampler_atfork_child(void)
+{
+    /* timers and perf events are not inherited: the state copied from the parent
+     * describes the parent's; forget it (its memory stays mapped) and start again */
+    struct hmc_thread *t = hmc_thread_self();
+    if (!g_ready || !t)
+        return;
+    hmc_thread_set_sampler(t, NULL);
+    hmc_sampler_thread_start();
+}

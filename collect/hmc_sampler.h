@@ -1,0 +1,32 @@
+/* hmc_sampler.h — sampled data addresses (issue 3): the software sampler (per-thread
+ * CPU-time timers + instruction decoding + one-shot execute breakpoints) and the
+ * PEBS/IBS ring-buffer drain, both feeding the thread's sample stream. */
+#ifndef HMC_SAMPLER_H
+#define HMC_SAMPLER_H
+
+#include <stdint.h>
+#include "hm_util.h"
+#include "hmc_core.h"
+
+struct hmc_sampler_cfg {
+    int kind;            /* enum hmr_src; HMS_SRC_NONE: no sampling */
+    unsigned rate_hz;    /* software sampler: timer rate (the kernel tick caps it) */
+    uint64_t period;     /* PEBS/IBS: events per sample */
+    uint32_t ldlat;      /* PEBS: load-latency threshold, cycles */
+    int signo;           /* timer signal */
+};
+
+/* Read HMTUNE_SAMPLER (none|soft|pebs|ibs), HMTUNE_SAMPLE_RATE, HMTUNE_SAMPLE_PERIOD,
+ * HMTUNE_LDLAT and HMTUNE_SAMPLE_SIGNAL into cfg; -1 (message printed) when malformed. */
+int hmc_sampler_config(struct hmc_sampler_cfg *cfg) HM_HIDDEN;
+/* Process-wide setup (signal handlers); 0, or -1 with sampling off. Writes the
+ * HMR_SAMPLER record. */
+int hmc_sampler_init(const struct hmc_sampler_cfg *cfg) HM_HIDDEN;
+/* Start sampling the calling thread (outside any handler: warms the decoder up). */
+void hmc_sampler_thread_start(void) HM_HIDDEN;
+/* Stop sampling t (the calling thread), drain and flush its samples. */
+void hmc_sampler_thread_stop(struct hmc_thread *t) HM_HIDDEN;
+/* After fork, in the child: the forking thread samples again into the new file. */
+void hmc_sampler_atfork_child(void) HM_HIDDEN;
+
+#endif
