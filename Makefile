@@ -24,7 +24,7 @@ OUT     ?=
 MIN_SIZE ?=
 DEPTH   ?=
 
-.PHONY: all deps build test test-c test-py lint demo trace bench-collect clean asan-test view
+.PHONY: all deps build test test-c test-py lint demo trace bench-collect bench-sampling clean
 all: build
 
 deps:
@@ -70,6 +70,9 @@ trace: deps build
 
 bench-collect: deps build
 	@$(PY) $(ROOT)/bench/bench_collect.py
+
+bench-sampling: deps build
+	@$(PY) $(ROOT)/bench/bench_sampling.py
 
 clean:
 	rm -rf build build-san hmtune-out

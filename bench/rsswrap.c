@@ -1,5 +1,5 @@
-/* rsswrap PROG ARGS... — run PROG and print its peak RSS ("maxrss_kib=N") on
- * stderr. A small parent matters: Linux carries the exec'ing process's RSS
+/* rsswrap PROG ARGS... — run PROG and print its peak RSS and CPU time
+ * ("maxrss_kib=N cpu_s=S") on stderr. A small parent matters: Linux carries the exec'ing process's RSS
  * high-water mark into the new image, so spawning from Python reports Python's. */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -25,6 +25,8 @@ int main(int argc, char **argv)
         perror("rsswrap");
         return 2;
     }
-    fprintf(stderr, "maxrss_kib=%ld\n", ru.ru_maxrss);
+    fprintf(stderr, "maxrss_kib=%ld cpu_s=%.6f\n", ru.ru_maxrss,
+            (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }

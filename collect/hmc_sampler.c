@@ -19,6 +19,7 @@
 #include "hmc_decode.h"
 #include "hmc_sampler_perf.h"
 #include "hm_env.h"
+#include "hm_unwind.h"
 
 #include <asm/prctl.h>
 #include <errno.h>
@@ -43,6 +44,7 @@ struct samp {
     timer_t timer;
     int timer_ok;
     int bpfd;
+    uint64_t bp_addr;             /* where the breakpoint is programmed now */
     int in_handler;
     uint64_t fs_base, gs_base;
     struct hmc_decoder *dec;
@@ -124,15 +126,30 @@ static int bp_attr(struct perf_event_attr *a, uint64_t addr)
 
 static void arm_breakpoint(struct samp *s, uint64_t insn)
 {
-    struct perf_event_attr a;
-    bp_attr(&a, insn);
-    if (ioctl(s->bpfd, PERF_EVENT_IOC_MODIFY_ATTRIBUTES, &a) == 0 &&
-        ioctl(s->bpfd, PERF_EVENT_IOC_ENABLE, 0) == 0)
+    /* A hot loop is sampled at the same instruction again and again: reprogram the
+     * debug register only when the address changes (one syscall saved per sample). */
+    if (insn != s->bp_addr) {
+        struct perf_event_attr a;
+        bp_attr(&a, insn);
+        if (ioctl(s->bpfd, PERF_EVENT_IOC_MODIFY_ATTRIBUTES, &a) != 0)
+            return;
+        s->bp_addr = insn;
+    }
+    if (ioctl(s->bpfd, PERF_EVENT_IOC_ENABLE, 0) == 0)
         s->pending_on = 1;
 }
 
 static void soft_sample(struct hmc_thread *t, struct samp *s, const siginfo_t *si, void *uc)
 {
+    if (s->pending_on) {
+        /* First, before any library call: the armed instruction may be in memset or
+         * memcpy, and a hit here would nest. The breakpoint never fired since the
+         * last sample, so that sample's address stays unknown. */
+        ioctl(s->bpfd, PERF_EVENT_IOC_DISABLE, 0);
+        s->pending_on = 0;
+        s->pending.h.aux |= HMS_REJECTED;
+        record(t, &s->pending);
+    }
     struct hmr_sample r;
     memset(&r, 0, sizeof(r));
     r.h.type = HMR_SAMPLE;
@@ -140,12 +157,6 @@ static void soft_sample(struct hmc_thread *t, struct samp *s, const siginfo_t *s
     r.h.len8 = HMR_LEN8(sizeof(r));
     r.t = hm_ticks();
     r.weight = g_period_ns * (1 + (uint64_t)(si->si_overrun > 0 ? si->si_overrun : 0));
-    if (s->pending_on) {          /* the breakpoint never fired: the address stays unknown */
-        ioctl(s->bpfd, PERF_EVENT_IOC_DISABLE, 0);
-        s->pending.h.aux |= HMS_REJECTED;
-        record(t, &s->pending);
-        s->pending_on = 0;
-    }
     struct hmc_regs regs;
     struct hmc_access acc;
     memset(&acc, 0, sizeof(acc));
@@ -158,7 +169,9 @@ static void soft_sample(struct hmc_thread *t, struct samp *s, const siginfo_t *s
         r.h.aux = HMS_ADDR_OK | (acc.is_store ? HMS_STORE : 0);
         break;
     case HMC_DEC_CLOBBERED:
-        if (s->bpfd >= 0) {
+        /* Never a breakpoint in this library: its code runs inside the handlers,
+         * where a hit with SIGTRAP blocked would kill the process. */
+        if (s->bpfd >= 0 && !hm_in_self(acc.insn)) {
             r.h.aux = acc.is_store ? HMS_STORE : 0;
             s->pending = r;
             arm_breakpoint(s, acc.insn);
@@ -287,6 +300,7 @@ int hmc_sampler_init(const struct hmc_sampler_cfg *cfg)
         return -1;
     if (cfg->kind == HMS_SRC_SOFT) {
         sa.sa_sigaction = on_trap;
+        sigaddset(&sa.sa_mask, cfg->signo);   /* the timer never samples on_trap itself */
         sigaction(SIGTRAP, &sa, &g_old_trap);
     }
     char name[128];
@@ -338,7 +352,8 @@ void hmc_sampler_thread_start(void)
     if (g_cfg.kind == HMS_SRC_SOFT) {
         s->dec = hmc_decoder_new();           /* capstone allocates here, not in the handler */
         struct perf_event_attr a;
-        bp_attr(&a, (uint64_t)(uintptr_t)&hmc_sampler_thread_start);
+        s->bp_addr = (uint64_t)(uintptr_t)&hmc_sampler_thread_start;
+        bp_attr(&a, s->bp_addr);
         s->bpfd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
     } else if (hmc_perf_thread_open(&s->perf, &g_cfg) <= 0) {
         munmap(s, sizeof(*s));

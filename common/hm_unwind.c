@@ -38,6 +38,8 @@ int hm_backtrace(uint64_t *out, int depth)
     return k;
 }
 
+int hm_in_self(uint64_t addr) { return addr >= g_self_lo && addr < g_self_hi; }
+
 void hm_frames_pack(uint64_t *frames, int n)
 {
     for (int i = 0; i < n; i++)

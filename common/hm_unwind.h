@@ -15,6 +15,8 @@ void hm_unwind_init(void *self_addr) HM_HIDDEN;
 /* Fill out[0..depth) with return addresses, innermost first, excluding every frame
  * in the library that called hm_unwind_init. Returns the number stored. */
 int hm_backtrace(uint64_t *out, int depth) HM_HIDDEN;
+/* Whether addr is in the library that called hm_unwind_init. */
+int hm_in_self(uint64_t addr) HM_HIDDEN;
 /* Pack each raw address as (module id << 48 | offset), in place. */
 void hm_frames_pack(uint64_t *frames, int n) HM_HIDDEN;
 
