@@ -19,7 +19,14 @@ $(TEST_C_DIR)/test_perf: $(ROOT)/tests/c/test_perf.c $(HMC_PERF_SRC) $(COMMON_SR
 	@mkdir -p $(@D)
 	$(CC) $(TEST_C_CFLAGS) -o $@ $< $(HMC_PERF_SRC) $(COMMON_SRC) -lunwind -ldl $(LDSAN)
 
-TEST_C_BINS := $(TEST_C_DIR)/test_util $(TEST_C_DIR)/test_core $(TEST_C_DIR)/test_perf
+# The software sampler's address decoder on hand-assembled instructions.
+HMC_DEC_SRC := $(ROOT)/collect/hmc_decode.c $(ROOT)/collect/hmc_insn.c
+$(TEST_C_DIR)/test_decode: $(ROOT)/tests/c/test_decode.c $(HMC_DEC_SRC) $(COMMON_SRC) $(HMC_LIB_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_C_CFLAGS) -o $@ $< $(HMC_DEC_SRC) $(COMMON_SRC) -lcapstone -lunwind -ldl $(LDSAN)
+
+TEST_C_BINS := $(TEST_C_DIR)/test_util $(TEST_C_DIR)/test_core $(TEST_C_DIR)/test_perf \
+               $(TEST_C_DIR)/test_decode
 BUILD_TARGETS += $(TEST_C_BINS)
 
 test-c: $(TEST_C_BINS)

@@ -1,0 +1,44 @@
+/* hmc_insn.h — internal to hmc_decode: what one x86-64 instruction accesses, as a
+ * descriptor that does not depend on register values (so it can be cached), built
+ * from capstone 4's decode corrected where capstone is wrong (hmc_insn.c). */
+#ifndef HMC_INSN_H
+#define HMC_INSN_H
+
+#include <capstone/capstone.h>
+#include <stdint.h>
+
+#include "hm_util.h"
+
+#define HMC_NOREG 0xff
+
+/* addr = disp + gpr[base] + gpr[index] * scale (HMC_NOREG: absent), truncated to
+ * 32 bits if addr32, plus the fs (seg 1) or gs (seg 2) base. RIP-relative
+ * displacements are already absolute. status is an enum hmc_dec. */
+struct hmc_desc {
+    uint64_t key, insn;     /* key: the cache's */
+    int64_t disp;
+    uint16_t size;
+    uint8_t status, base, index, scale, seg, addr32, len, is_store;
+    uint8_t rep;            /* a rep-string at the sampled rip (hmc_decode_prev) */
+};
+
+/* Facts read from the bytes themselves. */
+struct hmc_raw {
+    int rep, vex, map, op, modrm, sib, evex_x, vsib;
+    int len;        /* VEX/EVEX instruction length when complete, else 0 */
+    int odd;        /* an opcode compilers do not emit in 64-bit user code */
+};
+
+/* Prefixes, and the opcode; for VEX/EVEX also map, ModRM, SIB, length and VSIB. */
+void hmc_raw_parse(const uint8_t *p, int n, struct hmc_raw *r) HM_HIDDEN;
+
+/* "Nothing known" (HMC_DEC_FAIL) about the instruction at a. */
+void hmc_desc_init(struct hmc_desc *o, uint64_t a) HM_HIDDEN;
+
+/* Fill o (initialised by hmc_desc_init, len set) for the instruction in (decoded
+ * with detail) whose raw facts are rw. post: the registers will be those after it
+ * executed (a sample), else before (a breakpoint). */
+void hmc_describe(csh cs, const cs_insn *in, const struct hmc_raw *rw, int post,
+                  struct hmc_desc *o) HM_HIDDEN;
+
+#endif
