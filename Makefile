@@ -24,7 +24,8 @@ OUT     ?=
 MIN_SIZE ?=
 DEPTH   ?=
 
-.PHONY: all deps build test test-c test-py lint demo trace bench-collect bench-sampling clean
+.PHONY: all deps build test test-c test-py lint demo trace analyze bench-collect bench-sampling \
+        bench-analyze bench-advise clean
 all: build
 
 deps:
@@ -34,6 +35,7 @@ include common/build.mk
 include collect/build.mk
 include examples/build.mk
 include tests/programs/build.mk
+include analyze/prvscan/build.mk
 include tests/c/build.mk
 include bench/build.mk
 
@@ -68,11 +70,47 @@ trace: deps build
 	  $(if $(SAMPLER),--sampler $(SAMPLER)) $(if $(PERIOD),--period $(PERIOD)) \
 	  $(if $(RATE),--rate $(RATE)) -- $(APP)
 
+# trace → sites.csv + allocs.csv, next to the trace. Which trace: TRACE, else the one
+# in OUT, else hmtune-out/<APP's name>/, else the most recently written hmtune-out/*/.
+TRACE   ?=
+PER_RANK ?=
+STAGE_DIR = $(or $(OUT),$(if $(APP),hmtune-out/$(notdir $(firstword $(APP)))),$(shell ls -td hmtune-out/*/ 2>/dev/null | head -1))
+analyze: deps build
+	@t="$(or $(TRACE),$(STAGE_DIR))"; \
+	if [ -z "$$t" ]; then echo 'make analyze: no trace yet: run make trace APP=..., or set TRACE=FILE.prv' >&2; exit 2; fi; \
+	$(HMTUNE) analyze $(if $(PER_RANK),--per-rank) "$$t"
+
+# sites.csv → placement.txt, report.txt, capacity_curve.csv/.png, in the same stage
+# directory as analyze (OUT, else hmtune-out/<APP's name>/, else the newest hmtune-out/*/).
+# MEM=SIZE alone: a fast tier of SIZE per process; MACHINE=FILE.toml: its tiers (MEM then
+# resizes its fastest tier). FORMAT=flexmalloc also writes FlexMalloc's two files.
+MEM     ?=
+MACHINE ?=
+STRATEGY ?=
+THRESHOLD ?=
+FORMAT  ?=
+.PHONY: advise
+advise: deps
+	@d="$(STAGE_DIR)"; \
+	if [ -z "$$d" ] || [ ! -f "$$d/sites.csv" ]; then echo "make advise: no sites.csv$${d:+ in $$d}: run make trace APP=... and make analyze first" >&2; exit 2; fi; \
+	if [ -z "$(MEM)$(MACHINE)" ]; then echo 'make advise: set MEM=SIZE (e.g. MEM=256M) or MACHINE=configs/machines/NAME.toml' >&2; exit 2; fi; \
+	$(HMTUNE) advise $(if $(MEM),--mem "$(MEM)") $(if $(MACHINE),--machine "$(MACHINE)") \
+	  $(if $(STRATEGY),--strategy $(STRATEGY)) $(if $(THRESHOLD),--threshold $(THRESHOLD)) \
+	  $(if $(FORMAT),--format $(FORMAT)) "$$d"
+
 bench-collect: deps build
 	@$(PY) $(ROOT)/bench/bench_collect.py
 
 bench-sampling: deps build
 	@$(PY) $(ROOT)/bench/bench_sampling.py
+
+# Placement strategies on seeded random instances: time, value, bound, gap per target.
+bench-advise: deps
+	@$(PY) $(ROOT)/bench/bench_advise.py
+
+# hmtune analyze on generated 10 M-record traces: records/s of CPU, peak RSS.
+bench-analyze: deps build
+	@$(PY) $(ROOT)/bench/bench_analyze.py
 
 clean:
 	rm -rf build build-san hmtune-out

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from advisor import cli as advisor_cli
+from analyze import cli as analyze_cli
 from workflows import trace
 
 
@@ -24,6 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     trace.add_parser(sub)
+    analyze_cli.add_parser(sub)
+    advisor_cli.add_parser(sub)
     c = sub.add_parser("check-trace", help="validate a Paraver trace against hmtune's rules",
                        description="Check FILE.prv (+ .pcf/.row) against the trace format rules.")
     c.add_argument("trace", metavar="FILE.prv")

@@ -7,7 +7,7 @@ cd "$root"
 
 debs=(gcc g++ make binutils-dev libnuma-dev numactl libmemkind-dev openmpi-bin
       libopenmpi-dev gfortran libcapstone-dev libunwind-dev libclang-rt-14-dev clang-14
-      python3-venv)
+      python3-venv zlib1g-dev)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

@@ -1,0 +1,1 @@
+"""hmtune advisor: which allocation sites go to which memory tier (DESIGN.md §5, §6)."""

@@ -1,0 +1,207 @@
+"""`hmtune advise`: sites.csv + tiers → placement.txt, report.txt, capacity curve.
+
+Exit status: 0 done; 1 bad input (sites.csv, allocs.csv or a machine file that cannot
+be used, an output that cannot be written, a strategy that refuses the problem);
+2 usage (bad option values, neither --mem nor --machine, strategies not installed, a
+placement FlexMalloc cannot express). Nothing is written unless everything succeeded,
+and every file is written under a temporary name and renamed, placement.txt last, so a
+failed run leaves an earlier placement.txt as it was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+STRATEGIES = ("ilp", "ilp-lifetime", "misses", "density")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "advise",
+        help="choose which allocation sites go to the fast memory tier(s)",
+        description="Read SITES.csv (or DIR/sites.csv) and a tier description, choose the "
+                    "sites for each fast tier, and write placement.txt, report.txt and the "
+                    "capacity curve (capacity_curve.csv/.png) next to it.",
+        epilog="examples: hmtune advise hmtune-out/app --mem 256M; "
+               "hmtune advise out/sites.csv --machine configs/machines/vm-hugetlb.toml",
+    )
+    p.add_argument("sites", nargs="?", default=".", metavar="SITES.csv|DIR",
+                   help="sites.csv from hmtune analyze, or its directory (default: .)")
+    p.add_argument("--mem", metavar="SIZE",
+                   help="fast memory per process (e.g. 256M, 1GiB); alone it means a fast "
+                        "tier (memkind:MEMKIND_HBW) of that size and the default allocator "
+                        "as fallback; with --machine it resizes the machine's fastest tier")
+    p.add_argument("--machine", metavar="FILE.toml",
+                   help="tier description (configs/machines/*.toml)")
+    p.add_argument("--strategy", choices=STRATEGIES, default="ilp",
+                   help="ilp: exact knapsack (default); ilp-lifetime: sites whose blocks are "
+                        "never live together share capacity (needs allocs.csv); misses: the "
+                        "sites above --threshold percent of the weight, largest first; "
+                        "density: weight per byte, greedily")
+    p.add_argument("--threshold", type=float, default=1.0, metavar="PCT",
+                   help="misses strategy: least share of the weight, in percent (default 1)")
+    p.add_argument("--time-limit", type=float, default=30.0, metavar="S",
+                   help="solver time limit in seconds (default 30)")
+    p.add_argument("--gap", type=float, default=None, metavar="PCT",
+                   help="ilp strategies: stop once the solution is proven within PCT percent "
+                        "of the optimum (default 0.01 for ilp, 0.1 for ilp-lifetime)")
+    p.add_argument("--allocs", metavar="FILE",
+                   help="allocs.csv (default: next to sites.csv); ilp-lifetime needs it, "
+                        "and it gives the size window and the process count")
+    p.add_argument("-o", "--output", metavar="placement.txt", default=None,
+                   help="placement file (default: placement.txt next to sites.csv); the "
+                        "report and curve go to the same directory")
+    p.add_argument("--format", choices=("hmtune", "flexmalloc"), default="hmtune",
+                   help="flexmalloc: also write flexmalloc-definitions.txt and "
+                        "flexmalloc-locations.txt for FlexMalloc")
+    p.set_defaults(func=run)
+
+
+class Failure(Exception):
+    def __init__(self, msg: str, code: int) -> None:
+        super().__init__(msg)
+        self.code = code
+
+
+# Proven-gap targets: the lifetime model has a constraint per moment the live set
+# changes and is much harder to close (bench/bench_advise.py).
+DEFAULT_GAP_PCT = 0.01
+DEFAULT_GAP_PCT_LIFETIME = 0.1
+
+
+@dataclass
+class Options:
+    mem: int | None
+    strategy: str
+    threshold: float
+    time_limit: float
+    gap: float            # fraction, not percent
+
+
+def _options(args: argparse.Namespace) -> Options:
+    from workflows.units import parse_size
+
+    if args.mem is None and args.machine is None:
+        raise Failure("give --mem SIZE (e.g. --mem 256M) or --machine FILE.toml", 2)
+    mem = None
+    if args.mem is not None:
+        try:
+            mem = parse_size(args.mem)
+        except ValueError as e:
+            raise Failure(f"--mem: {e}", 2) from None
+        if mem == 0:
+            raise Failure("--mem: the fast tier needs a size > 0", 2)
+    if not 0 <= args.threshold <= 100:
+        raise Failure("--threshold is a percentage, 0 to 100", 2)
+    if not args.time_limit > 0:
+        raise Failure("--time-limit must be > 0 seconds", 2)
+    gap_pct = args.gap if args.gap is not None else (
+        DEFAULT_GAP_PCT_LIFETIME if args.strategy == "ilp-lifetime" else DEFAULT_GAP_PCT)
+    if not 0 <= gap_pct < 100:
+        raise Failure("--gap is a percentage, 0 to less than 100", 2)
+    return Options(mem, args.strategy, args.threshold, args.time_limit, gap_pct / 100.0)
+
+
+def _command(args: argparse.Namespace) -> str:
+    parts = ["hmtune", "advise", args.sites]
+    for flag, value in (("--mem", args.mem), ("--machine", args.machine),
+                        ("--strategy", args.strategy), ("--threshold", args.threshold),
+                        ("--allocs", args.allocs), ("-o", args.output),
+                        ("--format", args.format)):
+        if value is not None:
+            parts += [flag, str(value)]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except Failure as e:
+        print(f"hmtune advise: {e}", file=sys.stderr)
+        return e.code
+
+
+def _run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from advisor.inputs import InputError, load_allocs, load_sites, resolve
+    from advisor.model import Placement, Problem
+    from advisor.tiers import (
+        TierFileError,
+        load_machine,
+        mem_tiers,
+        per_process,
+        with_fast_capacity,
+    )
+
+    opts = _options(args)
+    try:
+        from advisor import strategies
+    except ImportError as e:
+        raise Failure(f"the placement strategies (advisor/strategies.py) are not "
+                      f"available: {e}", 2) from None
+    t0 = time.monotonic()
+    sites_path = resolve(args.sites)
+    allocs_path = Path(args.allocs) if args.allocs else sites_path.parent / "allocs.csv"
+    lifetime = opts.strategy == "ilp-lifetime"
+    try:
+        if args.machine:
+            machine = load_machine(args.machine)
+            if opts.mem is not None:
+                machine = with_fast_capacity(machine, opts.mem)
+        else:
+            assert opts.mem is not None
+            machine = mem_tiers(opts.mem)
+        sites = load_sites(sites_path)
+        allocs = None
+        if args.allocs or allocs_path.exists():
+            allocs = load_allocs(allocs_path, set(sites.table["site_id"]), full=lifetime)
+        elif lifetime:
+            raise InputError(f"{allocs_path}: no such file (--strategy ilp-lifetime needs "
+                             "allocs.csv; give --allocs FILE)")
+    except (InputError, TierFileError) as e:
+        raise Failure(str(e), 1) from None
+    notes = [*machine.notes, *sites.notes]
+    nprocs = allocs.attrs.get("nprocs") if allocs is not None else None
+    tiers, tier_notes = per_process(machine, nprocs)
+    notes += tier_notes
+    table = sites.table
+    problem = Problem(site_ids=table["site_id"].to_numpy(np.int64),
+                      sizes=table["peak_live_bytes"].to_numpy(np.int64),
+                      weights=table["weight"].to_numpy(np.float64),
+                      loads=table["loads"].to_numpy(np.int64),
+                      stores=table["stores"].to_numpy(np.int64),
+                      tiers=tiers, total_weight=sites.total_weight,
+                      allocs=allocs if lifetime else None)
+    if problem.n == 0:
+        placement = Placement(np.zeros(0, np.int64), opts.strategy, 0.0, 0.0, "none",
+                              ["no placeable site in the input: nothing to place"])
+    else:
+        try:
+            placement = strategies.solve(problem, opts.strategy,
+                                         threshold_pct=opts.threshold,
+                                         time_limit_s=opts.time_limit,
+                                         gap_target=opts.gap)
+        except ValueError as e:
+            raise Failure(f"{sites_path}: {e}", 1) from None
+    from advisor import outputs
+
+    out = Path(args.output) if args.output else sites_path.parent / "placement.txt"
+    if out.is_dir():
+        out = out / "placement.txt"
+    if sites.total_weight <= 0:
+        notes.append("the trace has no sampled weight: no site gains from fast memory "
+                     "(trace again with a sampler, e.g. hmtune trace --sampler soft)")
+    files = outputs.render(args, sites, machine, problem, placement, allocs, notes,
+                           _command(args), out, strategies)
+    outputs.write_all(files)
+    print(outputs.summary(files))
+    for note in files.notes:
+        print(f"hmtune advise: note: {note}", file=sys.stderr)
+    print(f"hmtune advise: done in {time.monotonic() - t0:.1f} s", file=sys.stderr)
+    return 0

@@ -1,0 +1,149 @@
+"""Everything `hmtune advise` writes, built in memory first and then written atomically.
+
+`render` turns the solved problem into the files' contents: placement.txt, report.txt,
+capacity_curve.csv/.png and, with `--format flexmalloc`, FlexMalloc's definitions and
+locations. `write_all` writes them (temporary name + rename), placement.txt last.
+
+placement.txt's `depth` is the number of frames of the longest placed call stack (of
+any placeable site when none is placed). Its `size-window MIN MAX` bounds the requests
+of the placed sites, so an interposer may skip the call-stack lookup outside it: MAX is
+the largest `max_size` (largest single request) of a placed site, MIN the smallest
+request of a placed site in allocs.csv — or 0 without allocs.csv, since sites.csv holds
+no smallest request. `peak_live_bytes` is not a request size and is not used for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pandas as pd
+
+from advisor.cli import Failure
+from advisor.flexmalloc import FlexMallocError, flexmalloc_files
+from advisor.inputs import Sites
+from advisor.model import Placement, Problem
+from advisor.placement import PlacementFile, SiteLine, TierLine, format_placement, frames
+from advisor.report import (
+    Curve,
+    curve_csv,
+    curve_png,
+    report_text,
+    short_label,
+    terminal_summary,
+    tier_use,
+)
+from advisor.tiers import Machine
+
+
+@dataclass
+class Files:
+    placement: Path
+    contents: dict[Path, str | bytes]          # everything but placement.txt
+    placement_text: str
+    summary_lines: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def _placement_file(sites: Sites, problem: Problem, placement: Placement,
+                    allocs: pd.DataFrame | None, command: str) -> PlacementFile:
+    table = sites.table
+    last = len(problem.tiers) - 1
+    placed = np.flatnonzero(placement.tier_of != last)
+    site_lines = [SiteLine(problem.tiers[int(placement.tier_of[i])].name,
+                           str(table["callstack_raw"].iloc[i]),
+                           f"{short_label(str(table['callstack'].iloc[i]))} "
+                           f"(site {int(table['site_id'].iloc[i])})")
+                  for i in placed]
+    depth_of = [len(frames(c)) for c in table["callstack_raw"]]
+    depth = max([depth_of[i] for i in placed] or depth_of or [1])
+    lo = hi = 0
+    if len(placed):
+        hi = int(table["max_size"].to_numpy()[placed].max())
+        if allocs is not None:
+            ids = set(problem.site_ids[placed].tolist())
+            sizes = allocs.loc[allocs["site_id"].isin(ids), "size"]
+            lo = int(sizes.min()) if len(sizes) else 0
+    stamp = time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())
+    window_note = ("smallest and largest request of any placed site" if allocs is not None
+                   else "largest request of any placed site; no allocs.csv for the smallest")
+    return PlacementFile(
+        tiers=[TierLine(t.name, t.backend, t.capacity) for t in problem.tiers],
+        depth=depth, size_window=(lo, hi), sites=site_lines,
+        generated_by=f"{command} ({stamp})",
+        comments={"depth": "frames in the longest placed call stack",
+                  "size-window": window_note})
+
+
+def _curve(problem: Problem, strategies: ModuleType) -> Curve:
+    """The strategies' curve (columns capacity_bytes and weight: the sampled weight the
+    best placement at that capacity captures) as shares of the capturable weight, the
+    most the curve captures, which is what capacity_for_share measures against."""
+    total = problem.total_weight
+    if problem.n == 0:
+        return Curve(pd.DataFrame({"capacity": [0], "share": [0.0]}), 0, 0.0)
+    raw = strategies.capacity_curve(problem)
+    weight = raw["weight"].to_numpy(dtype=float)
+    most = float(weight.max()) if len(weight) else 0.0
+    table = pd.DataFrame({"capacity": raw["capacity_bytes"].astype(np.int64),
+                          "share": weight / most if most > 0 else 0.0})
+    cap90 = int(strategies.capacity_for_share(raw, 0.9))
+    return Curve(table.reset_index(drop=True), cap90, most / total if total > 0 else 0.0)
+
+
+def render(args: argparse.Namespace, sites: Sites, machine: Machine, problem: Problem,
+           placement: Placement, allocs: pd.DataFrame | None, notes: list[str],
+           command: str, out: Path, strategies: ModuleType) -> Files:
+    pf = _placement_file(sites, problem, placement, allocs, command)
+    if allocs is None and len(pf.sites):
+        notes = [*notes, "no allocs.csv: size-window starts at 0 (every request is looked up)"]
+    outdir = out.parent
+    contents: dict[Path, str | bytes] = {}
+    if args.format == "flexmalloc":
+        fallback_bytes = int(problem.sizes.sum() + sites.unplaceable["peak_live_bytes"].sum())
+        try:
+            fm = flexmalloc_files(pf.tiers, pf.sites, fallback_bytes)
+        except FlexMallocError as e:
+            raise Failure(str(e), 2) from None
+        contents[outdir / "flexmalloc-definitions.txt"] = fm.definitions
+        contents[outdir / "flexmalloc-locations.txt"] = fm.locations
+        notes = [*notes, *fm.notes]
+    uses = tier_use(sites, problem, placement)
+    curve = _curve(problem, strategies)
+    header = [("input", f"{sites.path} (trace {sites.meta.get('trace', '?')}, sampler "
+                        f"{sites.meta.get('sampler', '?')}, labels "
+                        f"{sites.meta.get('label_form', '?')})"),
+              ("machine", f"{machine.name} ({machine.source})"),
+              ("command", command)]
+    text = report_text(sites, problem, placement, uses, curve, header, notes)
+    contents[outdir / "report.txt"] = text
+    contents[outdir / "capacity_curve.csv"] = curve_csv(curve)
+    fast = problem.tiers[0].capacity if len(problem.tiers) > 1 else None
+    contents[outdir / "capacity_curve.png"] = curve_png(curve, fast)
+    files = Files(out, contents, format_placement(pf), notes=[*placement.notes, *notes])
+    names = [out.name, *(p.name for p in contents)]
+    files.summary_lines = terminal_summary(uses, placement, curve, names)
+    return files
+
+
+def write_all(files: Files) -> list[Path]:
+    from advisor.placement import write_atomic
+
+    written = []
+    try:
+        for path, data in files.contents.items():
+            write_atomic(path, data)
+            written.append(path)
+        write_atomic(files.placement, files.placement_text)
+    except OSError as e:
+        raise Failure(f"cannot write {e.filename or files.placement}: "
+                      f"{e.strerror or e}", 1) from None
+    return [*written, files.placement]
+
+
+def summary(files: Files) -> str:
+    return files.summary_lines + f"\nhmtune advise: in {files.placement.parent}/"

@@ -1,0 +1,203 @@
+"""The advisor's report: `report.txt`, the terminal summary and the capacity curve.
+
+Shares are of the trace's whole sampled weight (`Problem.total_weight`, the
+denominator of sites.csv's `share`) unless they say "of the capturable weight": the
+weight of the sites the interposer can match, which is the most any placement captures.
+The capacity curve gives, per fast-tier capacity, the best share of the capturable
+weight a placement reaches (from `advisor.strategies.capacity_curve`).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from advisor.inputs import Sites
+from advisor.model import Placement, Problem, Tier
+from workflows.units import human
+
+_SYSTEM_SOURCES = ("/usr/", "./", "../", "/build/")
+_FALLBACK_ROWS = 20
+
+
+def short_label(callstack: str) -> str:
+    """`file.c:line` of the innermost frame in the application's own sources (skipping
+    `??` and system/library source paths), else of the innermost known frame."""
+    known = [f.strip() for f in callstack.split(" > ") if f.strip() and
+             not f.strip().startswith("??")]
+    if not known:
+        return "??"
+    own = [f for f in known if not f.startswith(_SYSTEM_SOURCES)]
+    path, sep, line = (own or known)[0].rpartition(":")
+    return f"{os.path.basename(path)}:{line}" if sep else (own or known)[0]
+
+
+@dataclass
+class TierUse:
+    tier: Tier                    # per-process capacity (what the solver used)
+    rows: pd.DataFrame            # site_id, label, weight, share, bytes (rounded), zero
+    used: int                     # bytes (sizes rounded up to the tier's page)
+    share: float                  # fraction of the trace's weight in this tier
+
+
+def tier_use(sites: Sites, problem: Problem, placement: Placement) -> list[TierUse]:
+    out: list[TierUse] = []
+    table = sites.table
+    total = problem.total_weight or 1.0
+    for t, tier in enumerate(problem.tiers):
+        idx = np.flatnonzero(placement.tier_of == t)
+        sizes = problem.rounded_sizes(t)[idx]
+        rows = pd.DataFrame({
+            "site_id": problem.site_ids[idx],
+            "label": [short_label(c) for c in table["callstack"].to_numpy()[idx]],
+            "weight": problem.weights[idx],
+            "share": problem.weights[idx] / total,
+            "bytes": sizes,
+        }).sort_values(["weight", "site_id"], ascending=[False, True], kind="stable")
+        out.append(TierUse(tier, rows.reset_index(drop=True), int(sizes.sum()),
+                           float(problem.weights[idx].sum() / total)))
+    return out
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _cap(t: Tier) -> str:
+    return "unlimited" if t.capacity is None else human(t.capacity)
+
+
+def _site_rows(rows: pd.DataFrame, limit: int | None = None) -> list[str]:
+    out = [f"    {'site':>6}  {'weight':>7}  {'size':>10}  call site"]
+    shown = rows if limit is None else rows.head(limit)
+    for r in shown.itertuples():
+        out.append(f"    {r.site_id:>6}  {_pct(r.share):>7}  {human(r.bytes):>10}  {r.label}")
+    if limit is not None and len(rows) > limit:
+        out.append(f"    ... {len(rows) - limit} more (weight "
+                   f"{_pct(float(rows['share'].iloc[limit:].sum()))})")
+    return out
+
+
+@dataclass
+class Curve:
+    table: pd.DataFrame           # capacity (bytes), share (of the capturable weight)
+    cap90: int                    # capacity that captures 90% of the capturable weight
+    capturable: float             # capturable weight (the curve's most) / trace weight
+
+
+def report_text(sites: Sites, problem: Problem, placement: Placement, uses: list[TierUse],
+                curve: Curve, header: list[tuple[str, str]], notes: list[str]) -> str:
+    total = problem.total_weight
+    out = ["hmtune advise report", "=" * 20]
+    out += [f"{k + ':':<16}{v}" for k, v in header]
+    out.append(f"{'strategy:':<16}{placement.strategy}, solver {placement.solver or '?'}, "
+               f"value {placement.value:.6g} of at most {placement.bound:.6g} "
+               f"(proven gap {_pct(placement.gap)})")
+    placeable = float(problem.weights.sum()) / total if total > 0 else 0.0
+    out.append(f"{'weight:':<16}{total:.6g} sampled in the trace; {_pct(placeable)} of it "
+               f"in {problem.n} placeable site(s), {_pct(curve.capturable)} capturable "
+               "(in sites that gain from a faster tier)")
+    for i, u in enumerate(uses):
+        fb = i == len(uses) - 1
+        live = u.rows[u.rows["weight"] > 0]
+        zero = len(u.rows) - len(live)
+        cap = _cap(u.tier) + ("" if u.tier.capacity is None else " per process")
+        out += ["", f"tier {u.tier.name}  [{u.tier.backend}, {cap}]"
+                + ("  (fallback)" if fb else "")]
+        used = human(u.used) + ("" if u.tier.capacity is None else
+                                f" of {human(u.tier.capacity)} "
+                                f"({_pct(u.used / u.tier.capacity)})")
+        out.append(f"  {len(u.rows)} site(s)" + (f" ({zero} without weight)" if zero else "")
+                   + f", {used} used, {_pct(u.share)} of the weight "
+                   + ("stays here" if fb else "captured"))
+        if len(live):
+            out += _site_rows(live, _FALLBACK_ROWS if fb else None)
+    zero_rows = pd.concat([u.rows[u.rows["weight"] == 0].assign(tier=u.tier.name)
+                           for u in uses])
+    out += ["", f"zero-weight sites (no sampled access fell in them): {len(zero_rows)}"]
+    for r in zero_rows.itertuples():
+        out.append(f"    {r.site_id:>6}  {human(r.bytes):>10}  {r.label}  -> {r.tier}")
+    un = sites.unplaceable
+    out += ["", "unplaceable sites (no module+offset call stack: the interposer cannot "
+            f"match them): {len(un)}"]
+    for r in un.itertuples():
+        out.append(f"    {r.site_id:>6}  {_pct(r.weight / total if total else 0):>7}  "
+                   f"{human(r.peak_live_bytes):>10}  {short_label(r.callstack)}")
+    inside = float(problem.weights.sum() + un["weight"].sum())
+    out.append(f"\nweight outside any site (stack, statics, untraced memory): "
+               f"{_pct(1 - inside / total) if total else 'n/a'}")
+    out += ["", "capacity curve (capacity_curve.csv, capacity_curve.png): best share of "
+            "the capturable weight per fast-tier capacity",
+            f"  90% of the capturable weight needs {human(curve.cap90)} of fast memory; "
+            f"all of it {human(int(curve.table['capacity'].max()))}"]
+    pick = np.unique(np.linspace(0, len(curve.table) - 1, min(9, len(curve.table)))
+                     .round().astype(int))
+    rows = [f"    {human(r.capacity):>10}  {_pct(r.share):>7}"
+            for r in curve.table.iloc[pick].itertuples()]
+    out += list(dict.fromkeys(rows))
+    if notes or placement.notes:
+        out += ["", "notes:"] + [f"  - {n}" for n in [*placement.notes, *notes]]
+    return "\n".join(out) + "\n"
+
+
+def terminal_summary(uses: list[TierUse], placement: Placement, curve: Curve,
+                     written: list[str]) -> str:
+    out = []
+    for i, u in enumerate(uses):
+        if i == len(uses) - 1:
+            out.append(f"tier {u.tier.name} (fallback): {len(u.rows)} site(s), "
+                       f"{_pct(u.share)} of the weight")
+        else:
+            out.append(f"tier {u.tier.name}: {len(u.rows)} site(s), {human(u.used)} / "
+                       f"{_cap(u.tier)}, {_pct(u.share)} of the weight captured")
+    out.append(f"90% of the capturable weight ({_pct(curve.capturable)} of all) needs "
+               f"{human(curve.cap90)} of fast memory")
+    out.append(f"strategy {placement.strategy}, solver {placement.solver or '?'}, proven gap "
+               f"{_pct(placement.gap)}; wrote {', '.join(written)}")
+    return "\n".join(f"hmtune advise: {line}" for line in out)
+
+
+def curve_csv(curve: Curve) -> str:
+    """capacity_bytes, share_of_capturable, share_of_total (fractions), one row a point."""
+    t = curve.table
+    df = pd.DataFrame({"capacity_bytes": t["capacity"].astype(np.int64),
+                       "share_of_capturable": t["share"].astype(float),
+                       "share_of_total": t["share"].astype(float) * curve.capturable})
+    return df.to_csv(index=False, float_format="%.6f")
+
+
+def curve_png(curve: Curve, chosen: int | None) -> bytes:
+    """The curve with the 90% point and the chosen fast-tier capacity marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t = curve.table
+    mib = t["capacity"].to_numpy(dtype=float) / (1 << 20)
+    fig, ax = plt.subplots(figsize=(7, 4.2), dpi=100)
+    ax.step(mib, 100 * t["share"].to_numpy(dtype=float), where="post", color="tab:blue",
+            label="best share of the capturable weight")
+    x90 = curve.cap90 / (1 << 20)
+    ax.axhline(90, color="gray", lw=0.8, ls=":")
+    ax.axvline(x90, color="tab:red", lw=1, ls="--")
+    ax.annotate(f"90% at {human(curve.cap90)}", (x90, 90), xytext=(8, -18),
+                textcoords="offset points", color="tab:red")
+    if chosen is not None:
+        ax.axvline(chosen / (1 << 20), color="tab:green", lw=1, ls="-.",
+                   label=f"fast tier: {human(chosen)}")
+    ax.set_xlabel("fast-tier capacity per process (MiB)")
+    ax.set_ylabel("captured weight (% of capturable)")
+    ax.set_ylim(0, 102)
+    ax.set_xlim(left=0)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return buf.getvalue()

@@ -1,0 +1,140 @@
+"""`hmtune analyze`: trace → per-site metrics (`sites.csv`) and per-block rows
+(`allocs.csv`), written next to the trace unless `-o DIR` says otherwise.
+
+Exit status: 0 done (also for a trace without allocations: both files are then
+written with their header only), 1 bad input (the scanner refused the trace, or an
+output could not be written), 2 usage (missing trace, scanner not built, bad option).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from analyze.scanner import ScanFailed, run_scanner, scanner_bin
+from workflows import paths
+
+if TYPE_CHECKING:                 # the analyze modules load only when analyze runs
+    from analyze.scan_io import Scan
+    from analyze.sites import SiteTable
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "analyze",
+        help="turn a trace into per-allocation-site metrics (sites.csv, allocs.csv)",
+        description="Read TRACE.prv (hmtune's or Extrae's) and write DIR/sites.csv and "
+                    "DIR/allocs.csv, then print the sites with the most sampled weight.",
+        epilog="example: hmtune analyze hmtune-out/app/trace.prv --top 20",
+    )
+    p.add_argument("trace", metavar="TRACE.prv",
+                   help="Paraver trace (.prv or .prv.gz; its .pcf gives the site labels); "
+                        "a directory means DIR/trace.prv")
+    p.add_argument("-o", "--out", metavar="DIR", default=None,
+                   help="output directory (default: the trace's directory)")
+    p.add_argument("--per-rank", action="store_true",
+                   help="one row per (site, MPI rank) instead of one per site")
+    p.add_argument("--skip-bad", action="store_true",
+                   help="skip malformed trace lines instead of stopping at the first")
+    p.add_argument("--top", type=int, default=10, metavar="N",
+                   help="sites shown on the terminal (default 10; 0 for none)")
+    p.set_defaults(func=run)
+
+
+def _fail(msg: str, code: int) -> int:
+    print(f"hmtune analyze: {msg}", file=sys.stderr)
+    return code
+
+
+def _say(msg: str) -> None:
+    print(f"hmtune analyze: {msg}", file=sys.stderr)
+
+
+def _resolve_trace(arg: str) -> Path | None:
+    p = Path(arg)
+    if p.is_dir():
+        p = p / "trace.prv"
+    return p if p.is_file() else None
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.top < 0:
+        return _fail("--top must be 0 or more", 2)
+    trace = _resolve_trace(args.trace)
+    if trace is None:
+        return _fail(f"{args.trace}: no such trace file", 2)
+    scanner = scanner_bin()
+    if not scanner.exists():
+        return _fail(f"{scanner} is not built: run 'make' in {paths.ROOT}", 2)
+    out = Path(args.out) if args.out else trace.parent
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=".hmtune-scan-", dir=out))
+    except OSError as e:
+        return _fail(f"cannot write to {out}: {e.strerror or e}", 1)
+    try:
+        return _analyze(args, trace, out, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> int:
+    """Scan into `work`, then write sites.csv and move allocs.csv to `out`."""
+    from analyze.labels import load_labels
+    from analyze.report import top_table
+    from analyze.scan_io import ScanOutputError, read_scan
+    from analyze.sites import site_table
+    from analyze.writer import install_allocs, write_sites
+
+    t0 = time.monotonic()
+    try:
+        notes = run_scanner(trace, work, skip_bad=args.skip_bad)
+        scan = read_scan(work)
+    except (ScanFailed, ScanOutputError) as e:
+        return _fail(str(e), 1)
+    for note in notes:
+        print(note, file=sys.stderr)
+    labels = load_labels(trace)
+    for warning in labels.warnings:
+        _say(f"warning: {warning}")
+    sites = site_table(scan, labels, per_rank=args.per_rank)
+    sampler = scan.sampler
+    sites_csv, allocs_csv = out / "sites.csv", out / "allocs.csv"
+    try:
+        write_sites(sites_csv, sites, str(trace), sampler, labels.form)
+        install_allocs(work / "allocs.csv", allocs_csv)
+    except OSError as e:
+        return _fail(f"cannot write to {out}: {e.strerror or e}", 1)
+    elapsed = time.monotonic() - t0
+    if scan.alloc_rows == 0:
+        _say(f"no allocations in {trace}: wrote {sites_csv} and {allocs_csv} with their "
+             "header only")
+        return 0
+    _print_summary(scan, sites, labels.form, sampler, out, elapsed)
+    if args.top:
+        print(top_table(sites, args.top))
+    return 0
+
+
+def _print_summary(scan: Scan, sites: SiteTable, form: str, sampler: str, out: Path,
+                   elapsed: float) -> None:
+    from analyze.sites import unplaced_weight
+
+    nsites = len(set(sites.column("site_id")))
+    ntasks = len({r["task"] for r in scan.sites if r["n_allocs"] > 0})
+    nsamples = sum(r["samples"] for r in scan.sites)
+    _say(f"{scan.alloc_rows} allocations at {nsites} sites in {ntasks} process(es); "
+         f"labels {form}; sampler {sampler}; {nsamples} samples")
+    total = scan.total_weight
+    if total > 0:
+        outside = 100.0 * unplaced_weight(scan, sites) / total
+        _say(f"{outside:.1f}% of the sampled weight is outside allocation sites "
+             "(stack, static variables, untraced memory, no address)")
+    else:
+        _say("no sampled weight in the trace: the advisor can only rank by size and lifetime")
+    _say(f"wrote {out / 'sites.csv'} and {out / 'allocs.csv'} in {elapsed:.1f} s")

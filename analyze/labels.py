@@ -1,0 +1,179 @@
+"""Allocation-site labels from a trace's `.pcf` (DESIGN.md §2, docs/formats.md §3).
+
+A site id (the value of 32000009 / 32000007) can be labelled in three forms:
+
+- `module+0xoffset > ...` — hmtune's 41000010 table, and Extrae 5's untranslated
+  32000009 labels. This is what the interposer matches.
+- `module!hexoffset > ...` — the older form of FlexMalloc and Extrae 4.x. Converted
+  frame by frame to `module+0xhexoffset`.
+- `file:line > ...` — the 32000009 table of hmtune, and Extrae's when it translated
+  addresses. No module offsets: enough for people, useless to the interposer.
+
+`load_labels` returns, per site id, `callstack` (the chain a person reads) and
+`callstack_raw` (the module+offset chain, "" when the trace has none), and names the
+form the trace's raw labels take. `callstack` is the file:line chain when the trace
+has one; otherwise the function chain (41000011) when present; otherwise the raw
+chain itself (an untranslated trace has nothing better).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from analyze.prv_io import TraceFormatError
+from analyze.prv_tables import Pcf, parse_pcf
+
+SITE_TYPE = 32000009        # allocation memory object (Extrae's table, file:line in hmtune's)
+OBJECT_TYPE = 32000007      # object of a sampled address; shares 32000009's table
+RAW_TYPE = 41000010         # hmtune: module+0xoffset chains
+FUNC_TYPE = 41000011        # hmtune: function chains
+
+FORM_RAW = "module+0xoffset"
+FORM_BANG = "module!hexoffset"
+FORM_FILELINE = "file:line"
+FORM_NONE = "none"          # no .pcf, or no classifiable label in it
+
+SEP = " > "
+_RAW = re.compile(r"^(?P<mod>.+)\+0x(?P<off>[0-9a-fA-F]+)$")
+_BANG = re.compile(r"^(?P<mod>[^!]+)!(?:0x)?(?P<off>[0-9a-fA-F]+)$")
+_FILELINE = re.compile(r"^.+:\d+$")
+_UNKNOWN = {"", "??", "??:0", "??:?", "Unresolved:0", "_NOT_Found:0"}
+
+
+@dataclass
+class SiteLabels:
+    form: str                                   # one of the FORM_* names
+    callstack: dict[int, str] = field(default_factory=dict)
+    callstack_raw: dict[int, str] = field(default_factory=dict)
+    functions: dict[int, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def symbolized(self, site_id: int) -> str:
+        """The readable chain of a site, `site N` when the trace does not label it."""
+        return self.callstack.get(site_id) or f"site {site_id}"
+
+    def raw(self, site_id: int) -> str:
+        """The module+0xoffset chain of a site, "" when unknown."""
+        return self.callstack_raw.get(site_id, "")
+
+
+def frame_form(frame: str) -> str | None:
+    """Form of one frame; None for an unknown frame (`??`) or text of no known form."""
+    frame = frame.strip()
+    if frame in _UNKNOWN:
+        return None
+    if _RAW.match(frame):
+        return FORM_RAW
+    if _BANG.match(frame):
+        return FORM_BANG
+    if _FILELINE.match(frame):
+        return FORM_FILELINE
+    return None
+
+
+def table_form(labels: dict[int, str]) -> str:
+    """The form most frames of a label table take (FORM_NONE when none classifies).
+
+    Ties go to the form the interposer can use: raw, then bang, then file:line.
+    """
+    counts: Counter[str] = Counter()
+    for label in labels.values():
+        for frame in label.split(SEP):
+            form = frame_form(frame)
+            if form is not None:
+                counts[form] += 1
+    if not counts:
+        return FORM_NONE
+    order = (FORM_RAW, FORM_BANG, FORM_FILELINE)
+    return max(order, key=lambda f: (counts[f], -order.index(f)))
+
+
+def to_raw_chain(label: str) -> str:
+    """`module!hex` frames become `module+0xhex`; "" when no frame has a module offset.
+
+    Frames of other forms (`??`, `file:line`) are kept as they are, so the chain keeps
+    its depth and the interposer can still match its known frames.
+    """
+    frames = [f.strip() for f in label.split(SEP)]
+    out: list[str] = []
+    known = False
+    for frame in frames:
+        m = _BANG.match(frame)
+        if m and not _RAW.match(frame):
+            frame = f"{m['mod']}+0x{m['off'].lower()}"
+        known = known or _RAW.match(frame) is not None
+        out.append(frame)
+    return SEP.join(out) if known else ""
+
+
+def _site_ids(*tables: dict[int, str]) -> list[int]:
+    """Ids labelled in any table, without 0 (Paraver's `End` value)."""
+    return sorted({k for t in tables for k in t if k > 0})
+
+
+def labels_from_pcf(pcf: Pcf) -> SiteLabels:
+    """Build the per-site labels from a parsed `.pcf` (see the module docstring)."""
+    site = pcf.values.get(SITE_TYPE) or pcf.values.get(OBJECT_TYPE) or {}
+    raw_table = pcf.values.get(RAW_TYPE, {})
+    funcs = {k: v for k, v in pcf.values.get(FUNC_TYPE, {}).items() if k > 0}
+    site_form = table_form({k: v for k, v in site.items() if k > 0})
+    has_raw_table = RAW_TYPE in pcf.event_types or bool(raw_table)
+    out = SiteLabels(FORM_NONE, functions=funcs)
+    if has_raw_table:
+        form = table_form(raw_table)
+        out.form = FORM_RAW if form == FORM_NONE else form
+    else:
+        out.form = site_form
+    for sid in _site_ids(site, raw_table):
+        label = site.get(sid, "")
+        raw_label = raw_table.get(sid) if has_raw_table else label
+        out.callstack_raw[sid] = to_raw_chain(raw_label or "")
+        if site_form == FORM_FILELINE or not out.callstack_raw[sid]:
+            text = label
+        else:                    # untranslated labels: a function chain reads better
+            text = funcs.get(sid) or out.callstack_raw[sid]
+        out.callstack[sid] = text or out.callstack_raw[sid]
+    if not site and not raw_table:
+        out.warnings.append(f"{pcf.path} has no allocation-site table ({SITE_TYPE}): "
+                            "sites are numbered, not named")
+    elif out.form == FORM_FILELINE:
+        out.warnings.append(f"{pcf.path}: site labels are file:line chains only (Extrae with "
+                            "address translation): callstack_raw is empty, so the interposer "
+                            "cannot match these sites; trace with hmtune, or with Extrae "
+                            "without translation, to place them")
+    elif out.form == FORM_BANG:
+        out.warnings.append(f"{pcf.path}: site labels use the older module!offset form "
+                            "(FlexMalloc, Extrae 4.x); converted to module+0xoffset")
+    return out
+
+
+def pcf_path_for(trace: str | os.PathLike[str]) -> Path:
+    """`X.pcf` for `X.prv` or `X.prv.gz`."""
+    p = Path(trace)
+    name = p.name
+    for suffix in (".gz", ".prv"):
+        name = name.removesuffix(suffix)
+    return p.with_name(name + ".pcf")
+
+
+def load_labels(trace: str | os.PathLike[str]) -> SiteLabels:
+    """Labels of the trace at `trace` (`.prv`/`.prv.gz`), read from its `.pcf`.
+
+    A missing or unreadable `.pcf` is not an error: the result has no labels (callers
+    fall back to `site N`), form FORM_NONE and one warning saying why.
+    """
+    pcf_path = pcf_path_for(trace)
+    if not pcf_path.exists():
+        return SiteLabels(FORM_NONE, warnings=[
+            f"no {pcf_path.name} next to the trace: sites are numbered (`site N`), "
+            "and callstack_raw is empty, so the interposer cannot match them"])
+    try:
+        pcf = parse_pcf(pcf_path)
+    except (OSError, TraceFormatError, UnicodeDecodeError) as e:
+        return SiteLabels(FORM_NONE, warnings=[
+            f"cannot read site labels from {pcf_path} ({e}): sites are numbered (`site N`)"])
+    return labels_from_pcf(pcf)

@@ -1,0 +1,474 @@
+/* gen_trace.c — hmtune-gentrace: a synthetic hmtune-style trace with known answers,
+ * for hmtune-prvscan's tests and throughput benchmark.
+ *
+ *   hmtune-gentrace N_RECORDS OUT.prv [--tasks T] [--threads K] [--seed S] [--alloc-heavy]
+ *   hmtune-gentrace --check OUT.prv OUTDIR          (gen_check.c)
+ *
+ * Writes OUT.prv/.pcf/.row and OUT.prv.expected.json: per (task, site) the lifetime
+ * facts of its blocks (count, largest and total bytes, peak live bytes, first
+ * allocation, last end, time with a block live) and the sampled accesses that land in
+ * that site's blocks, as the generator knows them by construction (it made each block
+ * live and dead in time order, and picked the block for each sample).
+ *
+ * The workload: every task owns SLOTS fixed address slots (the same addresses in every
+ * task, so per-task maps are exercised), allocations take a free slot (so freed
+ * addresses are reused), reallocs resize in place or move, a few frees name unknown
+ * pointers, and most records are samples: in a live block, in a free slot (stale
+ * address: unattributed), on a stack, or without an address; half the heap samples
+ * carry finalize's 32000007 object and half must be attributed by address. A quarter
+ * of the calls are written the way Extrae splits them (size line, state, call line).
+ * --alloc-heavy: mostly calls (45% allocations, 40% frees, 10% reallocs, 5% samples),
+ * for the analyzer's memory with many blocks. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gen_check(const char *prv, const char *outdir);
+
+#define SLOTS    4096u
+#define SLOT_SZ  (1ull << 20)
+#define BASE     0x7f0000000000ull
+#define STACK    0x7ffd00000000ull
+#define NSITES   64u
+
+struct exp_site {
+    uint64_t n_allocs, bytes, samples, loads, stores, misses, weight;
+    uint64_t max_size, peak, first_alloc, last_free, live_ns;
+    uint64_t live_bytes, live_blocks, since;   /* the sweep, in time order */
+};
+
+struct slot { uint64_t size, site; int live; uint32_t pos; };
+
+struct gtask {
+    struct slot s[SLOTS];
+    uint32_t live[SLOTS], nlive;       /* live slot indices (swap-remove) */
+};
+
+static uint64_t g_rng = 0x2545f4914f6cdd1dull;
+static uint64_t rnd(void)
+{
+    g_rng ^= g_rng << 13;
+    g_rng ^= g_rng >> 7;
+    g_rng ^= g_rng << 17;
+    return g_rng;
+}
+static uint64_t below(uint64_t n) { return rnd() % n; }
+
+static FILE *g_out;
+static uint64_t g_records, g_events, g_states, g_now = 1000;
+static struct exp_site *g_exp;          /* [task][site] */
+static uint64_t g_allocs, g_frees, g_unknown_frees, g_weight, g_samples, g_classes[6];
+static unsigned g_ntasks, g_nthreads;
+
+static unsigned g_pct_alloc = 6, g_pct_free = 5, g_pct_realloc = 2;
+
+static struct exp_site *E(unsigned task, uint64_t site) { return &g_exp[task * (NSITES + 3) + site]; }
+
+/* A block of (task, site) live from t; every start and end comes in time order, and
+ * at one time (a realloc) the end of the old block before the start of the new. */
+static void life_start(unsigned task, uint64_t site, uint64_t size, uint64_t t)
+{
+    struct exp_site *x = E(task, site);
+    if (!x->n_allocs)
+        x->first_alloc = t;
+    x->n_allocs++;
+    x->bytes += size;
+    if (size > x->max_size)
+        x->max_size = size;
+    if (!x->live_blocks++)
+        x->since = t;
+    x->live_bytes += size;
+    if (x->live_bytes > x->peak)
+        x->peak = x->live_bytes;
+}
+
+static void life_end(unsigned task, uint64_t site, uint64_t size, uint64_t t)
+{
+    struct exp_site *x = E(task, site);
+    x->live_bytes -= size;
+    if (!--x->live_blocks)
+        x->live_ns += t - x->since;
+    if (t > x->last_free)
+        x->last_free = t;
+}
+
+static void state(unsigned task, unsigned thr, uint64_t b, uint64_t e, int st)
+{
+    unsigned cpu = task * g_nthreads + thr + 1;
+    fprintf(g_out, "1:%u:1:%u:%u:%" PRIu64 ":%" PRIu64 ":%d\n", cpu, task + 1, thr + 1, b, e, st);
+    g_records++;
+    g_states++;
+}
+
+/* start an event line; the caller appends ":type:value" pairs and '\n' */
+static void ev(unsigned task, unsigned thr, uint64_t t)
+{
+    unsigned cpu = task * g_nthreads + thr + 1;
+    fprintf(g_out, "2:%u:1:%u:%u:%" PRIu64, cpu, task + 1, thr + 1, t);
+    g_records++;
+    g_events++;
+}
+
+static void pair(uint64_t type, uint64_t v) { fprintf(g_out, ":%" PRIu64 ":%" PRIu64, type, v); }
+
+static void live_add(struct gtask *tk, uint32_t i, uint64_t size, uint64_t site)
+{
+    tk->s[i] = (struct slot){ size, site, 1, tk->nlive };
+    tk->live[tk->nlive++] = i;
+}
+
+static void live_del(struct gtask *tk, uint32_t i)
+{
+    uint32_t pos = tk->s[i].pos, last = tk->live[--tk->nlive];
+    tk->live[pos] = last;
+    tk->s[last].pos = pos;
+    tk->s[i].live = 0;
+}
+
+static uint32_t free_slot(struct gtask *tk)
+{
+    for (;;) {
+        uint32_t i = (uint32_t)below(SLOTS);
+        if (!tk->s[i].live)
+            return i;
+    }
+}
+
+/* One call: entry at t0 and end at t1, in hmtune's layout or Extrae's split one.
+ * kind: exact hmtune kind (41000000); ret only for non-free. Returns t0. */
+static uint64_t call(unsigned task, unsigned thr, unsigned exact, uint64_t size, uint64_t site,
+                     uint64_t in, uint64_t ret)
+{
+    static const unsigned extrae_kind[] = { 0, 1, 2, 3, 4, 5, 5, 5, 1, 1, 3 };
+    uint64_t t0 = g_now, t1 = g_now + 50 + below(250);
+    int is_free = exact == 2, is_realloc = exact == 3 || exact == 10;
+    int split = below(4) == 0;
+    if (split && !is_free) {           /* Extrae: size first, then the state, then the call */
+        ev(task, thr, t0);
+        pair(40000041, size);
+        fputc('\n', g_out);
+    }
+    state(task, thr, t0, t1, is_free ? 31 : 30);
+    ev(task, thr, t0);
+    pair(40000040, extrae_kind[exact]);
+    pair(41000000, exact);
+    if (!is_free) {
+        if (!split)
+            pair(40000041, size);
+        pair(32000009, site);
+    }
+    if (is_free || is_realloc)
+        pair(40000042, in);
+    fputc('\n', g_out);
+    if (split && !is_free) {           /* Extrae: returned pointer, state, then the end */
+        ev(task, thr, t1);
+        pair(40000043, ret);
+        fputc('\n', g_out);
+        state(task, thr, t1, t1 + 1, 1);
+        ev(task, thr, t1);
+        pair(40000040, 0);
+        fputc('\n', g_out);
+    } else {
+        ev(task, thr, t1);
+        pair(40000040, 0);
+        pair(41000000, 0);
+        if (!is_free)
+            pair(40000043, ret);
+        fputc('\n', g_out);
+    }
+    g_now = t1 + 1 + below(100);
+    return t0;
+}
+
+static void do_alloc(unsigned task, unsigned thr, struct gtask *tk)
+{
+    static const unsigned kinds[] = { 1, 1, 1, 1, 4, 4, 5, 6, 7, 8 };
+    unsigned exact = kinds[below(10)];
+    uint64_t size = 4096 + below(SLOT_SZ - 4096), site = 3 + below(NSITES);
+    uint32_t i = free_slot(tk);
+    uint64_t t0 = call(task, thr, exact, size, site, 0, BASE + i * SLOT_SZ);
+    live_add(tk, i, size, site);
+    life_start(task, site, size, t0);
+    g_allocs++;
+}
+
+static void do_free(unsigned task, unsigned thr, struct gtask *tk)
+{
+    if (below(500) == 0 || !tk->nlive) {          /* a pointer the trace never returned */
+        call(task, thr, 2, 0, 0, STACK - 4096 * (1 + below(1000)), 0);
+        g_unknown_frees++;
+        return;
+    }
+    uint32_t i = tk->live[below(tk->nlive)];
+    uint64_t t0 = call(task, thr, 2, 0, 0, BASE + i * SLOT_SZ, 0);
+    life_end(task, tk->s[i].site, tk->s[i].size, t0);
+    live_del(tk, i);
+    g_frees++;
+}
+
+static void do_realloc(unsigned task, unsigned thr, struct gtask *tk)
+{
+    uint64_t site = 3 + below(NSITES), size = 4096 + below(SLOT_SZ - 4096);
+    unsigned exact = below(5) == 0 ? 10 : 3;
+    if (!tk->nlive || below(20) == 0) {           /* realloc(NULL, n) is a malloc */
+        uint32_t j = free_slot(tk);
+        uint64_t t0 = call(task, thr, exact, size, site, 0, BASE + j * SLOT_SZ);
+        live_add(tk, j, size, site);
+        life_start(task, site, size, t0);
+    } else {
+        uint32_t i = tk->live[below(tk->nlive)];
+        uint64_t in = BASE + i * SLOT_SZ;
+        if (below(20) == 0) {                     /* realloc(p, 0) -> NULL frees p */
+            uint64_t t0 = call(task, thr, exact, 0, site, in, 0);
+            life_end(task, tk->s[i].site, tk->s[i].size, t0);
+            live_del(tk, i);
+            g_frees++;
+            return;
+        }
+        if (below(30) == 0) {                     /* failed: p stays live and unchanged */
+            call(task, thr, exact, size, site, in, 0);
+            return;
+        }
+        uint32_t j = below(2) ? i : free_slot(tk);   /* in place, or moved */
+        uint64_t t0 = call(task, thr, exact, size, site, in, BASE + j * SLOT_SZ);
+        life_end(task, tk->s[i].site, tk->s[i].size, t0);   /* the old block first */
+        live_del(tk, i);
+        g_frees++;
+        live_add(tk, j, size, site);
+        life_start(task, site, size, t0);
+    }
+    g_allocs++;
+}
+
+static void do_sample(unsigned task, unsigned thr, struct gtask *tk)
+{
+    uint64_t r = below(100), addr = 0, site = 0, cls;
+    int has_addr = 1, give_obj = 0, pebs = below(5) == 0, store = below(10) < 3;
+    if (r < 75 && tk->nlive) {
+        uint32_t i = tk->live[below(tk->nlive)];
+        addr = BASE + i * SLOT_SZ + below(tk->s[i].size);
+        site = tk->s[i].site;
+        cls = 1;
+        give_obj = below(2);
+    } else if (r < 85) {                          /* a free slot: stale or never used */
+        uint32_t i = free_slot(tk);
+        addr = BASE + i * SLOT_SZ + below(SLOT_SZ);
+        cls = 4;
+    } else if (r < 92 || pebs) {
+        addr = STACK + below(1 << 20);
+        cls = 3;
+    } else {
+        has_addr = 0;
+        cls = 5;
+    }
+    uint64_t hit = 1 + below(2), lat = 5 + below(600), w = 1 + below(2000);
+    ev(task, thr, g_now);
+    if (has_addr) {
+        pair(store ? 32000001 : 32000000, addr);
+        pair(32000002, 1 + below(6));
+        pair(32000003, hit);
+        if (pebs || below(4) == 0)      /* hmtune PEBS has both: 41000020 must win */
+            pair(32000006, lat);
+        if (give_obj)
+            pair(32000007, site);
+    }
+    pair(30000000, 1 + below(10));
+    pair(30000100, 1 + below(10));
+    if (!pebs) {
+        pair(41000020, w);
+        pair(41000023, cls);
+        g_classes[cls]++;
+    } else {
+        w = lat;
+    }
+    fputc('\n', g_out);
+    struct exp_site *x = E(task, site);
+    x->samples++;
+    if (has_addr) {
+        if (store)
+            x->stores++;
+        else
+            x->loads++;
+        x->misses += hit == 2;
+    }
+    x->weight += w;
+    g_weight += w;
+    g_samples++;
+    g_now += 1 + below(200);
+}
+
+static void write_side_files(const char *prv)
+{
+    char path[4096];
+    size_t n = strlen(prv);
+    size_t stem = n > 4 && strcmp(prv + n - 4, ".prv") == 0 ? n - 4 : n;
+    snprintf(path, sizeof(path), "%.*s.row", (int)stem, prv);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
+    fprintf(f, "LEVEL CPU SIZE %u\n", g_ntasks * g_nthreads);
+    for (unsigned i = 0; i < g_ntasks * g_nthreads; i++)
+        fprintf(f, "%u.gen\n", i + 1);
+    fprintf(f, "\nLEVEL NODE SIZE 1\ngen\n\nLEVEL THREAD SIZE %u\n", g_ntasks * g_nthreads);
+    for (unsigned t = 0; t < g_ntasks; t++)
+        for (unsigned k = 0; k < g_nthreads; k++)
+            fprintf(f, "THREAD 1.%u.%u\n", t + 1, k + 1);
+    fclose(f);
+    snprintf(path, sizeof(path), "%.*s.pcf", (int)stem, prv);
+    f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
+    fputs("DEFAULT_OPTIONS\n\nLEVEL               THREAD\nUNITS               NANOSEC\n\n"
+          "STATES\n0    Idle\n1    Running\n30    Allocating memory\n31    Freeing memory\n\n"
+          "EVENT_TYPE\n0    40000040    Dynamic memory calls\n0    40000041    Requested size\n"
+          "0    40000042    In pointer\n0    40000043    Out pointer\n0    41000000    hmtune call kind\n"
+          "0    32000000    Sampled load address\n0    32000001    Sampled store address\n"
+          "0    32000002    Memory level\n0    32000003    Hit or miss\n0    32000006    Latency\n"
+          "0    30000000    Sampled function\n0    30000100    Sampled line\n"
+          "0    41000020    hmtune sample weight\n0    41000021    hmtune sampler\n"
+          "0    41000023    hmtune sampled address class\n0    41000002    OS thread id\n\n"
+          "EVENT_TYPE\n0    32000009    Allocation object\n0    32000007    Memory object referenced by sampled address\n"
+          "VALUES\n1    ??\n2    ??\n", f);
+    for (unsigned s = 3; s < NSITES + 3; s++)
+        fprintf(f, "%u    gen.c:%u\n", s, s);
+    fclose(f);
+}
+
+static void write_expected(const char *prv, uint64_t never_freed)
+{
+    char path[4096];
+    snprintf(path, sizeof(path), "%s.expected.json", prv);
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
+    fprintf(f, "{\"records\":%" PRIu64 ",\"events\":%" PRIu64 ",\"states\":%" PRIu64
+            ",\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"never_freed\":%" PRIu64
+            ",\"unknown_frees\":%" PRIu64 ",\"samples\":%" PRIu64 ",\"total_weight\":%" PRIu64
+            ",\"sampler\":1,\"classes\":{\"1\":%" PRIu64 ",\"2\":0,\"3\":%" PRIu64 ",\"4\":%" PRIu64
+            ",\"5\":%" PRIu64 "},\n\"sites\":[\n",
+            g_records, g_events, g_states, g_allocs, g_frees, never_freed, g_unknown_frees,
+            g_samples, g_weight, g_classes[1], g_classes[3], g_classes[4], g_classes[5]);
+    int first = 1;
+    for (unsigned t = 0; t < g_ntasks; t++)
+        for (unsigned s = 0; s < NSITES + 3; s++) {
+            const struct exp_site *x = E(t, s);
+            if (!x->n_allocs && !x->samples)
+                continue;
+            fprintf(f, "%s{\"task\":%u,\"site_id\":%u,\"n_allocs\":%" PRIu64
+                    ",\"max_size\":%" PRIu64 ",\"peak_live_bytes\":%" PRIu64
+                    ",\"total_bytes\":%" PRIu64 ",\"first_alloc_ns\":%" PRIu64
+                    ",\"last_free_ns\":%" PRIu64 ",\"live_ns\":%" PRIu64
+                    ",\"samples\":%" PRIu64 ",\"loads\":%" PRIu64 ",\"stores\":%" PRIu64
+                    ",\"misses\":%" PRIu64 ",\"weight\":%" PRIu64 "}",
+                    first ? "" : ",\n", t + 1, s, x->n_allocs, x->max_size, x->peak, x->bytes,
+                    x->first_alloc, x->last_free, x->live_ns, x->samples, x->loads, x->stores,
+                    x->misses, x->weight);
+            first = 0;
+        }
+    fputs("\n]}\n", f);
+    if (fclose(f) != 0) {
+        perror(path);
+        exit(1);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 4 && strcmp(argv[1], "--check") == 0)
+        return gen_check(argv[2], argv[3]);
+    if (argc < 3) {
+        fputs("usage: hmtune-gentrace N_RECORDS OUT.prv [--tasks T] [--threads K] [--seed S]"
+              " [--alloc-heavy]\n"
+              "       hmtune-gentrace --check OUT.prv OUTDIR\n", stderr);
+        return 2;
+    }
+    uint64_t want = strtoull(argv[1], NULL, 10);
+    const char *prv = argv[2];
+    g_ntasks = 2;
+    g_nthreads = 4;
+    for (int i = 3; i < argc; i++) {
+        if (strcmp(argv[i], "--alloc-heavy") == 0) {
+            g_pct_alloc = 45;
+            g_pct_free = 40;
+            g_pct_realloc = 10;
+        } else if (i + 1 < argc && strcmp(argv[i], "--tasks") == 0) {
+            g_ntasks = (unsigned)atoi(argv[++i]);
+        } else if (i + 1 < argc && strcmp(argv[i], "--threads") == 0) {
+            g_nthreads = (unsigned)atoi(argv[++i]);
+        } else if (i + 1 < argc && strcmp(argv[i], "--seed") == 0) {
+            g_rng ^= strtoull(argv[++i], NULL, 10) * 0x9e3779b97f4a7c15ull;
+        } else {
+            fprintf(stderr, "hmtune-gentrace: unknown option %s\n", argv[i]);
+            return 2;
+        }
+    }
+    if (!g_ntasks || !g_nthreads || g_ntasks > 64 || g_nthreads > 256) {
+        fputs("hmtune-gentrace: --tasks 1..64, --threads 1..256\n", stderr);
+        return 2;
+    }
+    g_out = fopen(prv, "w");
+    if (!g_out) {
+        fprintf(stderr, "hmtune-gentrace: %s: %s\n", prv, strerror(errno));
+        return 1;
+    }
+    static char obuf[1 << 20];
+    setvbuf(g_out, obuf, _IOFBF, sizeof(obuf));
+    struct gtask *tasks = calloc(g_ntasks, sizeof(struct gtask));
+    g_exp = calloc((size_t)g_ntasks * (NSITES + 3), sizeof(struct exp_site));
+    if (!tasks || !g_exp)
+        return 1;
+    /* end time: fixed-width, rewritten once the last time is known */
+    fprintf(g_out, "#Paraver (01/01/2026 at 00:00):%020d_ns:1(%u):1:%u(", 0,
+            g_ntasks * g_nthreads, g_ntasks);
+    for (unsigned t = 0; t < g_ntasks; t++)
+        fprintf(g_out, "%s%u:1", t ? "," : "", g_nthreads);
+    fputs("),0\n", g_out);
+    for (unsigned t = 0; t < g_ntasks; t++)
+        for (unsigned k = 0; k < g_nthreads; k++) {
+            ev(t, k, g_now++);
+            pair(41000002, 1000 + t * 100 + k);
+            if (k == 0)
+                pair(41000021, 1);
+            fputc('\n', g_out);
+        }
+    while (g_records < want) {
+        unsigned task = (unsigned)below(g_ntasks), thr = (unsigned)below(g_nthreads);
+        struct gtask *tk = &tasks[task];
+        uint64_t r = below(100);
+        if (tk->nlive < SLOTS / 8 || (r < g_pct_alloc && tk->nlive < SLOTS * 3 / 4))
+            do_alloc(task, thr, tk);
+        else if (r < g_pct_alloc + g_pct_free)
+            do_free(task, thr, tk);
+        else if (r < g_pct_alloc + g_pct_free + g_pct_realloc)
+            do_realloc(task, thr, tk);
+        else
+            do_sample(task, thr, tk);
+    }
+    uint64_t never_freed = 0;
+    for (unsigned t = 0; t < g_ntasks; t++) {
+        never_freed += tasks[t].nlive;
+        for (uint32_t k = 0; k < tasks[t].nlive; k++) {   /* live until the trace end */
+            const struct slot *sl = &tasks[t].s[tasks[t].live[k]];
+            life_end(t, sl->site, sl->size, g_now + 1);
+        }
+    }
+    if (fseek(g_out, 0, SEEK_SET) != 0 ||
+        fprintf(g_out, "#Paraver (01/01/2026 at 00:00):%020" PRIu64, g_now + 1) < 0 ||
+        fclose(g_out) != 0) {
+        fprintf(stderr, "hmtune-gentrace: %s: %s\n", prv, strerror(errno));
+        return 1;
+    }
+    write_side_files(prv);
+    write_expected(prv, never_freed);
+    free(tasks);
+    free(g_exp);
+    return 0;
+}

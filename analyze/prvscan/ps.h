@@ -1,0 +1,215 @@
+/* ps.h — hmtune-prvscan: the streaming core of `hmtune analyze`.
+ *
+ * One pass over a Paraver trace (.prv or .prv.gz): read lines (ps_input.c), parse
+ * the header and records by hand (ps_parse.c), fuse the event lines of one thread at
+ * one time and apply the allocation/sample semantics (ps_model.c) over an ordered
+ * map of live blocks per task (ps_map.c), count samples and sweep the lifetime facts
+ * per (task, site) in time order as blocks start and end (ps_sites.c, ps_life.c), and
+ * write allocs.csv, sites.tsv and scan.json (ps_rows.c, ps_output.c). Memory is
+ * bounded by live blocks, threads and sites, plus fixed buffers; the per-allocation
+ * table goes through a file in sorted runs. */
+#ifndef PS_H
+#define PS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define PS_LIKELY(x)   __builtin_expect(!!(x), 1)
+#define PS_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* Ids of apps, tasks and threads are packed into one 64-bit key; 2^21 of each is
+ * far beyond any real trace, and a larger id is reported as a bad line. */
+#define PS_ID_BITS 21
+#define PS_ID_MAX  ((1u << PS_ID_BITS) - 1)
+
+void *ps_xmalloc(size_t n);
+void *ps_xrealloc(void *p, size_t n);
+void *ps_xcalloc(size_t n, size_t size);
+
+/* ---- input: lines of a plain or gzip file (ps_input.c) ---- */
+struct ps_input;
+/* NULL with a message in err when the file cannot be opened. */
+struct ps_input *ps_input_open(const char *path, char *err, size_t errlen);
+/* The next run of whole lines, [*start, *end). Each ends in '\n', except a last line
+ * that the file ends in the middle of: that one is alone in its run, *partial is 1,
+ * and a '\n' is put at *end. 64 readable bytes follow *end. 1 run, 0 end of file,
+ * -1 read error (err). */
+int ps_input_lines(struct ps_input *in, const char **start, const char **end, int *partial,
+                   char *err, size_t errlen);
+uint64_t ps_input_done(struct ps_input *in);    /* bytes of the file consumed so far */
+uint64_t ps_input_total(struct ps_input *in);   /* size of the file */
+void ps_input_close(struct ps_input *in);
+
+/* ---- parsing (ps_parse.c) ---- */
+struct ps_header {
+    uint64_t end_ns;         /* header end time, in ns */
+    uint64_t scale;          /* 1 when times are ns (`_ns`), 1000 when µs (no suffix) */
+    uint32_t napps;
+    uint32_t ntasks, nthreads;   /* totals over all applications */
+    uint32_t *task_base;     /* per app (0-based): tasks of the apps before it */
+    uint32_t *task_threads;  /* per task (0-based, across apps): its threads */
+};
+int ps_parse_header(const char *line, size_t len, struct ps_header *h, char *err,
+                    size_t errlen);
+void ps_header_free(struct ps_header *h);
+
+enum { PS_REC_SKIP = 0, PS_REC_STATE = 1, PS_REC_EVENT = 2, PS_REC_COMM = 3 };
+
+struct ps_pair { uint64_t type, value; };
+
+struct ps_record {
+    int kind;                /* PS_REC_* */
+    uint64_t *v;             /* fields after the kind: v[0] cpu, v[1] app, v[2] task,
+                              * v[3] thread, v[4] time; events: type, value pairs from v[5] */
+    size_t cap, npairs;
+};
+/* Parse the line at p. Every line must end in '\n' with 64 readable bytes after it,
+ * as ps_input_lines's runs do. *next is the start of the following line. 0 ok (record
+ * filled), -1 malformed line (message in err). */
+int ps_parse_line(const char *p, struct ps_record *r, const char **next, char *err,
+                  size_t errlen);
+
+/* ---- per-(task, site) table: sampled accesses and lifetime facts (ps_sites.c) ---- */
+struct ps_site {
+    uint64_t site;
+    uint32_t task;               /* output task number (1-based, across applications) */
+    uint32_t swept;              /* the lifetime sweep has seen an endpoint */
+    uint64_t samples, loads, stores, misses, weight;
+    uint64_t n_allocs, max_size, total_bytes, first_alloc, last_free;
+    int64_t live_bytes, live_blocks;     /* sweep state (ps_life.c) */
+    uint64_t peak, live_ns, sweep_t;
+};
+/* Entries keep their index (the group id) for the whole scan. */
+struct ps_sites {
+    struct ps_site *e;
+    size_t n, cap;
+    uint32_t *hash;              /* index + 1, 0 empty */
+    size_t hcap;
+};
+struct ps_sites *ps_sites_new(void);
+uint32_t ps_sites_id(struct ps_sites *s, uint32_t task, uint64_t site);
+static inline struct ps_site *ps_site_at(struct ps_sites *s, uint32_t id) { return &s->e[id]; }
+/* Group ids sorted by (task, site); malloc'ed, n entries. */
+uint32_t *ps_sites_sorted(const struct ps_sites *s);
+void ps_sites_free(struct ps_sites *s);
+
+/* ---- ordered map of live blocks per task (ps_map.c) ---- */
+struct ps_block {
+    uint64_t start, size;
+    uint64_t seq;                /* its row's place in the allocation table */
+    uint64_t t_alloc;
+    uint32_t grp;                /* its (task, site) group */
+    uint32_t thread;             /* the allocating thread's number in the trace */
+};
+struct ps_live { uint64_t now, peak; };   /* live blocks over all maps */
+struct ps_map;
+struct ps_map *ps_map_new(struct ps_live *count);
+void ps_map_free(struct ps_map *m);
+void ps_map_insert(struct ps_map *m, const struct ps_block *b);
+/* Remove the block starting at start into *out; 0 when there is none. */
+int ps_map_take(struct ps_map *m, uint64_t start, struct ps_block *out);
+/* The block whose [start, start+size) holds addr, or NULL. */
+const struct ps_block *ps_map_find(const struct ps_map *m, uint64_t addr);
+/* Some block that a new block [start, start+size) would collide with (same start or
+ * overlapping bytes), or NULL. */
+const struct ps_block *ps_map_conflict(const struct ps_map *m, uint64_t start, uint64_t size);
+/* Call fn on every live block, in address order. */
+void ps_map_each(const struct ps_map *m, void (*fn)(void *ctx, const struct ps_block *b),
+                 void *ctx);
+
+/* ---- lifetime facts per (task, site), swept in time order (ps_life.c) ---- */
+struct ps_life;
+struct ps_life *ps_life_new(struct ps_sites *s);
+void ps_life_free(struct ps_life *l);
+/* A block of group grp live from t_alloc: counts it, queues its start. */
+void ps_life_start(struct ps_life *l, uint32_t grp, uint64_t t_alloc, uint64_t size);
+/* The block ends at t_end (clamped to t_alloc): queues its end. */
+void ps_life_end(struct ps_life *l, uint32_t grp, uint64_t t_alloc, uint64_t t_end,
+                 uint64_t size);
+/* Thread thr entered a call at t that may start a block (at t) when it ends; close
+ * says it ended. Open calls hold the sweep back to their entry time. */
+void ps_life_call_open(struct ps_life *l, uint32_t thr, uint64_t t);
+void ps_life_call_close(struct ps_life *l, uint32_t thr);
+/* Earliest entry time of an open call; 0 when none is open. */
+int ps_life_open_min(struct ps_life *l, uint64_t *t);
+/* Time of the earliest queued endpoint; 0 when none is queued. */
+int ps_life_next(const struct ps_life *l, uint64_t *t);
+size_t ps_life_queued(const struct ps_life *l);
+/* Sweep every queued endpoint earlier than t: no later endpoint can come before t. */
+void ps_life_sweep(struct ps_life *l, uint64_t t);
+/* Sweep the earliest endpoints until at most `keep` are queued, whatever their time. */
+void ps_life_trim(struct ps_life *l, size_t keep);
+/* Sweep everything queued and close every group's sweep (end of trace). */
+void ps_life_finish(struct ps_life *l);
+uint64_t ps_life_late(const struct ps_life *l);   /* endpoints that came after their time */
+
+/* ---- per-allocation rows, emitted as blocks end, written in allocation order
+ *      (ps_rows.c) ---- */
+struct ps_row {
+    uint64_t seq;            /* allocation order: the call's entry */
+    uint64_t ptr, size, t_alloc;
+    int64_t t_free;          /* -1: never freed */
+    uint32_t grp, thread;    /* (task, site) group; thread number in the trace */
+};
+struct ps_rows;
+/* fd: a temporary file for sorted runs, used once more than a run of rows waits. */
+struct ps_rows *ps_rows_new(int fd);
+uint64_t ps_rows_seq(struct ps_rows *w);                     /* the next sequence number */
+void ps_rows_add(struct ps_rows *w, const struct ps_row *r); /* a complete row, any order */
+uint64_t ps_rows_count(const struct ps_rows *w);
+/* Write allocs.csv (version line naming `trace`, header, rows in sequence order) to
+ * out; returns rows written, -1 on I/O error (errno set). */
+int64_t ps_rows_write_csv(struct ps_rows *w, FILE *out, const char *trace,
+                          const struct ps_sites *sites);
+void ps_rows_free(struct ps_rows *w);
+int ps_rows_failed(const struct ps_rows *w);  /* an I/O error happened (errno kept) */
+
+/* ---- statistics shared by the model and the outputs ---- */
+struct ps_stats {
+    uint64_t records, events, states, comms, bad_lines, groups;
+    uint64_t samples, total_weight, lost_samples, classes[6];
+    uint64_t allocs, frees, unknown_frees, unknown_realloc_inputs, failed_calls;
+    uint64_t evictions, unmatched_ends, unterminated_calls, nested_calls;
+    uint64_t late_records, time_regressions, max_time;
+    int has_object_events, has_sampler;
+    uint64_t sampler;
+    uint32_t threads_seen, tasks_seen;
+};
+
+/* ---- the model: fusion + semantics (ps_model.c) ---- */
+struct ps_model;
+struct ps_model *ps_model_new(const struct ps_header *h, struct ps_rows *rows,
+                              struct ps_stats *st, int per_thread_time);
+/* One event record (already parsed). 0 ok, -1 bad ids (message in err). */
+int ps_model_event(struct ps_model *m, const struct ps_record *r, char *err, size_t errlen);
+/* At EOF: flush pending groups; blocks still live end at end_ns (the trace end). */
+void ps_model_finish(struct ps_model *m, uint64_t end_ns);
+struct ps_sites *ps_model_sites(struct ps_model *m);
+uint64_t ps_model_peak_live(struct ps_model *m);
+uint64_t ps_model_late_endpoints(struct ps_model *m);
+void ps_model_free(struct ps_model *m);
+
+/* A sample's attributes, gathered from the pairs of one fused group (ps_sites.c). */
+struct ps_sample {
+    unsigned seen;           /* PS_SA_* bits */
+    uint64_t addr, object, weight, latency, hit, cls;
+    int is_store;
+};
+enum { PS_SA_ADDR = 1, PS_SA_OBJ = 2, PS_SA_W = 4, PS_SA_LAT = 8, PS_SA_HIT = 16,
+       PS_SA_CLS = 32 };
+/* Count a sample in group grp (its task and the site its address fell in; site 0
+ * when unattributed). */
+void ps_sample_count(struct ps_site *g, struct ps_stats *st, const struct ps_sample *x);
+
+/* ---- outputs (ps_output.c) ---- */
+char *ps_fmt_u64(char *p, uint64_t v);   /* decimal digits at p; returns the end */
+char *ps_fmt_i64(char *p, int64_t v);
+char *ps_fmt_hex(char *p, uint64_t v);   /* 0x and lowercase hex digits */
+/* sites.tsv: one row per (task, site) that allocated or was sampled. */
+int ps_write_sites(const struct ps_sites *s, FILE *out);
+int ps_write_scan_json(FILE *out, const struct ps_header *h, const struct ps_stats *st,
+                       uint64_t end_ns, double elapsed, long peak_rss_kib,
+                       uint64_t peak_live_blocks, uint64_t alloc_rows, uint64_t late_endpoints);
+
+#endif

@@ -1,0 +1,568 @@
+/* ps_model.c — fuse the event lines of one thread at one time, then apply the
+ * allocation and sample semantics of docs/formats.md §3 to each fused group.
+ *
+ * Fusion: Extrae splits one call over lines with the same (task, thread, time) and
+ * puts a state record between them (size on one line, the 40000040 call on the
+ * next; the returned pointer before the 40000040 end). So each thread keeps one
+ * pending group; it is processed when the trace time moves on (any thread; records
+ * are time-sorted, so nothing can join it later) or at EOF. With --per-thread-time
+ * only that thread's own time moving on closes its group, for traces sorted per
+ * thread but not globally.
+ *
+ * Calls: an entry takes the sequence number of the row its block will have (so rows
+ * come out in entry-time order even when calls of several threads overlap); the row
+ * is emitted when the block ends. Frees act at their entry (t_free is the free's
+ * entry time, as in the Extrae fixture's ground truth); reallocs act at their end,
+ * because only the returned pointer says whether the old block survived, and end the
+ * old block at their entry. At one time, all calls are applied before any sample, so
+ * a sample taken at a free's time is outside the freed block.
+ *
+ * Lifetimes: every block start and end goes to ps_life.c, which sweeps them per
+ * (task, site) in time order. Each time the trace time moves on, endpoints before
+ * the new time are swept, unless a call still open (whose block, when it ends, will
+ * start at its entry time) holds them back. With --per-thread-time the bound is the
+ * earliest time any thread can still produce, checked when enough endpoints wait. */
+#include "ps.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { CALL_NONE, CALL_ALLOC, CALL_FREE, CALL_REALLOC };
+
+struct thr {
+    uint64_t key;
+    uint32_t task, thread_no;          /* task: index into m->tasks */
+    int pending, has_time, call;
+    int gcalls;                        /* the pending group has call (or sampler) events */
+    uint64_t gtime, last_time;
+    struct ps_pair *g;                 /* the pending group's pairs */
+    size_t gn, gcap;
+    uint64_t c_t0, c_size, c_in, c_site, c_seq;  /* the open call */
+};
+
+struct task {
+    uint64_t key;
+    struct ps_map *map;                /* its live blocks */
+    uint32_t task_no;                  /* output number */
+    uint32_t grp0;                     /* group of (task, site 0): unattributed samples */
+    uint64_t obj_site;                 /* one-entry cache of object -> group */
+    uint32_t obj_grp, has_obj;
+};
+
+struct ps_model {
+    const struct ps_header *h;
+    struct ps_rows *rows;
+    struct ps_stats *st;
+    struct ps_sites *sites;
+    struct ps_life *life;
+    struct ps_live live;
+    int per_thread;
+    size_t next_try;                   /* --per-thread-time: queued endpoints before a sweep */
+    struct thr *thr;
+    size_t nthr, capthr;
+    struct task *tasks;
+    size_t ntasks, captasks;
+    uint32_t *hash;                    /* thread key -> index + 1 */
+    size_t hcap;
+    uint64_t last_key;                 /* one-entry cache: lines come in runs per thread */
+    uint32_t last_idx;
+    uint32_t *pend;                    /* threads with a pending group, in arrival order */
+    size_t npend, cappend;
+    uint64_t now;
+    int has_now;
+};
+
+struct ps_model *ps_model_new(const struct ps_header *h, struct ps_rows *rows,
+                              struct ps_stats *st, int per_thread_time)
+{
+    struct ps_model *m = ps_xcalloc(1, sizeof(*m));
+    m->h = h;
+    m->rows = rows;
+    m->st = st;
+    m->per_thread = per_thread_time;
+    m->sites = ps_sites_new();
+    m->life = ps_life_new(m->sites);
+    m->next_try = 4096;
+    m->hcap = 64;
+    m->hash = ps_xcalloc(m->hcap, sizeof(uint32_t));
+    m->last_key = ~0ull;
+    return m;
+}
+
+void ps_model_free(struct ps_model *m)
+{
+    if (!m)
+        return;
+    for (size_t i = 0; i < m->nthr; i++)
+        free(m->thr[i].g);
+    free(m->thr);
+    for (size_t i = 0; i < m->ntasks; i++)
+        ps_map_free(m->tasks[i].map);
+    free(m->tasks);
+    free(m->hash);
+    free(m->pend);
+    ps_life_free(m->life);
+    ps_sites_free(m->sites);
+    free(m);
+}
+
+struct ps_sites *ps_model_sites(struct ps_model *m) { return m->sites; }
+uint64_t ps_model_peak_live(struct ps_model *m) { return m->live.peak; }
+uint64_t ps_model_late_endpoints(struct ps_model *m) { return ps_life_late(m->life); }
+
+static size_t hslot(const uint32_t *hash, size_t cap, const struct thr *thr, uint64_t key)
+{
+    size_t i = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 32) & (cap - 1);
+    while (hash[i] && thr[hash[i] - 1].key != key)
+        i = (i + 1) & (cap - 1);
+    return i;
+}
+
+static uint32_t task_index(struct ps_model *m, uint64_t app, uint64_t task)
+{
+    uint64_t key = app << PS_ID_BITS | task;
+    for (size_t i = 0; i < m->ntasks; i++)     /* only on a thread's first record */
+        if (m->tasks[i].key == key)
+            return (uint32_t)i;
+    if (m->ntasks == m->captasks) {
+        m->captasks = m->captasks ? m->captasks * 2 : 16;
+        m->tasks = ps_xrealloc(m->tasks, m->captasks * sizeof(struct task));
+    }
+    /* tasks are numbered across applications, as the header lists them */
+    uint32_t task_no = m->h->task_base[app - 1] + (uint32_t)task;
+    m->tasks[m->ntasks] = (struct task){ .key = key, .map = ps_map_new(&m->live),
+                                         .task_no = task_no,
+                                         .grp0 = ps_sites_id(m->sites, task_no, 0) };
+    m->st->tasks_seen = (uint32_t)(m->ntasks + 1);
+    return (uint32_t)m->ntasks++;
+}
+
+/* Ids must be within what the header declares (Paraver refuses the trace otherwise). */
+static int check_ids(const struct ps_header *h, uint64_t app, uint64_t task, uint64_t thread,
+                     char *err, size_t errlen)
+{
+    if (app > h->napps) {
+        snprintf(err, errlen, "application %llu is beyond the header's %u application(s)",
+                 (unsigned long long)app, h->napps);
+        return -1;
+    }
+    uint32_t base = h->task_base[app - 1];
+    uint32_t ntasks = (app < h->napps ? h->task_base[app] : h->ntasks) - base;
+    if (task > ntasks) {
+        snprintf(err, errlen, "task %llu is beyond the header's %u task(s) of application %llu",
+                 (unsigned long long)task, ntasks, (unsigned long long)app);
+        return -1;
+    }
+    if (thread > h->task_threads[base + task - 1]) {
+        snprintf(err, errlen, "thread %llu is beyond the header's %u thread(s) of task %llu",
+                 (unsigned long long)thread, h->task_threads[base + task - 1],
+                 (unsigned long long)task);
+        return -1;
+    }
+    return 0;
+}
+
+/* The thread of these ids; NULL (message in err) when the header has no such thread. */
+static struct thr *thread_of(struct ps_model *m, uint64_t app, uint64_t task, uint64_t thread,
+                             char *err, size_t errlen)
+{
+    uint64_t key = (app << PS_ID_BITS | task) << PS_ID_BITS | thread;
+    if (PS_LIKELY(key == m->last_key))
+        return &m->thr[m->last_idx];
+    size_t i = hslot(m->hash, m->hcap, m->thr, key);
+    if (!m->hash[i]) {
+        if (check_ids(m->h, app, task, thread, err, errlen) != 0)
+            return NULL;
+        if ((m->nthr + 1) * 2 > m->hcap) {
+            size_t ncap = m->hcap * 2;
+            uint32_t *nh = ps_xcalloc(ncap, sizeof(uint32_t));
+            for (size_t k = 0; k < m->nthr; k++)
+                nh[hslot(nh, ncap, m->thr, m->thr[k].key)] = (uint32_t)(k + 1);
+            free(m->hash);
+            m->hash = nh;
+            m->hcap = ncap;
+            i = hslot(m->hash, m->hcap, m->thr, key);
+        }
+        if (m->nthr == m->capthr) {
+            m->capthr = m->capthr ? m->capthr * 2 : 16;
+            m->thr = ps_xrealloc(m->thr, m->capthr * sizeof(struct thr));
+        }
+        struct thr *t = &m->thr[m->nthr];
+        memset(t, 0, sizeof(*t));
+        t->key = key;
+        t->task = task_index(m, app, task);
+        t->thread_no = (uint32_t)thread;
+        m->hash[i] = (uint32_t)++m->nthr;
+        m->st->threads_seen = (uint32_t)m->nthr;
+    }
+    m->last_key = key;
+    m->last_idx = m->hash[i] - 1;
+    return &m->thr[m->last_idx];
+}
+
+/* ------------------------------------------------------------ semantics */
+
+static void emit_row(struct ps_rows *rows, const struct ps_block *b, int64_t t_free)
+{
+    struct ps_row r = { b->seq, b->start, b->size, b->t_alloc, t_free, b->grp, b->thread };
+    ps_rows_add(rows, &r);
+}
+
+/* End a live block of task tk at time t: its row is complete. */
+static int end_block(struct ps_model *m, struct task *tk, uint64_t ptr, uint64_t t)
+{
+    struct ps_block b;
+    if (!ps_map_take(tk->map, ptr, &b))
+        return 0;
+    emit_row(m->rows, &b, (int64_t)t);
+    ps_life_end(m->life, b.grp, b.t_alloc, t, b.size);
+    return 1;
+}
+
+/* A new live block. Blocks of one process cannot overlap, so a live block the new
+ * one collides with was freed by a call the trace does not show (a free below the
+ * tracing threshold, a lost record): end it where the new block begins. */
+static void start_block(struct ps_model *m, struct thr *th, uint64_t ptr)
+{
+    struct task *tk = &m->tasks[th->task];
+    const struct ps_block *old;
+    while ((old = ps_map_conflict(tk->map, ptr, th->c_size)) != NULL) {
+        end_block(m, tk, old->start, th->c_t0);
+        m->st->evictions++;
+    }
+    struct ps_block b = { .start = ptr, .size = th->c_size, .seq = th->c_seq,
+                          .t_alloc = th->c_t0,
+                          .grp = ps_sites_id(m->sites, tk->task_no, th->c_site),
+                          .thread = th->thread_no };
+    m->st->allocs++;
+    ps_map_insert(tk->map, &b);
+    ps_life_start(m->life, b.grp, b.t_alloc, b.size);
+}
+
+/* Call kinds to CALL_*: hmtune's exact kind (41000000) when the group has it, else
+ * Extrae's 40000040, whose values past 5 are memkind and kmpc variants. */
+static int call_class(uint64_t kind, int exact)
+{
+    if (exact) {
+        switch (kind) {
+        case 2: return CALL_FREE;
+        case 3: case 10: return CALL_REALLOC;         /* 10 reallocarray */
+        case 1: case 4: case 5: case 6: case 7: case 8: case 9: return CALL_ALLOC;
+        default: return CALL_NONE;
+        }
+    }
+    switch (kind) {
+    case 2: case 10: case 12: return CALL_FREE;       /* free, memkind_free, kmpc_free */
+    case 3: case 8: case 13: return CALL_REALLOC;     /* realloc, memkind_, kmpc_realloc */
+    case 1: case 4: case 5: case 6: case 7: case 9: case 11: case 14: case 15:
+        return CALL_ALLOC;
+    default: return CALL_NONE;
+    }
+}
+
+static void call_entry(struct ps_model *m, struct thr *th, uint64_t t, int cls, uint64_t size,
+                       uint64_t in, uint64_t site)
+{
+    if (th->call != CALL_NONE)
+        m->st->nested_calls++;            /* the open one never ended: drop it */
+    th->call = cls;
+    th->c_t0 = t;
+    th->c_size = size;
+    th->c_in = in;
+    if (cls == CALL_FREE) {
+        if (in && !end_block(m, &m->tasks[th->task], in, t))
+            m->st->unknown_frees++;
+        else if (in)
+            m->st->frees++;
+        return;
+    }
+    if (cls == CALL_NONE)
+        return;
+    /* site 0 or none: Extrae's "unknown dynamic object" (1) */
+    th->c_site = site ? site : 1;
+    th->c_seq = ps_rows_seq(m->rows);    /* rows are ordered by call entry */
+    ps_life_call_open(m->life, (uint32_t)(th - m->thr), t);
+}
+
+static void call_end(struct ps_model *m, struct thr *th, int has_ret, uint64_t ret)
+{
+    int cls = th->call;
+    th->call = CALL_NONE;
+    if (cls == CALL_ALLOC || cls == CALL_REALLOC)
+        ps_life_call_close(m->life, (uint32_t)(th - m->thr));
+    if (cls == CALL_NONE) {
+        m->st->unmatched_ends++;
+        return;
+    }
+    if (cls == CALL_FREE)
+        return;
+    if (!has_ret)
+        ret = 0;
+    struct task *tk = &m->tasks[th->task];
+    if (cls == CALL_REALLOC && th->c_in) {
+        if (ret) {                          /* moved or resized: the old block ends */
+            if (!end_block(m, tk, th->c_in, th->c_t0))
+                m->st->unknown_realloc_inputs++;
+            else
+                m->st->frees++;
+        } else if (th->c_size == 0) {       /* realloc(p, 0) -> NULL: a free */
+            if (!end_block(m, tk, th->c_in, th->c_t0))
+                m->st->unknown_frees++;
+            else
+                m->st->frees++;
+            return;
+        }
+    }
+    if (!ret) {                             /* failed: no block (the old one stays) */
+        m->st->failed_calls++;
+        return;
+    }
+    start_block(m, th, ret);
+}
+
+static void sample_done(struct ps_model *m, struct thr *th, const struct ps_sample *x)
+{
+    if (!(x->seen & (PS_SA_ADDR | PS_SA_W)))   /* stray attributes alone are no sample */
+        return;
+    struct task *tk = &m->tasks[th->task];
+    uint32_t grp = tk->grp0;
+    if (x->seen & PS_SA_OBJ) {
+        /* finalize (or Extrae) already resolved it */
+        if (!tk->has_obj || tk->obj_site != x->object) {
+            tk->obj_grp = ps_sites_id(m->sites, tk->task_no, x->object);
+            tk->obj_site = x->object;
+            tk->has_obj = 1;
+        }
+        grp = tk->obj_grp;
+    } else if (x->seen & PS_SA_ADDR) {
+        const struct ps_block *b = ps_map_find(tk->map, x->addr);
+        if (b)
+            grp = b->grp;                   /* the block's own (task, site) */
+    }
+    ps_sample_count(ps_site_at(m->sites, grp), m->st, x);
+}
+
+#define SAMPLE_ATTR(bit, fieldname)                 \
+    do {                                            \
+        if (x.seen & (bit)) {                       \
+            sample_done(m, th, &x);                 \
+            memset(&x, 0, sizeof(x));               \
+        }                                           \
+        x.seen |= (bit);                            \
+        x.fieldname = v;                            \
+    } while (0)
+
+/* The event types group_calls handles; the others are samples' or not ours. */
+static inline int is_call_type(uint64_t type)
+{
+    return type - 40000040u < 4u || type == 41000000u || type == 32000009u ||
+           type == 41000021u || type == 41000025u;
+}
+
+/* A group's calls: an end and an entry in one group mean the previous call ended as
+ * the next began. */
+static void group_calls(struct ps_model *m, struct thr *th)
+{
+    int entry = 0, end = 0, has_ret = 0;
+    uint64_t kind = 0, exact = 0, size = 0, in = 0, ret = 0, site = 0;
+    for (size_t i = 0; i < th->gn; i++) {
+        uint64_t v = th->g[i].value;
+        switch (th->g[i].type) {
+        case 40000040: if (v) { entry = 1; kind = v; } else end = 1; break;
+        case 41000000: if (v) exact = v; break;
+        case 40000041: size = v; break;
+        case 40000042: in = v; break;
+        case 40000043: ret = v; has_ret = 1; break;
+        case 32000009: site = v; break;
+        case 41000021:
+            if (!m->st->has_sampler) {
+                m->st->has_sampler = 1;
+                m->st->sampler = v;
+            }
+            break;
+        case 41000025: m->st->lost_samples += v; break;
+        default: break;                     /* other types are legal and not ours */
+        }
+    }
+    if (end)
+        call_end(m, th, has_ret, ret);
+    if (entry)
+        call_entry(m, th, th->gtime, call_class(exact ? exact : kind, exact != 0), size, in, site);
+}
+
+static void group_samples(struct ps_model *m, struct thr *th)
+{
+    struct ps_sample x;
+    memset(&x, 0, sizeof(x));
+    for (size_t i = 0; i < th->gn; i++) {
+        uint64_t v = th->g[i].value;
+        switch (th->g[i].type) {
+        /* One address event per sample; its attributes may come before or after it
+         * on the line. A second address, or a repeated attribute, means two samples
+         * of this thread at the same time were fused: close the first. */
+        case 32000000:
+        case 32000001:
+            if (x.seen & PS_SA_ADDR) {
+                sample_done(m, th, &x);
+                memset(&x, 0, sizeof(x));
+            }
+            x.seen |= PS_SA_ADDR;
+            x.addr = v;
+            x.is_store = th->g[i].type == 32000001;
+            break;
+        case 32000003: SAMPLE_ATTR(PS_SA_HIT, hit); break;
+        case 32000006: SAMPLE_ATTR(PS_SA_LAT, latency); break;
+        case 32000007: SAMPLE_ATTR(PS_SA_OBJ, object); m->st->has_object_events = 1; break;
+        case 41000020: SAMPLE_ATTR(PS_SA_W, weight); break;
+        case 41000023: SAMPLE_ATTR(PS_SA_CLS, cls); break;
+        default: break;
+        }
+    }
+    sample_done(m, th, &x);
+}
+
+/* Calls before samples: a block lives on [t_alloc, t_free), so a sample taken at the
+ * time of a free (the free's entry) is outside the block, and one taken when an
+ * allocation returns is inside the new block. */
+static void process_group(struct ps_model *m, struct thr *th)
+{
+    m->st->groups++;
+    if (th->gcalls)
+        group_calls(m, th);
+    group_samples(m, th);
+    th->gn = 0;
+    th->pending = th->gcalls = 0;
+}
+
+/* Every group at the current time: all their calls, then all their samples, so the
+ * order of threads' lines at one time does not matter. */
+static void flush_all(struct ps_model *m)
+{
+    for (size_t i = 0; i < m->npend; i++) {
+        struct thr *th = &m->thr[m->pend[i]];
+        if (th->pending && th->gcalls)
+            group_calls(m, th);
+    }
+    for (size_t i = 0; i < m->npend; i++) {
+        struct thr *th = &m->thr[m->pend[i]];
+        if (!th->pending)
+            continue;
+        m->st->groups++;
+        group_samples(m, th);
+        th->gn = 0;
+        th->pending = th->gcalls = 0;
+    }
+    m->npend = 0;
+}
+
+/* Sweep the endpoints before `bound` (no later one can be earlier), held back by
+ * the entry of any call still open. */
+#define PS_LIFE_CAP (1u << 18)        /* queued endpoints (6 MiB) before a forced sweep */
+
+static void sweep_to(struct ps_model *m, uint64_t bound)
+{
+    uint64_t t;
+    if (ps_life_next(m->life, &t) && t < bound) {
+        if (ps_life_open_min(m->life, &t) && t < bound)
+            bound = t;
+        ps_life_sweep(m->life, bound);
+    }
+    if (PS_UNLIKELY(ps_life_queued(m->life) > PS_LIFE_CAP))
+        ps_life_trim(m->life, PS_LIFE_CAP / 2);     /* held back for too long */
+}
+
+/* --per-thread-time: each thread's records are sorted, so no thread can produce an
+ * endpoint before its last time. Checked only when the queue has doubled, since it
+ * visits every thread (a thread that stops early holds the sweep back). */
+static void sweep_per_thread(struct ps_model *m)
+{
+    if (ps_life_queued(m->life) < m->next_try)
+        return;
+    uint64_t bound = UINT64_MAX;
+    for (size_t i = 0; i < m->nthr; i++)
+        if (m->thr[i].has_time && m->thr[i].last_time < bound)
+            bound = m->thr[i].last_time;
+    sweep_to(m, bound);
+    m->next_try = ps_life_queued(m->life) * 2 > 4096 ? ps_life_queued(m->life) * 2 : 4096;
+}
+
+int ps_model_event(struct ps_model *m, const struct ps_record *r, char *err, size_t errlen)
+{
+    uint64_t app = r->v[1], task = r->v[2], thread = r->v[3], time;
+    if (PS_UNLIKELY(app - 1 >= PS_ID_MAX || task - 1 >= PS_ID_MAX || thread - 1 >= PS_ID_MAX)) {
+        snprintf(err, errlen, "application, task or thread id out of range (1..%u)", PS_ID_MAX);
+        return -1;
+    }
+    if (PS_UNLIKELY(__builtin_mul_overflow(r->v[4], m->h->scale, &time))) {
+        snprintf(err, errlen, "time out of range");
+        return -1;
+    }
+    struct thr *th = thread_of(m, app, task, thread, err, errlen);
+    if (PS_UNLIKELY(!th))
+        return -1;
+    if (m->per_thread) {
+        if (th->pending && th->gtime != time)
+            process_group(m, th);
+        if (th->has_time && time < th->last_time)
+            m->st->time_regressions++;
+        th->last_time = time;
+        th->has_time = 1;
+        sweep_per_thread(m);
+    } else if (!m->has_now || time != m->now) {
+        if (m->has_now && time < m->now)
+            m->st->time_regressions++;
+        flush_all(m);
+        m->now = time;
+        m->has_now = 1;
+        sweep_to(m, time);
+    }
+    if (!th->pending) {
+        th->pending = 1;
+        th->gtime = time;
+        if (!m->per_thread) {
+            if (m->npend == m->cappend) {
+                m->cappend = m->cappend ? m->cappend * 2 : 16;
+                m->pend = ps_xrealloc(m->pend, m->cappend * sizeof(uint32_t));
+            }
+            m->pend[m->npend++] = (uint32_t)(th - m->thr);
+        }
+    }
+    if (th->gn + r->npairs > th->gcap) {
+        th->gcap = (th->gn + r->npairs) * 2;
+        th->g = ps_xrealloc(th->g, th->gcap * sizeof(struct ps_pair));
+    }
+    const uint64_t *v = r->v + 5;          /* type, value, type, value, ... */
+    int calls = 0;
+    for (size_t i = 0; i < r->npairs; i++) {
+        th->g[th->gn + i] = (struct ps_pair){ v[2 * i], v[2 * i + 1] };
+        calls |= is_call_type(v[2 * i]);
+    }
+    th->gcalls |= calls;
+    th->gn += r->npairs;
+    return 0;
+}
+
+struct never_freed { struct ps_model *m; uint64_t end; };
+
+static void end_at_trace_end(void *ctx, const struct ps_block *b)
+{
+    const struct never_freed *nf = ctx;
+    emit_row(nf->m->rows, b, -1);         /* never freed */
+    ps_life_end(nf->m->life, b->grp, b->t_alloc, nf->end, b->size);
+}
+
+void ps_model_finish(struct ps_model *m, uint64_t end_ns)
+{
+    flush_all(m);
+    for (size_t i = 0; i < m->nthr; i++) {
+        if (m->thr[i].pending)
+            process_group(m, &m->thr[i]);
+        if (m->thr[i].call != CALL_NONE)
+            m->st->unterminated_calls++;
+    }
+    /* blocks never freed are live until the trace end; their rows keep t_free -1 */
+    struct never_freed nf = { m, end_ns };
+    for (size_t i = 0; i < m->ntasks; i++)
+        ps_map_each(m->tasks[i].map, end_at_trace_end, &nf);
+    ps_life_finish(m->life);
+}

@@ -1,0 +1,106 @@
+/* ps_output.c — sites.tsv and scan.json, and the number formatting they share
+ * with allocs.csv (printf costs ~100 ns per number; allocs.csv can have millions
+ * of rows of seven numbers). */
+#include "ps.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+char *ps_fmt_u64(char *p, uint64_t v)
+{
+    char tmp[24];
+    int n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
+char *ps_fmt_i64(char *p, int64_t v)
+{
+    if (v < 0) {
+        *p++ = '-';
+        return ps_fmt_u64(p, (uint64_t)0 - (uint64_t)v);
+    }
+    return ps_fmt_u64(p, (uint64_t)v);
+}
+
+char *ps_fmt_hex(char *p, uint64_t v)
+{
+    static const char digits[] = "0123456789abcdef";
+    char tmp[16];
+    int n = 0;
+    do {
+        tmp[n++] = digits[v & 15];
+        v >>= 4;
+    } while (v);
+    *p++ = '0';
+    *p++ = 'x';
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
+int ps_write_sites(const struct ps_sites *s, FILE *out)
+{
+    uint32_t *ids = ps_sites_sorted(s);
+    fputs("task\tsite_id\tn_allocs\tmax_size\tpeak_live_bytes\ttotal_bytes\tfirst_alloc_ns"
+          "\tlast_free_ns\tlive_ns\tsamples\tloads\tstores\tmisses\tweight\n", out);
+    for (size_t i = 0; i < s->n; i++) {
+        const struct ps_site *g = &s->e[ids[i]];
+        if (!g->n_allocs && !g->samples)
+            continue;                  /* e.g. a task's site-0 entry with no samples */
+        uint64_t v[] = { g->task, g->site, g->n_allocs, g->max_size, g->peak, g->total_bytes,
+                         g->first_alloc, g->last_free, g->live_ns, g->samples, g->loads,
+                         g->stores, g->misses, g->weight };
+        char line[16 * 24], *p = line;
+        for (size_t k = 0; k < sizeof(v) / sizeof(*v); k++) {
+            p = ps_fmt_u64(p, v[k]);
+            *p++ = k + 1 < sizeof(v) / sizeof(*v) ? '\t' : '\n';
+        }
+        fwrite(line, 1, (size_t)(p - line), out);
+    }
+    free(ids);
+    return ferror(out) ? -1 : 0;
+}
+
+#define U(x) ((unsigned long long)(x))
+
+int ps_write_scan_json(FILE *out, const struct ps_header *h, const struct ps_stats *st,
+                       uint64_t end_ns, double elapsed, long peak_rss_kib,
+                       uint64_t peak_live_blocks, uint64_t alloc_rows, uint64_t late_endpoints)
+{
+    fprintf(out, "{\"version\":1,\"records\":%llu,\"events\":%llu,\"states\":%llu,"
+            "\"comms\":%llu,\"bad_lines\":%llu,\"tasks\":%u,\"threads\":%u,"
+            "\"end_time_ns\":%llu,\"total_weight\":%llu,\"has_object_events\":%s,",
+            U(st->records), U(st->events), U(st->states), U(st->comms), U(st->bad_lines),
+            h->ntasks, h->nthreads, U(end_ns), U(st->total_weight),
+            st->has_object_events ? "true" : "false");
+    if (st->has_sampler)
+        fprintf(out, "\"sampler\":%llu,", U(st->sampler));
+    else
+        fputs("\"sampler\":null,", out);
+    fprintf(out, "\"unknown_frees\":%llu,\"classes\":{\"1\":%llu,\"2\":%llu,\"3\":%llu,"
+            "\"4\":%llu,\"5\":%llu},",
+            U(st->unknown_frees), U(st->classes[1]), U(st->classes[2]), U(st->classes[3]),
+            U(st->classes[4]), U(st->classes[5]));
+    fprintf(out, "\"elapsed_s\":%.3f,\"records_per_s\":%.0f,\"peak_rss_kib\":%ld,",
+            elapsed, elapsed > 0 ? (double)st->records / elapsed : 0.0, peak_rss_kib);
+    /* diagnostics beyond the contract: what the semantics had to repair or drop */
+    fprintf(out, "\"time_unit\":\"%s\",\"tasks_seen\":%u,\"threads_seen\":%u,\"groups\":%llu,"
+            "\"samples\":%llu,\"lost_samples\":%llu,\"allocs\":%llu,\"alloc_rows\":%llu,"
+            "\"frees\":%llu,\"unknown_realloc_inputs\":%llu,\"failed_calls\":%llu,"
+            "\"evictions\":%llu,\"unmatched_ends\":%llu,\"unterminated_calls\":%llu,"
+            "\"nested_calls\":%llu,\"late_records\":%llu,\"time_regressions\":%llu,"
+            "\"peak_live_blocks\":%llu,\"late_endpoints\":%llu}\n",
+            h->scale == 1 ? "ns" : "us", st->tasks_seen, st->threads_seen, U(st->groups),
+            U(st->samples), U(st->lost_samples), U(st->allocs), U(alloc_rows), U(st->frees),
+            U(st->unknown_realloc_inputs), U(st->failed_calls), U(st->evictions),
+            U(st->unmatched_ends), U(st->unterminated_calls), U(st->nested_calls),
+            U(st->late_records), U(st->time_regressions), U(peak_live_blocks),
+            U(late_endpoints));
+    return ferror(out) ? -1 : 0;
+}

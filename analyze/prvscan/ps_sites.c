@@ -1,0 +1,120 @@
+/* ps_sites.c — the per-(task, site) table: sampled accesses and lifetime facts.
+ *
+ * Site ids are dense in hmtune traces but are arbitrary 64-bit values in general
+ * (Extrae object ids, static-object ids), so entries are found through an
+ * open-addressing hash keyed by (task, site) rather than an array indexed by site.
+ * Entries live in one array and keep their index for the whole scan, so a live block
+ * names its group by index and a sample attributed by address needs no lookup. The
+ * table holds one entry per (task, site) seen, never per sample or per block. */
+#include "ps.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct ps_sites *ps_sites_new(void)
+{
+    struct ps_sites *t = ps_xcalloc(1, sizeof(*t));
+    t->cap = 64;
+    t->e = ps_xmalloc(t->cap * sizeof(struct ps_site));
+    t->hcap = 256;
+    t->hash = ps_xcalloc(t->hcap, sizeof(uint32_t));
+    return t;
+}
+
+void ps_sites_free(struct ps_sites *t)
+{
+    if (t) {
+        free(t->e);
+        free(t->hash);
+        free(t);
+    }
+}
+
+static size_t hash(uint32_t task, uint64_t site)
+{
+    uint64_t h = (site ^ ((uint64_t)task << 40)) * 0x9e3779b97f4a7c15ull;
+    return (size_t)(h ^ (h >> 29));
+}
+
+static size_t slot(const struct ps_sites *t, const uint32_t *tab, size_t cap, uint32_t task,
+                   uint64_t site)
+{
+    size_t i = hash(task, site) & (cap - 1);
+    while (tab[i] && (t->e[tab[i] - 1].task != task || t->e[tab[i] - 1].site != site))
+        i = (i + 1) & (cap - 1);
+    return i;
+}
+
+uint32_t ps_sites_id(struct ps_sites *t, uint32_t task, uint64_t site)
+{
+    size_t i = slot(t, t->hash, t->hcap, task, site);
+    if (PS_LIKELY(t->hash[i]))
+        return t->hash[i] - 1;
+    if ((t->n + 1) * 2 > t->hcap) {      /* keep the load under 1/2: short probe runs */
+        size_t ncap = t->hcap * 2;
+        uint32_t *nh = ps_xcalloc(ncap, sizeof(uint32_t));
+        for (size_t k = 0; k < t->n; k++)
+            nh[slot(t, nh, ncap, t->e[k].task, t->e[k].site)] = (uint32_t)(k + 1);
+        free(t->hash);
+        t->hash = nh;
+        t->hcap = ncap;
+        i = slot(t, t->hash, t->hcap, task, site);
+    }
+    if (t->n == t->cap) {
+        if (t->cap >= 0x40000000u) {
+            fprintf(stderr, "hmtune-prvscan: more than 2^30 (task, site) pairs\n");
+            exit(1);
+        }
+        t->cap *= 2;
+        t->e = ps_xrealloc(t->e, t->cap * sizeof(struct ps_site));
+    }
+    struct ps_site *e = &t->e[t->n];
+    memset(e, 0, sizeof(*e));
+    e->task = task;
+    e->site = site;
+    t->hash[i] = (uint32_t)++t->n;
+    return (uint32_t)(t->n - 1);
+}
+
+static const struct ps_sites *g_sort;     /* qsort has no context argument */
+
+static int cmp_id(const void *a, const void *b)
+{
+    const struct ps_site *x = &g_sort->e[*(const uint32_t *)a];
+    const struct ps_site *y = &g_sort->e[*(const uint32_t *)b];
+    if (x->task != y->task)
+        return x->task < y->task ? -1 : 1;
+    return x->site < y->site ? -1 : x->site > y->site;
+}
+
+uint32_t *ps_sites_sorted(const struct ps_sites *t)
+{
+    uint32_t *ids = ps_xmalloc((t->n + 1) * sizeof(uint32_t));
+    for (size_t i = 0; i < t->n; i++)
+        ids[i] = (uint32_t)i;
+    g_sort = t;
+    qsort(ids, t->n, sizeof(uint32_t), cmp_id);
+    g_sort = NULL;
+    return ids;
+}
+
+void ps_sample_count(struct ps_site *c, struct ps_stats *st, const struct ps_sample *x)
+{
+    /* weight: the tracer's own (41000020) when present, else the PEBS/IBS latency,
+     * else 1 so that a trace without costs still ranks sites by sample count */
+    uint64_t w = (x->seen & PS_SA_W) ? x->weight : (x->seen & PS_SA_LAT) ? x->latency : 1;
+    c->samples++;
+    if (x->seen & PS_SA_ADDR) {
+        if (x->is_store)
+            c->stores++;
+        else
+            c->loads++;
+    }
+    if ((x->seen & PS_SA_HIT) && x->hit == 2)
+        c->misses++;
+    c->weight += w;
+    st->samples++;
+    st->total_weight += w;
+    if ((x->seen & PS_SA_CLS) && x->cls >= 1 && x->cls <= 5)
+        st->classes[x->cls]++;
+}

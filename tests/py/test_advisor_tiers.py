@@ -1,0 +1,187 @@
+"""advisor/tiers.py: machine files (the shipped ones and broken ones), sizes, --mem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from advisor.model import KIB, MIB
+from advisor.tiers import (
+    TierFileError,
+    load_machine,
+    mem_tiers,
+    per_process,
+    with_fast_capacity,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+MACHINES = ROOT / "configs" / "machines"
+GIB = 1 << 30
+
+GOOD = """name = "test-box"
+[[tier]]
+name = "fast"
+capacity = "{cap}"
+backend = "memkind:MEMKIND_HBW"
+load_cost = 1.0
+store_cost = 1.0
+[[tier]]
+name = "slow"
+capacity = "unlimited"
+backend = "default"
+load_cost = 2.0
+store_cost = 3.0
+"""
+
+
+def write(tmp_path: Path, text: str, name: str = "box.toml") -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_every_shipped_machine_file_loads() -> None:
+    files = sorted(MACHINES.glob("*.toml"))
+    assert {f.stem for f in files} >= {"xeon-max-9468-flat-snc4", "xeon-max-9468-flat-quadrant",
+                                       "knl-7250-flat-quadrant", "cxl-dax-kmem", "vm-hugetlb"}
+    for f in files:
+        m = load_machine(f)
+        assert m.name == f.stem
+        assert m.tiers[-1].unlimited and all(not t.unlimited for t in m.tiers[:-1])
+        fb = m.tiers[-1]
+        for t in m.tiers[:-1]:                    # every fast tier really is faster
+            assert t.load_cost < fb.load_cost and t.store_cost < fb.store_cost
+        assert m.notes == []
+
+
+def test_shipped_machine_layouts() -> None:
+    snc4 = load_machine(MACHINES / "xeon-max-9468-flat-snc4.toml").tiers
+    assert (snc4[0].backend, snc4[0].capacity, snc4[0].per_node) == ("numa:8-15", 16 * GIB,
+                                                                     False)
+    quad = load_machine(MACHINES / "xeon-max-9468-flat-quadrant.toml").tiers
+    assert (quad[0].backend, quad[0].capacity, quad[0].per_node) == ("numa:2-3", 128 * GIB,
+                                                                     True)
+    knl = load_machine(MACHINES / "knl-7250-flat-quadrant.toml").tiers
+    assert (knl[0].backend, knl[0].capacity) == ("memkind:MEMKIND_HBW", 16 * GIB)
+    cxl = load_machine(MACHINES / "cxl-dax-kmem.toml").tiers
+    assert cxl[-1].backend == "memkind:MEMKIND_DAX_KMEM"
+    vm = load_machine(MACHINES / "vm-hugetlb.toml").tiers
+    assert (vm[0].backend, vm[0].page_size, vm[0].per_node) == ("hugetlb", 2 * MIB, True)
+    # fits the smallest reservation tried on this VM (2048 hugepages of 2 MiB)
+    assert vm[0].capacity is not None and vm[0].capacity <= 2048 * 2 * MIB
+    assert vm[0].capacity % (2 * MIB) == 0 and vm[1].page_size == 4 * KIB
+
+
+@pytest.mark.parametrize("cap", ["16G", "16GiB", "16GB", "16g", "16384M", "16777216K",
+                                 "17179869184"])
+def test_size_spellings(tmp_path: Path, cap: str) -> None:
+    m = load_machine(write(tmp_path, GOOD.format(cap=cap)))
+    assert m.tiers[0].capacity == 16 * GIB
+    assert (m.tiers[1].load_cost, m.tiers[1].store_cost) == (2.0, 3.0)
+
+
+def test_page_and_per_defaults(tmp_path: Path) -> None:
+    text = GOOD.format(cap="1G").replace('backend = "memkind:MEMKIND_HBW"',
+                                         'backend = "hugetlb"')
+    m = load_machine(write(tmp_path, text))
+    assert m.tiers[0].page_size == 2 * MIB and m.tiers[1].page_size == 4 * KIB
+    assert not m.tiers[0].per_node
+    text = text.replace('name = "fast"', 'name = "fast"\npage = "1G"\nper = "node"')
+    m = load_machine(write(tmp_path, text))
+    assert m.tiers[0].page_size == GIB and m.tiers[0].per_node
+
+
+def _replace(old: str, new: str) -> str:
+    text = GOOD.format(cap="16G")
+    assert old in text
+    return text.replace(old, new, 1)
+
+
+BROKEN = {
+    "size": (_replace('capacity = "16G"', 'capacity = "16Q"'), "capacity"),
+    "size-float": (_replace('capacity = "16G"', "capacity = 1.5"), "capacity"),
+    "zero": (_replace('capacity = "16G"', 'capacity = "0"'), "capacity"),
+    "backend": (_replace("memkind:MEMKIND_HBW", "gpu"), "backend"),
+    "memkind-kind": (_replace("memkind:MEMKIND_HBW", "memkind:hbw"), "backend"),
+    "numa-list": (_replace("memkind:MEMKIND_HBW", "numa:8-"), "backend"),
+    "numa-backwards": (_replace("memkind:MEMKIND_HBW", "numa:15-8"), "backend"),
+    "missing-cost": (_replace("load_cost = 1.0\n", ""), "load_cost"),
+    "missing-name": (_replace('name = "test-box"\n', ""), "name"),
+    "missing-backend": (_replace('backend = "default"\n', ""), "backend"),
+    "fallback-limited": (_replace('capacity = "unlimited"', 'capacity = "64G"'), "unlimited"),
+    "unlimited-first": (_replace('capacity = "16G"', 'capacity = "unlimited"'), "fast"),
+    "nan": (_replace("load_cost = 1.0", "load_cost = nan"), "load_cost"),
+    "negative": (_replace("store_cost = 1.0", "store_cost = -1.0"), "store_cost"),
+    "zero-cost": (_replace("load_cost = 1.0", "load_cost = 0"), "load_cost"),
+    "inf": (_replace("store_cost = 3.0", "store_cost = inf"), "store_cost"),
+    "text-cost": (_replace("load_cost = 1.0", 'load_cost = "1.0"'), "load_cost"),
+    "no-tiers": ('name = "empty"\n', "tier"),
+    "one-tier": ('name = "x"\n[[tier]]\nname = "a"\ncapacity = "unlimited"\n'
+                 'backend = "default"\nload_cost = 1\nstore_cost = 1\n', "tier"),
+    "syntax": (_replace('name = "fast"', 'name = "fast'), "line"),
+    "unknown-key": (_replace('capacity = "16G"', 'capacity = "16G"\ncapcity = "1G"'),
+                    "capcity"),
+    "duplicate": (_replace('name = "slow"', 'name = "fast"'), "fast"),
+    "per": (_replace('name = "fast"', 'name = "fast"\nper = "socket"'), "per"),
+    "page": (_replace('name = "fast"', 'name = "fast"\npage = "3K"'), "page"),
+    "tier-name": (_replace('name = "fast"', 'name = "fast tier"'), "name"),
+    "empty": ("", "empty"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_broken_machine_files(tmp_path: Path, case: str) -> None:
+    text, word = BROKEN[case]
+    p = write(tmp_path, text, f"{case}.toml")
+    with pytest.raises(TierFileError) as e:
+        load_machine(p)
+    msg = str(e.value)
+    assert str(p) in msg and word in msg
+    assert "\n" not in msg
+
+
+def test_syntax_error_names_the_line(tmp_path: Path) -> None:
+    p = write(tmp_path, GOOD.format(cap="1G").replace("load_cost = 2.0", "load_cost = = 2"))
+    with pytest.raises(TierFileError) as e:
+        load_machine(p)
+    assert "line 12" in str(e.value)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(TierFileError) as e:
+        load_machine(tmp_path / "nope.toml")
+    assert "nope.toml" in str(e.value)
+
+
+def test_mem_shorthand() -> None:
+    m = mem_tiers(256 * MIB)
+    fast, slow = m.tiers
+    assert (fast.capacity, fast.per_node, slow.capacity) == (256 * MIB, False, None)
+    assert fast.backend == "memkind:MEMKIND_HBW" and slow.backend == "default"
+    assert fast.load_cost < slow.load_cost and fast.store_cost < slow.store_cost
+    with pytest.raises(TierFileError):
+        mem_tiers(0)
+
+
+def test_mem_resizes_the_fastest_tier() -> None:
+    m = load_machine(MACHINES / "xeon-max-9468-flat-quadrant.toml")
+    r = with_fast_capacity(m, 3 * GIB)
+    assert (r.tiers[0].capacity, r.tiers[0].per_node, r.tiers[0].backend) == \
+        (3 * GIB, False, "numa:2-3")
+    assert r.tiers[1:] == m.tiers[1:]
+    assert m.tiers[0].capacity == 128 * GIB                 # the original is unchanged
+
+
+def test_per_node_capacity_is_split_over_processes() -> None:
+    m = load_machine(MACHINES / "vm-hugetlb.toml")
+    node = m.tiers[0].capacity
+    assert node is not None
+    tiers, notes = per_process(m, 4)
+    assert tiers[0].capacity == node // 4 and not tiers[0].per_node
+    assert tiers[1].capacity is None and len(notes) == 1
+    tiers, notes = per_process(m, None)
+    assert tiers[0].capacity == node and len(notes) == 1
+    snc4 = load_machine(MACHINES / "xeon-max-9468-flat-snc4.toml")
+    tiers, notes = per_process(snc4, 8)              # per-process tiers are left alone
+    assert tiers[0].capacity == 16 * GIB and notes == []
