@@ -50,13 +50,13 @@ def si(value: float) -> str:
 def top_table(sites: SiteTable, top: int, width: int = WIDTH) -> str:
     """The first `top` rows of `sites` (already sorted) as a text table."""
     per_rank = "rank" in sites.columns
-    head = f"{'#':>3}  {'weight':>7}  {'share':>6}  {'peak':>10}  {'allocs':>7}  "
+    head = f"{'site':>5}  {'weight':>7}  {'share':>6}  {'peak':>10}  {'allocs':>7}  "
     head += f"{'rank':>5}  " if per_rank else ""
-    room = max(10, width - len(head) - len("site"))
-    lines = [head + "site"]
-    for i, row in enumerate(sites.rows[:top], 1):
-        line = (f"{i:>3}  {si(row['weight']):>7}  {100 * row['share']:>5.1f}%  "
+    room = max(10, width - len(head) - len("call site"))
+    lines = [head + "call site"]
+    for row in sites.rows[:top]:
+        line = (f"{row['site_id']:>5}  {si(row['weight']):>7}  {100 * row['share']:>5.1f}%  "
                 f"{human(row['peak_live_bytes']):>10}  {row['n_allocs']:>7}  ")
         line += f"{row['rank']:>5}  " if per_rank else ""
-        lines.append(line + short_site(row["callstack"], room + len("site")))
+        lines.append(line + short_site(row["callstack"], room + len("call site")))
     return "\n".join(lines)

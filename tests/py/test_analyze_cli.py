@@ -156,8 +156,8 @@ def test_outputs_next_to_the_trace(env: dict[str, str], tmp_path: Path) -> None:
     assert "hmtune-prvscan: skipped 2 bad lines" in r.stderr       # scanner notes shown
     assert "40.0% of the sampled weight is outside allocation sites" in r.stderr
     table = r.stdout.splitlines()
-    assert table[0].split() == ["#", "weight", "share", "peak", "allocs", "site"]
-    assert table[1].split()[:4] == ["1", "500", "50.0%", "100"]
+    assert table[0].split() == ["site", "weight", "share", "peak", "allocs", "call", "site"]
+    assert table[1].split()[:4] == ["3", "500", "50.0%", "100"]
     assert table[1].endswith("  app.c:10 > libc-start.c:58")
     assert all(len(line) <= 100 for line in table)
     assert not list(out.glob(".hmtune-scan-*"))                  # scratch dir removed
