@@ -32,6 +32,7 @@ deps:
 	@$(ROOT)/workflows/deps.sh
 
 include common/build.mk
+include interpose/build.mk
 include collect/build.mk
 include examples/build.mk
 include tests/programs/build.mk
@@ -111,6 +112,15 @@ bench-advise: deps
 # hmtune analyze on generated 10 M-record traces: records/s of CPU, peak RSS.
 bench-analyze: deps build
 	@$(PY) $(ROOT)/bench/bench_analyze.py
+
+# libFuzzer on the placement.txt parser for FUZZ_SECONDS (default 60); not in make test.
+# Seeds: tests/c/data; new inputs and crashes go to build/fuzz/.
+.PHONY: fuzz
+fuzz: $(HMI_FUZZ_BIN)
+	@mkdir -p $(HMI_FUZZ_DIR)/corpus
+	$(HMI_FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -print_final_stats=1 \
+	  -dict=$(ROOT)/interpose/fuzz_placement.dict -artifact_prefix=$(HMI_FUZZ_DIR)/ \
+	  $(HMI_FUZZ_DIR)/corpus $(ROOT)/tests/c/data
 
 clean:
 	rm -rf build build-san hmtune-out

@@ -25,8 +25,15 @@ $(TEST_C_DIR)/test_decode: $(ROOT)/tests/c/test_decode.c $(HMC_DEC_SRC) $(COMMON
 	@mkdir -p $(@D)
 	$(CC) $(TEST_C_CFLAGS) -o $@ $< $(HMC_DEC_SRC) $(COMMON_SRC) -lcapstone -lunwind -ldl $(LDSAN)
 
+# The interposer's placement.txt parser (interpose/hmi_placement.c).
+$(TEST_C_DIR)/test_placement: $(ROOT)/tests/c/test_placement.c $(HMI_CORE_LIB) $(HMI_CORE_HDR) \
+    $(COMMON_SRC) $(COMMON_HDR) $(wildcard $(ROOT)/tests/c/data/placement_*.txt)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_C_CFLAGS) -I$(ROOT)/interpose -DHMT_DATA_DIR='"$(ROOT)/tests/c/data"' -o $@ $< \
+	  $(HMI_CORE_LIB) $(COMMON_SRC) -lunwind -ldl $(LDSAN)
+
 TEST_C_BINS := $(TEST_C_DIR)/test_util $(TEST_C_DIR)/test_core $(TEST_C_DIR)/test_perf \
-               $(TEST_C_DIR)/test_decode $(PRVSCAN_TESTS)
+               $(TEST_C_DIR)/test_decode $(TEST_C_DIR)/test_placement $(PRVSCAN_TESTS)
 BUILD_TARGETS += $(TEST_C_BINS)
 
 test-c: $(TEST_C_BINS)

@@ -237,10 +237,10 @@ def test_progress_only_for_scans_over_a_second(tmp_path: Path) -> None:
     tiny = good_trace().write(tmp_path / "tiny", pcf=PCF)
     assert scan_on_a_tty(tiny, tmp_path / "o1")[1] == ""
 
-    # 2.5M records over 64 x 256 threads: ~1.8 s to write, ~1.3 s to scan here
+    # 6M records over 64 x 256 threads: ~2 s to write, ~1.3 s to scan here
     big = tmp_path / "big" / "trace.prv"
     big.parent.mkdir()
-    gen = subprocess.run([str(GENTRACE), "2500000", str(big), "--tasks", "64", "--threads",
+    gen = subprocess.run([str(GENTRACE), "6000000", str(big), "--tasks", "64", "--threads",
                           "256"], capture_output=True, text=True, timeout=120)
     assert gen.returncode == 0, gen.stderr
     size = big.stat().st_size

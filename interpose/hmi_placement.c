@@ -1,0 +1,558 @@
+/* hmi_placement.c — see hmi_placement.h. The grammar and the checks follow
+ * parse_placement and _check in advisor/placement.py line by line; where C is
+ * stricter the header says so. Lines split as Python's read_text().splitlines()
+ * splits ASCII text: at \n, \r\n, \r, \v, \f and \x1c-\x1e. "White space" is what
+ * Python's str.strip() and regex \s take in ASCII: space, \t-\r and \x1c-\x1f.
+ * Non-ASCII bytes are ordinary path bytes here. */
+#include "hmi_placement.h"
+#include "hm_modmap.h"
+#include "hmi_fields.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define FNV_SEED  0xcbf29ce484222325ull   /* as hm_modmap.c, so hashes compare */
+#define NOT_FOUND UINT32_MAX
+#define BAD_TIER  "expected 'tier NAME BACKEND CAPACITY' (bytes or 'unlimited')"
+#define BAD_CHAIN "site chain is not module+0xHEX frames joined by ' > '"
+
+/* Open-addressing set of byte strings; slot holds key index + 1, 0 when empty. */
+struct strset {
+    struct span *keys;
+    uint64_t *hashes;
+    uint32_t *slot;
+    size_t mask;
+    uint32_t n;
+};
+
+struct parser {
+    const char *text;
+    size_t len, pos;
+    uint32_t lineno;
+    char *err;
+    size_t errlen;
+    struct hmi_placement *out;
+    char *arena;
+    size_t used, sused;                   /* struct cursor, string cursor */
+    struct strset tiers, chains, modules;
+    struct hmi_frame *frames;
+    uint32_t nframes;
+    int have_depth, have_window;
+};
+
+static const struct span NONE = { 0, 0 };
+
+static int is_break(unsigned char c)
+{
+    return c == '\n' || c == '\r' || c == '\v' || c == '\f' || (c >= 0x1c && c <= 0x1e);
+}
+
+static int span_is(struct span s, const char *lit)
+{
+    size_t n = strlen(lit);
+    return s.n == n && memcmp(s.p, lit, n) == 0;
+}
+
+static struct span strip(struct span s)
+{
+    while (s.n && hmi_is_ws((unsigned char)s.p[0])) { s.p++; s.n--; }
+    while (s.n && hmi_is_ws((unsigned char)s.p[s.n - 1])) s.n--;
+    return s;
+}
+
+/* The next line without its terminator; 0 at the end of the text (a final line
+ * break does not start an empty line, as in str.splitlines). */
+static int next_line(const char *t, size_t len, size_t *pos, struct span *line)
+{
+    size_t i = *pos;
+    if (i >= len)
+        return 0;
+    while (i < len && !is_break((unsigned char)t[i]))
+        i++;
+    line->p = t + *pos;
+    line->n = i - *pos;
+    if (i < len)
+        i += (t[i] == '\r' && i + 1 < len && t[i + 1] == '\n') ? 2 : 1;
+    *pos = i;
+    return 1;
+}
+
+/* ---- errors: "line N: why[ 'what'][ NUM]", no stdio ---- */
+
+static void errcat(char *err, size_t errlen, size_t *k, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n && *k + 1 < errlen; i++)
+        err[(*k)++] = s[i];
+    if (errlen)
+        err[*k] = 0;
+}
+
+static void errnum(char *err, size_t errlen, size_t *k, uint64_t v)
+{
+    char b[24];
+    errcat(err, errlen, k, b, hm_fmt_u64(b, v));
+}
+
+static int fail_at(struct parser *ps, uint32_t line, const char *why, struct span what,
+                   int has_num, uint64_t num)
+{
+    size_t k = 0;
+    if (!ps->err || !ps->errlen)
+        return -1;
+    errcat(ps->err, ps->errlen, &k, "line ", 5);
+    errnum(ps->err, ps->errlen, &k, line);
+    errcat(ps->err, ps->errlen, &k, ": ", 2);
+    errcat(ps->err, ps->errlen, &k, why, strlen(why));
+    if (what.p) {
+        char q[64];
+        size_t n = what.n < sizeof q ? what.n : sizeof q;
+        for (size_t i = 0; i < n; i++)   /* keep the message one printable line */
+            q[i] = (what.p[i] >= 0x20 && what.p[i] < 0x7f) ? what.p[i] : '?';
+        errcat(ps->err, ps->errlen, &k, " '", 2);
+        errcat(ps->err, ps->errlen, &k, q, n);
+        errcat(ps->err, ps->errlen, &k, what.n > n ? "...'" : "'", what.n > n ? 4 : 1);
+    }
+    if (has_num) {
+        errcat(ps->err, ps->errlen, &k, " ", 1);
+        errnum(ps->err, ps->errlen, &k, num);
+    }
+    return -1;
+}
+
+static int fail(struct parser *ps, const char *why, struct span what)
+{
+    return fail_at(ps, ps->lineno, why, what, 0, 0);
+}
+
+/* ---- arena and string sets ---- */
+
+static void *carve(struct parser *ps, size_t bytes)
+{
+    void *p = ps->arena + ps->used;
+    ps->used += (bytes + 7) & ~(size_t)7;
+    return p;
+}
+
+static const char *copy_str(struct parser *ps, struct span s)
+{
+    char *d = ps->arena + ps->sused;
+    memcpy(d, s.p, s.n);
+    d[s.n] = 0;
+    ps->sused += s.n + 1;
+    return d;
+}
+
+static size_t set_bytes(size_t cap, size_t *slots)
+{
+    size_t n = 1;
+    while (n < 2 * cap)
+        n <<= 1;
+    *slots = n;
+    return ((cap * sizeof(struct span) + 7) & ~(size_t)7) + cap * 8 + ((n * 4 + 7) & ~(size_t)7);
+}
+
+static void set_init(struct parser *ps, struct strset *s, size_t cap)
+{
+    size_t slots;
+    set_bytes(cap, &slots);
+    s->keys = carve(ps, cap * sizeof(struct span));
+    s->hashes = carve(ps, cap * 8);
+    s->slot = carve(ps, slots * 4);
+    s->mask = slots - 1;
+    s->n = 0;
+}
+
+/* Index of (p, n) in s, or NOT_FOUND with *where = the free slot to add it at. */
+static uint32_t set_find(const struct strset *s, struct span k, uint64_t h, size_t *where)
+{
+    size_t i = (h ^ (h >> 29)) & s->mask;
+    for (;; i = (i + 1) & s->mask) {
+        uint32_t v = s->slot[i];
+        if (!v)
+            break;
+        v--;
+        if (s->hashes[v] == h && s->keys[v].n == k.n && memcmp(s->keys[v].p, k.p, k.n) == 0)
+            return v;
+    }
+    *where = i;
+    return NOT_FOUND;
+}
+
+/* Capacity is sized from the input, so the table never fills (slots >= 2 * keys). */
+static uint32_t set_add(struct strset *s, size_t where, struct span k, uint64_t h)
+{
+    s->keys[s->n] = k;
+    s->hashes[s->n] = h;
+    s->slot[where] = s->n + 1;
+    return s->n++;
+}
+
+/* ---- fields ---- */
+
+/* Python's str.split(" "): counts all fields, stores the first max. */
+static size_t split_sp(struct span s, struct span *f, size_t max)
+{
+    const char *p = s.p, *end = s.p + s.n;
+    size_t n = 0;
+    for (;;) {
+        const char *q = memchr(p, ' ', (size_t)(end - p));
+        if (!q)
+            q = end;
+        if (n < max)
+            f[n] = (struct span){ p, (size_t)(q - p) };
+        n++;
+        if (q == end)
+            return n;
+        p = q + 1;
+    }
+}
+
+/* ---- line kinds ---- */
+
+static int do_tier(struct parser *ps, struct span rest)
+{
+    struct hmi_placement *o = ps->out;
+    struct span f[3];
+    uint64_t cap = 0;
+    size_t where;
+    int unl, r;
+    if (o->nsites || ps->have_depth || ps->have_window)
+        return fail(ps, "tier lines must come before depth, size-window and site lines", NONE);
+    if (split_sp(rest, f, 3) != 3)
+        return fail(ps, BAD_TIER, NONE);
+    unl = span_is(f[2], "unlimited");
+    if (!unl && (r = hmi_dec(f[2], &cap)) != 0)
+        return fail(ps, r == -2 ? "capacity does not fit in 64 bits" : BAD_TIER, f[2]);
+    if (!hmi_backend_ok(f[1]))
+        return fail(ps, "unknown or malformed backend", f[1]);
+    if (!hmi_name_ok(f[0]))
+        return fail(ps, "tier name is not 1-64 letters, digits, '_', '.' or '-'", f[0]);
+    if (!unl && cap == 0)
+        return fail(ps, "capacity must be > 0 bytes or 'unlimited'", NONE);
+    if (o->ntiers && o->tiers[o->ntiers - 1].unlimited)
+        return fail(ps, "only the last tier may be unlimited; a tier follows", f[0]);
+    uint64_t h = hm_fnv1a(f[0].p, f[0].n, FNV_SEED);
+    if (set_find(&ps->tiers, f[0], h, &where) != NOT_FOUND)
+        return fail(ps, "a tier name is used twice", f[0]);
+    struct hmi_tier *t = &o->tiers[o->ntiers++];
+    t->name = copy_str(ps, f[0]);
+    t->backend = copy_str(ps, f[1]);
+    t->capacity = cap;
+    t->unlimited = unl;
+    t->line = ps->lineno;
+    set_add(&ps->tiers, where, (struct span){ t->name, f[0].n }, h);
+    return 0;
+}
+
+static int do_number(struct parser *ps, struct span rest, size_t want, uint64_t *v,
+                     const char *usage)
+{
+    struct span f[2];
+    if (split_sp(rest, f, 2) != want)
+        return fail(ps, usage, NONE);
+    for (size_t i = 0; i < want; i++) {
+        int r = hmi_dec(f[i], &v[i]);
+        if (r)
+            return fail(ps, r == -2 ? "number does not fit in 64 bits" : usage, f[i]);
+    }
+    return 0;
+}
+
+static uint32_t intern_module(struct parser *ps, struct span m)
+{
+    size_t where;
+    uint64_t h = hm_fnv1a(m.p, m.n, FNV_SEED);
+    uint32_t i = set_find(&ps->modules, m, h, &where);
+    if (i != NOT_FOUND)
+        return i;
+    struct hmi_module *mod = &ps->out->modules[ps->out->nmodules++];
+    mod->path = copy_str(ps, m);
+    mod->len = (uint32_t)m.n;
+    mod->hash = h;
+    return set_add(&ps->modules, where, (struct span){ mod->path, m.n }, h);
+}
+
+static int do_site(struct parser *ps, struct span rest)
+{
+    struct hmi_placement *o = ps->out;
+    const char *sp = memchr(rest.p, ' ', rest.n);
+    struct span tier = { rest.p, sp ? (size_t)(sp - rest.p) : rest.n };
+    struct span chain = strip(sp ? (struct span){ sp + 1, rest.n - tier.n - 1 } : NONE);
+    size_t where;
+    uint32_t ti = set_find(&ps->tiers, tier, hm_fnv1a(tier.p, tier.n, FNV_SEED), &where);
+    if (ti == NOT_FOUND)
+        return fail(ps, "site in undeclared tier", tier);
+    if (!chain.n || memchr(chain.p, '#', chain.n))
+        return fail(ps, BAD_CHAIN, chain);
+    uint32_t first = ps->nframes, k = 0;
+    const char *p = chain.p, *end = chain.p + chain.n;
+    for (;;) {                         /* chain.split(" > "), each frame stripped */
+        const char *q = memmem(p, (size_t)(end - p), " > ", 3);
+        struct span f = strip((struct span){ p, (size_t)((q ? q : end) - p) }), mod;
+        uint64_t off;
+        int r = hmi_frame_parse(f, &mod, &off);
+        if (r)
+            return fail(ps, r == -2 ? "frame offset does not fit in 48 bits" : BAD_CHAIN, f);
+        if (++k > HMI_MAX_FRAMES)
+            return fail_at(ps, ps->lineno, "site chain has more frames than", NONE, 1,
+                           HMI_MAX_FRAMES);
+        ps->frames[ps->nframes].module = intern_module(ps, mod);
+        ps->frames[ps->nframes++].offset = off;
+        if (!q)
+            break;
+        p = q + 3;
+    }
+    uint64_t h = hm_fnv1a(chain.p, chain.n, FNV_SEED);
+    uint32_t dup = set_find(&ps->chains, chain, h, &where);
+    if (dup != NOT_FOUND)
+        return fail_at(ps, ps->lineno, "site chain already listed at line", NONE, 1,
+                       o->sites[dup].line);
+    set_add(&ps->chains, where, chain, h);
+    struct hmi_site *s = &o->sites[o->nsites++];
+    s->tier = ti;
+    s->nframes = k;
+    s->frames = ps->frames + first;
+    s->line = ps->lineno;
+    return 0;
+}
+
+static int do_line(struct parser *ps, struct span raw)
+{
+    struct span line = raw, key, rest;
+    for (size_t i = 1; i < raw.n; i++)    /* placement._COMMENT: \s#.*$ */
+        if (raw.p[i] == '#' && hmi_is_ws((unsigned char)raw.p[i - 1])) {
+            line.n = i - 1;
+            break;
+        }
+    while (line.n && hmi_is_ws((unsigned char)line.p[line.n - 1]))
+        line.n--;
+    struct span body = strip(line);
+    if (!body.n || body.p[0] == '#')
+        return 0;
+    const char *sp = memchr(line.p, ' ', line.n);
+    key = (struct span){ line.p, sp ? (size_t)(sp - line.p) : line.n };
+    rest = sp ? (struct span){ sp + 1, line.n - key.n - 1 } : (struct span){ line.p + line.n, 0 };
+    if (span_is(key, "tier"))
+        return do_tier(ps, rest);
+    if (span_is(key, "site"))
+        return do_site(ps, rest);
+    if (span_is(key, "depth")) {
+        uint64_t d;
+        const char *use = "expected one 'depth N' line, N >= 1";
+        if (ps->have_depth || do_number(ps, rest, 1, &d, use))
+            return ps->have_depth ? fail(ps, use, NONE) : -1;
+        if (d == 0)
+            return fail(ps, use, NONE);
+        ps->out->depth = d;
+        ps->have_depth = 1;
+        return 0;
+    }
+    if (span_is(key, "size-window")) {
+        uint64_t w[2];
+        const char *use = "expected one 'size-window MIN MAX' line (bytes)";
+        if (ps->have_window || do_number(ps, rest, 2, w, use))
+            return ps->have_window ? fail(ps, use, NONE) : -1;
+        if (w[0] > w[1])
+            return fail(ps, "size-window: need MIN <= MAX", NONE);
+        ps->out->size_min = w[0];
+        ps->out->size_max = w[1];
+        ps->have_window = 1;
+        return 0;
+    }
+    return fail(ps, "unknown keyword", key);
+}
+
+/* placement._VERSION_LINE: ^# hmtune placement v(\d+)\s*$, and the number must be 1. */
+static int check_version(struct parser *ps, struct span l)
+{
+    static const char head[] = "# hmtune placement v";
+    size_t h = sizeof head - 1, i = h;
+    if (l.n < h || memcmp(l.p, head, h) != 0)
+        return fail(ps, "not an hmtune placement file (the first line must be "
+                        "'# hmtune placement v1')", NONE);
+    while (i < l.n && hmi_is_digit((unsigned char)l.p[i]))
+        i++;
+    struct span num = { l.p + h, i - h };
+    while (i < l.n && hmi_is_ws((unsigned char)l.p[i]))
+        i++;
+    if (!num.n || i != l.n)
+        return fail(ps, "not an hmtune placement file (the first line must be "
+                        "'# hmtune placement v1')", NONE);
+    if (hmi_numcmp(num, (struct span){ "1", 1 }) != 0)
+        return fail(ps, "this hmtune reads placement v1, not version", num);
+    return 0;
+}
+
+/* Upper bounds for the arena: lines starting "tier", lines starting "site", and the
+ * '+' in the latter (every frame holds one). */
+static void prescan(const char *t, size_t len, size_t *nt, size_t *ns, size_t *np)
+{
+    size_t pos = 0;
+    struct span l;
+    *nt = *ns = *np = 0;
+    while (next_line(t, len, &pos, &l)) {
+        if (l.n >= 4 && memcmp(l.p, "tier", 4) == 0) {
+            (*nt)++;
+        } else if (l.n >= 4 && memcmp(l.p, "site", 4) == 0) {
+            (*ns)++;
+            for (const char *p = l.p; (p = memchr(p, '+', l.n - (size_t)(p - l.p))); p++)
+                (*np)++;
+        }
+    }
+}
+
+static int parse(struct parser *ps)
+{
+    struct hmi_placement *o = ps->out;
+    size_t nt, ns, np, sl, first = 1;
+    struct span l;
+    if (ps->len >= UINT32_MAX)
+        return fail_at(ps, 0, "input of 4 GiB or more", NONE, 0, 0);
+    prescan(ps->text, ps->len, &nt, &ns, &np);
+    size_t structs = nt * sizeof(struct hmi_tier) + ns * sizeof(struct hmi_site) +
+                     np * (sizeof(struct hmi_frame) + sizeof(struct hmi_module)) +
+                     set_bytes(nt, &sl) + set_bytes(ns, &sl) + set_bytes(np, &sl) + 64;
+    size_t total = structs + ps->len + 2 * nt + np + 16;
+    total = (total + 4095) & ~(size_t)4095;
+    void *a = mmap(NULL, total, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (a == MAP_FAILED)
+        return fail_at(ps, 0, "cannot mmap memory for the placement, bytes:", NONE, 1, total);
+    ps->arena = a;
+    o->arena = a;
+    o->arena_size = total;
+    ps->sused = structs;
+    o->tiers = carve(ps, nt * sizeof(struct hmi_tier));
+    o->sites = carve(ps, ns * sizeof(struct hmi_site));
+    ps->frames = carve(ps, np * sizeof(struct hmi_frame));
+    o->modules = carve(ps, np * sizeof(struct hmi_module));
+    set_init(ps, &ps->tiers, nt);
+    set_init(ps, &ps->chains, ns);
+    set_init(ps, &ps->modules, np);
+
+    ps->pos = 0;
+    for (;;) {
+        if (!next_line(ps->text, ps->len, &ps->pos, &l)) {
+            if (!first)
+                break;
+            l = (struct span){ "", 0 };    /* empty input: an empty first line */
+        }
+        ps->lineno++;
+        if (l.n > HMI_LINE_MAX)
+            return fail_at(ps, ps->lineno, "line longer than", NONE, 1, HMI_LINE_MAX);
+        if (memchr(l.p, 0, l.n))
+            return fail(ps, "NUL byte", NONE);
+        if (first ? check_version(ps, l) : do_line(ps, l))
+            return -1;
+        first = 0;
+    }
+    ps->lineno++;                           /* checks of the whole file: "line" = EOF */
+    if (!ps->have_depth)
+        return fail(ps, "end of file: missing depth line", NONE);
+    if (!ps->have_window)
+        return fail(ps, "end of file: missing size-window line", NONE);
+    if (!o->ntiers)
+        return fail(ps, "end of file: no tier lines", NONE);
+    const struct hmi_tier *last = &o->tiers[o->ntiers - 1];
+    if (!last->unlimited)
+        return fail_at(ps, last->line, "the last tier is the fallback and must be unlimited",
+                       (struct span){ last->name, strlen(last->name) }, 0, 0);
+    for (uint32_t i = 0; i < o->nsites; i++)
+        if (o->sites[i].nframes > o->depth)
+            return fail_at(ps, o->sites[i].line, "site chain has more frames than depth",
+                           NONE, 1, o->depth);
+    return 0;
+}
+
+int hmi_placement_parse(const char *text, size_t len, struct hmi_placement *out,
+                        char *err, size_t errlen)
+{
+    struct parser ps;
+    memset(&ps, 0, sizeof ps);
+    memset(out, 0, sizeof *out);
+    if (err && errlen)
+        err[0] = 0;
+    ps.text = text ? text : "";
+    ps.len = text ? len : 0;
+    ps.err = err;
+    ps.errlen = errlen;
+    ps.out = out;
+    if (parse(&ps) == 0)
+        return 0;
+    hmi_placement_free(out);
+    return -1;
+}
+
+void hmi_placement_free(struct hmi_placement *p)
+{
+    if (p->arena)
+        munmap(p->arena, p->arena_size);
+    memset(p, 0, sizeof *p);
+}
+
+static int load_fail(const char *path, const char *why, int e, char *err, size_t errlen)
+{
+    size_t k = 0;
+    if (err && errlen) {
+        errcat(err, errlen, &k, path, strlen(path));
+        errcat(err, errlen, &k, ": ", 2);
+        errcat(err, errlen, &k, why, strlen(why));
+        if (e) {
+            errcat(err, errlen, &k, " (errno ", 8);
+            errnum(err, errlen, &k, (uint64_t)e);
+            errcat(err, errlen, &k, ")", 1);
+        }
+    }
+    return -1;
+}
+
+int hmi_placement_load(const char *path, struct hmi_placement *out, char *err, size_t errlen)
+{
+    struct stat st;
+    size_t got = 0, cap, map;
+    int fd, rc;
+    memset(out, 0, sizeof *out);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return load_fail(path, "cannot open", errno, err, errlen);
+    if (fstat(fd, &st) != 0 || st.st_size < 0 || (uint64_t)st.st_size >= UINT32_MAX) {
+        int e = errno;
+        close(fd);
+        return load_fail(path, "cannot stat, or 4 GiB or more", e, err, errlen);
+    }
+    cap = (size_t)st.st_size + 1;          /* one more byte notices a growing file */
+    map = (cap + 4095) & ~(size_t)4095;
+    char *buf = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (buf == MAP_FAILED) {
+        int e = errno;
+        close(fd);
+        return load_fail(path, "cannot mmap a read buffer", e, err, errlen);
+    }
+    while (got < cap) {
+        ssize_t r = read(fd, buf + got, cap - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            if (r < 0) {
+                int e = errno;
+                close(fd);
+                munmap(buf, map);
+                return load_fail(path, "read failed", e, err, errlen);
+            }
+            break;
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    if (got == cap) {
+        munmap(buf, map);
+        return load_fail(path, "changed size while being read", 0, err, errlen);
+    }
+    rc = hmi_placement_parse(buf, got, out, err, errlen);
+    munmap(buf, map);
+    return rc;
+}
