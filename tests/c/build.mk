@@ -32,8 +32,35 @@ $(TEST_C_DIR)/test_placement: $(ROOT)/tests/c/test_placement.c $(HMI_CORE_LIB) $
 	$(CC) $(TEST_C_CFLAGS) -I$(ROOT)/interpose -DHMT_DATA_DIR='"$(ROOT)/tests/c/data"' -o $@ $< \
 	  $(HMI_CORE_LIB) $(COMMON_SRC) -lunwind -ldl $(LDSAN)
 
+# The interposer's tier backends (interpose/hmi_backend*.c).
+$(TEST_C_DIR)/test_backend: $(ROOT)/tests/c/test_backend.c $(HMI_CORE_LIB) $(HMI_CORE_HDR) \
+    $(COMMON_SRC) $(COMMON_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_C_CFLAGS) -I$(ROOT)/interpose -o $@ $< $(HMI_CORE_LIB) $(COMMON_SRC) -lunwind -ldl $(LDSAN)
+
+# The interposer's site matcher (interpose/hmi_match.c), inside a shared library of
+# its own (libtm_match.so) so that its frames are removed as libhmalloc.so's are;
+# libtm_dl.so is dlopen'ed by the test. (lib*, not test_*: run.sh runs test_*.)
+TM_MATCH_SO := $(TEST_C_DIR)/libtm_match.so
+TM_DL_SO    := $(TEST_C_DIR)/libtm_dl.so
+$(TM_MATCH_SO): $(ROOT)/tests/c/match_shim.c $(ROOT)/tests/c/match_shim.h $(HMI_CORE_LIB) \
+    $(HMI_CORE_HDR) $(COMMON_SRC) $(COMMON_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_C_CFLAGS) -I$(ROOT)/interpose -fPIC -shared -o $@ $< $(HMI_CORE_LIB) \
+	  $(COMMON_SRC) -lunwind -ldl $(LDSAN)
+$(TM_DL_SO): $(ROOT)/tests/c/match_dl.c
+	@mkdir -p $(@D)
+	$(CC) $(TEST_C_CFLAGS) -fPIC -shared -o $@ $< $(LDSAN)
+$(TEST_C_DIR)/test_match: $(ROOT)/tests/c/test_match.c $(ROOT)/tests/c/match_shim.h $(TM_MATCH_SO) \
+    $(TM_DL_SO)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_C_CFLAGS) -rdynamic -DTM_DL_PATH='"$(TM_DL_SO)"' -o $@ $< -L$(TEST_C_DIR) \
+	  -ltm_match -Wl,-rpath,$(TEST_C_DIR) -ldl $(LDSAN)
+
 TEST_C_BINS := $(TEST_C_DIR)/test_util $(TEST_C_DIR)/test_core $(TEST_C_DIR)/test_perf \
                $(TEST_C_DIR)/test_decode $(TEST_C_DIR)/test_placement $(PRVSCAN_TESTS)
+TEST_C_BINS += $(TEST_C_DIR)/test_backend
+TEST_C_BINS += $(TEST_C_DIR)/test_match
 BUILD_TARGETS += $(TEST_C_BINS)
 
 test-c: $(TEST_C_BINS)

@@ -1,0 +1,122 @@
+/* hmi_backend.h — the tier backends of libhmalloc (DESIGN.md §5/§6, docs/formats.md §5):
+ * where a placed allocation's memory comes from, how much of each tier's per-process
+ * capacity is in use, and which allocator owns a pointer.
+ *
+ * Backends (the BACKEND field of a `tier` line):
+ *   hugetlb        2 MiB hugepages from the reserved pool, one mmap(MAP_HUGETLB) per
+ *                  block, the length rounded up to 2 MiB (nothing else is carved from
+ *                  the pool, so none of it is held by an allocator's free lists).
+ *                  Policy for small objects: requests under HMI_HUGETLB_MIN (1 MiB)
+ *                  are refused and counted as not fitting (and as `small`): rounding
+ *                  them to a whole hugepage would waste more than half of it, and a
+ *                  sub-allocator would keep pool pages held after their objects die.
+ *                  The interposer sends refused requests to the fallback.
+ *   thp            anonymous mmap + madvise(MADV_HUGEPAGE), 2 MiB-aligned start.
+ *   numa:LIST      anonymous mmap + mbind(MPOL_BIND) to the nodes of LIST ("0",
+ *                  "8-15", "0,2,4-7"; raw syscall, no libnuma at link time).
+ *   memkind:KIND   memkind_malloc/memkind_posix_memalign on the named kind
+ *                  (MEMKIND_HBW, MEMKIND_HBW_ALL, MEMKIND_HBW_HUGETLB, MEMKIND_HUGETLB,
+ *                  MEMKIND_DAX_KMEM, MEMKIND_DEFAULT, any exported MEMKIND_* kind);
+ *                  libmemkind.so.0 is dlopen'ed, libhmalloc does not link it.
+ *   default        the fallback: nothing here allocates; the interposer calls glibc.
+ *
+ * Ownership (hmi_owner), lock-free for readers:
+ *   - mmap backends: every block starts on a 2 MiB boundary and owns its 2 MiB
+ *     granules (the part of the last granule past the block stays mapped PROT_NONE,
+ *     so nothing else can be mapped there). A flat page map, one 32-bit entry per
+ *     2 MiB of the 47-bit address space (256 MiB of MAP_NORESERVE address space,
+ *     touched only where blocks live), holds the tier and, on a block's first
+ *     granule, its length. One relaxed load answers the lookup.
+ *   - memkind: each block carries a 16-byte header just before the pointer holding
+ *     the index of a registry slot, and that slot holds the pointer back. A pointer
+ *     is memkind's only if slot[header].ptr == pointer, so a glibc pointer whose
+ *     16 bytes before it (glibc's chunk header) happen to look like an index is never
+ *     mistaken: no two live blocks share an address. Tradeoff: a request with
+ *     align <= 16 costs 16 bytes; align A > 16 costs A bytes (the block is allocated
+ *     A-aligned and the pointer is its second A-aligned address: the least that
+ *     leaves room for a header before an A-aligned pointer). Large alignments on a
+ *     memkind tier are therefore expensive; the mmap backends give any alignment up
+ *     to 2 MiB for free.
+ *   Everything else (including NULL) is glibc's: HMI_OWNER_LIBC.
+ *
+ * Capacity (per process, per tier): atomic counters, no lock. A block is charged
+ * before it is handed out (mmap backends: the length rounded to 4 KiB, 2 MiB for
+ * hugetlb; memkind: the usable size of the underlying block, as jemalloc packs small
+ * blocks into shared pages) and refused when used + charge > capacity.
+ *
+ * Threading: hmi_backend_open/close run single-threaded (the interposer's
+ * constructor, or a test between phases); alloc/free/owner/usable/resize are
+ * thread-safe. Nothing here calls the malloc family or stdio, except that dlopen
+ * of memkind (in open) and memkind itself use malloc internally: the interposer must
+ * route re-entrant calls made during open to glibc. */
+#ifndef HMI_BACKEND_H
+#define HMI_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "hm_util.h"
+
+#define HMI_MAX_TIERS   16          /* tier indexes 0..15 */
+#define HMI_OWNER_LIBC  (-1)
+#define HMI_HUGETLB_MIN (1u << 20)  /* smaller hugetlb requests are refused */
+#define HMI_REASON_MAX  192
+
+enum hmi_backend_kind {
+    HMI_BK_DEFAULT = 0,
+    HMI_BK_HUGETLB,
+    HMI_BK_THP,
+    HMI_BK_NUMA,
+    HMI_BK_MEMKIND,
+};
+
+struct hmi_backend_stats {
+    uint64_t capacity;      /* bytes, 0 when unlimited */
+    uint64_t used;          /* bytes charged by live blocks */
+    uint64_t high_water;    /* largest `used` seen */
+    uint64_t placed;        /* blocks handed out */
+    uint64_t freed;         /* blocks given back */
+    uint64_t not_fitting;   /* requests refused: capacity, too small (hugetlb), or the
+                               kernel/memkind had no memory */
+    uint64_t small;         /* of not_fitting: under HMI_HUGETLB_MIN on hugetlb */
+};
+
+/* Set up tier `index` (< HMI_MAX_TIERS) as `spec` with `capacity` bytes (0 and
+ * unlimited != 0: no limit). Returns 0 when the backend can allocate; -1 when it
+ * cannot (malformed spec, no hugepages, kind unavailable, node absent, index in use)
+ * with one line in reason (NUL-terminated, truncated to reasonlen), e.g.
+ * "numa:5: node 5 is not present". A `default` tier returns 0 and never allocates
+ * (hmi_backend_alloc returns NULL). After -1 the tier is unusable: the interposer
+ * warns once and sends its sites to the fallback. */
+int hmi_backend_open(uint32_t index, const char *name, const char *spec,
+                     uint64_t capacity, int unlimited,
+                     char *reason, size_t reasonlen) HM_HIDDEN;
+
+/* Forget tier index (tests, or the interposer at exit). Only when none of its blocks
+ * is live; returns -1 (and does nothing) otherwise. */
+int hmi_backend_close(uint32_t index) HM_HIDDEN;
+
+/* 1 when tier index was opened and can allocate. */
+int hmi_backend_available(uint32_t index) HM_HIDDEN;
+enum hmi_backend_kind hmi_backend_kind(uint32_t index) HM_HIDDEN;
+
+/* A block of size bytes aligned to align (a power of two; 0 means 16) from tier
+ * index, or NULL (counted as not fitting) when it does not fit or the tier cannot
+ * allocate. size 0 is served as 1. */
+void *hmi_backend_alloc(uint32_t index, size_t size, size_t align) HM_HIDDEN;
+
+/* Tier index that allocated p, or HMI_OWNER_LIBC. Lock-free, async-signal-safe. */
+int hmi_owner(const void *p) HM_HIDDEN;
+
+/* Free p, which hmi_owner reported as tier owner (>= 0). */
+void hmi_backend_free(int owner, void *p) HM_HIDDEN;
+
+/* Bytes usable at p (>= the request), p owned by tier owner (>= 0). */
+size_t hmi_backend_usable_size(int owner, const void *p) HM_HIDDEN;
+
+/* realloc in place: 1 when p (owned by tier owner) can hold newsize bytes as it is
+ * (the charge is unchanged), 0 when the caller must allocate, copy and free. */
+int hmi_backend_resize_in_place(int owner, void *p, size_t newsize) HM_HIDDEN;
+
+void hmi_backend_stats(uint32_t index, struct hmi_backend_stats *out) HM_HIDDEN;
+
+#endif

@@ -1,0 +1,48 @@
+/* hmi_backend_int.h — what hmi_backend.c (table, accounting, page map, mmap
+ * backends) and hmi_backend_memkind.c (the dlopen'ed memkind backend and its
+ * pointer registry) share. Not for the rest of the interposer: use hmi_backend.h. */
+#ifndef HMI_BACKEND_INT_H
+#define HMI_BACKEND_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "hmi_backend.h"
+
+#define HMI_MAX_NODES 1024u                 /* numa:LIST node ids are < this */
+#define HMI_NODE_WORDS (HMI_MAX_NODES / (8 * sizeof(unsigned long)))
+
+enum { HMI_TIER_UNUSED = 0, HMI_TIER_OK, HMI_TIER_UNAVAILABLE };
+
+struct hmi_bk {
+    int state;                              /* HMI_TIER_* */
+    enum hmi_backend_kind kind;
+    uint64_t capacity;                      /* 0: unlimited */
+    uint64_t used, high_water, placed, freed, not_fitting, small;   /* atomics */
+    unsigned long nodes[HMI_NODE_WORDS];    /* numa: the mbind mask */
+    void *mk_kind;                          /* memkind: the memkind_t */
+};
+
+extern struct hmi_bk hmi_bks[HMI_MAX_TIERS] HM_HIDDEN;
+
+/* Capacity: charge n bytes (0) or refuse (-1, nothing changed); give them back. */
+int hmi_charge(struct hmi_bk *b, uint64_t n) HM_HIDDEN;
+void hmi_uncharge(struct hmi_bk *b, uint64_t n) HM_HIDDEN;
+
+/* A bounded one-line message builder for reasons (no stdio). */
+struct hmi_msg {
+    char *buf;
+    size_t cap, pos;
+};
+void hmi_msg_init(struct hmi_msg *m, char *buf, size_t cap) HM_HIDDEN;
+void hmi_msg_str(struct hmi_msg *m, const char *s) HM_HIDDEN;
+void hmi_msg_u64(struct hmi_msg *m, uint64_t v) HM_HIDDEN;
+
+/* memkind (hmi_backend_memkind.c). open: 0 or -1 with the reason appended. */
+int hmi_mk_open(struct hmi_bk *b, const char *kind, struct hmi_msg *why) HM_HIDDEN;
+void *hmi_mk_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t align) HM_HIDDEN;
+int hmi_mk_owner(const void *p) HM_HIDDEN;     /* tier or HMI_OWNER_LIBC */
+void hmi_mk_free(void *p) HM_HIDDEN;
+size_t hmi_mk_usable(const void *p) HM_HIDDEN;
+extern int hmi_mk_in_use HM_HIDDEN;            /* a memkind tier was opened */
+
+#endif

@@ -1,0 +1,394 @@
+/* test_backend.c — the interposer's tier backends (interpose/hmi_backend*.c):
+ * allocation, alignment, usable size, capacity accounting, ownership against glibc
+ * from 8 threads, and unavailable backends reporting why. The hugetlb test reserves
+ * hugepages through /proc/sys/vm/nr_hugepages when it can (and restores the old
+ * value); when it cannot, it checks that the backend reports itself unavailable. */
+#include "hmt.h"
+#include "hmi_backend.h"
+
+#include <malloc.h>
+#include <numaif.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define MiB (1ull << 20)
+
+enum { T_BAD = 0, T_THP = 1, T_NUMA = 2, T_MK = 3, T_HUGE = 4, T_DEF = 5, T_MK2 = 6 };
+
+static char reason[HMI_REASON_MAX];
+
+static int open_tier(uint32_t i, const char *spec, uint64_t cap)
+{
+    return hmi_backend_open(i, "t", spec, cap, 0, reason, sizeof reason);
+}
+
+/* alloc + write + ownership + usable size + free; the stats follow. */
+static void exercise(uint32_t i, size_t size)
+{
+    struct hmi_backend_stats s0, s1;
+    hmi_backend_stats(i, &s0);
+    static const size_t aligns[] = { 0, 64, 4096, 2 * MiB };
+    for (size_t k = 0; k < sizeof aligns / sizeof aligns[0]; k++) {
+        char *p = hmi_backend_alloc(i, size, aligns[k]);
+        CHECK(p != NULL);
+        if (!p)
+            continue;
+        size_t a = aligns[k] ? aligns[k] : 16;
+        CHECK((uintptr_t)p % a == 0);
+        CHECK(hmi_owner(p) == (int)i);
+        size_t u = hmi_backend_usable_size((int)i, p);
+        CHECK(u >= size);
+        memset(p, 0x5a, u);
+        CHECK(hmi_backend_resize_in_place((int)i, p, u) == 1);
+        CHECK(hmi_backend_resize_in_place((int)i, p, u + 1) == 0);
+        hmi_backend_stats(i, &s1);
+        CHECK(s1.used >= s0.used + u);
+        hmi_backend_free((int)i, p);
+    }
+    hmi_backend_stats(i, &s1);
+    CHECK(s1.placed == s0.placed + 4);
+    CHECK(s1.freed == s0.freed + 4);
+    CHECK(s1.used == s0.used);
+    CHECK(s1.high_water >= size);
+}
+
+/* Fill a tier of capacity cap with blocks of size until refused; free them. */
+static void fill(uint32_t i, uint64_t cap, size_t size, int expect_min)
+{
+    struct hmi_backend_stats s0, s1;
+    hmi_backend_stats(i, &s0);
+    void *blk[256];
+    int n = 0;
+    while (n < 256 && (blk[n] = hmi_backend_alloc(i, size, 0)) != NULL) {
+        memset(blk[n], n, size);
+        n++;
+    }
+    CHECK(n >= expect_min && n < 256);
+    hmi_backend_stats(i, &s1);
+    CHECK(s1.not_fitting == s0.not_fitting + 1);
+    CHECK(s1.used <= cap && s1.used + size > cap - size);
+    CHECK(s1.high_water == s1.used);
+    while (n--)
+        hmi_backend_free(hmi_owner(blk[n]), blk[n]);
+    hmi_backend_stats(i, &s1);
+    CHECK(s1.used == 0);
+    CHECK(s1.placed == s1.freed);
+}
+
+static void test_glibc_pointers(void)
+{
+    void *p[5] = { malloc(24), malloc(4 * MiB), memalign(4096, 100), calloc(3, 1000), NULL };
+    CHECK(posix_memalign(&p[4], 2 * MiB, 100) == 0);
+    for (int k = 0; k < 5; k++) {
+        CHECK(p[k] != NULL);
+        CHECK(hmi_owner(p[k]) == HMI_OWNER_LIBC);
+        free(p[k]);
+    }
+    CHECK(hmi_owner(NULL) == HMI_OWNER_LIBC);
+}
+
+static void test_unavailable(void)
+{
+    CHECK(open_tier(T_BAD, "numa:5", 64 * MiB) == -1);
+    CHECK(strstr(reason, "node 5 is not present") != NULL);
+    fprintf(stderr, "  numa:5 -> %s\n", reason);
+    CHECK(hmi_backend_available(T_BAD) == 0);
+    CHECK(hmi_backend_alloc(T_BAD, 100, 0) == NULL);
+    CHECK(hmi_backend_close(T_BAD) == 0);
+    static const char *const bad[] = {
+        "numa:", "numa:1-0", "numa:0,", "numa:4096", "bogus", "memkind:", "memkind:hbw",
+        "memkind:memkind_malloc", "memkind:MEMKIND_NO_SUCH_KIND", "memkind:MEMKIND_DAX_KMEM",
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        reason[0] = '\0';
+        CHECK(open_tier(T_BAD, bad[k], 64 * MiB) == -1);
+        CHECK(strlen(reason) > strlen(bad[k]) + 8 && !strchr(reason, '\n'));
+        CHECK(strstr(reason, bad[k]) != NULL);
+        fprintf(stderr, "  %s -> %s\n", bad[k], reason);
+        CHECK(hmi_backend_close(T_BAD) == 0);
+    }
+    CHECK(open_tier(T_BAD, "thp", 0) == -1);         /* zero capacity, not unlimited */
+    CHECK(hmi_backend_close(T_BAD) == 0);
+    /* default: opens, never allocates (the interposer calls glibc) */
+    CHECK(hmi_backend_open(T_DEF, "ddr", "default", 0, 1, reason, sizeof reason) == 0);
+    CHECK(reason[0] == '\0');
+    CHECK(hmi_backend_kind(T_DEF) == HMI_BK_DEFAULT);
+    CHECK(hmi_backend_alloc(T_DEF, 100, 0) == NULL);
+    CHECK(open_tier(T_DEF, "thp", MiB) == -1);       /* index in use */
+    CHECK(hmi_backend_close(T_DEF) == 0);
+    CHECK(open_tier(HMI_MAX_TIERS, "thp", MiB) == -1);
+}
+
+/* 1 when the smaps entry of the mapping holding p says THPeligible: 1. */
+static int thp_eligible(const void *p)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f)
+        return -1;
+    char line[512];
+    int in = 0, r = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi;
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') < strchr(line, ' '))
+            in = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+        else if (in && !strncmp(line, "THPeligible:", 12))
+            r = atoi(line + 12) == 1;
+    }
+    fclose(f);
+    return r;
+}
+
+static void test_thp(void)
+{
+    CHECK(open_tier(T_THP, "thp", 16 * MiB) == 0);
+    CHECK(hmi_backend_kind(T_THP) == HMI_BK_THP);
+    exercise(T_THP, 1000);
+    exercise(T_THP, 3 * MiB + 5);
+    char *p = hmi_backend_alloc(T_THP, 4 * MiB, 0);
+    CHECK(p && (uintptr_t)p % (2 * MiB) == 0);
+    if (p) {
+        memset(p, 1, 4 * MiB);
+        CHECK(thp_eligible(p) == 1);
+        hmi_backend_free(T_THP, p);
+    }
+    /* 4 KiB rounding: 5 blocks of 3 MiB fit in 16 MiB, the sixth does not */
+    fill(T_THP, 16 * MiB, 3 * MiB, 5);
+    struct hmi_backend_stats s;
+    hmi_backend_stats(T_THP, &s);
+    CHECK(s.high_water == 15 * MiB);
+    p = hmi_backend_alloc(T_THP, 17 * MiB, 0);       /* larger than the capacity */
+    CHECK(p == NULL);
+    CHECK(hmi_backend_close(T_THP) == 0);
+}
+
+static void test_numa0(void)
+{
+    CHECK(open_tier(T_NUMA, "numa:0", 16 * MiB) == 0);
+    CHECK(hmi_backend_kind(T_NUMA) == HMI_BK_NUMA);
+    exercise(T_NUMA, 1000);
+    exercise(T_NUMA, 3 * MiB);
+    char *p = hmi_backend_alloc(T_NUMA, 3 * MiB, 0);
+    CHECK(p != NULL);
+    if (p) {
+        memset(p, 1, 3 * MiB);
+        int mode = -1, node = -1;
+        unsigned long mask[16] = { 0 };
+        CHECK(syscall(SYS_get_mempolicy, &mode, mask, 1025ul, p + MiB, MPOL_F_ADDR) == 0);
+        CHECK(mode == MPOL_BIND);
+        CHECK(mask[0] == 1ul);
+        CHECK(syscall(SYS_get_mempolicy, &node, NULL, 0ul, p + 2 * MiB, MPOL_F_ADDR | MPOL_F_NODE) == 0);
+        CHECK(node == 0);
+        hmi_backend_free(hmi_owner(p), p);
+    }
+    fill(T_NUMA, 16 * MiB, 3 * MiB, 5);
+    CHECK(hmi_backend_close(T_NUMA) == 0);
+}
+
+static void test_memkind_hbw(void)
+{
+    /* main() set MEMKIND_HBW_NODES=0 before memkind was loaded */
+    CHECK(open_tier(T_MK, "memkind:MEMKIND_HBW", 16 * MiB) == 0);
+    CHECK(reason[0] == '\0');
+    CHECK(hmi_backend_kind(T_MK) == HMI_BK_MEMKIND);
+    exercise(T_MK, 24);
+    exercise(T_MK, 100000);
+    exercise(T_MK, 3 * MiB);
+    fill(T_MK, 16 * MiB, 3 * MiB, 3);
+    /* the header costs 16 bytes at align <= 16 */
+    void *p = hmi_backend_alloc(T_MK, 4096 - 16, 0);
+    CHECK(p != NULL);
+    struct hmi_backend_stats s;
+    hmi_backend_stats(T_MK, &s);
+    CHECK(s.used == 4096);
+    hmi_backend_free(hmi_owner(p), p);
+    /* a second memkind tier on another kind keeps its own accounting */
+    CHECK(open_tier(T_MK2, "memkind:MEMKIND_DEFAULT", MiB) == 0);
+    void *q = hmi_backend_alloc(T_MK2, 1000, 64);
+    CHECK(q && hmi_owner(q) == T_MK2 && (uintptr_t)q % 64 == 0);
+    hmi_backend_free(hmi_owner(q), q);
+    hmi_backend_stats(T_MK2, &s);
+    CHECK(s.placed == 1 && s.freed == 1 && s.used == 0);
+    CHECK(hmi_backend_close(T_MK2) == 0);
+    CHECK(hmi_backend_close(T_MK) == 0);
+}
+
+/* ---- hugetlb ---- */
+
+static long read_long(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    long v = -1;
+    if (f) {
+        if (fscanf(f, "%ld", &v) != 1)
+            v = -1;
+        fclose(f);
+    }
+    return v;
+}
+
+static int write_long(const char *path, long v)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    int r = fprintf(f, "%ld\n", v) > 0;
+    return (fclose(f) == 0 && r) ? 0 : -1;
+}
+
+static long huge_free(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    long v = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "HugePages_Free: %ld", &v) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return v;
+}
+
+static void test_hugetlb(void)
+{
+    static const char *nr = "/proc/sys/vm/nr_hugepages";
+    long old = read_long(nr);
+    CHECK(old >= 0);
+    if (huge_free() == 0) {
+        CHECK(open_tier(T_HUGE, "hugetlb", 64 * MiB) == -1);
+        CHECK(strstr(reason, "hugepage") != NULL);
+        fprintf(stderr, "  hugetlb without hugepages -> %s\n", reason);
+        CHECK(hmi_backend_close(T_HUGE) == 0);
+    }
+    int reserved = geteuid() == 0 && write_long(nr, old + 8) == 0 && huge_free() >= 8;
+    if (!reserved) {
+        fprintf(stderr, "  cannot reserve hugepages: checking that hugetlb is unavailable\n");
+        if (huge_free() == 0) {
+            CHECK(open_tier(T_HUGE, "hugetlb", 64 * MiB) == -1);
+            CHECK(reason[0] != '\0');
+        } else {
+            CHECK(!"hugepages free but none could be reserved for the test");
+        }
+        hmi_backend_close(T_HUGE);
+        if (old >= 0)
+            write_long(nr, old);
+        return;
+    }
+    CHECK(open_tier(T_HUGE, "hugetlb", 6 * MiB) == 0);
+    CHECK(hmi_backend_kind(T_HUGE) == HMI_BK_HUGETLB);
+    struct hmi_backend_stats s;
+    /* small objects are refused and counted */
+    CHECK(hmi_backend_alloc(T_HUGE, 100000, 0) == NULL);
+    hmi_backend_stats(T_HUGE, &s);
+    CHECK(s.small == 1 && s.not_fitting == 1 && s.placed == 0);
+    /* 2 MiB rounding */
+    long f0 = huge_free();
+    char *p = hmi_backend_alloc(T_HUGE, MiB + 1, 0);
+    CHECK(p && hmi_owner(p) == T_HUGE);
+    CHECK(hmi_backend_usable_size(T_HUGE, p) == 2 * MiB);
+    if (p) {
+        memset(p, 7, 2 * MiB);
+        CHECK(huge_free() == f0 - 1);               /* really a hugepage */
+        hmi_backend_free(T_HUGE, p);
+    }
+    exercise(T_HUGE, MiB);
+    fill(T_HUGE, 6 * MiB, 2 * MiB, 3);
+    CHECK(hmi_backend_close(T_HUGE) == 0);
+    /* capacity beyond the pool: the kernel refuses, counted as not fitting */
+    CHECK(open_tier(T_HUGE, "hugetlb", 1024 * MiB) == 0);
+    void *blk[64];
+    int n = 0;
+    while (n < 64 && (blk[n] = hmi_backend_alloc(T_HUGE, 2 * MiB, 0)) != NULL)
+        n++;
+    CHECK(n >= 1 && n <= 8 + old);
+    hmi_backend_stats(T_HUGE, &s);
+    CHECK(s.not_fitting == 1 && s.used == (uint64_t)n * 2 * MiB);
+    while (n--)
+        hmi_backend_free(hmi_owner(blk[n]), blk[n]);
+    hmi_backend_stats(T_HUGE, &s);
+    CHECK(s.used == 0);
+    CHECK(hmi_backend_close(T_HUGE) == 0);
+    CHECK(write_long(nr, old) == 0);
+    CHECK(read_long(nr) == old);
+}
+
+/* ---- 8 threads allocate from thp, numa:0, memkind and glibc and free each other's
+ * blocks; every block records its source in its first word. ---- */
+
+#define NSLOT 512
+static void *slots[NSLOT];
+static const uint32_t thread_tiers[3] = { T_THP, T_NUMA, T_MK };
+
+static void *worker(void *arg)
+{
+    uint64_t x = (uint64_t)(uintptr_t)arg * 0x9e3779b97f4a7c15ull + 1;
+    for (int it = 0; it < 3000; it++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        int src = (int)(x % 4);                      /* 3: glibc */
+        size_t size = 16 + (size_t)((x >> 8) % (src == 2 ? 20000 : 3000));
+        size_t align = ((x >> 24) & 3) == 0 ? 64 : 0;
+        uint64_t *p = src == 3 ? malloc(size)
+                               : hmi_backend_alloc(thread_tiers[src], size, align);
+        CHECK(p != NULL);
+        if (!p)
+            continue;
+        p[0] = src == 3 ? (uint64_t)HMI_OWNER_LIBC : thread_tiers[src];
+        memset(p + 1, (int)it, size - 8);
+        uint64_t *old = __atomic_exchange_n(&slots[(x >> 32) % NSLOT], p, __ATOMIC_ACQ_REL);
+        if (old) {
+            int o = hmi_owner(old);
+            CHECK((uint64_t)(int64_t)o == old[0]);
+            if (o == HMI_OWNER_LIBC)
+                free(old);
+            else
+                hmi_backend_free(o, old);
+        }
+    }
+    return NULL;
+}
+
+static void test_threads_ownership(void)
+{
+    CHECK(open_tier(T_THP, "thp", 64 * MiB) == 0);
+    CHECK(open_tier(T_NUMA, "numa:0", 64 * MiB) == 0);
+    CHECK(open_tier(T_MK, "memkind:MEMKIND_HBW", 64 * MiB) == 0);
+    pthread_t th[8];
+    for (uintptr_t t = 0; t < 8; t++)
+        CHECK(pthread_create(&th[t], NULL, worker, (void *)(t + 1)) == 0);
+    for (int t = 0; t < 8; t++)
+        pthread_join(th[t], NULL);
+    for (int k = 0; k < NSLOT; k++) {
+        uint64_t *p = slots[k];
+        if (!p)
+            continue;
+        int o = hmi_owner(p);
+        CHECK((uint64_t)(int64_t)o == p[0]);
+        if (o == HMI_OWNER_LIBC)
+            free(p);
+        else
+            hmi_backend_free(o, p);
+    }
+    for (int k = 0; k < 3; k++) {
+        struct hmi_backend_stats s;
+        hmi_backend_stats(thread_tiers[k], &s);
+        CHECK(s.used == 0 && s.placed == s.freed && s.placed > 1000 && s.not_fitting == 0);
+        CHECK(hmi_backend_close(thread_tiers[k]) == 0);
+    }
+}
+
+int main(void)
+{
+    /* No HBM here: MEMKIND_HBW uses node 0 (read when memkind loads). */
+    setenv("MEMKIND_HBW_NODES", "0", 1);
+    RUN(test_glibc_pointers);
+    RUN(test_unavailable);
+    RUN(test_thp);
+    RUN(test_numa0);
+    RUN(test_memkind_hbw);
+    RUN(test_hugetlb);
+    RUN(test_threads_ownership);
+    RUN(test_glibc_pointers);
+    HMT_END();
+}
