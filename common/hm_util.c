@@ -39,19 +39,6 @@ int hm_write_all(int fd, const void *buf, size_t len)
     return 0;
 }
 
-size_t hm_fmt_u64(char *dst, uint64_t v)
-{
-    char tmp[24];
-    size_t n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    for (size_t i = 0; i < n; i++)
-        dst[i] = tmp[n - 1 - i];
-    return n;
-}
-
 size_t hm_fmt_str(char *dst, const char *s)
 {
     size_t n = strlen(s);

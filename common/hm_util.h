@@ -39,8 +39,21 @@ HM_INLINE uint64_t hm_ticks(void) { return hm_now_ns(); }
 /* write(2) all of buf, retrying on EINTR and short writes. Returns 0 or an errno. */
 int hm_write_all(int fd, const void *buf, size_t len) HM_HIDDEN;
 
-/* Format helpers into a caller buffer; return the number of chars written (no NUL). */
-size_t hm_fmt_u64(char *dst, uint64_t v) HM_HIDDEN;
+/* Format helpers into a caller buffer; return the number of chars written (no NUL).
+ * hm_fmt_u64 is inline: the trace writers (finalize, the analyzer's scanner) format
+ * millions of numbers with it, where printf would cost ~100 ns each. */
+HM_INLINE size_t hm_fmt_u64(char *dst, uint64_t v)
+{
+    char tmp[24];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    for (size_t i = 0; i < n; i++)
+        dst[i] = tmp[n - 1 - i];
+    return n;
+}
 size_t hm_fmt_str(char *dst, const char *s) HM_HIDDEN;
 
 /* Parse "4K", "64KiB", "1M", "2G", "123" (bytes; K/M/G/T and KiB/MiB/... are

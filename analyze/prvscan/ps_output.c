@@ -3,20 +3,14 @@
  * of rows of seven numbers). */
 #include "ps.h"
 
+#include "hm_util.h"
+
 #include <stdlib.h>
 #include <string.h>
 
 char *ps_fmt_u64(char *p, uint64_t v)
 {
-    char tmp[24];
-    int n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n)
-        *p++ = tmp[--n];
-    return p;
+    return p + hm_fmt_u64(p, v);
 }
 
 char *ps_fmt_i64(char *p, int64_t v)

@@ -3,6 +3,8 @@
  * not by the trace length: each stream is read chunk by chunk through a heap. */
 #include "fin.h"
 
+#include "hm_util.h"
+
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,14 +111,7 @@ static void out_flush(struct out *o)
 
 static inline void out_u64(struct out *o, uint64_t v)
 {
-    char tmp[24];
-    int n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    while (n)
-        o->buf[o->len++] = tmp[--n];
+    o->len += hm_fmt_u64(o->buf + o->len, v);
 }
 
 static inline void out_ch(struct out *o, char ch) { o->buf[o->len++] = ch; }
