@@ -157,13 +157,11 @@ struct ps_rows;
 struct ps_rows *ps_rows_new(int fd);
 uint64_t ps_rows_seq(struct ps_rows *w);                     /* the next sequence number */
 void ps_rows_add(struct ps_rows *w, const struct ps_row *r); /* a complete row, any order */
-uint64_t ps_rows_count(const struct ps_rows *w);
 /* Write allocs.csv (version line naming `trace`, header, rows in sequence order) to
  * out; returns rows written, -1 on I/O error (errno set). */
 int64_t ps_rows_write_csv(struct ps_rows *w, FILE *out, const char *trace,
                           const struct ps_sites *sites);
 void ps_rows_free(struct ps_rows *w);
-int ps_rows_failed(const struct ps_rows *w);  /* an I/O error happened (errno kept) */
 
 /* ---- statistics shared by the model and the outputs ---- */
 struct ps_stats {

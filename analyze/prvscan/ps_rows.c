@@ -56,9 +56,7 @@ void ps_rows_free(struct ps_rows *w)
     }
 }
 
-int ps_rows_failed(const struct ps_rows *w) { return w->failed; }
 uint64_t ps_rows_seq(struct ps_rows *w) { return w->next_seq++; }
-uint64_t ps_rows_count(const struct ps_rows *w) { return w->emitted; }
 
 /* keys[i] = (seq - min) << RUN_BITS | i, sorted by an LSD radix sort over the bits
  * the sequence range needs (11 bits per pass). */
