@@ -35,13 +35,13 @@ hmtune's) for equality, and only chains of the same length.
 from __future__ import annotations
 
 import os
-import struct
 from dataclasses import dataclass, field
 
 from advisor.placement import SiteLine, TierLine, frames
+from workflows.elfcheck import PT_INTERP, PT_LOAD, program_headers
 
 MIB = 1 << 20
-PT_LOAD, PT_INTERP, PF_X, ET_EXEC = 1, 3, 1, 2
+PF_X, ET_EXEC = 1, 2
 _HBW_KINDS = ("MEMKIND_HBW", "MEMKIND_HBW_PREFERRED", "MEMKIND_HBW_ALL",
               "MEMKIND_HBW_INTERLEAVE")
 _BAD_IN_PATH = (":", "!", "@", " > ", "\n")
@@ -68,33 +68,16 @@ class _Elf:
 
 
 def _read_elf(path: str) -> _Elf | None:
-    try:
-        with open(path, "rb") as f:
-            ident = f.read(64)
-            if len(ident) < 64 or ident[:4] != b"\x7fELF" or ident[4] != 2:
-                return None
-            e = "<" if ident[5] == 1 else ">"
-            etype, = struct.unpack_from(e + "H", ident, 16)
-            phoff, = struct.unpack_from(e + "Q", ident, 32)
-            phentsize, phnum = struct.unpack_from(e + "HH", ident, 54)
-            f.seek(phoff)
-            table = f.read(phentsize * phnum)
-    except OSError:
+    ph = program_headers(path)
+    if ph is None or not ph.is64 or not ph.complete:
         return None
-    loads, interp = [], False
-    for i in range(phnum):
-        entry = table[i * phentsize:(i + 1) * phentsize]
-        if len(entry) < 24:
-            return None
-        ptype, pflags = struct.unpack_from(e + "II", entry, 0)
-        vaddr, = struct.unpack_from(e + "Q", entry, 16)
-        interp |= ptype == PT_INTERP
-        if ptype == PT_LOAD:
-            loads.append((vaddr, bool(pflags & PF_X)))
+    loads = [(vaddr, bool(pflags & PF_X)) for ptype, pflags, vaddr in ph.entries
+             if ptype == PT_LOAD]
+    interp = any(ptype == PT_INTERP for ptype, _, _ in ph.entries)
     xs = [i for i, (_, x) in enumerate(loads) if x]
     if not xs:
         return None
-    return _Elf(etype, loads[xs[0]][0], xs[0] == 0, interp)
+    return _Elf(ph.etype, loads[xs[0]][0], xs[0] == 0, interp)
 
 
 def _page_size() -> int:
