@@ -13,6 +13,7 @@ total, and `Sites.unplaceable` lists them for the report.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,13 +53,19 @@ def resolve(arg: str | Path, name: str = "sites.csv") -> Path:
     return p / name if p.is_dir() else p
 
 
-def _check_file(p: Path, what: str) -> None:
+def _read_checked(p: Path, reader: Callable[[Path], pd.DataFrame],
+                  what: str) -> pd.DataFrame:
+    """`reader(p)` on an existing, non-empty regular file; every failure an InputError."""
     if not p.exists():
         raise InputError(f"{p}: no such file ({what})")
     if not p.is_file():
         raise InputError(f"{p}: not a regular file ({what})")
     if p.stat().st_size == 0:
         raise InputError(f"{p}: empty file ({what}; re-run hmtune analyze)")
+    try:
+        return reader(p)
+    except SitesFormatError as e:
+        raise InputError(str(e)) from None
 
 
 def _numeric(df: pd.DataFrame, cols: tuple[str, ...], p: Path, integer: bool) -> None:
@@ -123,11 +130,7 @@ def _total_weight(df: pd.DataFrame, p: Path) -> float:
 def load_sites(path: str | Path) -> Sites:
     """Read and check a sites.csv. Raises InputError."""
     p = Path(path)
-    _check_file(p, "sites.csv from hmtune analyze")
-    try:
-        df = read_sites(p)
-    except SitesFormatError as e:
-        raise InputError(str(e)) from None
+    df = _read_checked(p, read_sites, "sites.csv from hmtune analyze")
     meta = dict(df.attrs.get("meta", {}))
     per_rank = "rank" in df.columns
     _numeric(df, _INT_COLS + (("rank",) if per_rank else ()), p, integer=True)
@@ -173,11 +176,7 @@ def load_allocs(path: str | Path, site_ids: set[int], full: bool) -> pd.DataFram
     (ranks) in the whole file, None when it has no rows.
     """
     p = Path(path)
-    _check_file(p, "allocs.csv from hmtune analyze")
-    try:
-        df = read_allocs(p)
-    except SitesFormatError as e:
-        raise InputError(str(e)) from None
+    df = _read_checked(p, read_allocs, "allocs.csv from hmtune analyze")
     cols = ["site_id", "rank", "size"] + (["t_alloc", "t_free"] if full else [])
     df = df[cols].copy()
     _numeric(df, ("site_id", "rank", "size") + (("t_alloc", "t_free") if full else ()),
