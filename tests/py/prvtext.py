@@ -33,16 +33,22 @@ class PrvText:
     """Records of a trace, kept sorted by time (stable) when written.
 
     Tasks and threads are 1-based as in Paraver; `nthreads` threads per task. Each
-    call is two event lines: the entry at t and the end at t + `dur`.
+    call is two event lines: the entry at t and the end at t + `dur` (the call's own
+    `dur`, else the trace's).
     """
 
     ntasks: int = 1
     nthreads: int = 1
     end: int | None = None                 # header end time; default last time + 1
     records: list[tuple[int, str]] = field(default_factory=list)
+    dur: int = 10                          # default duration of a call
 
     def _cpu(self, task: int, thread: int) -> int:
         return (task - 1) * self.nthreads + thread
+
+    def _end(self, t: int, dur: int | None) -> int:
+        """When a call entered at t ends."""
+        return t + (self.dur if dur is None else dur)
 
     def event(self, t: int, *pairs: int, task: int = 1, thread: int = 1) -> None:
         """One event line at t; `pairs` is type, value, type, value, ..."""
@@ -55,23 +61,28 @@ class PrvText:
                                  f"{state}"))
 
     def alloc(self, t: int, size: int, site: int, ptr: int, kind: int = MALLOC,
-              task: int = 1, thread: int = 1, dur: int = 10) -> None:
+              task: int = 1, thread: int = 1, dur: int | None = None) -> None:
         self.event(t, CALL, kind, SIZE, size, SITE, site, task=task, thread=thread)
-        self.event(t + dur, CALL, 0, PTR_OUT, ptr, task=task, thread=thread)
+        self.event(self._end(t, dur), CALL, 0, PTR_OUT, ptr, task=task, thread=thread)
 
-    def free(self, t: int, ptr: int, task: int = 1, thread: int = 1, dur: int = 10) -> None:
+    def free(self, t: int, ptr: int, task: int = 1, thread: int = 1,
+             dur: int | None = None) -> None:
         self.event(t, CALL, FREE, PTR_IN, ptr, task=task, thread=thread)
-        self.event(t + dur, CALL, 0, task=task, thread=thread)
+        self.event(self._end(t, dur), CALL, 0, task=task, thread=thread)
 
     def realloc(self, t: int, ptr_in: int, size: int, site: int, ptr_out: int,
-                task: int = 1, thread: int = 1, dur: int = 10) -> None:
+                task: int = 1, thread: int = 1, dur: int | None = None) -> None:
         self.event(t, CALL, REALLOC, SIZE, size, SITE, site, PTR_IN, ptr_in,
                    task=task, thread=thread)
-        self.event(t + dur, CALL, 0, PTR_OUT, ptr_out, task=task, thread=thread)
+        self.event(self._end(t, dur), CALL, 0, PTR_OUT, ptr_out, task=task, thread=thread)
 
     def sample(self, t: int, addr: int, weight: int = 1, store: bool = False,
-               obj: int | None = None, task: int = 1, thread: int = 1) -> None:
+               obj: int | None = None, task: int = 1, thread: int = 1,
+               hit: int | None = None) -> None:
+        """hit: 1 hit, 2 miss (event 32000003), None for a sampler that cannot tell."""
         pairs = [STORE if store else LOAD, addr]
+        if hit is not None:
+            pairs += [HIT, hit]
         if obj is not None:
             pairs += [OBJECT, obj]
         self.event(t, *pairs, WEIGHT, weight, task=task, thread=thread)
@@ -89,11 +100,14 @@ class PrvText:
         """Header, then the records in time order (file order kept at equal times)."""
         return [self.header()] + [line for _, line in sorted(self.records, key=lambda r: r[0])]
 
+    def text(self) -> str:
+        return "\n".join(self.lines()) + "\n"
+
     def write(self, d: Path, name: str = "trace", pcf: str | None = None,
               lines: list[str] | None = None, gz: bool = False) -> Path:
         """Write NAME.prv (or .prv.gz), NAME.pcf (unless pcf is None) and NAME.row."""
         d.mkdir(parents=True, exist_ok=True)
-        text = "\n".join(self.lines() if lines is None else lines) + "\n"
+        text = self.text() if lines is None else "\n".join(lines) + "\n"
         prv = d / (name + (".prv.gz" if gz else ".prv"))
         if gz:
             prv.write_bytes(gzip.compress(text.encode()))

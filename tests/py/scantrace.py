@@ -7,76 +7,42 @@ the scanner's streaming answers with.
 from __future__ import annotations
 
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from prvtext import PrvText
 
 from analyze.scan_io import Row, Scan, read_scan
 from analyze.scanner import scanner_bin
 
-# event types (docs/formats.md §3)
-CALL, SIZE, PTR_IN, PTR_OUT, SITE = 40000040, 40000041, 40000042, 40000043, 32000009
-LOAD, STORE, HIT, OBJECT, WEIGHT = 32000000, 32000001, 32000003, 32000007, 41000020
-MALLOC, FREE, REALLOC = 1, 2, 3
-
 
 @dataclass
-class Trace:
-    """Records of a trace; written sorted by time (file order kept at equal times).
+class Trace(PrvText):
+    """PrvText with short calls (entry at t, end at t + 1 unless told otherwise) and
+    samples that always say hit or miss, as the lifetime tests expect."""
 
-    Tasks and threads are 1-based. A call is two event lines: its entry at t and its
-    end at t + dur.
-    """
-
-    ntasks: int = 1
-    nthreads: int = 1
-    end: int | None = None               # header end time; default: last time + 1
-    records: list[tuple[int, str]] = field(default_factory=list)
-
-    def event(self, t: int, *pairs: int, task: int = 1, thread: int = 1) -> None:
-        cpu = (task - 1) * self.nthreads + thread
-        body = ":".join(str(v) for v in pairs)
-        self.records.append((t, f"2:{cpu}:1:{task}:{thread}:{t}:{body}"))
+    dur: int = 1
 
     def malloc(self, t: int, size: int, site: int, ptr: int, task: int = 1, thread: int = 1,
-               dur: int = 1) -> None:
-        self.event(t, CALL, MALLOC, SIZE, size, SITE, site, task=task, thread=thread)
-        self.event(t + dur, CALL, 0, PTR_OUT, ptr, task=task, thread=thread)
+               dur: int | None = None) -> None:
+        self.alloc(t, size, site, ptr, task=task, thread=thread, dur=dur)
 
-    def free(self, t: int, ptr: int, task: int = 1, thread: int = 1, dur: int = 1) -> None:
-        self.event(t, CALL, FREE, PTR_IN, ptr, task=task, thread=thread)
-        self.event(t + dur, CALL, 0, task=task, thread=thread)
-
-    def realloc(self, t: int, ptr_in: int, size: int, site: int, ptr_out: int, task: int = 1,
-                thread: int = 1, dur: int = 1) -> None:
-        self.event(t, CALL, REALLOC, SIZE, size, SITE, site, PTR_IN, ptr_in, task=task,
-                   thread=thread)
-        self.event(t + dur, CALL, 0, PTR_OUT, ptr_out, task=task, thread=thread)
-
-    def sample(self, t: int, addr: int, weight: int, store: bool = False, miss: bool = False,
-               obj: int | None = None, task: int = 1, thread: int = 1) -> None:
-        pairs = [STORE if store else LOAD, addr, HIT, 2 if miss else 1]
-        pairs += [OBJECT, obj] if obj is not None else []
-        self.event(t, *pairs, WEIGHT, weight, task=task, thread=thread)
-
-    def text(self) -> str:
-        last = max((t for t, _ in self.records), default=0)
-        end = self.end if self.end is not None else last + 1
-        tasks = ",".join(f"{self.nthreads}:1" for _ in range(self.ntasks))
-        header = (f"#Paraver (01/01/2026 at 00:00):{end}_ns:1({self.ntasks * self.nthreads}):1:"
-                  f"{self.ntasks}({tasks}),0")
-        lines = [line for _, line in sorted(self.records, key=lambda r: r[0])]
-        return "\n".join([header, *lines]) + "\n"
-
-    def write(self, path: Path) -> Path:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.text())
-        return path
+    def sample(self, t: int, addr: int, weight: int = 1, store: bool = False,
+               obj: int | None = None, task: int = 1, thread: int = 1,
+               hit: int | None = None, miss: bool = False) -> None:
+        super().sample(t, addr, weight, store=store, obj=obj, task=task, thread=thread,
+                       hit=hit if hit is not None else 2 if miss else 1)
 
 
 def run_scan(trace: Trace | Path, tmp: Path, name: str = "trace.prv") -> Scan:
     """Run the scanner on `trace` (written to tmp/name when a Trace) into tmp/scan."""
-    prv = trace.write(tmp / name) if isinstance(trace, Trace) else trace
+    if isinstance(trace, Trace):
+        prv = tmp / name
+        prv.parent.mkdir(parents=True, exist_ok=True)
+        prv.write_text(trace.text())
+    else:
+        prv = trace
     out = tmp / "scan"
     r = subprocess.run([str(scanner_bin()), str(prv), "-o", str(out)], capture_output=True,
                        text=True, timeout=120)
