@@ -25,12 +25,12 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-BUILD = ROOT / "build"
+from benchlib import BUILD, HMTUNE, RSSWRAP, require
+
+NAME = "bench-analyze"
+
 GENTRACE = BUILD / "bin" / "hmtune-gentrace"
 PRVSCAN = BUILD / "bin" / "hmtune-prvscan"
-RSSWRAP = BUILD / "bench" / "rsswrap"
-HMTUNE = ROOT / "bin" / "hmtune"
 
 TARGET_RATE = 3e6            # records per second of CPU, whole command
 TARGET_RSS_MB = 300
@@ -121,9 +121,7 @@ def main() -> int:
     ap.add_argument("--dir", default=None, help="where to write the traces (default: a "
                     "temporary directory; ~1 GB free needed for 10 M records)")
     args = ap.parse_args()
-    for f in (GENTRACE, PRVSCAN, RSSWRAP, HMTUNE):
-        if not f.exists():
-            sys.exit(f"bench-analyze: {f} missing: run make")
+    require(NAME, GENTRACE, PRVSCAN, RSSWRAP, HMTUNE)
     tmp = Path(tempfile.mkdtemp(prefix="hmtune-bench-analyze-", dir=args.dir))
     try:
         print(f"# bench-analyze: medians of {args.runs} runs; CPU = user + sys of the "

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -17,13 +16,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-BUILD = ROOT / "build"
-LIB = BUILD / "lib" / "libhmtrace.so"
+from benchlib import BUILD, LATENCY, LIB, RSSWRAP, number, require
+
+NAME = "bench-collect"
+
 BENCH = BUILD / "bench" / "mallocbench"
-RSSWRAP = BUILD / "bench" / "rsswrap"
 STRESS = BUILD / "tests" / "programs" / "stress"
-LATENCY = BUILD / "examples" / "latency"
 
 
 def run(cmd: list[str], traced: bool, raw: Path) -> tuple[str, int]:
@@ -37,14 +35,7 @@ def run(cmd: list[str], traced: bool, raw: Path) -> tuple[str, int]:
     p = subprocess.run([str(RSSWRAP), *cmd], capture_output=True, env=env)
     if p.returncode != 0:
         sys.exit(f"bench-collect: {' '.join(cmd)} failed ({p.returncode})")
-    return p.stdout.decode(), int(number(p.stderr.decode(), "maxrss_kib"))
-
-
-def number(text: str, key: str) -> float:
-    m = re.search(rf"\b{key}=([0-9.]+)", text)
-    if not m:
-        sys.exit(f"bench-collect: no {key}= in output: {text!r}")
-    return float(m.group(1))
+    return p.stdout.decode(), int(number(NAME, p.stderr.decode(), "maxrss_kib"))
 
 
 def pairs_case(threads: int, pairs: int, size: int, rounds: int, raw: Path,
@@ -52,8 +43,8 @@ def pairs_case(threads: int, pairs: int, size: int, rounds: int, raw: Path,
     plain, traced = [], []
     for _ in range(rounds):
         cmd = [str(BENCH), str(threads), str(pairs), str(size), "8"]
-        plain.append(number(run(cmd, False, raw)[0], key))
-        traced.append(number(run(cmd, True, raw)[0], key))
+        plain.append(number(NAME, run(cmd, False, raw)[0], key))
+        traced.append(number(NAME, run(cmd, True, raw)[0], key))
     return statistics.median(plain), statistics.median(traced)
 
 
@@ -62,9 +53,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=7, help="interleaved rounds per figure")
     ap.add_argument("--app-runs", type=int, default=5, help="runs of the latency example")
     args = ap.parse_args()
-    for f in (LIB, BENCH, RSSWRAP, STRESS, LATENCY):
-        if not f.exists():
-            sys.exit(f"bench-collect: {f} missing: run make")
+    require(NAME, LIB, BENCH, RSSWRAP, STRESS, LATENCY)
     raw = Path(tempfile.mkdtemp(prefix="hmtune-bench-"))
     try:
         print(f"# bench-collect: medians of {args.rounds} interleaved rounds (ns per pair)")
@@ -86,8 +75,8 @@ def main() -> int:
               f"added {ts - ps:6.1f} ns  ratio x{ts / ps:.2f}  (target: added <= 20)")
         plain, traced = [], []
         for _ in range(args.app_runs):
-            plain.append(number(run([str(LATENCY)], False, raw)[0], "kernel_time_s"))
-            traced.append(number(run([str(LATENCY)], True, raw)[0], "kernel_time_s"))
+            plain.append(number(NAME, run([str(LATENCY)], False, raw)[0], "kernel_time_s"))
+            traced.append(number(NAME, run([str(LATENCY)], True, raw)[0], "kernel_time_s"))
         pm, tm = statistics.median(plain), statistics.median(traced)
         print(f"latency example kernel time, {args.app_runs} interleaved runs: plain {pm:.3f} s "
               f"[{min(plain):.3f}-{max(plain):.3f}]  traced {tm:.3f} s "

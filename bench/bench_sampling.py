@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -18,20 +17,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-BUILD = ROOT / "build"
-LIB = BUILD / "lib" / "libhmtrace.so"
-FIN = BUILD / "bin" / "hmtune-finalize"
-RSSWRAP = BUILD / "bench" / "rsswrap"
-LATENCY = BUILD / "examples" / "latency"
+from benchlib import BUILD, FIN, LATENCY, LIB, RSSWRAP, number, require
+
+NAME = "bench-sampling"
+
 FOUR = BUILD / "tests" / "programs" / "four_arrays"
-
-
-def number(text: str, key: str) -> float:
-    m = re.search(rf"\b{key}=([0-9.]+)", text)
-    if not m:
-        sys.exit(f"bench-sampling: no {key}= in output: {text!r}")
-    return float(m.group(1))
 
 
 def run(cmd: list[str], sampler: str | None, raw: Path) -> tuple[str, float]:
@@ -44,16 +34,14 @@ def run(cmd: list[str], sampler: str | None, raw: Path) -> tuple[str, float]:
     p = subprocess.run([str(RSSWRAP), *cmd], capture_output=True, env=env)
     if p.returncode != 0:
         sys.exit(f"bench-sampling: {' '.join(cmd)} failed ({p.returncode})")
-    return p.stdout.decode(), number(p.stderr.decode(), "cpu_s")
+    return p.stdout.decode(), number(NAME, p.stderr.decode(), "cpu_s")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5, help="interleaved runs per configuration")
     args = ap.parse_args()
-    for f in (LIB, FIN, RSSWRAP, LATENCY, FOUR):
-        if not f.exists():
-            sys.exit(f"bench-sampling: {f} missing: run make")
+    require(NAME, LIB, FIN, RSSWRAP, LATENCY, FOUR)
     raw = Path(tempfile.mkdtemp(prefix="hmtune-bench-"))
     try:
         kt: dict[str, list[float]] = {"plain": [], "none": [], "soft": []}
@@ -61,7 +49,7 @@ def main() -> int:
         for _ in range(args.runs):
             for mode in kt:
                 out, c = run([str(LATENCY)], None if mode == "plain" else mode, raw)
-                kt[mode].append(number(out, "kernel_time_s"))
+                kt[mode].append(number(NAME, out, "kernel_time_s"))
                 cpu[mode].append(c)
         med = {m: statistics.median(v) for m, v in kt.items()}
         print(f"# bench-sampling: latency example, medians of {args.runs} interleaved runs")
