@@ -7,6 +7,6 @@ EX_PROGS  := $(addprefix $(EX_OUTDIR)/,latency stream histogram)
 
 BUILD_TARGETS += $(EX_PROGS)
 
-$(EX_PROGS): $(EX_OUTDIR)/%: $(EX_SRCDIR)/%.c $(EX_SRCDIR)/build.mk
+$(EX_PROGS): $(EX_OUTDIR)/%: $(EX_SRCDIR)/%.c $(EX_SRCDIR)/ex_common.h $(EX_SRCDIR)/build.mk
 	@mkdir -p $(@D)
 	$(CC) $(EX_CFLAGS) -o $@ $< -lm

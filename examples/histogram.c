@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ex_common.h"
+
 #define DEFAULT_MB     512
 #define DEFAULT_ITERS  2
 #define QUICK_MB       16
@@ -46,28 +48,6 @@ static inline uint64_t xorshift64(void)
     return x;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void usage(void)
-{
-    fprintf(stderr, "usage: histogram [-s MB] [-n ITERS] [-q]\n");
-    exit(2);
-}
-
-static long parse_pos(const char *s, long max)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < 1 || v > max)
-        usage();
-    return v;
-}
-
 /* One pass over the keys. The bin number is perturbed by the iteration so that
  * every pass touches a different pattern (and cannot be hoisted). */
 __attribute__((noinline))
@@ -80,25 +60,12 @@ static void k_hist(uint32_t *bins, const uint32_t *keys, size_t n, uint32_t mask
 
 int main(int argc, char **argv)
 {
-    long mb = DEFAULT_MB, iters = -1;
-    int quick = 0, have_s = 0, opt;
+    static const struct ex_config cfg = { DEFAULT_MB, DEFAULT_ITERS, QUICK_MB, QUICK_ITERS,
+                                          MAX_MB };
+    const struct ex_args args = ex_parse_args(argc, argv, "histogram", &cfg);
+    const long mb = args.mb, iters = args.iters;
 
-    while ((opt = getopt(argc, argv, "s:n:q")) != -1) {
-        switch (opt) {
-        case 's': mb = parse_pos(optarg, MAX_MB); have_s = 1; break;
-        case 'n': iters = parse_pos(optarg, 1000000); break;
-        case 'q': quick = 1; break;
-        default: usage();
-        }
-    }
-    if (optind != argc)
-        usage();
-    if (quick && !have_s)
-        mb = QUICK_MB;
-    if (iters < 0)
-        iters = quick ? QUICK_ITERS : DEFAULT_ITERS;
-
-    const unsigned log2 = quick ? QUICK_BINS_LOG2 : BINS_LOG2;
+    const unsigned log2 = args.quick ? QUICK_BINS_LOG2 : BINS_LOG2;
     const size_t nbins = (size_t)1 << log2;
     const uint32_t mask = (uint32_t)(nbins - 1);
     const uint64_t total = (uint64_t)mb << 20;

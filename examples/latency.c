@@ -30,6 +30,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ex_common.h"
+
 #define DEFAULT_MB     512
 #define DEFAULT_ITERS  3
 #define QUICK_MB       16
@@ -54,32 +56,10 @@ static inline uint64_t rnd_below(uint64_t n)
     return (xorshift64() >> 32) * n >> 32;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static void die(const char *msg)
 {
     fprintf(stderr, "latency: %s\n", msg);
     exit(2);
-}
-
-static void usage(void)
-{
-    fprintf(stderr, "usage: latency [-s MB] [-n ITERS] [-q]\n");
-    exit(2);
-}
-
-static long parse_pos(const char *s, long max)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < 1 || v > max)
-        usage();
-    return v;
 }
 
 /* ---- kernels (noinline so that each shows up as its own frame) ---- */
@@ -124,23 +104,10 @@ static uint64_t k_cold(const uint64_t *c1, const uint64_t *c2, uint64_t n, uint6
 
 int main(int argc, char **argv)
 {
-    long mb = DEFAULT_MB, iters = -1;
-    int quick = 0, have_s = 0, opt;
-
-    while ((opt = getopt(argc, argv, "s:n:q")) != -1) {
-        switch (opt) {
-        case 's': mb = parse_pos(optarg, MAX_MB); have_s = 1; break;
-        case 'n': iters = parse_pos(optarg, 1000000); break;
-        case 'q': quick = 1; break;
-        default: usage();
-        }
-    }
-    if (optind != argc)
-        usage();
-    if (quick && !have_s)
-        mb = QUICK_MB;
-    if (iters < 0)
-        iters = quick ? QUICK_ITERS : DEFAULT_ITERS;
+    static const struct ex_config cfg = { DEFAULT_MB, DEFAULT_ITERS, QUICK_MB, QUICK_ITERS,
+                                          MAX_MB };
+    const struct ex_args args = ex_parse_args(argc, argv, "latency", &cfg);
+    const long mb = args.mb, iters = args.iters;
 
     const uint64_t total = (uint64_t)mb << 20;
     const uint64_t n_chase = total / 4 / sizeof(uint64_t);

@@ -30,33 +30,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ex_common.h"
+
 #define DEFAULT_MB     512
 #define DEFAULT_ITERS  15
 #define QUICK_MB       16
 #define QUICK_ITERS    5
 #define MAX_MB         65536
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void usage(void)
-{
-    fprintf(stderr, "usage: stream [-s MB] [-n ITERS] [-q]\n");
-    exit(2);
-}
-
-static long parse_pos(const char *s, long max)
-{
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < 1 || v > max)
-        usage();
-    return v;
-}
 
 __attribute__((noinline))
 static void k_copy(double *restrict c, const double *restrict a, size_t n)
@@ -95,23 +75,10 @@ static int close_to(double got, double want)
 
 int main(int argc, char **argv)
 {
-    long mb = DEFAULT_MB, iters = -1;
-    int quick = 0, have_s = 0, opt;
-
-    while ((opt = getopt(argc, argv, "s:n:q")) != -1) {
-        switch (opt) {
-        case 's': mb = parse_pos(optarg, MAX_MB); have_s = 1; break;
-        case 'n': iters = parse_pos(optarg, 1000000); break;
-        case 'q': quick = 1; break;
-        default: usage();
-        }
-    }
-    if (optind != argc)
-        usage();
-    if (quick && !have_s)
-        mb = QUICK_MB;
-    if (iters < 0)
-        iters = quick ? QUICK_ITERS : DEFAULT_ITERS;
+    static const struct ex_config cfg = { DEFAULT_MB, DEFAULT_ITERS, QUICK_MB, QUICK_ITERS,
+                                          MAX_MB };
+    const struct ex_args args = ex_parse_args(argc, argv, "stream", &cfg);
+    const long mb = args.mb, iters = args.iters;
 
     const size_t n = (size_t)(((uint64_t)mb << 20) / 3 / sizeof(double));
     /* s*s + 2*s = 1 keeps the values bounded: a is multiplied by s^2+2s per iteration. */
