@@ -131,7 +131,7 @@ def render(args: argparse.Namespace, sites: Sites, machine: Machine, problem: Pr
 
 
 def write_all(files: Files) -> list[Path]:
-    from advisor.placement import write_atomic
+    from workflows.fileio import write_atomic
 
     written = []
     try:

@@ -18,14 +18,13 @@ its own C parser of the same grammar.
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.tiers import backend_problem
+from workflows.fileio import write_atomic
 
 VERSION = 1
 HEADER = f"# hmtune placement v{VERSION}"
@@ -107,21 +106,6 @@ def _one_line(text: str) -> str:
 
 def _with_comment(line: str, comment: str) -> str:
     return f"{line}   # {_one_line(comment)}" if comment.strip() else line
-
-
-def write_atomic(path: Path, data: str | bytes) -> None:
-    """Write next to `path` under a temporary name, fsync, then rename over it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data.encode() if isinstance(data, str) else data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_placement(path: str | Path, pf: PlacementFile) -> None:

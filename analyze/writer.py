@@ -1,7 +1,7 @@
 """Write `sites.csv` and put the scanner's `allocs.csv` in place (DESIGN.md §4; format
 in analyze.sites_io).
 
-sites.csv is written to `NAME.tmp` and renamed, so a reader never sees half a file.
+sites.csv is written atomically (workflows.fileio), so a reader never sees half a file.
 allocs.csv is written whole by the scanner (its rows grow with the trace, so they
 never pass through Python) and moved into place the same way.
 """
@@ -9,12 +9,14 @@ never pass through Python) and moved into place the same way.
 from __future__ import annotations
 
 import csv
+import io
 import os
 import shutil
 from pathlib import Path
 
 from analyze.sites import SiteTable
 from analyze.sites_io import SITES_VERSION, version_line
+from workflows.fileio import write_atomic
 
 
 def _one_word(text: str) -> str:
@@ -25,13 +27,12 @@ def _one_word(text: str) -> str:
 def _write(path: Path, first_line: str, table: SiteTable) -> None:
     """The version line, then the table as CSV: minimal quoting, '\n' line ends, floats
     in their shortest round-trip form (what pandas' to_csv writes too)."""
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", newline="") as fh:
-        fh.write(first_line + "\n")
-        out = csv.writer(fh, lineterminator="\n")
-        out.writerow(table.columns)
-        out.writerows([r[c] for c in table.columns] for r in table.rows)
-    os.replace(tmp, path)
+    buf = io.StringIO()
+    buf.write(first_line + "\n")
+    out = csv.writer(buf, lineterminator="\n")
+    out.writerow(table.columns)
+    out.writerows([r[c] for c in table.columns] for r in table.rows)
+    write_atomic(path, buf.getvalue())
 
 
 def write_sites(path: str | Path, sites: SiteTable, trace: str, sampler: str,

@@ -20,9 +20,9 @@ from advisor.placement import (
     format_placement,
     parse_placement,
     read_placement,
-    write_atomic,
     write_placement,
 )
+from workflows.fileio import write_atomic
 
 A = "/opt/app+0x1294 > /lib/x86_64-linux-gnu/libc.so.6+0x2724a"
 B = "/opt/app+0x12a0 > /opt/app+0x15c1 > /lib/x86_64-linux-gnu/libc.so.6+0x27305"
