@@ -18,13 +18,22 @@ struct hmi_bk hmi_bks[HMI_MAX_TIERS];
 #define MAP_ENTRIES (1ull << (ADDR_BITS - GRAN_SHIFT))
 
 /* Page-map entry: bits 0-4 tier + 1 (0: not ours), bit 5 set on a block's first
- * granule, bits 6-31 on that granule the block's mapped length in 4 KiB pages. */
+ * granule, bits 6-31 on that granule the block's mapped length in 4 KiB pages.
+ * Tier field E_LEAF: the granule holds memkind blocks; bits 6-31 index a leaf of
+ * 512 entries, one per 4 KiB page: bits 0-4 tier, bits 5-31 the number of live
+ * memkind blocks starting on that page. */
 #define E_TIER_MASK 0x1fu
 #define E_HEAD      0x20u
 #define E_PAGES_SHIFT 6
 #define E_MAX_PAGES ((1ull << (32 - E_PAGES_SHIFT)) - 1)   /* 256 GiB blocks */
+#define E_LEAF      0x1fu
+#define LEAF_ENTRIES 512u
+#define LEAF_MAX    (1u << 18)              /* 512 GiB of granules holding memkind blocks */
+#define L_COUNT_ONE 32u
 
 static uint32_t *hmi_pagemap;               /* published with a release store */
+static uint32_t *hmi_leaves;                /* LEAF_MAX leaves, MAP_NORESERVE */
+static uint32_t hmi_nleaves;
 
 #define MPOL_BIND_ 2                        /* <linux/mempolicy.h> MPOL_BIND */
 
@@ -119,6 +128,65 @@ static void pagemap_set(uintptr_t a, uint64_t span, uint32_t index, uint64_t pag
         __atomic_store_n(&m[g0 + g], index + 1, __ATOMIC_RELAXED);
     __atomic_store_n(&m[g0], (uint32_t)((index + 1) | E_HEAD | (pages << E_PAGES_SHIFT)),
                      __ATOMIC_RELEASE);
+}
+
+/* ---- memkind blocks in the page map ---- */
+
+static int leaves_init(struct hmi_msg *why)
+{
+    if (__atomic_load_n(&hmi_leaves, __ATOMIC_ACQUIRE))
+        return 0;
+    void *m = mmap(NULL, (size_t)LEAF_MAX * LEAF_ENTRIES * sizeof(uint32_t), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) {
+        int e = errno;
+        hmi_msg_str(why, "cannot map the memkind page map: ");
+        msg_errno(why, e);
+        return -1;
+    }
+    __atomic_store_n(&hmi_leaves, (uint32_t *)m, __ATOMIC_RELEASE);
+    return 0;
+}
+
+static uint32_t *leaf_entry(uint32_t e, uintptr_t a)
+{
+    return hmi_leaves + (size_t)(e >> E_PAGES_SHIFT) * LEAF_ENTRIES + ((a >> 12) & (LEAF_ENTRIES - 1));
+}
+
+int hmi_mk_mark(const void *p, uint32_t tier)
+{
+    uintptr_t a = (uintptr_t)p;
+    if (a >> ADDR_BITS)
+        return -1;
+    uint32_t *slot = &hmi_pagemap[a >> GRAN_SHIFT];
+    uint32_t e = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+    if ((e & E_TIER_MASK) != E_LEAF) {
+        if (e != 0)
+            return -1;                      /* an mmap block's granule: cannot happen */
+        uint32_t li = __atomic_fetch_add(&hmi_nleaves, 1, __ATOMIC_RELAXED);
+        if (li >= LEAF_MAX)
+            return -1;
+        uint32_t ne = E_LEAF | (li << E_PAGES_SHIFT);
+        /* A racing thread may install its leaf first: use that one (li stays unused). */
+        if (__atomic_compare_exchange_n(slot, &e, ne, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            e = ne;
+        else if ((e & E_TIER_MASK) != E_LEAF)
+            return -1;
+    }
+    uint32_t *c = leaf_entry(e, a);
+    uint32_t v = __atomic_load_n(c, __ATOMIC_RELAXED), nv;
+    do {
+        nv = ((v & ~E_TIER_MASK) + L_COUNT_ONE) | tier;
+    } while (!__atomic_compare_exchange_n(c, &v, nv, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+    return 0;
+}
+
+void hmi_mk_unmark(const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    uint32_t e = __atomic_load_n(&hmi_pagemap[a >> GRAN_SHIFT], __ATOMIC_ACQUIRE);
+    if ((e & E_TIER_MASK) == E_LEAF)
+        __atomic_fetch_sub(leaf_entry(e, a), L_COUNT_ONE, __ATOMIC_RELEASE);
 }
 
 static void pagemap_clear(uintptr_t a, uint64_t span)
@@ -271,7 +339,7 @@ int hmi_backend_open(uint32_t index, const char *name, const char *spec,
         rc = pagemap_init(&why) ? -1 : numa_open(b, spec + 5, &why);
     } else if (!strncmp(spec, "memkind:", 8)) {
         b->kind = HMI_BK_MEMKIND;
-        rc = hmi_mk_open(b, spec + 8, &why);
+        rc = pagemap_init(&why) || leaves_init(&why) ? -1 : hmi_mk_open(b, spec + 8, &why);
     } else {
         hmi_msg_str(&why, "unknown backend (want memkind:KIND, numa:NODES, hugetlb, thp or default)");
     }
@@ -387,7 +455,7 @@ static void *mmap_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t al
 
 /* ---- dispatch ---- */
 
-void *hmi_backend_alloc(uint32_t index, size_t size, size_t align)
+static void *backend_alloc(uint32_t index, size_t size, size_t align, int zero)
 {
     if (index >= HMI_MAX_TIERS)
         return NULL;
@@ -402,10 +470,21 @@ void *hmi_backend_alloc(uint32_t index, size_t size, size_t align)
     }
     if (size == 0)
         size = 1;
-    void *p = b->kind == HMI_BK_MEMKIND ? hmi_mk_alloc(b, index, size, align)
+    /* fresh anonymous mappings are zero: only memkind needs to clear */
+    void *p = b->kind == HMI_BK_MEMKIND ? hmi_mk_alloc(b, index, size, align, zero)
                                         : mmap_alloc(b, index, size, align);
     count(p ? &b->placed : &b->not_fitting);
     return p;
+}
+
+void *hmi_backend_alloc(uint32_t index, size_t size, size_t align)
+{
+    return backend_alloc(index, size, align, 0);
+}
+
+void *hmi_backend_alloc_zeroed(uint32_t index, size_t size, size_t align)
+{
+    return backend_alloc(index, size, align, 1);
 }
 
 int hmi_owner(const void *p)
@@ -413,11 +492,13 @@ int hmi_owner(const void *p)
     if (!p)
         return HMI_OWNER_LIBC;
     uint32_t e = pagemap_get(p);
-    if (e & E_TIER_MASK)
-        return (int)(e & E_TIER_MASK) - 1;
-    if (__atomic_load_n(&hmi_mk_in_use, __ATOMIC_ACQUIRE))
-        return hmi_mk_owner(p);
-    return HMI_OWNER_LIBC;
+    uint32_t t = e & E_TIER_MASK;
+    if (hm_likely(t == 0))
+        return HMI_OWNER_LIBC;
+    if (t != E_LEAF)
+        return (int)t - 1;
+    uint32_t v = __atomic_load_n(leaf_entry(e, (uintptr_t)p), __ATOMIC_ACQUIRE);
+    return v >= L_COUNT_ONE ? (int)(v & E_TIER_MASK) : HMI_OWNER_LIBC;
 }
 
 void hmi_backend_free(int owner, void *p)
@@ -426,7 +507,7 @@ void hmi_backend_free(int owner, void *p)
         return;
     struct hmi_bk *b = &hmi_bks[owner];
     if (b->kind == HMI_BK_MEMKIND) {
-        hmi_mk_free(p);
+        hmi_mk_free(b, p);
     } else {
         uint32_t e = pagemap_get(p);
         if (!(e & E_HEAD))
@@ -445,7 +526,7 @@ size_t hmi_backend_usable_size(int owner, const void *p)
     if (owner < 0 || owner >= HMI_MAX_TIERS || !p)
         return 0;
     if (hmi_bks[owner].kind == HMI_BK_MEMKIND)
-        return hmi_mk_usable(p);
+        return hmi_mk_usable(&hmi_bks[owner], p);
     uint32_t e = pagemap_get(p);
     return (e & E_HEAD) ? (size_t)(e >> E_PAGES_SHIFT) * PAGE_4K : 0;
 }

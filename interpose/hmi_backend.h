@@ -27,16 +27,12 @@
  *     2 MiB of the 47-bit address space (256 MiB of MAP_NORESERVE address space,
  *     touched only where blocks live), holds the tier and, on a block's first
  *     granule, its length. One relaxed load answers the lookup.
- *   - memkind: each block carries a 16-byte header just before the pointer holding
- *     the index of a registry slot, and that slot holds the pointer back. A pointer
- *     is memkind's only if slot[header].ptr == pointer, so a glibc pointer whose
- *     16 bytes before it (glibc's chunk header) happen to look like an index is never
- *     mistaken: no two live blocks share an address. Tradeoff: a request with
- *     align <= 16 costs 16 bytes; align A > 16 costs A bytes (the block is allocated
- *     A-aligned and the pointer is its second A-aligned address: the least that
- *     leaves room for a header before an A-aligned pointer). Large alignments on a
- *     memkind tier are therefore expensive; the mmap backends give any alignment up
- *     to 2 MiB for free.
+ *   - memkind: blocks are memkind's, unchanged (aligned requests go to
+ *     memkind_posix_memalign: no bytes added). A granule holding memkind blocks
+ *     points to a leaf counting, per 4 KiB page, the live memkind blocks that start
+ *     there, with their tier. Allocators never share a page, so a glibc pointer is
+ *     never on a page with a count: two loads answer. Two tiers may not use the same
+ *     kind.
  *   Everything else (including NULL) is glibc's: HMI_OWNER_LIBC.
  *
  * Capacity (per process, per tier): atomic counters, no lock. A block is charged
@@ -103,6 +99,9 @@ enum hmi_backend_kind hmi_backend_kind(uint32_t index) HM_HIDDEN;
  * index, or NULL (counted as not fitting) when it does not fit or the tier cannot
  * allocate. size 0 is served as 1. */
 void *hmi_backend_alloc(uint32_t index, size_t size, size_t align) HM_HIDDEN;
+
+/* The same, zero-filled (calloc). */
+void *hmi_backend_alloc_zeroed(uint32_t index, size_t size, size_t align) HM_HIDDEN;
 
 /* Tier index that allocated p, or HMI_OWNER_LIBC. Lock-free, async-signal-safe. */
 int hmi_owner(const void *p) HM_HIDDEN;

@@ -37,12 +37,19 @@ void hmi_msg_init(struct hmi_msg *m, char *buf, size_t cap) HM_HIDDEN;
 void hmi_msg_str(struct hmi_msg *m, const char *s) HM_HIDDEN;
 void hmi_msg_u64(struct hmi_msg *m, uint64_t v) HM_HIDDEN;
 
+/* Page map entries for memkind blocks (hmi_backend.c): mark counts a live block
+ * starting at p, with its tier, on p's 4 KiB page (0, or -1 when the map has no room);
+ * unmark undoes it. A glibc pointer never lies on a page where a live memkind block
+ * starts (the two allocators never share a page), so hmi_owner needs no header. */
+int hmi_mk_mark(const void *p, uint32_t tier) HM_HIDDEN;
+void hmi_mk_unmark(const void *p) HM_HIDDEN;
+
 /* memkind (hmi_backend_memkind.c). open: 0 or -1 with the reason appended. */
 int hmi_mk_open(struct hmi_bk *b, const char *kind, struct hmi_msg *why) HM_HIDDEN;
-void *hmi_mk_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t align) HM_HIDDEN;
-int hmi_mk_owner(const void *p) HM_HIDDEN;     /* tier or HMI_OWNER_LIBC */
-void hmi_mk_free(void *p) HM_HIDDEN;
-size_t hmi_mk_usable(const void *p) HM_HIDDEN;
+void *hmi_mk_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t align,
+                   int zero) HM_HIDDEN;
+void hmi_mk_free(struct hmi_bk *b, void *p) HM_HIDDEN;
+size_t hmi_mk_usable(struct hmi_bk *b, const void *p) HM_HIDDEN;
 extern int hmi_mk_in_use HM_HIDDEN;            /* a memkind tier was opened */
 
 #endif

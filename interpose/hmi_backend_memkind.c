@@ -3,23 +3,21 @@
  * memkind is not installed.
  *
  * memkind cannot tell its own pointers from glibc's without crashing, so ownership
- * is recorded here: each block has a 16-byte header just before the returned pointer
- * whose second word is the index of a registry slot, and the slot holds the pointer.
- * hmi_mk_owner(p) reads the index (the 16 bytes before any glibc pointer are glibc's
- * chunk header, so the read is safe) and trusts it only if slot[index].ptr == p.
- * Slots are recycled through a lock-free stack with a tag against ABA; a slot's ptr is
- * cleared before its block goes back to memkind, so a later glibc block at the same
- * address never matches. */
+ * is recorded in the page map (hmi_backend.c: hmi_mk_mark/hmi_mk_unmark count, per
+ * 4 KiB page, the live memkind blocks that start in it, with their tier). Blocks are
+ * memkind's own, unchanged: an aligned request is memkind_posix_memalign's, nothing
+ * is added before or after it, so no alignment bytes are wasted. Two tiers may not
+ * use the same kind (their pages could not be told apart). */
 #include "hmi_backend_int.h"
 
 #include <dlfcn.h>
 #include <string.h>
-#include <sys/mman.h>
 
 typedef void *mk_kind_t;
 
 static struct {
     void *(*malloc)(mk_kind_t, size_t);
+    void *(*calloc)(mk_kind_t, size_t, size_t);
     int (*posix_memalign)(mk_kind_t, void **, size_t, size_t);
     void (*free)(mk_kind_t, void *);
     size_t (*usable_size)(mk_kind_t, void *);
@@ -29,21 +27,6 @@ static struct {
 } mk;
 
 int hmi_mk_in_use;
-
-#define MK_SLOTS   (1u << 20)               /* live memkind blocks at most */
-#define MK_MAGIC   0x686d692d6d6b3031ull    /* first header word */
-
-struct mk_slot {
-    uintptr_t ptr;          /* the pointer handed out; 0 when the slot is free */
-    void *base;             /* what memkind returned */
-    uint64_t usable;        /* memkind_malloc_usable_size(base): the charge */
-    uint32_t tier;
-    uint32_t next;          /* free stack: index + 1 of the next free slot, 0 = none */
-};
-
-static struct mk_slot *mk_slots;
-static uint32_t mk_bump;                    /* slots below this were handed out once */
-static uint64_t mk_free_head;               /* tag << 32 | (index + 1) */
 
 static int mk_load(struct hmi_msg *why)
 {
@@ -58,11 +41,11 @@ static int mk_load(struct hmi_msg *why)
     }
     /* dlsym returns void *; copying it into a function pointer goes through memcpy. */
     static const char *const names[] = {
-        "memkind_malloc", "memkind_posix_memalign", "memkind_free",
+        "memkind_malloc", "memkind_calloc", "memkind_posix_memalign", "memkind_free",
         "memkind_malloc_usable_size", "memkind_check_available", "memkind_error_message",
     };
-    void *syms[6];
-    for (int i = 0; i < 6; i++) {
+    void *syms[7];
+    for (int i = 0; i < 7; i++) {
         syms[i] = dlsym(h, names[i]);
         if (!syms[i]) {
             hmi_msg_str(why, "libmemkind.so.0 lacks ");
@@ -72,19 +55,12 @@ static int mk_load(struct hmi_msg *why)
         }
     }
     memcpy(&mk.malloc, &syms[0], sizeof(void *));
-    memcpy(&mk.posix_memalign, &syms[1], sizeof(void *));
-    memcpy(&mk.free, &syms[2], sizeof(void *));
-    memcpy(&mk.usable_size, &syms[3], sizeof(void *));
-    memcpy(&mk.check_available, &syms[4], sizeof(void *));
-    memcpy(&mk.error_message, &syms[5], sizeof(void *));
-    void *s = mmap(NULL, (size_t)MK_SLOTS * sizeof(struct mk_slot), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (s == MAP_FAILED) {
-        hmi_msg_str(why, "cannot map the memkind block registry");
-        dlclose(h);
-        return -1;
-    }
-    mk_slots = s;
+    memcpy(&mk.calloc, &syms[1], sizeof(void *));
+    memcpy(&mk.posix_memalign, &syms[2], sizeof(void *));
+    memcpy(&mk.free, &syms[3], sizeof(void *));
+    memcpy(&mk.usable_size, &syms[4], sizeof(void *));
+    memcpy(&mk.check_available, &syms[5], sizeof(void *));
+    memcpy(&mk.error_message, &syms[6], sizeof(void *));
     mk.handle = h;
     return 0;
 }
@@ -127,6 +103,15 @@ int hmi_mk_open(struct hmi_bk *b, const char *kind, struct hmi_msg *why)
         return -1;
     }
     mk_kind_t k = *var;
+    for (unsigned i = 0; i < HMI_MAX_TIERS; i++) {
+        if (&hmi_bks[i] != b && hmi_bks[i].state == HMI_TIER_OK &&
+            hmi_bks[i].kind == HMI_BK_MEMKIND && hmi_bks[i].mk_kind == k) {
+            hmi_msg_str(why, "the same kind as tier index ");
+            hmi_msg_u64(why, i);
+            hmi_msg_str(why, " (list each memkind kind once)");
+            return -1;
+        }
+    }
     int err = mk.check_available(k);
     if (err != 0) {
         hmi_msg_str(why, "kind unavailable: ");
@@ -145,106 +130,40 @@ int hmi_mk_open(struct hmi_bk *b, const char *kind, struct hmi_msg *why)
     return 0;
 }
 
-static int64_t slot_pop(void)
+void *hmi_mk_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t align, int zero)
 {
-    uint64_t h = __atomic_load_n(&mk_free_head, __ATOMIC_ACQUIRE);
-    while ((uint32_t)h) {
-        uint32_t i = (uint32_t)h - 1;
-        uint32_t nx = __atomic_load_n(&mk_slots[i].next, __ATOMIC_RELAXED);
-        uint64_t nh = (((h >> 32) + 1) << 32) | nx;
-        if (__atomic_compare_exchange_n(&mk_free_head, &h, nh, 1, __ATOMIC_ACQUIRE,
-                                        __ATOMIC_ACQUIRE))
-            return i;
-    }
-    uint32_t i = __atomic_fetch_add(&mk_bump, 1, __ATOMIC_RELAXED);
-    if (i >= MK_SLOTS) {
-        __atomic_fetch_sub(&mk_bump, 1, __ATOMIC_RELAXED);
-        return -1;
-    }
-    return i;
-}
-
-static void slot_push(uint32_t i)
-{
-    uint64_t h = __atomic_load_n(&mk_free_head, __ATOMIC_RELAXED), nh;
-    do {
-        __atomic_store_n(&mk_slots[i].next, (uint32_t)h, __ATOMIC_RELAXED);
-        nh = (((h >> 32) + 1) << 32) | (i + 1);
-    } while (!__atomic_compare_exchange_n(&mk_free_head, &h, nh, 1, __ATOMIC_RELEASE,
-                                          __ATOMIC_RELAXED));
-}
-
-void *hmi_mk_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t align)
-{
-    size_t off = align <= 16 ? 16 : align;
-    if (size > SIZE_MAX - off)
-        return NULL;
-    int64_t si = slot_pop();
-    if (si < 0)
-        return NULL;
-    void *base = NULL;
+    void *p = NULL;
     if (align <= 16)
-        base = mk.malloc(b->mk_kind, size + off);
-    else if (mk.posix_memalign(b->mk_kind, &base, align, size + off) != 0)
-        base = NULL;
-    if (!base) {
-        slot_push((uint32_t)si);
+        p = zero ? mk.calloc(b->mk_kind, 1, size) : mk.malloc(b->mk_kind, size);
+    else if (mk.posix_memalign(b->mk_kind, &p, align, size) != 0)
+        p = NULL;
+    else if (zero)
+        memset(p, 0, size);
+    if (!p)
+        return NULL;
+    uint64_t usable = mk.usable_size(b->mk_kind, p);
+    if (hmi_charge(b, usable) != 0) {
+        mk.free(b->mk_kind, p);
         return NULL;
     }
-    uint64_t usable = mk.usable_size(b->mk_kind, base);
-    if (hmi_charge(b, usable)) {
-        mk.free(b->mk_kind, base);
-        slot_push((uint32_t)si);
+    if (hmi_mk_mark(p, index) != 0) {       /* no room left in the page map's leaves */
+        mk.free(b->mk_kind, p);
+        hmi_uncharge(b, usable);
         return NULL;
     }
-    char *p = (char *)base + off;
-    struct mk_slot *s = &mk_slots[si];
-    s->base = base;
-    s->usable = usable;
-    s->tier = index;
-    ((uint64_t *)p)[-2] = MK_MAGIC;
-    ((uint64_t *)p)[-1] = (uint64_t)si;
-    __atomic_store_n(&s->ptr, (uintptr_t)p, __ATOMIC_RELEASE);
     return p;
 }
 
-/* The word before p: glibc's chunk size field for glibc pointers, which sanitizers
- * treat as a redzone; reading it is intended. */
-__attribute__((no_sanitize("address")))
-static uint64_t header_index(const void *p)
+void hmi_mk_free(struct hmi_bk *b, void *p)
 {
-    return *(const volatile uint64_t *)((const char *)p - 8);
-}
-
-int hmi_mk_owner(const void *p)
-{
-    if ((uintptr_t)p & 15)
-        return HMI_OWNER_LIBC;
-    uint64_t i = header_index(p);
-    if (i >= __atomic_load_n(&mk_bump, __ATOMIC_ACQUIRE))
-        return HMI_OWNER_LIBC;
-    if (__atomic_load_n(&mk_slots[i].ptr, __ATOMIC_ACQUIRE) != (uintptr_t)p)
-        return HMI_OWNER_LIBC;
-    return (int)mk_slots[i].tier;
-}
-
-void hmi_mk_free(void *p)
-{
-    uint64_t i = ((uint64_t *)p)[-1];
-    struct mk_slot *s = &mk_slots[i];
-    struct hmi_bk *b = &hmi_bks[s->tier];
-    void *base = s->base;
-    uint64_t usable = s->usable;
-    __atomic_store_n(&s->ptr, 0, __ATOMIC_RELEASE);
-    ((uint64_t *)p)[-1] = UINT64_MAX;
-    mk.free(b->mk_kind, base);
+    uint64_t usable = mk.usable_size(b->mk_kind, p);
+    /* Unmarked first: once memkind has the block back its page may become glibc's. */
+    hmi_mk_unmark(p);
+    mk.free(b->mk_kind, p);
     hmi_uncharge(b, usable);
-    slot_push((uint32_t)i);
 }
 
-size_t hmi_mk_usable(const void *p)
+size_t hmi_mk_usable(struct hmi_bk *b, const void *p)
 {
-    uint64_t i = ((const uint64_t *)p)[-1];
-    const struct mk_slot *s = &mk_slots[i];
-    return (size_t)(s->usable - (uint64_t)((const char *)p - (const char *)s->base));
+    return mk.usable_size(b->mk_kind, (void *)p);
 }

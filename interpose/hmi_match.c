@@ -22,7 +22,7 @@ struct site_ent {
 struct cache_ent {
     uint64_t key;               /* raw_hash of raw[0..n) */
     uint32_t epoch, gen;        /* valid only while both are current; epoch 0: empty */
-    int32_t n, tier;
+    int32_t n, site;
     uint64_t raw[HM_MAX_DEPTH];
 };
 
@@ -124,11 +124,11 @@ static int lookup(const uint64_t *raw, int n, int *unknown)
         while (k < n && s->frames[k].module == mod[k] && s->frames[k].offset == off[k])
             k++;
         if (k == n)
-            return (int)s->tier;
+            return (int)(e->site - 1);
     }
 }
 
-int hmi_match_chain(const uint64_t *raw, int n)
+int hmi_match_site(const uint64_t *raw, int n)
 {
     uint32_t epoch = atomic_load_explicit(&g_live, memory_order_acquire);
     if (hm_unlikely(epoch == 0) || n <= 0)
@@ -140,12 +140,12 @@ int hmi_match_chain(const uint64_t *raw, int n)
     struct cache_ent *e = &t_cache[key & (HMI_MATCH_CACHE_SLOTS - 1)];
     if (hm_likely(e->key == key && e->epoch == epoch && e->gen == gen && e->n == n &&
                   memcmp(e->raw, raw, (size_t)n * sizeof(uint64_t)) == 0))
-        return e->tier;
+        return e->site;
     t_misses++;
     int unknown = 0;
-    int tier = lookup(raw, n, &unknown);
+    int site = lookup(raw, n, &unknown);
     if (unknown)
-        return tier;        /* a library may be mapped there later (no dlclose seen) */
+        return site;        /* a library may be mapped there later (no dlclose seen) */
     /* Empty the slot first: a signal handler that allocates on this thread between
      * the stores below must not see a half-written entry as valid. */
     e->epoch = 0;
@@ -153,20 +153,35 @@ int hmi_match_chain(const uint64_t *raw, int n)
     e->key = key;
     e->gen = gen;
     e->n = n;
-    e->tier = tier;
+    e->site = site;
     memcpy(e->raw, raw, (size_t)n * sizeof(uint64_t));
     atomic_signal_fence(memory_order_seq_cst);
     e->epoch = epoch;
-    return tier;
+    return site;
 }
 
-int hmi_match_here(void)
+int hmi_match_site_tier(int site)
+{
+    return site >= 0 && g_p ? (int)g_p->sites[site].tier : -1;
+}
+
+int hmi_match_chain(const uint64_t *raw, int n)
+{
+    return hmi_match_site_tier(hmi_match_site(raw, n));
+}
+
+int hmi_match_here_site(void)
 {
     uint64_t raw[HM_MAX_DEPTH];
     if (hm_unlikely(atomic_load_explicit(&g_live, memory_order_acquire) == 0))
         return -1;
     int n = hm_backtrace(raw, g_depth);
-    return hmi_match_chain(raw, n);
+    return hmi_match_site(raw, n);
+}
+
+int hmi_match_here(void)
+{
+    return hmi_match_site_tier(hmi_match_here_site());
 }
 
 int hmi_match_depth(void) { return atomic_load(&g_live) ? g_depth : 0; }

@@ -64,6 +64,13 @@ HM_INLINE int hmi_match_size_ok(size_t size)
  * first, the interposer's own frames already removed; frames past the placement's
  * depth are ignored), or -1 for the fallback. */
 int hmi_match_chain(const uint64_t *raw, int n) HM_HIDDEN;
+/* The same, as the index into the placement's sites of the matching line (the
+ * first, when a chain is listed twice), or -1. */
+int hmi_match_site(const uint64_t *raw, int n) HM_HIDDEN;
+/* Tier of site index site (-1 for -1). */
+int hmi_match_site_tier(int site) HM_HIDDEN;
+/* hmi_match_here as a site index. */
+int hmi_match_here_site(void) HM_HIDDEN;
 /* Unwind the caller's stack as collect does (hm_backtrace: the placement's depth,
  * the interposer's frames removed) and match it. */
 int hmi_match_here(void) HM_HIDDEN;

@@ -197,13 +197,37 @@ static void test_memkind_hbw(void)
     exercise(T_MK, 100000);
     exercise(T_MK, 3 * MiB);
     fill(T_MK, 16 * MiB, 3 * MiB, 3);
-    /* the header costs 16 bytes at align <= 16 */
-    void *p = hmi_backend_alloc(T_MK, 4096 - 16, 0);
+    /* nothing is added to a block: 4096 bytes are charged 4096, and an aligned
+     * request costs no alignment bytes */
+    void *p = hmi_backend_alloc(T_MK, 4096, 0);
     CHECK(p != NULL);
     struct hmi_backend_stats s;
     hmi_backend_stats(T_MK, &s);
     CHECK(s.used == 4096);
+    CHECK(hmi_backend_usable_size(hmi_owner(p), p) == 4096);
     hmi_backend_free(hmi_owner(p), p);
+    p = hmi_backend_alloc(T_MK, 8192, 4096);
+    CHECK(p && (uintptr_t)p % 4096 == 0 && hmi_owner(p) == T_MK);
+    hmi_backend_stats(T_MK, &s);
+    CHECK(s.used == 8192);
+    hmi_backend_free(hmi_owner(p), p);
+    /* zero-filled blocks are zero even when memkind reuses a dirty one */
+    for (int k = 0; k < 2; k++) {
+        unsigned char *z = hmi_backend_alloc_zeroed(T_MK, 3000, k ? 256 : 0);
+        CHECK(z != NULL);
+        size_t nz = 0;
+        for (size_t i = 0; z && i < 3000; i++)
+            nz += z[i] != 0;
+        CHECK(nz == 0);
+        if (z) {
+            memset(z, 0xab, 3000);
+            hmi_backend_free(hmi_owner(z), z);
+        }
+    }
+    /* the same kind twice cannot be told apart: refused */
+    CHECK(open_tier(T_MK2, "memkind:MEMKIND_HBW", MiB) == -1);
+    CHECK(strstr(reason, "same kind") != NULL);
+    CHECK(hmi_backend_close(T_MK2) == 0);
     /* a second memkind tier on another kind keeps its own accounting */
     CHECK(open_tier(T_MK2, "memkind:MEMKIND_DEFAULT", MiB) == 0);
     void *q = hmi_backend_alloc(T_MK2, 1000, 64);
