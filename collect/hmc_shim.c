@@ -5,11 +5,12 @@
  * request), and one shared slow path that unwinds, calls the real function and
  * records. A thread-local flag stops recursion (libunwind, pthread_setspecific and
  * dlsym may all call malloc); allocations made while dlsym resolves the real
- * functions come from a static arena and are never freed. */
+ * functions come from the static arena of hm_real.h and are never freed. */
 #include "hmc_core.h"
 #include "hmc_sampler.h"
 #include "hm_env.h"
 #include "hm_modmap.h"
+#include "hm_real.h"
 #include "hm_unwind.h"
 
 #include <dlfcn.h>
@@ -24,18 +25,8 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
+static struct hm_alloc_fns rm;     /* the allocator wrapped (hm_real.h) */
 static struct {
-    void *(*malloc)(size_t);
-    void (*free)(void *);
-    void *(*calloc)(size_t, size_t);
-    void *(*realloc)(void *, size_t);
-    void *(*reallocarray)(void *, size_t, size_t);
-    int (*posix_memalign)(void **, size_t, size_t);
-    void *(*aligned_alloc)(size_t, size_t);
-    void *(*memalign)(size_t, size_t);
-    void *(*valloc)(size_t);
-    void *(*pvalloc)(size_t);
-    size_t (*usable)(void *);
     int (*dlclose)(void *);
     void (*exit_)(int) __attribute__((noreturn));
     void (*Exit_)(int) __attribute__((noreturn));
@@ -50,39 +41,6 @@ static uint64_t g_free_min;        /* likewise for the free/realloc filter */
 static int g_depth = 8;
 static int g_sampling;             /* threads get a sampler when they start */
 
-/* ---- bootstrap arena ---------------------------------------------------- */
-
-#define BOOT_BYTES (256u * 1024u)
-static unsigned char g_boot[BOOT_BYTES] __attribute__((aligned(4096)));
-static _Atomic size_t g_boot_used;
-
-static inline int in_boot(const void *p)
-{
-    return (const unsigned char *)p >= g_boot && (const unsigned char *)p < g_boot + BOOT_BYTES;
-}
-
-static void *boot_alloc(size_t n, size_t align)
-{
-    if (align < 16)
-        align = 16;
-    size_t cur = atomic_load(&g_boot_used), start, end;
-    do {
-        start = (cur + 16 + align - 1) & ~(align - 1);   /* 16 bytes for the size */
-        end = start + n;
-        if (end > BOOT_BYTES || end < start)
-            return NULL;
-    } while (!atomic_compare_exchange_weak(&g_boot_used, &cur, end));
-    memcpy(g_boot + start - sizeof(size_t), &n, sizeof(size_t));
-    return g_boot + start;
-}
-
-static size_t boot_size(const void *p)
-{
-    size_t n;
-    memcpy(&n, (const unsigned char *)p - sizeof(size_t), sizeof(size_t));
-    return n;
-}
-
 /* ---- the untraced call -------------------------------------------------- */
 
 struct call { int kind; void *in; size_t a, b; void **memptr; int rc; };
@@ -90,43 +48,43 @@ struct call { int kind; void *in; size_t a, b; void **memptr; int rc; };
 static void *plain(struct call *c)
 {
     size_t page = 4096;
-    if (hm_unlikely(real.malloc == NULL)) {          /* still resolving */
+    if (hm_unlikely(rm.malloc == NULL)) {          /* still resolving */
         switch (c->kind) {
-        case HMK_MALLOC: return boot_alloc(c->a, 16);
-        case HMK_CALLOC: return c->b && c->a > SIZE_MAX / c->b ? NULL : boot_alloc(c->a * c->b, 16);
+        case HMK_MALLOC: return hm_boot_alloc(c->a, 16);
+        case HMK_CALLOC: return c->b && c->a > SIZE_MAX / c->b ? NULL : hm_boot_alloc(c->a * c->b, 16);
         case HMK_POSIX_MEMALIGN: {
-            void *p = boot_alloc(c->b, c->a);
+            void *p = hm_boot_alloc(c->b, c->a);
             c->rc = p ? 0 : ENOMEM;
             if (p)
                 *c->memptr = p;
             return p;
         }
-        case HMK_ALIGNED_ALLOC: case HMK_MEMALIGN: return boot_alloc(c->b, c->a);
-        case HMK_VALLOC: case HMK_PVALLOC: return boot_alloc(c->a, page);
+        case HMK_ALIGNED_ALLOC: case HMK_MEMALIGN: return hm_boot_alloc(c->b, c->a);
+        case HMK_VALLOC: case HMK_PVALLOC: return hm_boot_alloc(c->a, page);
         default: break;
         }
     }
-    if (hm_unlikely(c->in && in_boot(c->in))) {     /* realloc of an arena block */
+    if (hm_unlikely(c->in && hm_in_boot(c->in))) {     /* realloc of an arena block */
         size_t n = c->kind == HMK_REALLOCARRAY ? c->a * c->b : c->a;
-        void *p = real.malloc ? real.malloc(n) : boot_alloc(n, 16);
+        void *p = rm.malloc ? rm.malloc(n) : hm_boot_alloc(n, 16);
         if (p) {
-            size_t old = boot_size(c->in);
+            size_t old = hm_boot_size(c->in);
             memcpy(p, c->in, old < n ? old : n);
         }
         return p;
     }
     switch (c->kind) {
-    case HMK_MALLOC: return real.malloc(c->a);
-    case HMK_CALLOC: return real.calloc(c->a, c->b);
-    case HMK_REALLOC: return real.realloc(c->in, c->a);
-    case HMK_REALLOCARRAY: return real.reallocarray(c->in, c->a, c->b);
+    case HMK_MALLOC: return rm.malloc(c->a);
+    case HMK_CALLOC: return rm.calloc(c->a, c->b);
+    case HMK_REALLOC: return rm.realloc(c->in, c->a);
+    case HMK_REALLOCARRAY: return rm.reallocarray(c->in, c->a, c->b);
     case HMK_POSIX_MEMALIGN:
-        c->rc = real.posix_memalign(c->memptr, c->a, c->b);
+        c->rc = rm.posix_memalign(c->memptr, c->a, c->b);
         return c->rc == 0 ? *c->memptr : NULL;
-    case HMK_ALIGNED_ALLOC: return real.aligned_alloc(c->a, c->b);
-    case HMK_MEMALIGN: return real.memalign(c->a, c->b);
-    case HMK_VALLOC: return real.valloc(c->a);
-    case HMK_PVALLOC: return real.pvalloc(c->a);
+    case HMK_ALIGNED_ALLOC: return rm.aligned_alloc(c->a, c->b);
+    case HMK_MEMALIGN: return rm.memalign(c->a, c->b);
+    case HMK_VALLOC: return rm.valloc(c->a);
+    case HMK_PVALLOC: return rm.pvalloc(c->a);
     default: return NULL;
     }
 }
@@ -169,25 +127,12 @@ static void install_signals(void)
 static void do_init(void)
 {
     hmc_busy++;
-    void *s = dlsym(RTLD_NEXT, "malloc");
-    RESOLVE(free, "free");
-    RESOLVE(calloc, "calloc");
-    RESOLVE(realloc, "realloc");
-    RESOLVE(reallocarray, "reallocarray");
-    RESOLVE(posix_memalign, "posix_memalign");
-    RESOLVE(aligned_alloc, "aligned_alloc");
-    RESOLVE(memalign, "memalign");
-    RESOLVE(valloc, "valloc");
-    RESOLVE(pvalloc, "pvalloc");
-    RESOLVE(usable, "malloc_usable_size");
+    int ok = hm_real_resolve(&rm) == 0;
     RESOLVE(dlclose, "dlclose");
     RESOLVE(exit_, "_exit");
     RESOLVE(Exit_, "_Exit");
     RESOLVE(execve, "execve");
     RESOLVE(pthread_create, "pthread_create");
-    memcpy(&real.malloc, &s, sizeof(s));   /* last: it ends the arena period */
-    int ok = real.malloc && real.free && real.calloc && real.realloc && real.usable &&
-             real.posix_memalign && real.memalign;
     const char *out = getenv("HMTUNE_OUT");
     uint64_t min_size = 4096, depth = 8;
     if (!ok) {
@@ -293,7 +238,7 @@ static HM_NOINLINE void *slow(struct call *c)
         break;
     }
     traced_size = size >= g_min;
-    if (!traced_size && !(c->in && !in_boot(c->in) && real.usable(c->in) >= g_free_min)) {
+    if (!traced_size && !(c->in && !hm_in_boot(c->in) && rm.usable(c->in) >= g_free_min)) {
         hmc_count_call(t);
         return plain(c);
     }
@@ -320,22 +265,22 @@ static HM_NOINLINE void *slow(struct call *c)
 
 static HM_NOINLINE void slow_free(void *p)
 {
-    if (in_boot(p))
+    if (hm_in_boot(p))
         return;
-    if (hmc_busy || !ensure_ready() || real.usable(p) < g_free_min) {
-        if (real.free)
-            real.free(p);
+    if (hmc_busy || !ensure_ready() || rm.usable(p) < g_free_min) {
+        if (rm.free)
+            rm.free(p);
         return;
     }
     struct hmc_thread *t = hmc_thread_get();
     if (!t) {
-        real.free(p);
+        rm.free(p);
         return;
     }
     hmc_busy = 1;
     int err = errno;
     uint64_t t0 = hm_ticks();
-    real.free(p);
+    rm.free(p);
     uint64_t t1 = hm_ticks();
     hmc_record_free(t, t0, t1, (uint64_t)(uintptr_t)p);
     hmc_add_tracer_ns(t, hm_ticks() - t1, 1);
@@ -348,7 +293,7 @@ static HM_NOINLINE void slow_free(void *p)
 EXPORT void *malloc(size_t n)
 {
     if (hm_likely(n < g_min))
-        return real.malloc(n);
+        return rm.malloc(n);
     struct call c = { HMK_MALLOC, NULL, n, 0, NULL, 0 };
     return slow(&c);
 }
@@ -357,8 +302,8 @@ EXPORT void free(void *p)
 {
     if (hm_unlikely(p == NULL))
         return;
-    if (hm_likely(g_free_min != 0 && !in_boot(p) && real.usable(p) < g_free_min)) {
-        real.free(p);
+    if (hm_likely(g_free_min != 0 && !hm_in_boot(p) && rm.usable(p) < g_free_min)) {
+        rm.free(p);
         return;
     }
     slow_free(p);
@@ -367,15 +312,15 @@ EXPORT void free(void *p)
 EXPORT void *calloc(size_t nmemb, size_t size)
 {
     if (hm_likely(nmemb < g_min && size < g_min && nmemb * size < g_min))
-        return real.calloc(nmemb, size);
+        return rm.calloc(nmemb, size);
     struct call c = { HMK_CALLOC, NULL, nmemb, size, NULL, 0 };
     return slow(&c);
 }
 
 EXPORT void *realloc(void *p, size_t n)
 {
-    if (hm_likely(n < g_min && g_free_min != 0 && (p == NULL || (!in_boot(p) && real.usable(p) < g_free_min))))
-        return real.realloc(p, n);
+    if (hm_likely(n < g_min && g_free_min != 0 && (p == NULL || (!hm_in_boot(p) && rm.usable(p) < g_free_min))))
+        return rm.realloc(p, n);
     struct call c = { HMK_REALLOC, p, n, 0, NULL, 0 };
     return slow(&c);
 }
@@ -390,7 +335,7 @@ EXPORT int posix_memalign(void **memptr, size_t align, size_t size)
 {
     struct call c = { HMK_POSIX_MEMALIGN, NULL, align, size, memptr, 0 };
     if (hm_likely(size < g_min))
-        return real.posix_memalign(memptr, align, size);
+        return rm.posix_memalign(memptr, align, size);
     slow(&c);
     return c.rc;
 }
@@ -398,7 +343,7 @@ EXPORT int posix_memalign(void **memptr, size_t align, size_t size)
 EXPORT void *aligned_alloc(size_t align, size_t size)
 {
     if (hm_likely(size < g_min))
-        return real.aligned_alloc(align, size);
+        return rm.aligned_alloc(align, size);
     struct call c = { HMK_ALIGNED_ALLOC, NULL, align, size, NULL, 0 };
     return slow(&c);
 }
@@ -406,7 +351,7 @@ EXPORT void *aligned_alloc(size_t align, size_t size)
 EXPORT void *memalign(size_t align, size_t size)
 {
     if (hm_likely(size < g_min))
-        return real.memalign(align, size);
+        return rm.memalign(align, size);
     struct call c = { HMK_MEMALIGN, NULL, align, size, NULL, 0 };
     return slow(&c);
 }
@@ -477,7 +422,7 @@ struct start { void *(*fn)(void *); void *arg; };
 static void *thread_trampoline(void *p)
 {
     struct start st = *(struct start *)p;
-    real.free(p);
+    rm.free(p);
     hmc_sampler_thread_start();
     return st.fn(st.arg);
 }
@@ -490,13 +435,13 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
         return EAGAIN;
     if (!g_sampling)
         return real.pthread_create(th, attr, fn, arg);
-    struct start *st = real.malloc(sizeof(*st));
+    struct start *st = rm.malloc(sizeof(*st));
     if (!st)
         return real.pthread_create(th, attr, fn, arg);
     st->fn = fn;
     st->arg = arg;
     int r = real.pthread_create(th, attr, thread_trampoline, st);
     if (r != 0)
-        real.free(st);
+        rm.free(st);
     return r;
 }

@@ -1,5 +1,5 @@
-# interpose/: the placement interposer (libhmalloc.so, DESIGN.md §6). So far only its
-# core, the placement.txt parser, as a PIC archive that tests and the library link.
+# interpose/: the placement interposer (libhmalloc.so, DESIGN.md §6): a PIC core
+# archive (parser, matcher, backends) that tests link, and the preload library.
 HMI_DIR      := $(BUILD)/interpose
 HMI_CORE_SRC := $(ROOT)/interpose/hmi_placement.c $(ROOT)/interpose/hmi_fields.c
 HMI_CORE_HDR := $(ROOT)/interpose/hmi_placement.h $(ROOT)/interpose/hmi_fields.h
@@ -20,6 +20,18 @@ $(HMI_CORE_LIB): $(patsubst $(ROOT)/interpose/%.c,$(HMI_DIR)/%.o,$(HMI_CORE_SRC)
 	ar rcs $@ $^
 
 BUILD_TARGETS += $(HMI_CORE_LIB)
+
+# The preload library: the malloc family (hmi_shim.c) and the exit report (hmi_report.c).
+HMI_SHIM_SRC := $(ROOT)/interpose/hmi_shim.c $(ROOT)/interpose/hmi_report.c
+HMI_SHIM_HDR := $(ROOT)/interpose/hmi_report.h
+HMALLOC_SO   := $(BUILD)/lib/libhmalloc.so
+$(HMALLOC_SO): $(HMI_SHIM_SRC) $(HMI_SHIM_HDR) $(HMI_CORE_LIB) $(HMI_CORE_HDR) $(COMMON_SRC) $(COMMON_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -I$(ROOT)/interpose -fPIC -shared -fvisibility=hidden \
+	  -ftls-model=initial-exec -o $@ $(HMI_SHIM_SRC) $(HMI_CORE_LIB) $(COMMON_SRC) \
+	  -Wl,-z,defs -lunwind -ldl -lpthread $(LDSAN)
+
+BUILD_TARGETS += $(HMALLOC_SO)
 
 # libFuzzer target (make fuzz): clang-14 with its own sanitizer flags, never SAN=1's.
 FUZZ_CC      ?= clang-14

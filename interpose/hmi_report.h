@@ -1,0 +1,68 @@
+/* hmi_report.h — what libhmalloc tells the user at exit (docs/formats.md §6): per
+ * tier the bytes placed, high-water mark, blocks placed and not fitting, the
+ * residency actually observed; per site the matches; as stderr lines and as JSON
+ * (HMTUNE_STATS=FILE).
+ *
+ * Residency. Blocks of 64 KiB and more on a tier are entered in a lock-free table
+ * (HMI_LIVE_SLOTS, probed at most HMI_LIVE_PROBE slots from the pointer's hash; a
+ * block that finds no slot is counted as unchecked). When such a block is freed, and
+ * at exit for those still live, up to HMI_RES_SAMPLES pages spread over it are
+ * examined: move_pages(2) says which node each page is on (or that it was never
+ * touched), get_mempolicy(2) on the block gives the nodes it was meant for (the
+ * numa backend's mbind, memkind's policy for its kind; MPOL_DEFAULT: any node), and
+ * for thp blocks /proc/self/smaps says how much of the block is in huge pages (at
+ * most HMI_THP_CHECKS blocks, as reading smaps costs milliseconds). Each sampled
+ * page stands for its share of the block: the byte counts are estimates. */
+#ifndef HMI_REPORT_H
+#define HMI_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "hm_util.h"
+
+#define HMI_LIVE_SLOTS  (1u << 16)
+#define HMI_LIVE_PROBE  64u
+#define HMI_LIVE_MIN    (64u << 10)
+#define HMI_RES_SAMPLES 64u
+#define HMI_THP_CHECKS  32u
+
+/* Per site counters, one cache line each (sites are hit from many threads). */
+struct hmi_site_stats {
+    uint64_t matches;       /* calls whose chain matched the site */
+    uint64_t placed;        /* of those, served by the site's tier */
+    uint64_t bytes;         /* bytes requested by the placed ones */
+    uint64_t fell_back;     /* tier full, refused or unavailable: default allocator */
+    uint64_t pad[4];
+};
+
+struct hmi_residency {
+    uint64_t blocks_checked, blocks_unchecked;
+    uint64_t bytes_checked;         /* sum of the checked blocks' lengths */
+    uint64_t bytes_intended;        /* on the intended nodes / in huge pages */
+    uint64_t bytes_elsewhere;       /* present, but on another node / small pages */
+    uint64_t bytes_absent;          /* never touched (no page yet) */
+};
+
+/* Set up the tables for ntiers tiers and nsites sites (mmap; -1 on failure). */
+int hmi_report_init(uint32_t ntiers, uint32_t nsites) HM_HIDDEN;
+extern struct hmi_site_stats *hmi_site_stats HM_HIDDEN;
+/* In-window allocations that matched no site (one counter per thread would be
+ * cheaper, but these calls already paid for an unwind). */
+extern uint64_t hmi_unmatched HM_HIDDEN;
+
+/* A block of len bytes at p was placed on tier t / is about to be freed from it. */
+void hmi_report_placed(int tier, void *p, size_t len) HM_HIDDEN;
+void hmi_report_freeing(int tier, void *p) HM_HIDDEN;
+
+/* Check the blocks still live, then write the stderr lines (unless quiet) and the
+ * JSON file (when path is set; written as path.tmp.PID and renamed). rank < 0: not
+ * MPI. Uses stdio: call it from the destructor, outside any allocator lock. */
+struct hmi_placement;
+void hmi_report_exit(const struct hmi_placement *pl, const char *placement_path,
+                     int rank, int quiet, const char *json_path) HM_HIDDEN;
+
+/* Residency of one block (tests). */
+void hmi_report_residency(int tier, void *p, size_t len, struct hmi_residency *r) HM_HIDDEN;
+void hmi_report_tier_residency(int tier, struct hmi_residency *out) HM_HIDDEN;
+
+#endif

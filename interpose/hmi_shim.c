@@ -1,0 +1,575 @@
+/* hmi_shim.c — libhmalloc.so's malloc family and bootstrap (DESIGN.md §2, §6;
+ * docs/formats.md §6).
+ *
+ * Every allocating entry point first checks the request against the placement's
+ * size window (one subtraction and one compare): outside it the call goes straight
+ * to the wrapped allocator (hm_real.h). Inside it the slow path unwinds (common/
+ * hm_unwind, as collect does), matches the chain (hmi_match: per-thread cache, then
+ * the site hash) and, for a placed site whose tier has room, allocates from the
+ * tier's backend; anything else goes to the wrapped allocator. free, realloc and
+ * malloc_usable_size ask hmi_owner which allocator owns the pointer (two loads once
+ * any tier is open, none before).
+ *
+ * Bootstrap: the first call (or the constructor) resolves the wrapped functions,
+ * loads the placement, opens the tiers and builds the site table; calls made
+ * meanwhile — by dlsym, by memkind's dlopen, by libunwind — go to the wrapped
+ * allocator (or, before it is known, the static arena), never back into the slow
+ * path (a thread-local flag). Nothing here can end the process: a placement that is
+ * missing, empty, malformed, or made for another program gives one warning and then
+ * every call is passed through. */
+#include "hmi_backend.h"
+#include "hmi_match.h"
+#include "hmi_placement.h"
+#include "hmi_report.h"
+#include "hm_env.h"
+#include "hm_modmap.h"
+#include "hm_real.h"
+#include "hm_unwind.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+static struct hm_alloc_fns rm;
+static int (*real_dlclose)(void *);
+
+enum { ST_NONE, ST_INIT, ST_READY, ST_OFF };
+static _Atomic int g_state;
+/* The size window as lo and span = hi - lo: n is in it when n - lo <= span
+ * (unsigned). Until initialized everything is "in" (the slow path initializes);
+ * afterwards an empty window is lo = SIZE_MAX, span = 0. */
+static size_t g_lo = 0, g_span = SIZE_MAX;
+static int g_owning;                /* a tier is open: pointers may be ours */
+static int g_depth;
+static uint32_t g_ntiers;
+static int g_quiet, g_rank = -1, g_report;
+static pid_t g_pid;
+static struct hmi_placement g_pl;
+static char g_path[PATH_MAX];
+static char g_stats[PATH_MAX];
+static __thread int t_busy __attribute__((tls_model("initial-exec")));
+
+static void warn(const char *msg, const char *detail)
+{
+    hm_log("hmalloc: ", msg, detail);
+}
+
+/* ---- the wrapped allocator, arena while resolving ---- */
+
+enum kind { K_MALLOC, K_CALLOC, K_MEMALIGN, K_POSIX_MEMALIGN, K_ALIGNED_ALLOC, K_VALLOC,
+            K_PVALLOC };
+
+static void *plain(enum kind k, size_t a, size_t b, int *rc, void **memptr)
+{
+    if (hm_unlikely(__atomic_load_n(&rm.malloc, __ATOMIC_ACQUIRE) == NULL)) {
+        void *p = NULL;
+        switch (k) {
+        case K_MALLOC: p = hm_boot_alloc(a, 16); break;
+        case K_CALLOC: p = b && a > SIZE_MAX / b ? NULL : hm_boot_alloc(a * b, 16); break;
+        case K_VALLOC: case K_PVALLOC: p = hm_boot_alloc(a, 4096); break;
+        default: p = hm_boot_alloc(b, a); break;
+        }
+        if (k == K_POSIX_MEMALIGN) {
+            *rc = p ? 0 : ENOMEM;
+            if (p)
+                *memptr = p;
+        }
+        return p;
+    }
+    switch (k) {
+    case K_MALLOC: return rm.malloc(a);
+    case K_CALLOC: return rm.calloc(a, b);
+    case K_MEMALIGN: return rm.memalign(a, b);
+    case K_POSIX_MEMALIGN:
+        *rc = rm.posix_memalign(memptr, a, b);
+        return *rc == 0 ? *memptr : NULL;
+    case K_ALIGNED_ALLOC: return rm.aligned_alloc(a, b);
+    case K_VALLOC: return rm.valloc(a);
+    case K_PVALLOC: return rm.pvalloc(a);
+    }
+    return NULL;
+}
+
+/* ---- initialization ---- */
+
+static const char *base_name(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+/* Whether this process is the one `hmtune run` launched (HMTUNE_TARGET, the
+ * program's name) rather than a helper it started (a shell, mpirun): only the
+ * target warns about the placement. Unset: every process is. */
+static int is_target(const char *exe)
+{
+    const char *t = getenv("HMTUNE_TARGET");
+    return !t || !*t || strcmp(base_name(t), base_name(exe)) == 0;
+}
+
+/* 1 when the placement belongs to this program: it names the executable, or
+ * every module it names is loaded (a placement of library sites only). Otherwise
+ * *missing is one module it names that is not loaded. A loaded module with a frame
+ * offset past its end means another build: -1, *missing that module. */
+static int fits_program(const char *exe, const char **missing)
+{
+    hm_modmap_find((uint64_t)(uintptr_t)&fits_program);     /* fill the module table */
+    uint32_t nm = hm_modmap_count();
+    int names_exe = 0;
+    *missing = NULL;
+    for (uint32_t k = 0; k < g_pl.nmodules; k++) {
+        const struct hmi_module *pm = &g_pl.modules[k];
+        if (!strcmp(pm->path, "??"))
+            continue;
+        const struct hm_module *found = NULL;
+        for (uint32_t id = 1; id <= nm && !found; id++) {
+            const struct hm_module *m = hm_modmap_get(id);
+            if (m && m->path_len == pm->len && !memcmp(m->path, pm->path, pm->len))
+                found = m;
+        }
+        if (!found) {
+            if (!*missing)
+                *missing = pm->path;
+            continue;
+        }
+        names_exe |= !strcmp(pm->path, exe);
+        uint64_t extent = found->hi - found->base;
+        for (uint32_t s = 0; s < g_pl.nsites; s++) {
+            const struct hmi_site *st = &g_pl.sites[s];
+            for (uint32_t f = 0; f < st->nframes; f++) {
+                if (st->frames[f].module == k && st->frames[f].offset >= extent) {
+                    *missing = pm->path;
+                    return -1;
+                }
+            }
+        }
+    }
+    return names_exe || !*missing;
+}
+
+static void atfork_prepare(void) { hm_modmap_atfork_prepare(); }
+static void atfork_parent(void) { hm_modmap_atfork_release(); }
+static void atfork_child(void)
+{
+    hm_modmap_atfork_release();
+    g_report = 0;           /* the parent reports; a child's counters start mixed */
+}
+
+static int open_tiers(void)
+{
+    int usable = 0;
+    uint32_t n = g_pl.ntiers < HMI_MAX_TIERS ? g_pl.ntiers : HMI_MAX_TIERS;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct hmi_tier *t = &g_pl.tiers[i];
+        char why[HMI_REASON_MAX];
+        if (hmi_backend_open(i, t->name, t->backend, t->capacity, t->unlimited, why,
+                             sizeof why) != 0) {
+            warn(why, "; its sites go to the default allocator");
+            continue;
+        }
+        if (hmi_backend_kind(i) != HMI_BK_DEFAULT)
+            usable++;
+    }
+    g_ntiers = n;
+    return usable;
+}
+
+static int load_placement(char *exe)
+{
+    const char *path = getenv("HMTUNE_PLACEMENT");
+    ssize_t el = readlink("/proc/self/exe", exe, PATH_MAX - 1);
+    exe[el > 0 ? el : 0] = '\0';
+    int target = is_target(exe);
+    if (!path || !*path) {
+        if (target)
+            warn("HMTUNE_PLACEMENT is not set: every allocation goes to the default "
+                 "allocator (run the program with 'hmtune run --placement FILE')", NULL);
+        return -1;
+    }
+    size_t pl = strlen(path);
+    if (pl >= sizeof g_path) {
+        if (target)
+            warn("HMTUNE_PLACEMENT is too long; passing every allocation through", NULL);
+        return -1;
+    }
+    memcpy(g_path, path, pl + 1);
+    char err[256];
+    if (hmi_placement_load(g_path, &g_pl, err, sizeof err) != 0) {
+        if (target) {
+            char msg[PATH_MAX + 320];
+            size_t k = hm_fmt_str(msg, "cannot use placement ");
+            k += hm_fmt_str(msg + k, g_path);
+            k += hm_fmt_str(msg + k, ": ");
+            k += hm_fmt_str(msg + k, err);
+            msg[k] = '\0';
+            warn(msg, "; every allocation goes to the default allocator");
+        }
+        return -1;
+    }
+    return target;
+}
+
+static void do_init(void)
+{
+    t_busy++;
+    char exe[PATH_MAX];
+    int ok = hm_real_resolve(&rm) == 0;
+    void *d = dlsym(RTLD_NEXT, "dlclose");
+    memcpy(&real_dlclose, &d, sizeof d);
+    int target = 0;
+    if (!ok)
+        warn("cannot find the malloc functions to wrap; passing every call through", NULL);
+    else if ((target = load_placement(exe)) < 0)
+        ok = 0;
+    if (ok) {
+        hm_modmap_init(NULL);
+        hm_unwind_init((void *)&do_init);
+        const char *missing;
+        int fits = fits_program(exe, &missing);
+        if (fits != 1) {
+            if (target || fits < 0) {
+                char msg[2 * PATH_MAX + 200];
+                size_t k = hm_fmt_str(msg, "placement ");
+                k += hm_fmt_str(msg + k, g_path);
+                k += hm_fmt_str(msg + k, fits < 0 ? " names offsets past the end of "
+                                                  : " was made for another program: it names ");
+                k += hm_fmt_str(msg + k, missing);
+                k += hm_fmt_str(msg + k, fits < 0 ? " as loaded here (another build?)"
+                                                  : ", which is not loaded, and never ");
+                if (fits >= 0)
+                    k += hm_fmt_str(msg + k, exe);
+                msg[k] = '\0';
+                warn(msg, "; every allocation goes to the default allocator");
+            }
+            ok = 0;
+        }
+    }
+    if (ok) {
+        uint64_t depth = g_pl.depth;
+        g_rank = hm_env_rank(NULL);
+        const char *q = getenv("HMTUNE_SUMMARY");
+        g_quiet = q && !strcmp(q, "0");
+        const char *sp = getenv("HMTUNE_STATS");
+        if (sp && strlen(sp) < sizeof g_stats)
+            memcpy(g_stats, sp, strlen(sp) + 1);
+        int usable = open_tiers();
+        ok = hmi_report_init(g_ntiers, g_pl.nsites) == 0 && hmi_match_init(&g_pl) == 0;
+        if (ok) {
+            g_owning = usable > 0;
+            g_depth = hmi_match_depth();
+            (void)depth;
+            pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+            g_pid = getpid();
+            g_report = 1;
+            if (usable && hmi_match_size_lo <= hmi_match_size_hi) {
+                g_lo = hmi_match_size_lo;
+                g_span = hmi_match_size_hi - hmi_match_size_lo;
+            } else {
+                g_lo = SIZE_MAX;
+                g_span = 0;
+            }
+            atomic_store(&g_state, ST_READY);
+        } else {
+            warn("cannot set up the site table (mmap failed); passing every call through", NULL);
+        }
+    }
+    if (!ok) {
+        g_lo = SIZE_MAX;
+        g_span = 0;
+        atomic_store(&g_state, ST_OFF);
+    }
+    t_busy--;
+}
+
+/* 1 when placing; 0 while initializing (nested, or another thread) or when off. */
+static inline int ensure_ready(void)
+{
+    int st = atomic_load_explicit(&g_state, memory_order_acquire);
+    if (hm_likely(st == ST_READY))
+        return 1;
+    if (st == ST_NONE) {
+        int z = ST_NONE;
+        if (atomic_compare_exchange_strong(&g_state, &z, ST_INIT))
+            do_init();
+    }
+    return atomic_load(&g_state) == ST_READY;
+}
+
+__attribute__((constructor)) static void hmi_ctor(void)
+{
+    if (!t_busy)
+        ensure_ready();
+}
+
+__attribute__((destructor)) static void hmi_dtor(void)
+{
+    if (atomic_load(&g_state) != ST_READY || !g_report || getpid() != g_pid)
+        return;
+    t_busy++;
+    hmi_report_exit(&g_pl, g_path, g_rank, g_quiet, g_stats[0] ? g_stats : NULL);
+    t_busy--;
+}
+
+/* ---- the placing path ---- */
+
+HM_INLINE int in_window(size_t n) { return n - g_lo <= g_span; }
+
+/* Site index of the caller's chain, or -1. Runs in the entry point's slow path:
+ * the entry point, the slow path and hm_backtrace are the frames removed. */
+static inline int site_here(void)
+{
+    uint64_t raw[HM_MAX_DEPTH];
+    int n = hm_backtrace(raw, g_depth);
+    return hmi_match_site(raw, n);
+}
+
+/* A tier block for a matched site, or NULL (counted) for the default allocator. */
+static void *place(int site, size_t size, size_t align, int zero)
+{
+    struct hmi_site_stats *st = &hmi_site_stats[site];
+    __atomic_fetch_add(&st->matches, 1, __ATOMIC_RELAXED);
+    int tier = hmi_match_site_tier(site);
+    void *p = NULL;
+    if (hmi_backend_available((uint32_t)tier))
+        p = zero ? hmi_backend_alloc_zeroed((uint32_t)tier, size, align)
+                 : hmi_backend_alloc((uint32_t)tier, size, align);
+    if (p) {
+        __atomic_fetch_add(&st->placed, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&st->bytes, size, __ATOMIC_RELAXED);
+        hmi_report_placed(tier, p, size);
+    } else {
+        __atomic_fetch_add(&st->fell_back, 1, __ATOMIC_RELAXED);
+    }
+    return p;
+}
+
+/* The slow path of every allocating call but realloc: size is the request, align
+ * the alignment (0: malloc's). */
+static HM_NOINLINE void *slow_alloc(enum kind k, size_t a, size_t b, size_t size, size_t align,
+                                    int *rc, void **memptr)
+{
+    if (t_busy || !ensure_ready() || !in_window(size))
+        return plain(k, a, b, rc, memptr);
+    int err = errno;
+    t_busy++;
+    int site = site_here();
+    void *p = NULL;
+    if (site >= 0)
+        p = place(site, size, align, k == K_CALLOC);
+    else
+        __atomic_fetch_add(&hmi_unmatched, 1, __ATOMIC_RELAXED);
+    t_busy--;
+    if (!p)
+        return plain(k, a, b, rc, memptr);
+    if (k == K_POSIX_MEMALIGN) {
+        *memptr = p;
+        *rc = 0;
+    }
+    errno = err;
+    return p;
+}
+
+static size_t usable_of(int owner, void *p)
+{
+    if (owner >= 0)
+        return hmi_backend_usable_size(owner, p);
+    if (hm_in_boot(p))
+        return hm_boot_size(p);
+    return rm.usable(p);
+}
+
+static void free_owned(int owner, void *p)
+{
+    hmi_report_freeing(owner, p);
+    hmi_backend_free(owner, p);
+}
+
+/* realloc of a non-NULL p to n > 0 bytes, decided by this call's site. */
+static HM_NOINLINE void *slow_realloc(void *p, size_t n)
+{
+    int owner = g_owning ? hmi_owner(p) : HMI_OWNER_LIBC;
+    int boot = owner < 0 && hm_in_boot(p);
+    int tier = -1, site = -1;
+    if (!t_busy && ensure_ready() && in_window(n)) {
+        int err = errno;
+        t_busy++;
+        site = site_here();
+        tier = hmi_match_site_tier(site);
+        if (site < 0)
+            __atomic_fetch_add(&hmi_unmatched, 1, __ATOMIC_RELAXED);
+        t_busy--;
+        errno = err;
+    }
+    if (owner < 0 && tier < 0 && !boot)
+        return rm.realloc(p, n);
+    if (owner >= 0 && owner == tier && hmi_backend_resize_in_place(owner, p, n)) {
+        __atomic_fetch_add(&hmi_site_stats[site].matches, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&hmi_site_stats[site].placed, 1, __ATOMIC_RELAXED);
+        return p;                                   /* grows in place */
+    }
+    void *q = NULL;
+    if (site >= 0) {
+        t_busy++;
+        q = place(site, n, 0, 0);
+        t_busy--;
+    }
+    if (!q && owner < 0 && !boot)
+        return rm.realloc(p, n);                    /* tier full: stays with glibc */
+    if (!q)
+        q = rm.malloc ? rm.malloc(n) : hm_boot_alloc(n, 16);
+    if (!q) {
+        errno = ENOMEM;
+        return NULL;                                /* p is kept */
+    }
+    size_t old = usable_of(owner, p);
+    memcpy(q, p, old < n ? old : n);
+    if (owner >= 0)
+        free_owned(owner, p);
+    else if (!boot)
+        rm.free(p);
+    return q;
+}
+
+/* ---- the interposed entry points ---- */
+
+EXPORT void *malloc(size_t n)
+{
+    if (hm_likely(!in_window(n)))
+        return rm.malloc(n);
+    return slow_alloc(K_MALLOC, n, 0, n, 0, NULL, NULL);
+}
+
+EXPORT void free(void *p)
+{
+    if (hm_unlikely(p == NULL))
+        return;
+    if (g_owning) {
+        int o = hmi_owner(p);
+        if (hm_unlikely(o >= 0)) {
+            free_owned(o, p);
+            return;
+        }
+    }
+    if (hm_unlikely(hm_in_boot(p)))
+        return;
+    rm.free(p);
+}
+
+EXPORT void cfree(void *p);
+EXPORT void cfree(void *p) { free(p); }
+
+EXPORT void *calloc(size_t nmemb, size_t size)
+{
+    size_t total;
+    if (hm_unlikely(__builtin_mul_overflow(nmemb, size, &total))) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (hm_likely(!in_window(total)))
+        return rm.calloc(nmemb, size);
+    return slow_alloc(K_CALLOC, nmemb, size, total, 0, NULL, NULL);
+}
+
+EXPORT void *realloc(void *p, size_t n)
+{
+    if (p == NULL)
+        return malloc(n);
+    if (n == 0) {                       /* glibc: frees p, returns NULL */
+        int o = g_owning ? hmi_owner(p) : HMI_OWNER_LIBC;
+        if (o >= 0) {
+            free_owned(o, p);
+            return NULL;
+        }
+        if (hm_in_boot(p))
+            return NULL;
+        return rm.realloc(p, 0);
+    }
+    if (hm_likely(!in_window(n) && !g_owning && !hm_in_boot(p)))
+        return rm.realloc(p, n);
+    return slow_realloc(p, n);
+}
+
+EXPORT void *reallocarray(void *p, size_t nmemb, size_t size)
+{
+    size_t total;
+    if (__builtin_mul_overflow(nmemb, size, &total)) {
+        errno = ENOMEM;
+        return NULL;                    /* p is kept */
+    }
+    return realloc(p, total);
+}
+
+static int pow2(size_t a) { return a && !(a & (a - 1)); }
+
+EXPORT int posix_memalign(void **memptr, size_t align, size_t size)
+{
+    if (!pow2(align) || align % sizeof(void *))
+        return EINVAL;
+    int rc = 0;
+    if (hm_likely(!in_window(size)))
+        return plain(K_POSIX_MEMALIGN, align, size, &rc, memptr), rc;
+    slow_alloc(K_POSIX_MEMALIGN, align, size, size, align, &rc, memptr);
+    return rc;
+}
+
+EXPORT void *aligned_alloc(size_t align, size_t size)
+{
+    if (hm_likely(!in_window(size) || !pow2(align)))
+        return plain(K_ALIGNED_ALLOC, align, size, NULL, NULL);
+    return slow_alloc(K_ALIGNED_ALLOC, align, size, size, align, NULL, NULL);
+}
+
+EXPORT void *memalign(size_t align, size_t size)
+{
+    if (hm_likely(!in_window(size) || !pow2(align)))
+        return plain(K_MEMALIGN, align, size, NULL, NULL);
+    return slow_alloc(K_MEMALIGN, align, size, size, align, NULL, NULL);
+}
+
+EXPORT void *valloc(size_t n)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    if (hm_likely(!in_window(n)))
+        return plain(K_VALLOC, n, 0, NULL, NULL);
+    return slow_alloc(K_VALLOC, n, 0, n, page, NULL, NULL);
+}
+
+EXPORT void *pvalloc(size_t n)
+{
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t r = n ? n : 1;
+    if (r > SIZE_MAX - page || !in_window((r + page - 1) & ~(page - 1)))
+        return plain(K_PVALLOC, n, 0, NULL, NULL);
+    r = (r + page - 1) & ~(page - 1);
+    return slow_alloc(K_PVALLOC, n, 0, r, page, NULL, NULL);
+}
+
+EXPORT size_t malloc_usable_size(void *p)
+{
+    if (!p)
+        return 0;
+    int o = g_owning ? hmi_owner(p) : HMI_OWNER_LIBC;
+    if (o < 0 && !rm.usable && !hm_in_boot(p))
+        return 0;
+    return usable_of(o, p);
+}
+
+/* A dlclose may unmap a library whose addresses the next dlopen reuses: the
+ * matcher's per-thread caches must forget raw addresses. */
+EXPORT int dlclose(void *h)
+{
+    if (!real_dlclose)
+        ensure_ready();
+    if (!real_dlclose)
+        return -1;
+    int r = real_dlclose(h);
+    hm_modmap_invalidate();
+    return r;
+}
