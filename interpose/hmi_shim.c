@@ -252,7 +252,6 @@ static void do_init(void)
         }
     }
     if (ok) {
-        uint64_t depth = g_pl.depth;
         g_rank = hm_env_rank(NULL);
         const char *q = getenv("HMTUNE_SUMMARY");
         g_quiet = q && !strcmp(q, "0");
@@ -264,7 +263,6 @@ static void do_init(void)
         if (ok) {
             g_owning = usable > 0;
             g_depth = hmi_match_depth();
-            (void)depth;
             pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
             g_pid = getpid();
             g_report = 1;
@@ -477,10 +475,16 @@ EXPORT void *calloc(size_t nmemb, size_t size)
     return slow_alloc(K_CALLOC, nmemb, size, total, 0, NULL, NULL);
 }
 
-EXPORT void *realloc(void *p, size_t n)
+/* realloc and reallocarray share this body, inlined into each, so that the slow
+ * paths are at the same frame depth below the application's call (hm_backtrace
+ * removes our frames but looks only a few frames past its depth). */
+HM_INLINE void *realloc_body(void *p, size_t n)
 {
-    if (p == NULL)
-        return malloc(n);
+    if (p == NULL) {
+        if (hm_likely(!in_window(n)))
+            return rm.malloc(n);
+        return slow_alloc(K_MALLOC, n, 0, n, 0, NULL, NULL);
+    }
     if (n == 0) {                       /* glibc: frees p, returns NULL */
         int o = g_owning ? hmi_owner(p) : HMI_OWNER_LIBC;
         if (o >= 0) {
@@ -496,6 +500,11 @@ EXPORT void *realloc(void *p, size_t n)
     return slow_realloc(p, n);
 }
 
+EXPORT void *realloc(void *p, size_t n)
+{
+    return realloc_body(p, n);
+}
+
 EXPORT void *reallocarray(void *p, size_t nmemb, size_t size)
 {
     size_t total;
@@ -503,7 +512,7 @@ EXPORT void *reallocarray(void *p, size_t nmemb, size_t size)
         errno = ENOMEM;
         return NULL;                    /* p is kept */
     }
-    return realloc(p, total);
+    return realloc_body(p, total);
 }
 
 static int pow2(size_t a) { return a && !(a & (a - 1)); }
