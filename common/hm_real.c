@@ -8,6 +8,9 @@
 unsigned char hm_boot_arena[HM_BOOT_BYTES] __attribute__((aligned(4096)));
 static _Atomic size_t g_boot_used;
 
+/* Runs before a sanitizer runtime may have set up its shadow memory (calls made
+ * during its own start-up): not instrumented. */
+__attribute__((no_sanitize("address")))
 void *hm_boot_alloc(size_t n, size_t align)
 {
     if (align < 16)
@@ -34,6 +37,7 @@ size_t hm_boot_size(const void *p)
 #define RESOLVE(field, name) \
     do { void *s_ = dlsym(RTLD_NEXT, name); memcpy(&out->field, &s_, sizeof(s_)); ok &= s_ != NULL; } while (0)
 
+__attribute__((no_sanitize("address")))
 int hm_real_resolve(struct hm_alloc_fns *out)
 {
     int ok = 1;

@@ -10,13 +10,16 @@
  * malloc_usable_size ask hmi_owner which allocator owns the pointer (two loads once
  * any tier is open, none before).
  *
- * Bootstrap: the first call (or the constructor) resolves the wrapped functions,
- * loads the placement, opens the tiers and builds the site table; calls made
- * meanwhile — by dlsym, by memkind's dlopen, by libunwind — go to the wrapped
- * allocator (or, before it is known, the static arena), never back into the slow
- * path (a thread-local flag). Nothing here can end the process: a placement that is
- * missing, empty, malformed, or made for another program gives one warning and then
- * every call is passed through. */
+ * Bootstrap: the library's constructor loads the placement, opens the tiers and
+ * builds the site table. Calls before it (other libraries' constructors, the
+ * sanitizer runtimes' start-up, the dynamic loader) and calls made meanwhile — by
+ * dlsym, by memkind's dlopen, by libunwind — go to the wrapped allocator, resolved on
+ * first use (before it is known: the static arena), never into the slow path (a
+ * thread-local flag). Initializing from whatever context makes the first malloc call
+ * would run getenv/readlink/open inside, e.g., AddressSanitizer's own start-up, whose
+ * interceptors are not set up yet. Nothing here can end the process: a placement that
+ * is missing, empty, malformed, or made for another program gives one warning and
+ * then every call is passed through. */
 #include "hmi_backend.h"
 #include "hmi_match.h"
 #include "hmi_placement.h"
@@ -35,7 +38,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#define EXPORT __attribute__((visibility("default")))
+/* The entry points and the pass-through path run before AddressSanitizer has set up
+ * its shadow memory when its start-up itself allocates (sanitizer test builds):
+ * they are not ASan-instrumented; what they call once initialized is. */
+#define NOASAN __attribute__((no_sanitize("address")))
+#define EXPORT __attribute__((visibility("default"))) NOASAN
 
 static struct hm_alloc_fns rm;
 static int (*real_dlclose)(void *);
@@ -66,9 +73,26 @@ static void warn(const char *msg, const char *detail)
 enum kind { K_MALLOC, K_CALLOC, K_MEMALIGN, K_POSIX_MEMALIGN, K_ALIGNED_ALLOC, K_VALLOC,
             K_PVALLOC };
 
-static void *plain(enum kind k, size_t a, size_t b, int *rc, void **memptr)
+/* Resolve the wrapped allocator once; 0 when rm is usable. Nested and concurrent
+ * callers meanwhile get -1 (and use the arena). */
+NOASAN static int resolve_real(void)
 {
-    if (hm_unlikely(__atomic_load_n(&rm.malloc, __ATOMIC_ACQUIRE) == NULL)) {
+    static _Atomic int state;           /* 0 not tried, 1 resolving, 2 done */
+    if (hm_likely(atomic_load_explicit(&state, memory_order_acquire) == 2))
+        return rm.malloc ? 0 : -1;
+    int z = 0;
+    if (!atomic_compare_exchange_strong(&state, &z, 1))
+        return -1;
+    hm_real_resolve(&rm);
+    void *d = dlsym(RTLD_NEXT, "dlclose");
+    memcpy(&real_dlclose, &d, sizeof d);
+    atomic_store(&state, 2);
+    return rm.malloc ? 0 : -1;
+}
+
+NOASAN static void *plain(enum kind k, size_t a, size_t b, int *rc, void **memptr)
+{
+    if (hm_unlikely(__atomic_load_n(&rm.malloc, __ATOMIC_ACQUIRE) == NULL) && resolve_real() != 0) {
         void *p = NULL;
         switch (k) {
         case K_MALLOC: p = hm_boot_alloc(a, 16); break;
@@ -220,9 +244,8 @@ static void do_init(void)
 {
     t_busy++;
     char exe[PATH_MAX];
-    int ok = hm_real_resolve(&rm) == 0;
-    void *d = dlsym(RTLD_NEXT, "dlclose");
-    memcpy(&real_dlclose, &d, sizeof d);
+    int ok = resolve_real() == 0 && rm.free && rm.calloc && rm.realloc && rm.usable &&
+             rm.posix_memalign && rm.memalign && rm.aligned_alloc && rm.valloc && rm.pvalloc;
     int target = 0;
     if (!ok)
         warn("cannot find the malloc functions to wrap; passing every call through", NULL);
@@ -286,24 +309,17 @@ static void do_init(void)
     t_busy--;
 }
 
-/* 1 when placing; 0 while initializing (nested, or another thread) or when off. */
-static inline int ensure_ready(void)
+/* 1 when placing; 0 before the constructor, while it runs, or when off. */
+NOASAN static inline int ensure_ready(void)
 {
-    int st = atomic_load_explicit(&g_state, memory_order_acquire);
-    if (hm_likely(st == ST_READY))
-        return 1;
-    if (st == ST_NONE) {
-        int z = ST_NONE;
-        if (atomic_compare_exchange_strong(&g_state, &z, ST_INIT))
-            do_init();
-    }
-    return atomic_load(&g_state) == ST_READY;
+    return hm_likely(atomic_load_explicit(&g_state, memory_order_acquire) == ST_READY);
 }
 
 __attribute__((constructor)) static void hmi_ctor(void)
 {
-    if (!t_busy)
-        ensure_ready();
+    int z = ST_NONE;
+    if (atomic_compare_exchange_strong(&g_state, &z, ST_INIT))
+        do_init();
 }
 
 __attribute__((destructor)) static void hmi_dtor(void)
@@ -317,11 +333,13 @@ __attribute__((destructor)) static void hmi_dtor(void)
 
 /* ---- the placing path ---- */
 
-HM_INLINE int in_window(size_t n) { return n - g_lo <= g_span; }
+NOASAN HM_INLINE int in_window(size_t n) { return n - g_lo <= g_span; }
 
-/* Site index of the caller's chain, or -1. Runs in the entry point's slow path:
- * the entry point, the slow path and hm_backtrace are the frames removed. */
-static inline int site_here(void)
+/* Site index of the caller's chain, or -1. The entry point, the slow path, this
+ * and hm_backtrace are the frames removed. Not inlined: the slow paths then have no
+ * arrays of their own (their start-up calls run before any sanitizer shadow may
+ * exist). */
+static HM_NOINLINE int site_here(void)
 {
     uint64_t raw[HM_MAX_DEPTH];
     int n = hm_backtrace(raw, g_depth);
@@ -350,7 +368,7 @@ static void *place(int site, size_t size, size_t align, int zero)
 
 /* The slow path of every allocating call but realloc: size is the request, align
  * the alignment (0: malloc's). */
-static HM_NOINLINE void *slow_alloc(enum kind k, size_t a, size_t b, size_t size, size_t align,
+NOASAN static HM_NOINLINE void *slow_alloc(enum kind k, size_t a, size_t b, size_t size, size_t align,
                                     int *rc, void **memptr)
 {
     if (t_busy || !ensure_ready() || !in_window(size))
@@ -478,7 +496,7 @@ EXPORT void *calloc(size_t nmemb, size_t size)
 /* realloc and reallocarray share this body, inlined into each, so that the slow
  * paths are at the same frame depth below the application's call (hm_backtrace
  * removes our frames but looks only a few frames past its depth). */
-HM_INLINE void *realloc_body(void *p, size_t n)
+NOASAN HM_INLINE void *realloc_body(void *p, size_t n)
 {
     if (p == NULL) {
         if (hm_likely(!in_window(n)))
@@ -515,7 +533,7 @@ EXPORT void *reallocarray(void *p, size_t nmemb, size_t size)
     return realloc_body(p, total);
 }
 
-static int pow2(size_t a) { return a && !(a & (a - 1)); }
+NOASAN static int pow2(size_t a) { return a && !(a & (a - 1)); }
 
 EXPORT int posix_memalign(void **memptr, size_t align, size_t size)
 {
@@ -574,9 +592,7 @@ EXPORT size_t malloc_usable_size(void *p)
  * matcher's per-thread caches must forget raw addresses. */
 EXPORT int dlclose(void *h)
 {
-    if (!real_dlclose)
-        ensure_ready();
-    if (!real_dlclose)
+    if (!real_dlclose && resolve_real() != 0 && !real_dlclose)
         return -1;
     int r = real_dlclose(h);
     hm_modmap_invalidate();
