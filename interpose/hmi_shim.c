@@ -10,16 +10,17 @@
  * malloc_usable_size ask hmi_owner which allocator owns the pointer (two loads once
  * any tier is open, none before).
  *
- * Bootstrap: the library's constructor loads the placement, opens the tiers and
- * builds the site table. Calls before it (other libraries' constructors, the
- * sanitizer runtimes' start-up, the dynamic loader) and calls made meanwhile — by
- * dlsym, by memkind's dlopen, by libunwind — go to the wrapped allocator, resolved on
- * first use (before it is known: the static arena), never into the slow path (a
- * thread-local flag). Initializing from whatever context makes the first malloc call
- * would run getenv/readlink/open inside, e.g., AddressSanitizer's own start-up, whose
- * interceptors are not set up yet. Nothing here can end the process: a placement that
- * is missing, empty, malformed, or made for another program gives one warning and
- * then every call is passed through. */
+ * Bootstrap: the first call in the size window (or the constructor, whichever comes
+ * first) loads the placement, opens the tiers and builds the site table: the
+ * constructors of the application's own libraries run before a preloaded library's,
+ * and their allocations are placed too. Calls made meanwhile — by dlsym, by memkind's
+ * dlopen, by libunwind — go to the wrapped allocator, resolved on first use (before
+ * it is known: the static arena), never into the slow path (a thread-local flag).
+ * Under AddressSanitizer (test builds) only the constructor initializes: ASan's
+ * start-up allocates before its interceptors work, and initializing there would
+ * call them (readlink, open). Nothing here can end the process: a placement that is
+ * missing, empty, malformed, or made for another program gives one warning and then
+ * every call is passed through. */
 #include "hmi_backend.h"
 #include "hmi_match.h"
 #include "hmi_placement.h"
@@ -54,6 +55,7 @@ static _Atomic int g_state;
  * afterwards an empty window is lo = SIZE_MAX, span = 0. */
 static size_t g_lo = 0, g_span = SIZE_MAX;
 static int g_owning;                /* a tier is open: pointers may be ours */
+static int g_lazy;                  /* the first call may initialize (no ASan) */
 static int g_depth;
 static uint32_t g_ntiers;
 static int g_quiet, g_rank = -1, g_report;
@@ -86,6 +88,7 @@ NOASAN static int resolve_real(void)
     hm_real_resolve(&rm);
     void *d = dlsym(RTLD_NEXT, "dlclose");
     memcpy(&real_dlclose, &d, sizeof d);
+    g_lazy = dlsym(RTLD_DEFAULT, "__asan_init") == NULL;
     atomic_store(&state, 2);
     return rm.malloc ? 0 : -1;
 }
@@ -309,17 +312,28 @@ static void do_init(void)
     t_busy--;
 }
 
-/* 1 when placing; 0 before the constructor, while it runs, or when off. */
-NOASAN static inline int ensure_ready(void)
-{
-    return hm_likely(atomic_load_explicit(&g_state, memory_order_acquire) == ST_READY);
-}
-
-__attribute__((constructor)) static void hmi_ctor(void)
+static void init_once(void)
 {
     int z = ST_NONE;
     if (atomic_compare_exchange_strong(&g_state, &z, ST_INIT))
         do_init();
+}
+
+/* 1 when placing; 0 while initializing (nested, or another thread), when off, and
+ * under ASan before the constructor. */
+NOASAN static inline int ensure_ready(void)
+{
+    int st = atomic_load_explicit(&g_state, memory_order_acquire);
+    if (hm_likely(st == ST_READY))
+        return 1;
+    if (st == ST_NONE && g_lazy)
+        init_once();
+    return atomic_load(&g_state) == ST_READY;
+}
+
+__attribute__((constructor)) static void hmi_ctor(void)
+{
+    init_once();
 }
 
 __attribute__((destructor)) static void hmi_dtor(void)
