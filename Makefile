@@ -24,8 +24,8 @@ OUT     ?=
 MIN_SIZE ?=
 DEPTH   ?=
 
-.PHONY: all deps build test test-c test-py lint demo trace analyze bench-collect bench-sampling \
-        bench-analyze bench-advise clean
+.PHONY: all deps build test test-c test-py lint demo trace analyze rerun bench-collect \
+        bench-sampling bench-analyze bench-advise clean
 all: build
 
 deps:
@@ -98,6 +98,15 @@ advise: deps
 	$(HMTUNE) advise $(if $(MEM),--mem "$(MEM)") $(if $(MACHINE),--machine "$(MACHINE)") \
 	  $(if $(STRATEGY),--strategy $(STRATEGY)) $(if $(THRESHOLD),--threshold $(THRESHOLD)) \
 	  $(if $(FORMAT),--format $(FORMAT)) "$$d"
+
+# Re-run APP (required: the command, as for make trace) with libhmalloc.so and the
+# stage directory's placement.txt (OUT, else hmtune-out/<APP's name>/) or PLACEMENT=FILE.
+# Statistics: STAGE/run-stats.json (run-stats.RANK.json per rank with MPIRUN).
+PLACEMENT ?=
+rerun: deps build
+	@if [ -z "$(APP)" ]; then echo 'make rerun: set APP to the command to re-run, e.g. make rerun APP="./build/examples/latency -s 256"' >&2; exit 2; fi
+	@$(HMTUNE) run -o "$(STAGE_DIR)" $(if $(MPIRUN),--mpirun "$(MPIRUN)") \
+	  $(if $(PLACEMENT),--placement "$(PLACEMENT)") -- $(APP)
 
 bench-collect: deps build
 	@$(PY) $(ROOT)/bench/bench_collect.py

@@ -113,7 +113,8 @@ void hmi_backend_free(int owner, void *p) HM_HIDDEN;
 size_t hmi_backend_usable_size(int owner, const void *p) HM_HIDDEN;
 
 /* realloc in place: 1 when p (owned by tier owner) can hold newsize bytes as it is
- * (the charge is unchanged), 0 when the caller must allocate, copy and free. */
+ * (the charge is unchanged; counted as one block freed and one placed, as the trace
+ * counts a realloc), 0 when the caller must allocate, copy and free. */
 int hmi_backend_resize_in_place(int owner, void *p, size_t newsize) HM_HIDDEN;
 
 void hmi_backend_stats(uint32_t index, struct hmi_backend_stats *out) HM_HIDDEN;

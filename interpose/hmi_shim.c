@@ -31,7 +31,9 @@
 #include "hm_unwind.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -141,10 +143,36 @@ static int is_target(const char *exe)
     return !t || !*t || strcmp(base_name(t), base_name(exe)) == 0;
 }
 
-/* 1 when the placement belongs to this program: it names the executable, or
- * every module it names is loaded (a placement of library sites only). Otherwise
- * *missing is one module it names that is not loaded. A loaded module with a frame
- * offset past its end means another build: -1, *missing that module. */
+/* Whether path could never be loaded into this process by dlopen: it does not exist,
+ * or it is a program (ET_EXEC, or ET_DYN with an interpreter: a PIE executable). */
+static int not_loadable(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 1;
+    Elf64_Ehdr eh;
+    int prog = 0;
+    if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
+        !memcmp(eh.e_ident, ELFMAG, SELFMAG) && eh.e_ident[EI_CLASS] == ELFCLASS64) {
+        prog = eh.e_type == ET_EXEC;
+        for (unsigned i = 0; !prog && eh.e_type == ET_DYN && i < eh.e_phnum && i < 256; i++) {
+            Elf64_Phdr ph;
+            if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (uint64_t)i * sizeof ph)) !=
+                (ssize_t)sizeof ph)
+                break;
+            prog = ph.p_type == PT_INTERP;
+        }
+    }
+    close(fd);
+    return prog;
+}
+
+/* 1 when the placement belongs to this program: it names the executable, or every
+ * module it names that is not loaded now may still be (an existing shared library,
+ * which the program may dlopen later). Otherwise *missing is a module it names that
+ * cannot be loaded here (another program, or a file that is not there). A loaded
+ * module with a frame offset past its end means another build: -1, *missing that
+ * module. */
 static int fits_program(const char *exe, const char **missing)
 {
     hm_modmap_find((uint64_t)(uintptr_t)&fits_program);     /* fill the module table */
@@ -162,7 +190,7 @@ static int fits_program(const char *exe, const char **missing)
                 found = m;
         }
         if (!found) {
-            if (!*missing)
+            if (!*missing && not_loadable(pm->path))
                 *missing = pm->path;
             continue;
         }
@@ -268,7 +296,7 @@ static void do_init(void)
                                                   : " was made for another program: it names ");
                 k += hm_fmt_str(msg + k, missing);
                 k += hm_fmt_str(msg + k, fits < 0 ? " as loaded here (another build?)"
-                                                  : ", which is not loaded, and never ");
+                                                  : ", which cannot be loaded here, and never ");
                 if (fits >= 0)
                     k += hm_fmt_str(msg + k, exe);
                 msg[k] = '\0';
@@ -326,7 +354,7 @@ NOASAN static inline int ensure_ready(void)
     int st = atomic_load_explicit(&g_state, memory_order_acquire);
     if (hm_likely(st == ST_READY))
         return 1;
-    if (st == ST_NONE && g_lazy)
+    if (st == ST_NONE && resolve_real() == 0 && g_lazy)
         init_once();
     return atomic_load(&g_state) == ST_READY;
 }
@@ -391,7 +419,9 @@ NOASAN static HM_NOINLINE void *slow_alloc(enum kind k, size_t a, size_t b, size
     t_busy++;
     int site = site_here();
     void *p = NULL;
-    if (site >= 0)
+    if (site >= 0 && k == K_PVALLOC)        /* pvalloc(0) is one page */
+        p = place(site, size ? (size + align - 1) & ~(align - 1) : align, align, 0);
+    else if (site >= 0)
         p = place(site, size, align, k == K_CALLOC);
     else
         __atomic_fetch_add(&hmi_unmatched, 1, __ATOMIC_RELAXED);
@@ -440,8 +470,10 @@ static HM_NOINLINE void *slow_realloc(void *p, size_t n)
     if (owner < 0 && tier < 0 && !boot)
         return rm.realloc(p, n);
     if (owner >= 0 && owner == tier && hmi_backend_resize_in_place(owner, p, n)) {
-        __atomic_fetch_add(&hmi_site_stats[site].matches, 1, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&hmi_site_stats[site].placed, 1, __ATOMIC_RELAXED);
+        struct hmi_site_stats *st = &hmi_site_stats[site];
+        __atomic_fetch_add(&st->matches, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&st->placed, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&st->bytes, n, __ATOMIC_RELAXED);
         return p;                                   /* grows in place */
     }
     void *q = NULL;
@@ -582,14 +614,15 @@ EXPORT void *valloc(size_t n)
     return slow_alloc(K_VALLOC, n, 0, n, page, NULL, NULL);
 }
 
+/* The window holds request sizes (the advisor's, from the trace): pvalloc is
+ * matched on its request and served page-rounded. */
 EXPORT void *pvalloc(size_t n)
 {
     size_t page = (size_t)sysconf(_SC_PAGESIZE);
     size_t r = n ? n : 1;
-    if (r > SIZE_MAX - page || !in_window((r + page - 1) & ~(page - 1)))
+    if (hm_likely(!in_window(n)) || r > SIZE_MAX - page)
         return plain(K_PVALLOC, n, 0, NULL, NULL);
-    r = (r + page - 1) & ~(page - 1);
-    return slow_alloc(K_PVALLOC, n, 0, r, page, NULL, NULL);
+    return slow_alloc(K_PVALLOC, n, 0, n, page, NULL, NULL);
 }
 
 EXPORT size_t malloc_usable_size(void *p)

@@ -17,6 +17,11 @@ def tracer_lib() -> Path:
     return build_dir() / "lib" / "libhmtrace.so"
 
 
+def hmalloc_lib() -> Path:
+    """The placement interposer `hmtune run` preloads (interpose/)."""
+    return build_dir() / "lib" / "libhmalloc.so"
+
+
 def finalize_bin() -> Path:
     return build_dir() / "bin" / "hmtune-finalize"
 

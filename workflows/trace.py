@@ -7,13 +7,12 @@ import argparse
 import json
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from workflows import elfcheck, paths
+from workflows import launch, paths
 from workflows.units import human, parse_size
 
 
@@ -49,8 +48,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _fail(msg: str, code: int = 2) -> int:
-    print(f"hmtune trace: {msg}", file=sys.stderr)
-    return code
+    return launch.fail("trace", msg, code)
 
 
 def _writable_dir(d: Path) -> str | None:
@@ -63,22 +61,6 @@ def _writable_dir(d: Path) -> str | None:
     except OSError as e:
         return e.strerror or str(e)
     return None
-
-
-def _run(cmd: list[str], env: dict[str, str]) -> int:
-    """Run cmd in the foreground; the terminal's Ctrl-C reaches the app, not us."""
-    try:
-        proc = subprocess.Popen(cmd, env=env)
-    except OSError as e:
-        print(f"hmtune trace: cannot run {cmd[0]}: {e.strerror}", file=sys.stderr)
-        return 127
-    old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    old_term = signal.signal(signal.SIGTERM, lambda s, f: proc.send_signal(s))
-    try:
-        return proc.wait()
-    finally:
-        signal.signal(signal.SIGINT, old_int)
-        signal.signal(signal.SIGTERM, old_term)
 
 
 def choose_sampler(requested: str, quiet: bool) -> tuple[str, str] | None:
@@ -127,19 +109,6 @@ def print_summary(s: dict, out: Path, wall_s: float) -> None:
           f"{tracer_s * 1e3:.1f} ms ({share:.2f}% of the run's thread time)", file=sys.stderr)
 
 
-def _exit_like(rc: int) -> int:
-    """Give our caller the app's status: a signal death is re-raised on ourselves."""
-    if rc < 0:
-        sig = -rc
-        if sig not in (signal.SIGKILL, signal.SIGSTOP):
-            signal.signal(sig, signal.SIG_DFL)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.kill(os.getpid(), sig)
-        return 128 + sig
-    return rc
-
-
 def run(args: argparse.Namespace) -> int:
     app = list(args.app)
     if app and app[0] == "--":
@@ -159,47 +128,36 @@ def run(args: argparse.Namespace) -> int:
     lib, fin = paths.tracer_lib(), paths.finalize_bin()
     if not lib.exists() or not fin.exists() or not paths.probe_bin().exists():
         return _fail(f"{lib} is not built: run 'make' in {paths.ROOT}")
-    exe = elfcheck.resolve(app[0])
+    exe, code = launch.check_program(app[0], "trace", "it cannot be traced")
     if exe is None:
-        return _fail(f"{app[0]}: no such program", 127)
-    if elfcheck.is_static_elf(exe):
-        return _fail(f"{app[0]} is statically linked: LD_PRELOAD cannot interpose its malloc, "
-                     "so it cannot be traced; link it dynamically (without -static)")
+        return code
     out = Path(args.out) if args.out else paths.default_out(app[0])
     launcher = shlex.split(args.mpirun) if args.mpirun else []
     why = _writable_dir(out)
     if why is not None:
-        print(f"hmtune trace: cannot write to {out} ({why}); running the application "
-              "without tracing", file=sys.stderr)
-        return _exit_like(_run(launcher + app, dict(os.environ)))
+        _fail(f"cannot write to {out} ({why}); running the application without tracing")
+        return launch.exit_like(launch.run_foreground(launcher + app, dict(os.environ), "trace"))
     for old in (out / "raw").glob("*.hmr"):
         old.unlink()
-    preload = str(lib)
-    if os.environ.get("LD_PRELOAD"):
-        preload += ":" + os.environ["LD_PRELOAD"]
     chosen = choose_sampler(args.sampler, args.quiet)
     if chosen is None:
         return 2
-    tracer_env = {"LD_PRELOAD": preload, "HMTUNE_OUT": str((out / "raw").resolve()),
+    tracer_env = {"LD_PRELOAD": launch.preload_with(lib),
+                  "HMTUNE_OUT": str((out / "raw").resolve()),
                   "HMTUNE_MIN_SIZE": str(min_size), "HMTUNE_DEPTH": str(args.depth),
                   "HMTUNE_SAMPLER": chosen[0]}
     if args.period is not None:
         tracer_env["HMTUNE_SAMPLE_PERIOD"] = str(args.period)
     if args.rate is not None:
         tracer_env["HMTUNE_SAMPLE_RATE"] = str(args.rate)
-    env = dict(os.environ)
-    if launcher:
-        # The launcher itself runs untraced; `env` applies the tracer to each rank.
-        cmd = launcher + ["env"] + [f"{k}={v}" for k, v in tracer_env.items()] + app
-    else:
-        env.update(tracer_env)
-        cmd = app
+    # The launcher itself runs untraced; the tracer is applied to each rank.
+    cmd, env = launch.command(launcher, app, tracer_env)
     t0 = time.monotonic()
-    rc = _run(cmd, env)
+    rc = launch.run_foreground(cmd, env, "trace")
     wall = time.monotonic() - t0
     summary = finalize(out, args.quiet)
     if summary is None:
         print(f"hmtune trace: no trace written in {out} (see the message above)", file=sys.stderr)
     elif not args.quiet:
         print_summary(summary, out, wall)
-    return _exit_like(rc)
+    return launch.exit_like(rc)

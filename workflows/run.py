@@ -1,0 +1,381 @@
+"""`hmtune run`: re-run the application with libhmalloc.so preloaded, so that the
+allocation sites listed in placement.txt go to their memory tiers (DESIGN.md §6, §7).
+
+Before running: the placement is read with the advisor's checking reader (a missing or
+malformed one stops here, exit 2), and tiers this machine cannot serve in full get a
+one-line warning (hugetlb beyond the free hugepages, memkind HBW kinds without a
+high-bandwidth node). The library's own contract (interpose/hmi_shim.c): HMTUNE_PLACEMENT,
+HMTUNE_STATS (JSON per process at exit), HMTUNE_SUMMARY=0 (no stderr summary),
+HMTUNE_TARGET (only the program we launched warns about its placement). Under MPI each
+rank writes DIR/run-stats.RANK.json and this command prints one summary over the ranks;
+a single process prints its own. The application's stdout, stderr and exit status
+are its own (a signal death is re-raised)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import shlex
+import sys
+from dataclasses import dataclass
+from glob import escape as glob_escape
+from glob import glob
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from workflows import elfcheck, launch, paths
+from workflows.units import human
+
+if TYPE_CHECKING:
+    from advisor.placement import PlacementFile
+
+RANK = "%r"                          # HMTUNE_STATS: replaced by the rank (hmi_report.c)
+MPI_STATS = f"run-stats.{RANK}.json"
+SINGLE_STATS = "run-stats.json"
+NODE_DIR = Path("/sys/devices/system/node")
+MEMINFO = Path("/proc/meminfo")
+_SHARED_LIB = re.compile(r"\.so(\.|$)")
+LISTED_FILES = 8                     # per-rank statistics files named in the MPI summary
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="re-run an application with its allocation sites placed in memory tiers",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="hmtune run [-h] [--placement FILE] [--stats FILE] [--mpirun CMD] [-o DIR] "
+              "[-q]\n                  -- APP [ARGS...]",
+        description="Run APP with libhmalloc.so preloaded: the allocation sites listed in\n"
+                    "the placement (from 'hmtune advise') are served by their tiers, the\n"
+                    "rest by the default allocator. The application's stdout, stderr and\n"
+                    "exit status are its own. At exit each process writes its statistics\n"
+                    "(JSON) and a per-tier summary goes to stderr (under --mpirun: one\n"
+                    "summary over all ranks).",
+        epilog="examples:\n"
+               "  hmtune run -- ./app -n 10          # placement hmtune-out/app/placement.txt\n"
+               "  hmtune run -o out --mpirun 'mpirun -np 4' -- ./app\n"
+               "  make rerun APP='./app -n 10' [MPIRUN=...] [OUT=...] [PLACEMENT=...]\n"
+               "\n"
+               "tiers that need the machine set up:\n"
+               "  hugetlb    needs reserved hugepages: echo N > /proc/sys/vm/nr_hugepages\n"
+               "  memkind:MEMKIND_HBW*  without HBM, memkind refuses it unless\n"
+               "             MEMKIND_HBW_NODES=0 (ordinary memory on node 0) is set\n"
+               "A tier that cannot be used, or is full, sends its sites to the default\n"
+               "allocator; the application keeps running.\n"
+               "\n"
+               "exit status: the application's (a signal death is re-raised); 2 when the\n"
+               "placement is missing or malformed, the program is statically linked or\n"
+               "the library is not built (nothing is run); 127 when APP does not exist.",
+    )
+    p.add_argument("--placement", metavar="FILE", default=None,
+                   help="placement.txt from 'hmtune advise' (default DIR/placement.txt)")
+    p.add_argument("--stats", metavar="FILE", default=None,
+                   help=f"per-process statistics, JSON (default DIR/{SINGLE_STATS}; with "
+                        f"--mpirun DIR/{MPI_STATS}, where {RANK} becomes the rank; a FILE "
+                        f"without {RANK} gets .RANK appended under MPI)".replace("%", "%%"))
+    p.add_argument("--mpirun", metavar="CMD", default="",
+                   help="MPI launcher prefix, e.g. 'mpirun -np 4' (the library is applied "
+                        "to the ranks, not to the launcher); one summary over all ranks")
+    p.add_argument("-o", "--out", metavar="DIR", default=None,
+                   help="stage directory (default hmtune-out/<app name>/)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no summary (the library's and this command's); warnings still")
+    p.add_argument("app", nargs=argparse.REMAINDER, help="-- APP [ARGS...]")
+    p.set_defaults(func=run)
+
+
+def _fail(msg: str, code: int = 2) -> int:
+    return launch.fail("run", msg, code)
+
+
+def _say(msg: str) -> None:
+    print(f"hmtune run: {msg}", file=sys.stderr)
+
+
+def load_placement(path: Path) -> PlacementFile | None:
+    """The checked placement, or None after one line saying what to do."""
+    from advisor.placement import PlacementFormatError, read_placement
+
+    if not path.is_file():
+        _fail(f"no placement {path}: run 'hmtune advise' first (after 'hmtune trace' and "
+              "'hmtune analyze'), or give --placement FILE")
+        return None
+    try:
+        return read_placement(path)
+    except PlacementFormatError as e:
+        _fail(f"cannot use the placement: {e}; write it again with 'hmtune advise'")
+        return None
+
+
+# ---- what the machine offers ----
+
+def parse_nodelist(text: str) -> set[int]:
+    """`0-3,8` → {0, 1, 2, 3, 8} (the kernel's node list format; '' → empty)."""
+    nodes: set[int] = set()
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        nodes.update(range(int(lo), int(hi or lo) + 1))
+    return nodes
+
+
+def memory_only_nodes(node_dir: Path = NODE_DIR) -> set[int] | None:
+    """NUMA nodes with memory and no CPU — how HBM (Xeon Max, KNL flat) and CXL memory
+    appear; None when sysfs does not say."""
+    try:
+        mem = parse_nodelist((node_dir / "has_memory").read_text())
+        cpu = parse_nodelist((node_dir / "has_cpu").read_text())
+    except (OSError, ValueError):
+        return None
+    return mem - cpu
+
+
+@dataclass(frozen=True)
+class HugePages:
+    total: int                       # pages (HugePages_Total = nr_hugepages)
+    free: int                        # pages
+    page: int                        # bytes
+
+
+def hugepages(meminfo: Path = MEMINFO) -> HugePages | None:
+    """The default-size hugepage pool from /proc/meminfo; None when the kernel has none."""
+    fields: dict[str, int] = {}
+    try:
+        for line in meminfo.read_text().splitlines():
+            key, _, rest = line.partition(":")
+            words = rest.split()
+            if words and words[0].isdigit():
+                fields[key] = int(words[0]) * (1024 if words[1:] == ["kB"] else 1)
+    except OSError:
+        return None
+    if "Hugepagesize" not in fields or "HugePages_Free" not in fields:
+        return None
+    return HugePages(fields.get("HugePages_Total", 0), fields["HugePages_Free"],
+                     fields["Hugepagesize"])
+
+
+def launcher_processes(launcher: list[str]) -> int | None:
+    """The process count an MPI launcher line asks for (`-np N`, `-n N`, `--np N`,
+    `--np=N`, `--ntasks=N`); None when it does not say."""
+    for i, word in enumerate(launcher):
+        key, eq, value = word.partition("=")
+        if not eq and key in ("-np", "--np", "-n", "--n", "--ntasks"):
+            value = launcher[i + 1] if i + 1 < len(launcher) else ""
+        elif not (eq and key in ("-np", "--np", "--n", "--ntasks")):
+            continue
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    return None
+
+
+def _uses_hugetlb(backend: str) -> bool:
+    return backend == "hugetlb" or (backend.startswith("memkind:") and "HUGETLB" in backend)
+
+
+def _is_hbw(backend: str) -> bool:
+    return backend.startswith("memkind:MEMKIND_HBW")
+
+
+def tier_warnings(pf: PlacementFile, nprocs: int, pool: HugePages | None,
+                  memory_only: set[int] | None, environ: dict[str, str]) -> list[str]:
+    """One line per problem a tier will have on this machine (nothing is changed)."""
+    out: list[str] = []
+    placed = {s.tier for s in pf.sites}
+    huge = [t for t in pf.tiers if _uses_hugetlb(t.backend) and t.name in placed]
+    if huge:
+        names = ", ".join(f"{t.name} ({t.backend})" for t in huge)
+        if pool is None:
+            out.append(f"warning: tier {names} needs hugepages and this kernel has none: "
+                       "its sites will go to the default allocator")
+        else:
+            per_proc = sum(math.ceil((t.capacity or 0) / pool.page) for t in huge)
+            need = per_proc * nprocs
+            if need > pool.free:
+                procs = f" for {nprocs} processes" if nprocs > 1 else ""
+                out.append(
+                    f"warning: tier {names} may take up to {need} hugepages of "
+                    f"{human(pool.page)} ({human(need * pool.page)}{procs}) but only "
+                    f"{pool.free} are free: blocks that do not fit go to the default "
+                    f"allocator; reserve them as root with: echo "
+                    f"{pool.total + need - pool.free} > /proc/sys/vm/nr_hugepages")
+    hbw = [t for t in pf.tiers if _is_hbw(t.backend) and t.name in placed]
+    if hbw and not environ.get("MEMKIND_HBW_NODES") and memory_only is not None \
+            and not memory_only:
+        names = ", ".join(f"{t.name} ({t.backend})" for t in hbw)
+        out.append(f"warning: tier {names}: no NUMA node here is high-bandwidth memory (every "
+                   "memory node has CPUs), so memkind will refuse the tier and its sites will "
+                   "stay in ordinary memory; to use node 0 as the tier anyway (e.g. to try the "
+                   "placement), set MEMKIND_HBW_NODES=0")
+    return out
+
+
+def target_name(exe: Path, pf: PlacementFile) -> str | None:
+    """HMTUNE_TARGET: the name /proc/self/exe will have in the process we launch. For a
+    script, the executable the placement names: a module with a program interpreter
+    that is not named like a shared library (libc.so.6 has one too)."""
+    if elfcheck.program_headers(exe) is not None:
+        return Path(os.path.realpath(exe)).name
+    from advisor.placement import frames
+
+    modules = {f.rpartition("+")[0] for s in pf.sites for f in frames(s.chain)}
+    programs = sorted(m for m in modules if not _SHARED_LIB.search(Path(m).name)
+                      and (ph := elfcheck.program_headers(m)) is not None
+                      and any(t == elfcheck.PT_INTERP for t, _, _ in ph.entries))
+    return Path(programs[0]).name if len(programs) == 1 else None
+
+
+# ---- statistics files ----
+
+def stats_files(pattern: Path) -> dict[int | None, Path]:
+    """The statistics files the library writes for HMTUNE_STATS=pattern: the file itself
+    (rank None) and its per-rank names (hmi_report.c: the first %r replaced by the rank,
+    else .RANK appended)."""
+    text = str(pattern)
+    found: dict[int | None, Path] = {}
+    if RANK in text:
+        head, _, tail = text.partition(RANK)
+        rx = re.compile(re.escape(head) + r"(\d+)" + re.escape(tail))
+        candidates = glob(glob_escape(head) + "*" + glob_escape(tail))
+    else:
+        if pattern.is_file():
+            found[None] = pattern
+        rx = re.compile(re.escape(text) + r"\.(\d+)")
+        candidates = glob(glob_escape(text) + ".*")
+    for c in candidates:
+        m = rx.fullmatch(c)
+        if m and Path(c).is_file():
+            found[int(m.group(1))] = Path(c)
+    return found
+
+
+def _read_stats(files: dict[int | None, Path]) -> dict[int | None, dict]:
+    out: dict[int | None, dict] = {}
+    for rank, f in sorted(files.items(), key=lambda kv: -1 if kv[0] is None else kv[0]):
+        try:
+            data = json.loads(f.read_text())
+        except (OSError, ValueError) as e:
+            _say(f"cannot read {f}: {e}")
+            continue
+        if isinstance(data, dict) and data.get("version") == 1 and "tiers" in data:
+            out[rank] = data
+        else:
+            _say(f"{f} is not an hmalloc statistics file (version 1); left out")
+    return out
+
+
+def _ranks(ranks: list[int | None]) -> str:
+    return ", ".join("?" if r is None else str(r) for r in ranks)
+
+
+def mpi_summary(stats: dict[int | None, dict], files: dict[int | None, Path],
+                expected: int | None, pattern: Path) -> list[str]:
+    """The per-tier summary over all ranks' statistics."""
+    if not stats:
+        return ["no rank wrote statistics (see the messages above: a placement the "
+                "ranks could not use, or ranks that died)"]
+    first = next(iter(stats.values()))
+    lines = [f"{len(stats)} rank(s) wrote statistics; placement {first.get('placement', '?')}"]
+    if expected is not None and len(stats) < expected:
+        lines.append(f"only {len(stats)} of {expected} ranks wrote statistics (a rank that "
+                     "was killed or crashed writes none)")
+    for i, tier in enumerate(first["tiers"]):
+        per = {r: s["tiers"][i] for r, s in stats.items() if i < len(s["tiers"])}
+        name, backend = tier["name"], tier["backend"]
+        if backend == "default":
+            lines.append(f"tier {name} ({backend}): the default allocator")
+            continue
+        down = [r for r, t in per.items() if not t["available"]]
+        up = {r: t for r, t in per.items() if t["available"]}
+        if down:
+            lines.append(f"tier {name} ({backend}): unavailable in rank(s) {_ranks(down)}, "
+                         "whose sites went to the default allocator")
+        if not up:
+            continue
+        caps = {t["capacity"] for t in up.values()}
+        cap = ("unlimited" if caps == {None} else
+               "/".join(human(c) for c in sorted(c for c in caps if c is not None))
+               + " per process")
+        hw_rank, hw = max(up.items(), key=lambda kv: kv[1]["high_water_bytes"])
+        full = [r for r, t in up.items() if t["not_fitting"]]
+        where = (f" (rank(s) {_ranks(full)})" if len(full) <= LISTED_FILES
+                 else f" (in {len(full)} ranks)") if full else ""
+        lines.append(
+            f"tier {name} ({backend}, {cap}): {sum(t['placed_blocks'] for t in up.values())} "
+            f"blocks placed ({human(sum(t['placed_bytes'] for t in up.values()))}) in "
+            f"{len(up)} rank(s), largest high-water {human(hw['high_water_bytes'])} "
+            f"(rank {_ranks([hw_rank])}), {sum(t['not_fitting'] for t in up.values())} "
+            f"not fitting{where}")
+    nsites = len(first.get("sites", []))
+    matched = {i for s in stats.values() for i, site in enumerate(s.get("sites", []))
+               if site["matches"]}
+    unmatched = sum(s.get("unmatched_in_window", 0) for s in stats.values())
+    lines.append(f"sites: {len(matched)} of {nsites} matched in some rank; {unmatched} calls "
+                 "in the size window matched none")
+    listed = [str(files[r]) for r in stats][:LISTED_FILES]
+    more = len(stats) - len(listed)
+    lines.append("statistics per rank: " + ", ".join(listed)
+                 + (f", and {more} more ({pattern})" if more else ""))
+    return lines
+
+
+# ---- the command ----
+
+def run(args: argparse.Namespace) -> int:
+    app = list(args.app)
+    if app and app[0] == "--":
+        app = app[1:]
+    if not app:
+        return _fail("no application given: hmtune run [options] -- ./app args")
+    lib = paths.hmalloc_lib()
+    if not lib.exists():
+        return _fail(f"{lib} is not built: run 'make' in {paths.ROOT}")
+    exe, code = launch.check_program(app[0], "run", "its allocations cannot be placed")
+    if exe is None:
+        return code
+    out = Path(args.out) if args.out else paths.default_out(app[0])
+    placement = Path(args.placement) if args.placement else out / "placement.txt"
+    pf = load_placement(placement)
+    if pf is None:
+        return 2
+    launcher = shlex.split(args.mpirun) if args.mpirun else []
+    nprocs = (launcher_processes(launcher) if launcher else 1) or 1
+    for w in tier_warnings(pf, nprocs, hugepages(), memory_only_nodes(), dict(os.environ)):
+        _say(w)
+    if not pf.sites:
+        _say("note: the placement lists no sites: every allocation stays in the default "
+             "allocator")
+
+    app_env = {"LD_PRELOAD": launch.preload_with(lib),
+               "HMTUNE_PLACEMENT": str(placement.resolve())}
+    target = target_name(exe, pf)
+    if target:
+        app_env["HMTUNE_TARGET"] = target
+    stats = Path(args.stats) if args.stats else out / (MPI_STATS if launcher else SINGLE_STATS)
+    stats = stats.absolute()
+    try:
+        stats.parent.mkdir(parents=True, exist_ok=True)
+        for old in stats_files(stats).values():       # a crashed run must not look fresh
+            old.unlink()
+        app_env["HMTUNE_STATS"] = str(stats)
+    except OSError as e:
+        _say(f"cannot write statistics to {stats.parent} ({e.strerror or e}); running "
+             "without them")
+    aggregate = bool(launcher) and not args.quiet and "HMTUNE_STATS" in app_env
+    if args.quiet or aggregate:
+        app_env["HMTUNE_SUMMARY"] = "0"
+
+    cmd, env = launch.command(launcher, app, app_env)
+    rc = launch.run_foreground(cmd, env, "run")
+    if not args.quiet and "HMTUNE_STATS" in app_env:
+        files = stats_files(stats)
+        if aggregate:
+            for line in mpi_summary(_read_stats(files), files,
+                                    launcher_processes(launcher), stats):
+                _say(line)
+        elif files:
+            _say("statistics: " + ", ".join(str(f) for f in files.values()))
+    return launch.exit_like(rc)
