@@ -294,9 +294,9 @@ static uint64_t tier_bytes(const struct hmi_placement *pl, uint32_t t)
 
 #define SUMMARY_SITES 20u
 
-static void write_summary(const struct hmi_placement *pl, const char *path, int rank)
+static void write_summary(int fd, const struct hmi_placement *pl, const char *path, int rank)
 {
-    struct out o = { .fd = 2 };
+    struct out o = { .fd = fd };
     char who[48] = "";
     if (rank >= 0)
         snprintf(who, sizeof who, "[rank %d]", rank);
@@ -422,31 +422,32 @@ static int stats_path(const char *json, int rank, char *dst, size_t cap)
     return k > 0 && (size_t)k < cap ? 0 : -1;
 }
 
-static void stats_error(const char *path, int err)
+static void stats_error(int fd, const char *path, int err)
 {
     char msg[PATH_MAX + 160];
-    snprintf(msg, sizeof msg, "cannot write the statistics (HMTUNE_STATS) to %s: %s", path,
-             strerror(err));
-    hm_log("hmalloc: ", msg, NULL);
+    int k = snprintf(msg, sizeof msg, "hmalloc: cannot write the statistics (HMTUNE_STATS) to %s: %s\n",
+                     path, strerror(err));
+    if (fd >= 0 && k > 0)
+        (void)hm_write_all(fd, msg, (size_t)k < sizeof msg ? (size_t)k : sizeof msg - 1);
 }
 
-void hmi_report_exit(const struct hmi_placement *pl, const char *placement_path, int rank,
-                     int quiet, const char *json_path)
+void hmi_report_exit(int errfd, const struct hmi_placement *pl, const char *placement_path,
+                     int rank, int quiet, const char *json_path)
 {
     check_live();
-    if (!quiet)
-        write_summary(pl, placement_path, rank);
+    if (!quiet && errfd >= 0)
+        write_summary(errfd, pl, placement_path, rank);
     if (!json_path)
         return;
     char dst[PATH_MAX], tmp[PATH_MAX + 32];
     if (stats_path(json_path, rank, dst, sizeof dst) != 0 ||
         snprintf(tmp, sizeof tmp, "%s.tmp.%d", dst, (int)getpid()) >= (int)sizeof tmp) {
-        hm_log("hmalloc: ", "HMTUNE_STATS is too long; no statistics written: ", json_path);
+        stats_error(errfd, json_path, ENAMETOOLONG);
         return;
     }
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
-        stats_error(tmp, errno);
+        stats_error(errfd, tmp, errno);
         return;
     }
     struct out o = { .fd = fd };
@@ -461,6 +462,6 @@ void hmi_report_exit(const struct hmi_placement *pl, const char *placement_path,
         err = errno;
     if (err) {
         unlink(tmp);
-        stats_error(dst, err);
+        stats_error(errfd, dst, err);
     }
 }

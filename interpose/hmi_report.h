@@ -54,11 +54,12 @@ extern uint64_t hmi_unmatched HM_HIDDEN;
 void hmi_report_placed(int tier, void *p, size_t len) HM_HIDDEN;
 void hmi_report_freeing(int tier, void *p) HM_HIDDEN;
 
-/* Check the blocks still live, then write the stderr lines (unless quiet) and the
- * JSON file (when path is set; written as path.tmp.PID and renamed). rank < 0: not
- * MPI. Uses stdio: call it from the destructor, outside any allocator lock. */
+/* Check the blocks still live, then write the summary lines to errfd (unless quiet
+ * or errfd < 0) and the JSON file (when path is set; written as path.tmp.PID and
+ * renamed; a failure is said on errfd). rank < 0: not MPI. Uses snprintf: call it
+ * from the destructor, outside any allocator lock. */
 struct hmi_placement;
-void hmi_report_exit(const struct hmi_placement *pl, const char *placement_path,
+void hmi_report_exit(int errfd, const struct hmi_placement *pl, const char *placement_path,
                      int rank, int quiet, const char *json_path) HM_HIDDEN;
 
 /* Residency of one block (tests). */

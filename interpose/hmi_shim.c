@@ -39,6 +39,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The entry points and the pass-through path run before AddressSanitizer has set up
@@ -70,6 +71,30 @@ static __thread int t_busy __attribute__((tls_model("initial-exec")));
 static void warn(const char *msg, const char *detail)
 {
     hm_log("hmalloc: ", msg, detail);
+}
+
+/* The standard error the program started with, kept as a copy: at exit fd 2 may be
+ * closed and reused for the application's own file, which the summary must not
+ * touch. The copy is used only while it is still the same file (a program may close
+ * every descriptor and reuse the number); else fd 2 if it still is; else nothing. */
+static int g_errfd = -1;
+static dev_t g_err_dev;
+static ino_t g_err_ino;
+
+static void keep_stderr(void)
+{
+    struct stat st;
+    if (fstat(2, &st) != 0)
+        return;
+    g_err_dev = st.st_dev;
+    g_err_ino = st.st_ino;
+    g_errfd = fcntl(2, F_DUPFD_CLOEXEC, 64);
+}
+
+static int same_stderr(int fd)
+{
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == g_err_dev && st.st_ino == g_err_ino;
 }
 
 /* ---- the wrapped allocator, arena while resolving ---- */
@@ -320,6 +345,7 @@ static void do_init(void)
             pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
             g_pid = getpid();
             g_report = 1;
+            keep_stderr();
             if (usable && hmi_match_size_lo <= hmi_match_size_hi) {
                 g_lo = hmi_match_size_lo;
                 g_span = hmi_match_size_hi - hmi_match_size_lo;
@@ -369,7 +395,8 @@ __attribute__((destructor)) static void hmi_dtor(void)
     if (atomic_load(&g_state) != ST_READY || !g_report || getpid() != g_pid)
         return;
     t_busy++;
-    hmi_report_exit(&g_pl, g_path, g_rank, g_quiet, g_stats[0] ? g_stats : NULL);
+    int fd = same_stderr(g_errfd) ? g_errfd : same_stderr(2) ? 2 : -1;
+    hmi_report_exit(fd, &g_pl, g_path, g_rank, g_quiet, g_stats[0] ? g_stats : NULL);
     t_busy--;
 }
 

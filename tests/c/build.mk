@@ -57,11 +57,45 @@ $(TEST_C_DIR)/test_match: $(ROOT)/tests/c/test_match.c $(ROOT)/tests/c/match_shi
 	$(CC) $(TEST_C_CFLAGS) -rdynamic -DTM_DL_PATH='"$(TM_DL_SO)"' -o $@ $< -L$(TEST_C_DIR) \
 	  -ltm_match -Wl,-rpath,$(TEST_C_DIR) -ldl $(LDSAN)
 
+# libhmalloc.so end to end (test_hmalloc.c): the application it is preloaded into,
+# the library it links whose constructor allocates early, the library it dlopens,
+# and the probe that learns the application's call-site chains. Names not starting with test_: run.sh runs test_*. The driver
+# depends on the libhmalloc.so of the same BUILD (build-san's under SAN=1).
+HMA_APP   := $(TEST_C_DIR)/hmalloc_app
+HMA_DL_SO := $(TEST_C_DIR)/libhmalloc_dl.so
+HMA_EARLY_SO := $(TEST_C_DIR)/libhmalloc_early.so
+HMA_PROBE := $(TEST_C_DIR)/libsite_probe.so
+# The probe is never instrumented: under ASan its malloc is called by ASan's own
+# initialization (dlsym), before the shadow memory exists.
+HMA_PROBE_CFLAGS := $(filter-out -fsanitize=%,$(TEST_C_CFLAGS))
+$(HMA_EARLY_SO): $(ROOT)/tests/c/hmalloc_early.c $(ROOT)/tests/c/hmalloc_app.h
+	@mkdir -p $(@D)
+	$(CC) $(TEST_C_CFLAGS) -fPIC -shared -o $@ $< $(LDSAN)
+$(HMA_APP): $(ROOT)/tests/c/hmalloc_app.c $(ROOT)/tests/c/hmalloc_app.h $(HMA_EARLY_SO)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_C_CFLAGS) -o $@ $< -L$(TEST_C_DIR) -lhmalloc_early -Wl,-rpath,$(TEST_C_DIR) \
+	  -ldl $(LDSAN)
+$(HMA_DL_SO): $(ROOT)/tests/c/hmalloc_dl.c
+	@mkdir -p $(@D)
+	$(CC) $(TEST_C_CFLAGS) -fPIC -shared -o $@ $< $(LDSAN)
+$(HMA_PROBE): $(ROOT)/tests/c/site_probe.c $(COMMON_SRC) $(COMMON_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(HMA_PROBE_CFLAGS) -fPIC -shared -fvisibility=hidden -ftls-model=initial-exec -o $@ $< \
+	  $(COMMON_SRC) -Wl,-z,defs -lunwind -ldl
+$(TEST_C_DIR)/test_hmalloc: $(ROOT)/tests/c/test_hmalloc.c $(ROOT)/tests/c/hmalloc_app.h \
+    $(ROOT)/tests/c/hmt.h $(HMA_APP) $(HMA_EARLY_SO) $(HMA_DL_SO) $(HMA_PROBE) $(HMALLOC_SO)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_C_CFLAGS) -DHMT_APP='"$(HMA_APP)"' -DHMT_DL='"$(HMA_DL_SO)"' \
+	  -DHMT_EARLY='"$(HMA_EARLY_SO)"' -DHMT_PROBE='"$(HMA_PROBE)"' \
+	  -DHMT_HMALLOC='"$(HMALLOC_SO)"' -o $@ $< $(LDSAN)
+
 TEST_C_BINS := $(TEST_C_DIR)/test_util $(TEST_C_DIR)/test_core $(TEST_C_DIR)/test_perf \
                $(TEST_C_DIR)/test_decode $(TEST_C_DIR)/test_placement $(PRVSCAN_TESTS)
 TEST_C_BINS += $(TEST_C_DIR)/test_backend
 TEST_C_BINS += $(TEST_C_DIR)/test_match
+TEST_C_BINS += $(TEST_C_DIR)/test_hmalloc
 BUILD_TARGETS += $(TEST_C_BINS)
 
 test-c: $(TEST_C_BINS)
 	@$(ROOT)/tests/c/run.sh $(TEST_C_DIR)
+
