@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "build"
 HMTUNE = ROOT / "bin" / "hmtune"
 LIB = BUILD / "lib" / "libhmtrace.so"
+HMALLOC = BUILD / "lib" / "libhmalloc.so"
 FIN = BUILD / "bin" / "hmtune-finalize"
 RSSWRAP = BUILD / "bench" / "rsswrap"
 LATENCY = BUILD / "examples" / "latency"
