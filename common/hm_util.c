@@ -100,3 +100,13 @@ void hm_log(const char *prefix, const char *msg, const char *detail)
     line[n++] = '\n';
     (void)hm_write_all(2, line, n);
 }
+
+__thread uint32_t hm_t_stripe __attribute__((tls_model("initial-exec")));
+
+uint32_t hm_stripe_assign(void)
+{
+    static uint32_t next;
+    uint32_t s = __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED) % HM_STRIPES;
+    hm_t_stripe = s + 1;
+    return s;
+}

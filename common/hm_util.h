@@ -36,6 +36,20 @@ HM_INLINE uint64_t hm_ticks(void) { return hm_likely(hm_tsc) ? __rdtsc() : hm_no
 HM_INLINE uint64_t hm_ticks(void) { return hm_now_ns(); }
 #endif
 
+/* Striped counters: statistics every thread bumps (per site, per tier) are kept in
+ * HM_STRIPES copies on separate cache lines, a thread writing the copy of its stripe
+ * (threads get stripes round robin) and readers summing them. One shared counter
+ * written by 2 threads cost ~25 ns per update here (bench-interpose), against ~2 ns
+ * unshared. */
+#define HM_STRIPES 16u
+extern __thread uint32_t hm_t_stripe __attribute__((tls_model("initial-exec"))) HM_HIDDEN;
+uint32_t hm_stripe_assign(void) HM_HIDDEN;
+HM_INLINE uint32_t hm_stripe(void)
+{
+    uint32_t s = hm_t_stripe;
+    return hm_likely(s) ? s - 1 : hm_stripe_assign();
+}
+
 /* write(2) all of buf, retrying on EINTR and short writes. Returns 0 or an errno. */
 int hm_write_all(int fd, const void *buf, size_t len) HM_HIDDEN;
 

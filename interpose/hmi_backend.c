@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 struct hmi_bk hmi_bks[HMI_MAX_TIERS];
+struct hmi_bk_counts hmi_bk_counts[HMI_MAX_TIERS][HM_STRIPES];
 
 #define PAGE_4K     4096ull
 #define PAGE_2M     (2ull << 20)
@@ -96,9 +97,25 @@ void hmi_uncharge(struct hmi_bk *b, uint64_t n)
     __atomic_fetch_sub(&b->used, n, __ATOMIC_RELAXED);
 }
 
-static void count(uint64_t *c)
+enum { C_PLACED, C_FREED, C_NOT_FITTING, C_SMALL };
+
+static void count(const struct hmi_bk *b, int which)
 {
-    __atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
+    struct hmi_bk_counts *c = &hmi_bk_counts[b - hmi_bks][hm_stripe()];
+    uint64_t *f = which == C_PLACED ? &c->placed : which == C_FREED ? &c->freed
+                : which == C_NOT_FITTING ? &c->not_fitting : &c->small;
+    __atomic_fetch_add(f, 1, __ATOMIC_RELAXED);
+}
+
+static void count_sum(uint32_t index, struct hmi_backend_stats *out)
+{
+    for (uint32_t k = 0; k < HM_STRIPES; k++) {
+        const struct hmi_bk_counts *c = &hmi_bk_counts[index][k];
+        out->placed += __atomic_load_n(&c->placed, __ATOMIC_RELAXED);
+        out->freed += __atomic_load_n(&c->freed, __ATOMIC_RELAXED);
+        out->not_fitting += __atomic_load_n(&c->not_fitting, __ATOMIC_RELAXED);
+        out->small += __atomic_load_n(&c->small, __ATOMIC_RELAXED);
+    }
 }
 
 /* ---- the page map ---- */
@@ -354,10 +371,12 @@ int hmi_backend_close(uint32_t index)
 {
     if (index >= HMI_MAX_TIERS)
         return -1;
-    struct hmi_bk *b = &hmi_bks[index];
-    if (__atomic_load_n(&b->placed, __ATOMIC_ACQUIRE) != __atomic_load_n(&b->freed, __ATOMIC_ACQUIRE))
+    struct hmi_backend_stats st;
+    hmi_backend_stats(index, &st);
+    if (st.placed != st.freed)
         return -1;
-    b->state = HMI_TIER_UNUSED;
+    hmi_bks[index].state = HMI_TIER_UNUSED;
+    memset(hmi_bk_counts[index], 0, sizeof hmi_bk_counts[index]);
     return 0;
 }
 
@@ -380,10 +399,7 @@ void hmi_backend_stats(uint32_t index, struct hmi_backend_stats *out)
     out->capacity = b->capacity;
     out->used = __atomic_load_n(&b->used, __ATOMIC_RELAXED);
     out->high_water = __atomic_load_n(&b->high_water, __ATOMIC_RELAXED);
-    out->placed = __atomic_load_n(&b->placed, __ATOMIC_RELAXED);
-    out->freed = __atomic_load_n(&b->freed, __ATOMIC_RELAXED);
-    out->not_fitting = __atomic_load_n(&b->not_fitting, __ATOMIC_RELAXED);
-    out->small = __atomic_load_n(&b->small, __ATOMIC_RELAXED);
+    count_sum(index, out);
 }
 
 /* ---- the mmap backends ---- */
@@ -423,7 +439,7 @@ static void *mmap_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t al
 {
     int huge = b->kind == HMI_BK_HUGETLB;
     if (huge && size < HMI_HUGETLB_MIN) {
-        count(&b->small);
+        count(b, C_SMALL);
         return NULL;
     }
     if (size > (1ull << ADDR_BITS))
@@ -465,7 +481,7 @@ static void *backend_alloc(uint32_t index, size_t size, size_t align, int zero)
     if (align < 16)
         align = 16;
     if (align & (align - 1)) {
-        count(&b->not_fitting);
+        count(b, C_NOT_FITTING);
         return NULL;
     }
     if (size == 0)
@@ -473,7 +489,7 @@ static void *backend_alloc(uint32_t index, size_t size, size_t align, int zero)
     /* fresh anonymous mappings are zero: only memkind needs to clear */
     void *p = b->kind == HMI_BK_MEMKIND ? hmi_mk_alloc(b, index, size, align, zero)
                                         : mmap_alloc(b, index, size, align);
-    count(p ? &b->placed : &b->not_fitting);
+    count(b, p ? C_PLACED : C_NOT_FITTING);
     return p;
 }
 
@@ -503,11 +519,16 @@ int hmi_owner(const void *p)
 
 void hmi_backend_free(int owner, void *p)
 {
+    hmi_backend_free_usable(owner, p, 0);
+}
+
+void hmi_backend_free_usable(int owner, void *p, size_t usable)
+{
     if (owner < 0 || owner >= HMI_MAX_TIERS || !p)
         return;
     struct hmi_bk *b = &hmi_bks[owner];
     if (b->kind == HMI_BK_MEMKIND) {
-        hmi_mk_free(b, p);
+        hmi_mk_free(b, p, usable ? usable : hmi_mk_usable(b, p));
     } else {
         uint32_t e = pagemap_get(p);
         if (!(e & E_HEAD))
@@ -518,7 +539,7 @@ void hmi_backend_free(int owner, void *p)
         munmap(p, span);
         hmi_uncharge(b, len);
     }
-    count(&b->freed);
+    count(b, C_FREED);
 }
 
 size_t hmi_backend_usable_size(int owner, const void *p)
@@ -537,7 +558,7 @@ int hmi_backend_resize_in_place(int owner, void *p, size_t newsize)
     if (!u || newsize > u)
         return 0;
     /* As in the trace, a realloc ends one block and starts another (DESIGN.md §2). */
-    count(&hmi_bks[owner].freed);
-    count(&hmi_bks[owner].placed);
+    count(&hmi_bks[owner], C_FREED);
+    count(&hmi_bks[owner], C_PLACED);
     return 1;
 }

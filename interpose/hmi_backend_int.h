@@ -17,12 +17,21 @@ struct hmi_bk {
     int state;                              /* HMI_TIER_* */
     enum hmi_backend_kind kind;
     uint64_t capacity;                      /* 0: unlimited */
-    uint64_t used, high_water, placed, freed, not_fitting, small;   /* atomics */
     unsigned long nodes[HMI_NODE_WORDS];    /* numa: the mbind mask */
     void *mk_kind;                          /* memkind: the memkind_t */
+    /* written by every allocation: a line of their own, away from the fields
+     * above that every allocation reads */
+    uint64_t used __attribute__((aligned(64)));     /* atomics */
+    uint64_t high_water;
 };
 
+/* Block counts, striped (hm_util.h). */
+struct hmi_bk_counts {
+    uint64_t placed, freed, not_fitting, small;
+} __attribute__((aligned(64)));
+
 extern struct hmi_bk hmi_bks[HMI_MAX_TIERS] HM_HIDDEN;
+extern struct hmi_bk_counts hmi_bk_counts[HMI_MAX_TIERS][HM_STRIPES] HM_HIDDEN;
 
 /* Capacity: charge n bytes (0) or refuse (-1, nothing changed); give them back. */
 int hmi_charge(struct hmi_bk *b, uint64_t n) HM_HIDDEN;
@@ -48,7 +57,7 @@ void hmi_mk_unmark(const void *p) HM_HIDDEN;
 int hmi_mk_open(struct hmi_bk *b, const char *kind, struct hmi_msg *why) HM_HIDDEN;
 void *hmi_mk_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t align,
                    int zero) HM_HIDDEN;
-void hmi_mk_free(struct hmi_bk *b, void *p) HM_HIDDEN;
+void hmi_mk_free(struct hmi_bk *b, void *p, size_t usable) HM_HIDDEN;
 size_t hmi_mk_usable(struct hmi_bk *b, const void *p) HM_HIDDEN;
 extern int hmi_mk_in_use HM_HIDDEN;            /* a memkind tier was opened */
 

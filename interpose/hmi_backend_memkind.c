@@ -154,9 +154,8 @@ void *hmi_mk_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t align, 
     return p;
 }
 
-void hmi_mk_free(struct hmi_bk *b, void *p)
+void hmi_mk_free(struct hmi_bk *b, void *p, size_t usable)
 {
-    uint64_t usable = mk.usable_size(b->mk_kind, p);
     /* Unmarked first: once memkind has the block back its page may become glibc's. */
     hmi_mk_unmark(p);
     mk.free(b->mk_kind, p);

@@ -79,4 +79,31 @@ int hmi_match_depth(void) HM_HIDDEN;
 /* Cache misses of the calling thread so far (tests, diagnostics). */
 uint64_t hmi_match_thread_misses(void) HM_HIDDEN;
 
+/* Stack fingerprints: skipping the unwind on a repeated call.
+ *
+ * A call reached again through the same path from a slow path whose canonical frame
+ * address (CFA, __builtin_dwarf_cfa) is the same finds its return addresses at the
+ * same stack addresses. Each thread keeps HMI_FP_SLOTS entries keyed by the CFA,
+ * holding the chain, the stack address of each of its return addresses (from
+ * hm_backtrace_where) and the decision; a lookup reads those addresses and compares:
+ * all equal means the unwinder would produce exactly this chain — each frame's
+ * location follows from the frame below it and the return address it holds — for
+ * ~1 ns a frame instead of ~6.5 (bench-interpose). Entries are only made and used on
+ * the thread's own stack as pthread_getattr_np gives it, with every address inside
+ * it, so the reads never leave mapped memory (a coroutine's stack, sigaltstack:
+ * never fingerprinted). An entry is filled only after the same chain was decided
+ * twice on its raw addresses (hmi_match_site's cache hit) and within a budget, so
+ * that calls from ever-changing stack depths do not pay for fills. Stale like the
+ * raw cache: epoch and hm_modmap generation. */
+#define HMI_FP_SLOTS   16u
+#define HMI_FP_DEPTH   16          /* chains deeper than this are not fingerprinted */
+#define HMI_FP_MISS    (-2)
+/* Site index (or -1) for the call whose slow path has CFA cfa, or HMI_FP_MISS. */
+int hmi_match_fp(uint64_t cfa) HM_HIDDEN;
+/* After a miss: decide as hmi_match_here_site, and fingerprint the call when
+ * worthwhile. */
+int hmi_match_fp_decide(uint64_t cfa) HM_HIDDEN;
+/* Fingerprint hits of the calling thread so far (tests, diagnostics). */
+uint64_t hmi_match_thread_fp_hits(void) HM_HIDDEN;
+
 #endif

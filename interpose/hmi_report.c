@@ -15,8 +15,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-struct hmi_site_stats *hmi_site_stats;
-uint64_t hmi_unmatched;
+struct hmi_site_stats *hmi_site_stripes;
+uint32_t hmi_site_count;
+static struct { uint64_t n; } __attribute__((aligned(64))) g_unmatched[HM_STRIPES];
 
 struct live {
     uintptr_t ptr;          /* 0: free slot */
@@ -26,7 +27,6 @@ struct live {
 static struct live *g_live;
 static struct hmi_residency g_res[HMI_MAX_TIERS];   /* atomics */
 static uint32_t g_thp_checks;
-static uint32_t g_nsites;
 
 #define MPOL_DEFAULT_ 0
 #define MPOL_LOCAL_   4
@@ -36,15 +36,42 @@ static uint32_t g_nsites;
 int hmi_report_init(uint32_t ntiers, uint32_t nsites)
 {
     (void)ntiers;
-    size_t sites = (size_t)(nsites ? nsites : 1) * sizeof(struct hmi_site_stats);
+    size_t sites = (size_t)HM_STRIPES * (nsites ? nsites : 1) * sizeof(struct hmi_site_stats);
+    sites = (sites + 4095) & ~(size_t)4095;
     size_t live = (size_t)HMI_LIVE_SLOTS * sizeof(struct live);
-    char *m = mmap(NULL, sites + live, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *m = mmap(NULL, sites + live, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
         return -1;
-    hmi_site_stats = (struct hmi_site_stats *)m;
+    hmi_site_stripes = (struct hmi_site_stats *)m;
+    hmi_site_count = nsites ? nsites : 1;
     g_live = (struct live *)(m + sites);
-    g_nsites = nsites;
     return 0;
+}
+
+void hmi_site_sum(uint32_t site, struct hmi_site_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    for (uint32_t k = 0; k < HM_STRIPES; k++) {
+        const struct hmi_site_stats *s = &hmi_site_stripes[(size_t)k * hmi_site_count + site];
+        out->matches += __atomic_load_n(&s->matches, __ATOMIC_RELAXED);
+        out->placed += __atomic_load_n(&s->placed, __ATOMIC_RELAXED);
+        out->bytes += __atomic_load_n(&s->bytes, __ATOMIC_RELAXED);
+        out->fell_back += __atomic_load_n(&s->fell_back, __ATOMIC_RELAXED);
+    }
+}
+
+void hmi_count_unmatched(void)
+{
+    __atomic_fetch_add(&g_unmatched[hm_stripe()].n, 1, __ATOMIC_RELAXED);
+}
+
+static uint64_t unmatched(void)
+{
+    uint64_t n = 0;
+    for (uint32_t k = 0; k < HM_STRIPES; k++)
+        n += __atomic_load_n(&g_unmatched[k].n, __ATOMIC_RELAXED);
+    return n;
 }
 
 static uint64_t ptr_hash(uintptr_t p)
@@ -178,9 +205,9 @@ static void accumulate(int tier, const struct hmi_residency *r)
     add(&t->bytes_absent, r->bytes_absent);
 }
 
-void hmi_report_freeing(int tier, void *p)
+void hmi_report_freeing(int tier, void *p, size_t usable)
 {
-    if (!g_live || hmi_backend_usable_size(tier, p) < HMI_LIVE_MIN)
+    if (!g_live || usable < HMI_LIVE_MIN)
         return;
     uint64_t h = ptr_hash((uintptr_t)p);
     for (uint32_t k = 0; k < HMI_LIVE_PROBE; k++) {
@@ -286,9 +313,13 @@ static void check_live(void)
 static uint64_t tier_bytes(const struct hmi_placement *pl, uint32_t t)
 {
     uint64_t b = 0;
-    for (uint32_t s = 0; s < pl->nsites; s++)
-        if (pl->sites[s].tier == t)
-            b += __atomic_load_n(&hmi_site_stats[s].bytes, __ATOMIC_RELAXED);
+    for (uint32_t s = 0; s < pl->nsites; s++) {
+        if (pl->sites[s].tier == t) {
+            struct hmi_site_stats st;
+            hmi_site_sum(s, &st);
+            b += st.bytes;
+        }
+    }
     return b;
 }
 
@@ -328,12 +359,16 @@ static void write_summary(int fd, const struct hmi_placement *pl, const char *pa
                  (unsigned long long)r.blocks_checked, r.blocks_unchecked ? ", some unchecked" : "");
     }
     uint32_t shown = 0, matched = 0;
-    for (uint32_t i = 0; i < pl->nsites; i++)
-        matched += hmi_site_stats[i].matches != 0;
+    struct hmi_site_stats sum;
+    for (uint32_t i = 0; i < pl->nsites; i++) {
+        hmi_site_sum(i, &sum);
+        matched += sum.matches != 0;
+    }
     outf(&o, "hmalloc%s: sites: %u of %u matched; %llu calls in the size window matched none\n",
-         who, matched, pl->nsites, (unsigned long long)hmi_unmatched);
+         who, matched, pl->nsites, (unsigned long long)unmatched());
     for (uint32_t i = 0; i < pl->nsites && shown < SUMMARY_SITES; i++) {
-        const struct hmi_site_stats *st = &hmi_site_stats[i];
+        hmi_site_sum(i, &sum);
+        const struct hmi_site_stats *st = &sum;
         if (!st->matches)
             continue;
         shown++;
@@ -362,7 +397,7 @@ static void write_json(struct out *o, const struct hmi_placement *pl, const char
         outf(o, "%d", rank);
     else
         outf(o, "null");
-    outf(o, ",\n  \"unmatched_in_window\": %llu,\n  \"tiers\": [", (unsigned long long)hmi_unmatched);
+    outf(o, ",\n  \"unmatched_in_window\": %llu,\n  \"tiers\": [", (unsigned long long)unmatched());
     for (uint32_t t = 0; t < pl->ntiers && t < HMI_MAX_TIERS; t++) {
         const struct hmi_tier *ti = &pl->tiers[t];
         struct hmi_backend_stats s;
@@ -392,7 +427,9 @@ static void write_json(struct out *o, const struct hmi_placement *pl, const char
     outf(o, "\n  ],\n  \"sites\": [");
     for (uint32_t i = 0; i < pl->nsites; i++) {
         const struct hmi_site *si = &pl->sites[i];
-        const struct hmi_site_stats *st = &hmi_site_stats[i];
+        struct hmi_site_stats sum;
+        hmi_site_sum(i, &sum);
+        const struct hmi_site_stats *st = &sum;
         outf(o, "%s\n    {\"line\": %u, \"tier\": \"%s\", \"chain\": \"", i ? "," : "", si->line,
              pl->tiers[si->tier].name);
         for (uint32_t f = 0; f < si->nframes; f++) {

@@ -26,13 +26,13 @@
 #define HMI_RES_SAMPLES 64u
 #define HMI_THP_CHECKS  32u
 
-/* Per site counters, one cache line each (sites are hit from many threads). */
+/* Per site counters, striped (hm_util.h: HM_STRIPES copies of the table, a thread
+ * writing its stripe's), so that threads allocating from one site share no line. */
 struct hmi_site_stats {
     uint64_t matches;       /* calls whose chain matched the site */
     uint64_t placed;        /* of those, served by the site's tier */
     uint64_t bytes;         /* bytes requested by the placed ones */
     uint64_t fell_back;     /* tier full, refused or unavailable: default allocator */
-    uint64_t pad[4];
 };
 
 struct hmi_residency {
@@ -45,14 +45,27 @@ struct hmi_residency {
 
 /* Set up the tables for ntiers tiers and nsites sites (mmap; -1 on failure). */
 int hmi_report_init(uint32_t ntiers, uint32_t nsites) HM_HIDDEN;
-extern struct hmi_site_stats *hmi_site_stats HM_HIDDEN;
-/* In-window allocations that matched no site (one counter per thread would be
- * cheaper, but these calls already paid for an unwind). */
-extern uint64_t hmi_unmatched HM_HIDDEN;
+extern struct hmi_site_stats *hmi_site_stripes HM_HIDDEN;   /* [HM_STRIPES][nsites] */
+extern uint32_t hmi_site_count HM_HIDDEN;
 
-/* A block of len bytes at p was placed on tier t / is about to be freed from it. */
+/* The calling thread's counters of site. */
+HM_INLINE struct hmi_site_stats *hmi_site_mine(int site)
+{
+    return &hmi_site_stripes[(size_t)hm_stripe() * hmi_site_count + (uint32_t)site];
+}
+HM_INLINE void hmi_stat_add(uint64_t *c, uint64_t v)
+{
+    __atomic_fetch_add(c, v, __ATOMIC_RELAXED);
+}
+/* All threads' counters of site, summed. */
+void hmi_site_sum(uint32_t site, struct hmi_site_stats *out) HM_HIDDEN;
+/* An in-window allocation matched no site. */
+void hmi_count_unmatched(void) HM_HIDDEN;
+
+/* A block of len bytes at p was placed on tier t / is about to be freed from it
+ * (usable: its hmi_backend_usable_size). */
 void hmi_report_placed(int tier, void *p, size_t len) HM_HIDDEN;
-void hmi_report_freeing(int tier, void *p) HM_HIDDEN;
+void hmi_report_freeing(int tier, void *p, size_t usable) HM_HIDDEN;
 
 /* Check the blocks still live, then write the summary lines to errfd (unless quiet
  * or errfd < 0) and the JSON file (when path is set; written as path.tmp.PID and

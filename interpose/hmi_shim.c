@@ -404,33 +404,33 @@ __attribute__((destructor)) static void hmi_dtor(void)
 
 NOASAN HM_INLINE int in_window(size_t n) { return n - g_lo <= g_span; }
 
-/* Site index of the caller's chain, or -1. The entry point, the slow path, this
- * and hm_backtrace are the frames removed. Not inlined: the slow paths then have no
- * arrays of their own (their start-up calls run before any sanitizer shadow may
- * exist). */
-static HM_NOINLINE int site_here(void)
+/* Site index of the caller's chain, or -1: the stack fingerprint of the call when
+ * this thread made it before from the same stack depth (hmi_match.h), else unwound
+ * and matched. Always inlined into the slow paths, whose CFA identifies the call;
+ * the entry point, the slow path and hmi_match_fp_decide are the frames removed. */
+#define site_here() site_at((uint64_t)(uintptr_t)__builtin_dwarf_cfa())
+NOASAN HM_INLINE int site_at(uint64_t cfa)
 {
-    uint64_t raw[HM_MAX_DEPTH];
-    int n = hm_backtrace(raw, g_depth);
-    return hmi_match_site(raw, n);
+    int site = hmi_match_fp(cfa);
+    return site != HMI_FP_MISS ? site : hmi_match_fp_decide(cfa);
 }
 
 /* A tier block for a matched site, or NULL (counted) for the default allocator. */
 static void *place(int site, size_t size, size_t align, int zero)
 {
-    struct hmi_site_stats *st = &hmi_site_stats[site];
-    __atomic_fetch_add(&st->matches, 1, __ATOMIC_RELAXED);
+    struct hmi_site_stats *st = hmi_site_mine(site);
+    hmi_stat_add(&st->matches, 1);
     int tier = hmi_match_site_tier(site);
     void *p = NULL;
     if (hmi_backend_available((uint32_t)tier))
         p = zero ? hmi_backend_alloc_zeroed((uint32_t)tier, size, align)
                  : hmi_backend_alloc((uint32_t)tier, size, align);
     if (p) {
-        __atomic_fetch_add(&st->placed, 1, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&st->bytes, size, __ATOMIC_RELAXED);
+        hmi_stat_add(&st->placed, 1);
+        hmi_stat_add(&st->bytes, size);
         hmi_report_placed(tier, p, size);
     } else {
-        __atomic_fetch_add(&st->fell_back, 1, __ATOMIC_RELAXED);
+        hmi_stat_add(&st->fell_back, 1);
     }
     return p;
 }
@@ -451,7 +451,7 @@ NOASAN static HM_NOINLINE void *slow_alloc(enum kind k, size_t a, size_t b, size
     else if (site >= 0)
         p = place(site, size, align, k == K_CALLOC);
     else
-        __atomic_fetch_add(&hmi_unmatched, 1, __ATOMIC_RELAXED);
+        hmi_count_unmatched();
     t_busy--;
     if (!p)
         return plain(k, a, b, rc, memptr);
@@ -474,8 +474,9 @@ static size_t usable_of(int owner, void *p)
 
 static void free_owned(int owner, void *p)
 {
-    hmi_report_freeing(owner, p);
-    hmi_backend_free(owner, p);
+    size_t u = hmi_backend_usable_size(owner, p);
+    hmi_report_freeing(owner, p, u);
+    hmi_backend_free_usable(owner, p, u);
 }
 
 /* realloc of a non-NULL p to n > 0 bytes, decided by this call's site. */
@@ -490,17 +491,17 @@ static HM_NOINLINE void *slow_realloc(void *p, size_t n)
         site = site_here();
         tier = hmi_match_site_tier(site);
         if (site < 0)
-            __atomic_fetch_add(&hmi_unmatched, 1, __ATOMIC_RELAXED);
+            hmi_count_unmatched();
         t_busy--;
         errno = err;
     }
     if (owner < 0 && tier < 0 && !boot)
         return rm.realloc(p, n);
     if (owner >= 0 && owner == tier && hmi_backend_resize_in_place(owner, p, n)) {
-        struct hmi_site_stats *st = &hmi_site_stats[site];
-        __atomic_fetch_add(&st->matches, 1, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&st->placed, 1, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&st->bytes, n, __ATOMIC_RELAXED);
+        struct hmi_site_stats *st = hmi_site_mine(site);
+        hmi_stat_add(&st->matches, 1);
+        hmi_stat_add(&st->placed, 1);
+        hmi_stat_add(&st->bytes, n);
         return p;                                   /* grows in place */
     }
     void *q = NULL;

@@ -36,6 +36,20 @@ int tm_probe(int capture_depth, uint64_t *out)
     return r;
 }
 
+int tm_probe_fp(int capture_depth, uint64_t *out)
+{
+    uint64_t cfa = (uint64_t)(uintptr_t)__builtin_dwarf_cfa();
+    int r;
+    if (capture_depth > 0)
+        r = hm_backtrace(out, capture_depth);
+    else if ((r = hmi_match_fp(cfa)) == HMI_FP_MISS)
+        r = hmi_match_fp_decide(cfa);
+    __asm__ volatile("" ::: "memory");
+    return r;
+}
+
+uint64_t tm_fp_hits(void) { return hmi_match_thread_fp_hits(); }
+
 int tm_chain(const uint64_t *raw, int n) { return hmi_match_chain(raw, n); }
 int tm_size_ok(size_t size) { return hmi_match_size_ok(size); }
 int tm_depth(void) { return hmi_match_depth(); }

@@ -15,6 +15,10 @@ TM_API int tm_init(const char *text, char *err, size_t errlen);
 /* capture_depth > 0: hm_backtrace into out, returns the frame count; 0: returns
  * hmi_match_here(). One call instruction for both, so both see the same stack. */
 TM_API int tm_probe(int capture_depth, uint64_t *out);
+/* As tm_probe, but capture_depth 0 decides as libhmalloc's slow paths do:
+ * hmi_match_fp, then hmi_match_fp_decide on a miss, keyed by this function's CFA. */
+TM_API int tm_probe_fp(int capture_depth, uint64_t *out);
+TM_API uint64_t tm_fp_hits(void);
 TM_API int tm_chain(const uint64_t *raw, int n);
 TM_API int tm_size_ok(size_t size);
 TM_API int tm_depth(void);

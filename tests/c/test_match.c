@@ -174,6 +174,66 @@ static void test_cache_repeat(void)
     CHECK(site_a(0, NULL) == -1);
 }
 
+/* Stack fingerprints: fp_a and fp_b reach tm_probe_fp through frames of the same
+ * shape, so its CFA is the same for both and only the return addresses on the stack
+ * tell them apart. */
+TM_NOIPA int probe_fp(int cap, uint64_t *out);
+TM_NOIPA int probe_fp(int cap, uint64_t *out)
+{
+    int r = tm_probe_fp(cap, out);
+    __asm__ volatile("" ::: "memory");
+    return r;
+}
+
+TM_NOIPA int fp_a(int cap, uint64_t *out);
+TM_NOIPA int fp_a(int cap, uint64_t *out)
+{
+    g_sink = 3;
+    int r = probe_fp(cap, out);
+    __asm__ volatile("" ::: "memory");
+    return r;
+}
+
+TM_NOIPA int fp_b(int cap, uint64_t *out);
+TM_NOIPA int fp_b(int cap, uint64_t *out)
+{
+    g_sink = 4;
+    int r = probe_fp(cap, out);
+    __asm__ volatile("" ::: "memory");
+    return r + g_sink * 0;
+}
+
+static void test_fingerprint(void)
+{
+    uint64_t a[8], b[8];
+    char s[16384], ca[8192];
+    CHECK(init("depth 2\nsize-window 0 0\n") == 0);
+    CHECK(fp_a(2, a) == 2 && fp_b(2, b) == 2);
+    CHECK(a[0] == b[0] && a[1] != b[1]);
+    chain_text(a, 2, ca, sizeof(ca));
+    snprintf(s, sizeof(s), "site fast %s\n", ca);
+    CHECK(init_sites(2, "4096 65536", s) == 0);
+    uint64_t h0 = tm_fp_hits();
+    int bad = 0;
+    for (int i = 0; i < 1000; i++)             /* one site, then the other */
+        bad += fp_a(0, NULL) != 0;
+    for (int i = 0; i < 1000; i++)
+        bad += fp_b(0, NULL) != -1;
+    uint64_t h1 = tm_fp_hits();
+    for (int i = 0; i < 2000; i++)             /* alternating at one CFA */
+        bad += i % 2 ? fp_b(0, NULL) != -1 : fp_a(0, NULL) != 0;
+    CHECK(bad == 0);
+    CHECK(h1 - h0 >= 1900);                    /* decided from fingerprints... */
+    CHECK(tm_fp_hits() > h1);                  /* ...also when alternating */
+    tm_invalidate();                           /* as after a dlclose: entries stale */
+    uint64_t h2 = tm_fp_hits();
+    CHECK(fp_a(0, NULL) == 0);
+    CHECK(tm_fp_hits() == h2);
+    /* a new placement: the old decisions do not survive it */
+    CHECK(init_sites(2, "4096 65536", "") == 0);
+    CHECK(fp_a(0, NULL) == -1 && fp_a(0, NULL) == -1 && fp_a(0, NULL) == -1);
+}
+
 struct worker { int bad; uint64_t misses; };
 
 static void *worker(void *arg)
@@ -330,5 +390,6 @@ int main(void)
     RUN(test_module_not_loaded);
     RUN(test_unknown_frame);
     RUN(test_size_window);
+    RUN(test_fingerprint);
     HMT_END();
 }
