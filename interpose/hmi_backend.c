@@ -11,6 +11,7 @@
 
 struct hmi_bk hmi_bks[HMI_MAX_TIERS];
 struct hmi_bk_counts hmi_bk_counts[HMI_MAX_TIERS][HM_STRIPES];
+struct hmi_bk_credit hmi_bk_credit[HMI_MAX_TIERS][HM_STRIPES];
 
 #define PAGE_4K     4096ull
 #define PAGE_2M     (2ull << 20)
@@ -76,7 +77,8 @@ static void msg_errno(struct hmi_msg *m, int err)
 
 /* ---- capacity ---- */
 
-int hmi_charge(struct hmi_bk *b, uint64_t n)
+/* The tier's shared counter: used + n <= capacity or refused. */
+static int global_charge(struct hmi_bk *b, uint64_t n)
 {
     uint64_t cur = __atomic_load_n(&b->used, __ATOMIC_RELAXED), next;
     do {
@@ -85,15 +87,78 @@ int hmi_charge(struct hmi_bk *b, uint64_t n)
         next = cur + n;
     } while (!__atomic_compare_exchange_n(&b->used, &cur, next, 1, __ATOMIC_RELAXED,
                                           __ATOMIC_RELAXED));
+    return 0;
+}
+
+static uint64_t reserves(const struct hmi_bk *b)
+{
+    uint64_t r = 0;
+    for (uint32_t k = 0; k < HM_STRIPES; k++)
+        r += __atomic_load_n(&hmi_bk_credit[b - hmi_bks][k].bytes, __ATOMIC_RELAXED);
+    return r;
+}
+
+/* After the shared counter moved: the bytes charged now (without the reserves)
+ * raise the high-water mark. Charges served from a reserve do not look, so the mark
+ * may lag by less than a chunk per thread allocating small blocks. */
+static void high_water(struct hmi_bk *b)
+{
+    uint64_t used = __atomic_load_n(&b->used, __ATOMIC_RELAXED), r = reserves(b);
+    uint64_t now = used > r ? used - r : 0;
     uint64_t hw = __atomic_load_n(&b->high_water, __ATOMIC_RELAXED);
-    while (next > hw && !__atomic_compare_exchange_n(&b->high_water, &hw, next, 1,
-                                                     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    while (now > hw && !__atomic_compare_exchange_n(&b->high_water, &hw, now, 1,
+                                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         ;
+}
+
+/* Give every stripe's reserve back to the tier (before refusing a request). */
+static void drain_credits(struct hmi_bk *b)
+{
+    for (uint32_t k = 0; k < HM_STRIPES; k++) {
+        uint64_t x = __atomic_exchange_n(&hmi_bk_credit[b - hmi_bks][k].bytes, 0, __ATOMIC_RELAXED);
+        if (x)
+            __atomic_fetch_sub(&b->used, x, __ATOMIC_RELAXED);
+    }
+}
+
+int hmi_charge(struct hmi_bk *b, uint64_t n)
+{
+    if (n <= HMI_CREDIT_SMALL && b->capacity) {
+        uint64_t *c = &hmi_bk_credit[b - hmi_bks][hm_stripe()].bytes;
+        uint64_t have = __atomic_load_n(c, __ATOMIC_RELAXED);
+        while (have >= n) {
+            if (__atomic_compare_exchange_n(c, &have, have - n, 1, __ATOMIC_RELAXED,
+                                            __ATOMIC_RELAXED))
+                return 0;
+        }
+        if (global_charge(b, HMI_CREDIT_CHUNK) == 0) {
+            __atomic_fetch_add(c, HMI_CREDIT_CHUNK - n, __ATOMIC_RELAXED);
+            high_water(b);
+            return 0;
+        }
+    }
+    if (global_charge(b, n) != 0) {
+        drain_credits(b);
+        if (global_charge(b, n) != 0)
+            return -1;
+    }
+    high_water(b);
     return 0;
 }
 
 void hmi_uncharge(struct hmi_bk *b, uint64_t n)
 {
+    if (n <= HMI_CREDIT_SMALL && b->capacity) {
+        uint64_t *c = &hmi_bk_credit[b - hmi_bks][hm_stripe()].bytes;
+        uint64_t now = __atomic_add_fetch(c, n, __ATOMIC_RELAXED);
+        /* keep one chunk, give the rest back (the CAS fails only when another
+         * thread of a shared stripe moved it: then that thread decides) */
+        if (now > 2 * HMI_CREDIT_CHUNK &&
+            __atomic_compare_exchange_n(c, &now, HMI_CREDIT_CHUNK, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED))
+            __atomic_fetch_sub(&b->used, now - HMI_CREDIT_CHUNK, __ATOMIC_RELAXED);
+        return;
+    }
     __atomic_fetch_sub(&b->used, n, __ATOMIC_RELAXED);
 }
 
@@ -165,9 +230,13 @@ static int leaves_init(struct hmi_msg *why)
     return 0;
 }
 
+/* Entry of the page of a in the leaf of granule entry e. Neighbouring pages go to
+ * different cache lines (page i to line i % 32): threads allocating side by side
+ * do not write one line. */
 static uint32_t *leaf_entry(uint32_t e, uintptr_t a)
 {
-    return hmi_leaves + (size_t)(e >> E_PAGES_SHIFT) * LEAF_ENTRIES + ((a >> 12) & (LEAF_ENTRIES - 1));
+    uint32_t pg = (uint32_t)(a >> 12) & (LEAF_ENTRIES - 1);
+    return hmi_leaves + (size_t)(e >> E_PAGES_SHIFT) * LEAF_ENTRIES + (((pg & 31) << 4) | (pg >> 5));
 }
 
 int hmi_mk_mark(const void *p, uint32_t tier)
@@ -377,6 +446,7 @@ int hmi_backend_close(uint32_t index)
         return -1;
     hmi_bks[index].state = HMI_TIER_UNUSED;
     memset(hmi_bk_counts[index], 0, sizeof hmi_bk_counts[index]);
+    memset(hmi_bk_credit[index], 0, sizeof hmi_bk_credit[index]);
     return 0;
 }
 
@@ -397,7 +467,8 @@ void hmi_backend_stats(uint32_t index, struct hmi_backend_stats *out)
         return;
     const struct hmi_bk *b = &hmi_bks[index];
     out->capacity = b->capacity;
-    out->used = __atomic_load_n(&b->used, __ATOMIC_RELAXED);
+    uint64_t used = __atomic_load_n(&b->used, __ATOMIC_RELAXED), r = reserves(b);
+    out->used = used > r ? used - r : 0;
     out->high_water = __atomic_load_n(&b->high_water, __ATOMIC_RELAXED);
     count_sum(index, out);
 }

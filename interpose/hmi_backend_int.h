@@ -30,7 +30,23 @@ struct hmi_bk_counts {
     uint64_t placed, freed, not_fitting, small;
 } __attribute__((aligned(64)));
 
+/* Capacity reserves, striped: a charge of at most HMI_CREDIT_SMALL bytes comes out
+ * of the calling thread's stripe's reserve, refilled HMI_CREDIT_CHUNK at a time from
+ * the tier's shared counter; an uncharge goes back to it, the excess over two chunks
+ * to the tier. Small blocks allocated at a high rate by several threads then write
+ * no shared line (bench-interpose). Before a request is refused every reserve goes
+ * back to the tier, so refusals stay exact; the tier's `used` counts the reserves
+ * and hmi_backend_stats subtracts them. The high-water mark is taken whenever the
+ * shared counter moves (exact for blocks over HMI_CREDIT_SMALL), so with small
+ * blocks it may lag by less than a chunk per allocating thread. */
+#define HMI_CREDIT_SMALL (16u << 10)
+#define HMI_CREDIT_CHUNK (64u << 10)
+struct hmi_bk_credit {
+    uint64_t bytes;
+} __attribute__((aligned(64)));
+
 extern struct hmi_bk hmi_bks[HMI_MAX_TIERS] HM_HIDDEN;
+extern struct hmi_bk_credit hmi_bk_credit[HMI_MAX_TIERS][HM_STRIPES] HM_HIDDEN;
 extern struct hmi_bk_counts hmi_bk_counts[HMI_MAX_TIERS][HM_STRIPES] HM_HIDDEN;
 
 /* Capacity: charge n bytes (0) or refuse (-1, nothing changed); give them back. */
