@@ -106,7 +106,8 @@ __thread uint32_t hm_t_stripe __attribute__((tls_model("initial-exec")));
 uint32_t hm_stripe_assign(void)
 {
     static uint32_t next;
-    uint32_t s = __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED) % HM_STRIPES;
+    uint32_t n = __atomic_fetch_add(&next, 1, __ATOMIC_RELAXED);
+    uint32_t s = n < HM_STRIPES - 1 ? n + 1 : 0;     /* own stripe, else the shared one */
     hm_t_stripe = s + 1;
     return s;
 }

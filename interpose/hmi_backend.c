@@ -169,7 +169,7 @@ static void count(const struct hmi_bk *b, int which)
     struct hmi_bk_counts *c = &hmi_bk_counts[b - hmi_bks][hm_stripe()];
     uint64_t *f = which == C_PLACED ? &c->placed : which == C_FREED ? &c->freed
                 : which == C_NOT_FITTING ? &c->not_fitting : &c->small;
-    __atomic_fetch_add(f, 1, __ATOMIC_RELAXED);
+    hm_stripe_add(f, 1);
 }
 
 static void count_sum(uint32_t index, struct hmi_backend_stats *out)

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 struct hmi_site_stats *hmi_site_stripes;
-uint32_t hmi_site_count;
+uint32_t hmi_site_stride;
 static struct { uint64_t n; } __attribute__((aligned(64))) g_unmatched[HM_STRIPES];
 
 struct live {
@@ -36,7 +36,11 @@ static uint32_t g_thp_checks;
 int hmi_report_init(uint32_t ntiers, uint32_t nsites)
 {
     (void)ntiers;
-    size_t sites = (size_t)HM_STRIPES * (nsites ? nsites : 1) * sizeof(struct hmi_site_stats);
+    /* rows of whole cache lines (two entries each): no line is shared by stripes */
+    hmi_site_stride = (nsites + 1) & ~1u;
+    if (!hmi_site_stride)
+        hmi_site_stride = 2;
+    size_t sites = (size_t)HM_STRIPES * hmi_site_stride * sizeof(struct hmi_site_stats);
     sites = (sites + 4095) & ~(size_t)4095;
     size_t live = (size_t)HMI_LIVE_SLOTS * sizeof(struct live);
     char *m = mmap(NULL, sites + live, PROT_READ | PROT_WRITE,
@@ -44,7 +48,6 @@ int hmi_report_init(uint32_t ntiers, uint32_t nsites)
     if (m == MAP_FAILED)
         return -1;
     hmi_site_stripes = (struct hmi_site_stats *)m;
-    hmi_site_count = nsites ? nsites : 1;
     g_live = (struct live *)(m + sites);
     return 0;
 }
@@ -53,7 +56,7 @@ void hmi_site_sum(uint32_t site, struct hmi_site_stats *out)
 {
     memset(out, 0, sizeof *out);
     for (uint32_t k = 0; k < HM_STRIPES; k++) {
-        const struct hmi_site_stats *s = &hmi_site_stripes[(size_t)k * hmi_site_count + site];
+        const struct hmi_site_stats *s = &hmi_site_stripes[(size_t)k * hmi_site_stride + site];
         out->matches += __atomic_load_n(&s->matches, __ATOMIC_RELAXED);
         out->placed += __atomic_load_n(&s->placed, __ATOMIC_RELAXED);
         out->bytes += __atomic_load_n(&s->bytes, __ATOMIC_RELAXED);
@@ -63,7 +66,7 @@ void hmi_site_sum(uint32_t site, struct hmi_site_stats *out)
 
 void hmi_count_unmatched(void)
 {
-    __atomic_fetch_add(&g_unmatched[hm_stripe()].n, 1, __ATOMIC_RELAXED);
+    hm_stripe_add(&g_unmatched[hm_stripe()].n, 1);
 }
 
 static uint64_t unmatched(void)
