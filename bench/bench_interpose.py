@@ -379,18 +379,19 @@ def report(rounds: int, chain: str, r: Rounds) -> None:
           f"a little from 2.; every figure a median of per-round sums): depth {nframes} "
           f"{total:.0f} ns, depth 1 {total1:.0f} ns")
     print(f"   finding the site (unmatched in window - no preload): {find:.0f} ns at depth "
-          f"{nframes}, {find1:.0f} ns at depth 1")
-    print(f"     unw_backtrace alone (same stack and cache policy): {unw:.0f} ns for "
-          f"{nframes + 4} frames, {unw1:.0f} ns for 5 ({per_frame:.1f} ns per frame)")
-    print(f"     the rest: {rest:.0f} ns at depth {nframes}, {rest1:.0f} ns at depth 1 (the "
-          "chain hash and cache compare grow with depth; the slow path's entry, "
-          "hm_backtrace's frame filter, the cache probe and one shared counter do not)")
+          f"{nframes}, {find1:.0f} ns at depth 1 (a repeated call is decided from its stack "
+          "fingerprint: the chain's return addresses read back from the stack, no unwind)")
+    print(f"     what a fingerprint miss adds, unw_backtrace alone (same stack and cache "
+          f"policy): {unw:.0f} ns for {nframes + 4} frames, {unw1:.0f} ns for 5 "
+          f"({per_frame:.1f} ns per frame); fingerprint path minus a full unwind: {rest:.0f} ns "
+          f"at depth {nframes}, {rest1:.0f} ns at depth 1")
     print(f"   placing on the tier and freeing from it, beyond memkind's own cost ((matched - "
           f"unmatched) - (memkind - glibc)): {place:.0f} ns at depth {nframes}, {place1:.0f} "
           "ns at depth 1")
-    print(f"     3 memkind_malloc_usable_size calls {usable:.0f} ns; 9 atomic "
-          f"read-modify-writes (site counters, tier capacity and counts, page map) {atom:.0f} "
-          f"ns; the rest {other:.0f} ns (page-map lookups, calls)")
+    print(f"     3 memkind_malloc_usable_size calls {usable:.0f} ns (libhmalloc makes 2 per "
+          f"pair); 9 locked read-modify-writes on one line {atom:.0f} ns (libhmalloc: 4 locked, "
+          f"capacity reserve and page map, and 5 plain adds on its thread's counter stripe); "
+          f"the rest {other:.0f} ns (page-map lookups, calls)")
     if r.valid("why.atomics9-t2"):
         print(f"   with 2 threads running at once, 9 read-modify-writes on a line both threads "
               f"write cost {m('why.atomics9-t2'):.0f} ns per thread "

@@ -13,9 +13,9 @@
  *   libhmalloc makes per placed pair (charge on allocation; report and uncharge on
  *   free), to price them apart.
  * MODE unwind:N: no allocation; unw_backtrace(buf, N) four frames below the loop, as
- *   libhmalloc's slow path calls it (below its entry point, slow path, site_here and
- *   hm_backtrace; it asks for the placement's depth + 4 frames), with the same
- *   per-thread cache policy.
+ *   libhmalloc's slow path calls it on a stack-fingerprint miss (below its entry
+ *   point, slow path and hmi_match_fp_decide; it asks for the placement's depth + 3
+ *   frames), with the same per-thread cache policy: what a miss costs.
  * MODE atomics:K: no allocation; K relaxed fetch-adds on one cache line shared by all
  *   threads (libhmalloc's site and tier counters are such lines).
  *
