@@ -108,6 +108,13 @@ rerun: deps build
 	@$(HMTUNE) run -o "$(STAGE_DIR)" $(if $(MPIRUN),--mpirun "$(MPIRUN)") \
 	  $(if $(PLACEMENT),--placement "$(PLACEMENT)") -- $(APP)
 
+# How to open the trace in Paraver with configs/paraver/ (printed commands).
+.PHONY: view
+view: deps
+	@t="$(or $(TRACE),$(STAGE_DIR))"; \
+	if [ -z "$$t" ]; then echo 'make view: no trace yet: run make trace APP=..., or set TRACE=FILE.prv' >&2; exit 2; fi; \
+	$(HMTUNE) view "$$t"
+
 bench-collect: deps build
 	@$(PY) $(ROOT)/bench/bench_collect.py
 
