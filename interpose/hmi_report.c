@@ -25,6 +25,7 @@ struct live {
 };
 
 static struct live *g_live;
+static char g_baseline[64];
 static struct hmi_residency g_res[HMI_MAX_TIERS];   /* atomics */
 static uint32_t g_thp_checks;
 
@@ -84,6 +85,11 @@ static uint64_t ptr_hash(uintptr_t p)
 }
 
 static void add(uint64_t *c, uint64_t v) { __atomic_fetch_add(c, v, __ATOMIC_RELAXED); }
+
+void hmi_report_baseline(const char *name)
+{
+    snprintf(g_baseline, sizeof g_baseline, "%s", name);
+}
 
 void hmi_report_placed(int tier, void *p, size_t len)
 {
@@ -316,6 +322,11 @@ static void check_live(void)
 static uint64_t tier_bytes(const struct hmi_placement *pl, uint32_t t)
 {
     uint64_t b = 0;
+    if (g_baseline[0] && t == 0) {
+        struct hmi_site_stats st;
+        hmi_site_sum(pl->nsites, &st);
+        b += st.bytes;
+    }
     for (uint32_t s = 0; s < pl->nsites; s++) {
         if (pl->sites[s].tier == t) {
             struct hmi_site_stats st;
@@ -400,6 +411,14 @@ static void write_json(struct out *o, const struct hmi_placement *pl, const char
         outf(o, "%d", rank);
     else
         outf(o, "null");
+    outf(o, ",\n  \"baseline\": ");
+    if (g_baseline[0]) {
+        outf(o, "\"");
+        out_json_str(o, g_baseline);
+        outf(o, "\"");
+    } else {
+        outf(o, "null");
+    }
     outf(o, ",\n  \"unmatched_in_window\": %llu,\n  \"tiers\": [", (unsigned long long)unmatched());
     for (uint32_t t = 0; t < pl->ntiers && t < HMI_MAX_TIERS; t++) {
         const struct hmi_tier *ti = &pl->tiers[t];

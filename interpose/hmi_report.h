@@ -63,6 +63,10 @@ void hmi_site_sum(uint32_t site, struct hmi_site_stats *out) HM_HIDDEN;
 /* An in-window allocation matched no site. */
 void hmi_count_unmatched(void) HM_HIDDEN;
 
+/* Baseline mode (HMTUNE_BASELINE): its placements are counted as site index
+ * nsites (the table has one more entry), all on tier 0; name goes into the JSON. */
+void hmi_report_baseline(const char *name) HM_HIDDEN;
+
 /* A block of len bytes at p was placed on tier t / is about to be freed from it
  * (usable: its hmi_backend_usable_size). */
 void hmi_report_placed(int tier, void *p, size_t len) HM_HIDDEN;

@@ -59,6 +59,11 @@ static _Atomic int g_state;
 static size_t g_lo = 0, g_span = SIZE_MAX;
 static int g_owning;                /* a tier is open: pointers may be ours */
 static int g_lazy;                  /* the first call may initialize (no ASan) */
+/* HMTUNE_BASELINE (hmtune compare's reference runs): no site matching; every request
+ * of at least g_base_min bytes goes to the first tier while it has room. Counted as
+ * the virtual site index g_pl.nsites. */
+static int g_baseline;
+static uint64_t g_base_min;
 static int g_depth;
 static uint32_t g_ntiers;
 static int g_quiet, g_rank = -1, g_report;
@@ -334,11 +339,29 @@ static void do_init(void)
         g_rank = hm_env_rank(NULL);
         const char *q = getenv("HMTUNE_SUMMARY");
         g_quiet = q && !strcmp(q, "0");
+        const char *bl = getenv("HMTUNE_BASELINE");
+        if (bl && *bl) {
+            g_baseline = 1;
+            if (!strcmp(bl, "first-come"))
+                g_base_min = 4096;
+            else if (!strcmp(bl, "size-window"))
+                g_base_min = 1u << 20;
+            else if (strncmp(bl, "size-window:", 12) || hm_parse_size(bl + 12, &g_base_min) ||
+                     !g_base_min)
+                g_baseline = -1;
+            if (g_baseline > 0)
+                hmi_report_baseline(bl);
+            if (g_baseline < 0) {
+                warn("HMTUNE_BASELINE must be first-come, size-window or size-window:SIZE; "
+                     "every allocation goes to the default allocator: ", bl);
+                ok = 0;
+            }
+        }
         const char *sp = getenv("HMTUNE_STATS");
         if (sp && strlen(sp) < sizeof g_stats)
             memcpy(g_stats, sp, strlen(sp) + 1);
-        int usable = open_tiers();
-        ok = hmi_report_init(g_ntiers, g_pl.nsites) == 0 && hmi_match_init(&g_pl) == 0;
+        int usable = ok ? open_tiers() : 0;
+        ok = ok && hmi_report_init(g_ntiers, g_pl.nsites + 1) == 0 && hmi_match_init(&g_pl) == 0;
         if (ok) {
             g_owning = usable > 0;
             g_depth = hmi_match_depth();
@@ -346,7 +369,10 @@ static void do_init(void)
             g_pid = getpid();
             g_report = 1;
             keep_stderr();
-            if (usable && hmi_match_size_lo <= hmi_match_size_hi) {
+            if (usable && g_baseline) {
+                g_lo = (size_t)g_base_min;
+                g_span = SIZE_MAX - g_lo;
+            } else if (usable && hmi_match_size_lo <= hmi_match_size_hi) {
                 g_lo = hmi_match_size_lo;
                 g_span = hmi_match_size_hi - hmi_match_size_lo;
             } else {
@@ -354,7 +380,7 @@ static void do_init(void)
                 g_span = 0;
             }
             atomic_store(&g_state, ST_READY);
-        } else {
+        } else if (g_baseline >= 0) {
             warn("cannot set up the site table (mmap failed); passing every call through", NULL);
         }
     }
@@ -408,7 +434,8 @@ NOASAN HM_INLINE int in_window(size_t n) { return n - g_lo <= g_span; }
  * this thread made it before from the same stack depth (hmi_match.h), else unwound
  * and matched. Always inlined into the slow paths, whose CFA identifies the call;
  * the entry point, the slow path and hmi_match_fp_decide are the frames removed. */
-#define site_here() site_at((uint64_t)(uintptr_t)__builtin_dwarf_cfa())
+#define site_here() (g_baseline ? (int)g_pl.nsites \
+                               : site_at((uint64_t)(uintptr_t)__builtin_dwarf_cfa()))
 NOASAN HM_INLINE int site_at(uint64_t cfa)
 {
     int site = hmi_match_fp(cfa);
@@ -416,11 +443,16 @@ NOASAN HM_INLINE int site_at(uint64_t cfa)
 }
 
 /* A tier block for a matched site, or NULL (counted) for the default allocator. */
+static int tier_of(int site)
+{
+    return g_baseline && site == (int)g_pl.nsites ? 0 : hmi_match_site_tier(site);
+}
+
 static void *place(int site, size_t size, size_t align, int zero)
 {
     struct hmi_site_stats *st = hmi_site_mine(site);
     hmi_stat_add(&st->matches, 1);
-    int tier = hmi_match_site_tier(site);
+    int tier = tier_of(site);
     void *p = NULL;
     if (hmi_backend_available((uint32_t)tier))
         p = zero ? hmi_backend_alloc_zeroed((uint32_t)tier, size, align)
@@ -489,7 +521,7 @@ static HM_NOINLINE void *slow_realloc(void *p, size_t n)
         int err = errno;
         t_busy++;
         site = site_here();
-        tier = hmi_match_site_tier(site);
+        tier = tier_of(site);
         if (site < 0)
             hmi_count_unmatched();
         t_busy--;

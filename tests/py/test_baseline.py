@@ -1,0 +1,71 @@
+"""libhmalloc's reference policies (HMTUNE_BASELINE, used by `hmtune compare`): every
+request of at least a page (first-come) or of at least SIZE (size-window) goes to the
+first tier while it has room, whatever its call site. The latency example in its quick
+configuration allocates, in this order, chase 4 MiB, gidx 2 MiB, gdata 4 MiB, stream
+4 MiB, cold1 1 MiB, cold2 1 MiB (examples/latency.c)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+LIB = ROOT / "build" / "lib" / "libhmalloc.so"
+LATENCY = ROOT / "build" / "examples" / "latency"
+MiB = 1 << 20
+
+
+Result = tuple[subprocess.CompletedProcess[bytes], dict]
+
+
+def run(tmp_path: Path, baseline: str, capacity: int) -> Result:
+    pl = tmp_path / "placement.txt"
+    pl.write_text("# hmtune placement v1\n"
+                  f"tier fast thp {capacity}\ntier slow default unlimited\n"
+                  "depth 1\nsize-window 0 0\n")
+    stats = tmp_path / "stats.json"
+    stats.unlink(missing_ok=True)
+    env = dict(os.environ, LD_PRELOAD=str(LIB), HMTUNE_PLACEMENT=str(pl), HMTUNE_SUMMARY="0",
+               HMTUNE_STATS=str(stats), HMTUNE_BASELINE=baseline)
+    r = subprocess.run([str(LATENCY), "-q"], capture_output=True, env=env, timeout=60)
+    return r, json.loads(stats.read_text()) if stats.exists() else {}
+
+
+def plain_output() -> bytes:
+    r = subprocess.run([str(LATENCY), "-q"], capture_output=True, timeout=60)
+    return r.stdout.split(b" ")[1]
+
+
+@pytest.mark.parametrize("baseline,capacity,blocks,placed", [
+    ("first-come", 7 * MiB, 3, 7 * MiB),      # chase, gidx, cold1: gdata, stream do not fit
+    ("size-window", 7 * MiB, 3, 7 * MiB),
+    ("size-window:3M", 7 * MiB, 1, 4 * MiB),  # chase; gidx and the colds are too small
+    ("size-window:3M", 11 * MiB, 2, 8 * MiB),  # chase and gdata; stream no longer fits
+    # everything, and stdio's one-page buffer (a page is first-come's smallest request)
+    ("first-come", 64 * MiB, 7, 16 * MiB + 4096),
+])
+def test_first_tier_in_allocation_order(tmp_path: Path, baseline: str, capacity: int,
+                                        blocks: int, placed: int) -> None:
+    r, s = run(tmp_path, baseline, capacity)
+    assert r.returncode == 0 and r.stderr == b"", r.stderr
+    assert r.stdout.split(b" ")[1] == plain_output()           # same checksum
+    assert s["baseline"] == baseline
+    fast = s["tiers"][0]
+    assert (fast["placed_blocks"], fast["placed_bytes"]) == (blocks, placed)
+    assert fast["high_water_bytes"] <= capacity
+    # the arrays are freed; stdio's buffer, when placed, lives to the end
+    stdio = placed % MiB
+    assert fast["freed_blocks"] == blocks - (1 if stdio else 0)
+    assert fast["used_bytes_at_exit"] == stdio
+    assert s["sites"] == []
+
+
+def test_bad_baseline_passes_everything_through(tmp_path: Path) -> None:
+    r, s = run(tmp_path, "size-window:lots", 64 * MiB)
+    assert r.returncode == 0 and r.stdout.split(b" ")[1] == plain_output()
+    assert s == {}                                              # no statistics: off
+    assert r.stderr.count(b"hmalloc:") == 1                     # one warning
