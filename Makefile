@@ -108,6 +108,22 @@ rerun: deps build
 	@$(HMTUNE) run -o "$(STAGE_DIR)" $(if $(MPIRUN),--mpirun "$(MPIRUN)") \
 	  $(if $(PLACEMENT),--placement "$(PLACEMENT)") -- $(APP)
 
+# APP under all-slow, first-come, size-window and the advisor's strategies, interleaved,
+# REPEATS times each, in the stage directory's compare/ (runs.csv, summary.csv); finished
+# runs are skipped unless FORCE=1. MEM=SIZE or FRACTION=F (default 0.4 of the footprint).
+FRACTION ?=
+REPEATS ?=
+FOM     ?=
+STRATEGIES ?=
+FORCE   ?=
+.PHONY: compare
+compare: deps build
+	@if [ -z "$(APP)" ]; then echo 'make compare: set APP, e.g. make compare APP="./build/examples/latency -s 256" FOM="kernel_time_s=([0-9.]+)"' >&2; exit 2; fi
+	@$(HMTUNE) compare -o "$(STAGE_DIR)" $(if $(MEM),--mem "$(MEM)") \
+	  $(if $(FRACTION),--fraction $(FRACTION)) $(if $(MACHINE),--machine "$(MACHINE)") \
+	  $(if $(REPEATS),--repeats $(REPEATS)) $(if $(FOM),--fom '$(FOM)') \
+	  $(if $(STRATEGIES),--strategies $(STRATEGIES)) $(if $(FORCE),--force) -- $(APP)
+
 # How to open the trace in Paraver with configs/paraver/ (printed commands).
 .PHONY: view
 view: deps
@@ -137,6 +153,17 @@ fuzz: $(HMI_FUZZ_BIN)
 	$(HMI_FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -max_len=8192 -print_final_stats=1 \
 	  -dict=$(ROOT)/interpose/fuzz_placement.dict -artifact_prefix=$(HMI_FUZZ_DIR)/ \
 	  $(HMI_FUZZ_DIR)/corpus $(ROOT)/tests/c/data
+
+# Libraries, helpers, CLI, configurations and examples into PREFIX (DESTDIR stages them);
+# PYTHON=INTERPRETER that has the requirements, else a virtualenv under PREFIX.
+# Layout: workflows/install.sh; README.md "Installing".
+PREFIX  ?= /usr/local
+DESTDIR ?=
+PYTHON  ?=
+.PHONY: install
+install: build
+	@PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" PYTHON="$(PYTHON)" BUILD="$(BUILD)" \
+	  $(ROOT)/workflows/install.sh
 
 clean:
 	rm -rf build build-san hmtune-out

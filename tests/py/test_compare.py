@@ -1,0 +1,95 @@
+"""`hmtune compare` on the latency example's quick configuration: every variant runs
+the requested number of times, the results are kept as they come and not redone,
+--force redoes them, and bad input stops it with a clear exit status."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+HMTUNE = ROOT / "bin" / "hmtune"
+LATENCY = ROOT / "build" / "examples" / "latency"
+CRASH = ROOT / "build" / "tests" / "programs" / "crash"
+THP = ROOT / "configs" / "machines" / "vm-thp.toml"
+FOM = "kernel_time_s=([0-9.]+)"
+
+
+def hmtune(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(HMTUNE), *args], capture_output=True, text=True, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def stage(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("cmp") / "latency"
+    assert hmtune("trace", "-q", "-o", str(d), "--", str(LATENCY), "-q").returncode == 0
+    assert hmtune("analyze", str(d)).returncode == 0
+    return d
+
+
+def compare(d: Path, *extra: str, app: tuple[str, ...] = (str(LATENCY), "-q")
+            ) -> subprocess.CompletedProcess[str]:
+    return hmtune("compare", "-o", str(d), "--machine", str(THP), "--repeats", "2",
+                  "--strategies", "ilp,density", "--fom", FOM, *extra, "--", *app)
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_variants_runs_and_resume(stage: Path) -> None:
+    r = compare(stage)
+    assert r.returncode == 0, r.stderr
+    runs = rows(stage / "compare" / "runs.csv")
+    names = ["all-slow", "first-come", "size-window", "ilp", "density"]
+    assert sorted((x["variant"], x["repeat"]) for x in runs) == sorted(
+        (n, str(k)) for n in names for k in range(2))
+    assert all(float(x["fom"]) > 0 for x in runs)
+    by = {x["variant"]: x for x in runs}
+    assert by["all-slow"]["fast_bytes"] == "0"
+    for n in names[1:]:                         # every other variant used the fast tier
+        assert int(by[n]["fast_bytes"]) > 0, n
+    summary = {x["variant"]: x for x in rows(stage / "compare" / "summary.csv")}
+    assert list(summary) == names
+    assert float(summary["all-slow"]["speedup"]) == 1.0
+    assert all(x["runs"] == "2" for x in summary.values())
+    # again: nothing is run (the runs file is the same, byte for byte)
+    before = (stage / "compare" / "runs.csv").read_bytes()
+    assert compare(stage).returncode == 0
+    assert (stage / "compare" / "runs.csv").read_bytes() == before
+    # another configuration is not mixed in without --force
+    other = compare(stage, "--mem", "4M")
+    assert other.returncode == 2 and (stage / "compare" / "runs.csv").read_bytes() == before
+    # --force redoes every run
+    assert compare(stage, "--force").returncode == 0
+    again = rows(stage / "compare" / "runs.csv")
+    assert len(again) == len(runs) and [x["wall_s"] for x in again] != [x["wall_s"] for x in runs]
+
+
+def test_failing_application(stage: Path, tmp_path: Path) -> None:
+    d = tmp_path / "crash"
+    d.mkdir()
+    shutil.copy(stage / "sites.csv", d / "sites.csv")
+    r = compare(d, app=(str(CRASH), "exit3"))
+    assert r.returncode == 1
+    assert not (d / "compare" / "runs.csv").exists()         # no run was recorded
+
+
+def test_bad_input(stage: Path, tmp_path: Path) -> None:
+    assert hmtune("compare", "-o", str(stage)).returncode == 2             # no application
+    assert compare(tmp_path).returncode == 2                               # no sites.csv
+    assert compare(stage, app=(str(tmp_path / "nope"),)).returncode == 127
+    assert compare(stage, "--fom", "(").returncode == 2
+    assert compare(stage, "--strategies", "best").returncode == 2
+    assert compare(stage, "--repeats", "0").returncode == 2
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    shutil.copy(stage / "sites.csv", blocked / "sites.csv")
+    (blocked / "compare").write_text("a file where the results directory goes")
+    assert compare(blocked).returncode == 2
+    assert hmtune("compare", "--help").returncode == 0

@@ -1,0 +1,291 @@
+"""`hmtune compare`: the same application and fast-tier capacity under each placement
+worth comparing — all-slow (no interposer), first-come-first-served into the fast tier
+(what `numactl --preferred` does), a size window like memkind's autohbw (>= 1 MiB until
+full), and the advisor's strategies — run interleaved, several times each, with the
+figure of merit (FOM) of every run kept in DIR/compare/runs.csv as it comes (a
+re-invocation skips the runs already there; --force redoes them) and a summary table
+(medians, min-max, speedup over all-slow, bytes in the fast tier, dFOM/MB)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from workflows import launch, paths
+from workflows.units import human, parse_size
+
+STRATEGIES = ("ilp", "ilp-lifetime", "misses", "density")
+BASELINES = {"first-come": "first-come", "size-window": "size-window:1M"}
+RUNS_FIELDS = ["variant", "repeat", "fom", "wall_s", "fast_bytes", "fast_bytes_intended"]
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="run an application under all-slow, first-come, size-window and the advisor's "
+             "placements, interleaved, and compare their figures of merit",
+        description=__doc__.splitlines()[0] + " (see docs/formats.md §7)",
+        epilog="example: hmtune compare --machine "
+               "configs/machines/vm-hugetlb.toml --fom 'kernel_time_s=([0-9.]+)' -- "
+               "./build/examples/latency -s 256",
+    )
+    p.add_argument("-o", "--out", metavar="DIR", default=None,
+                   help="stage directory with sites.csv (and allocs.csv) from hmtune trace "
+                        "and hmtune analyze (default hmtune-out/<app name>/); results go to "
+                        "DIR/compare/")
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--mem", metavar="SIZE", help="fast-tier capacity per process")
+    size.add_argument("--fraction", type=float, default=0.4, metavar="F",
+                      help="fast-tier capacity as a fraction of the traced footprint (the sum "
+                           "of the sites' peak live bytes; default 0.4)")
+    p.add_argument("--machine", metavar="FILE.toml", default=None,
+                   help="tiers (default: configs/machines/vm-hugetlb.toml when 2 MiB "
+                        "hugepages are reserved, else vm-thp.toml)")
+    p.add_argument("--strategies", default="ilp,ilp-lifetime,misses,density", metavar="LIST",
+                   help="advisor strategies to compare (default all four; ilp-lifetime "
+                        "only when DIR has allocs.csv)")
+    p.add_argument("--repeats", type=int, default=5, metavar="N",
+                   help="runs of each variant, interleaved (default 5)")
+    p.add_argument("--fom", metavar="REGEX", default=None,
+                   help="figure of merit: the first group of REGEX in the application's "
+                        "stdout (default: the run's wall-clock seconds)")
+    p.add_argument("--higher-is-better", action="store_true",
+                   help="the FOM is a rate (default: a time, lower is better)")
+    p.add_argument("--force", action="store_true", help="redo runs already in runs.csv")
+    p.add_argument("app", nargs=argparse.REMAINDER, help="-- APP [ARGS...]")
+    p.set_defaults(func=run)
+
+
+@dataclass
+class Variant:
+    name: str
+    placement: Path | None          # None: no interposer
+    baseline: str = ""              # HMTUNE_BASELINE
+
+
+def _fail(msg: str, code: int = 2) -> int:
+    return launch.fail("compare", msg, code)
+
+
+def footprint(sites: Path) -> int:
+    """Sum of the sites' peak live bytes (sites.csv, docs/formats.md §4)."""
+    with sites.open(newline="") as f:
+        rows = csv.DictReader(line for line in f if not line.startswith("#"))
+        return sum(int(r["peak_live_bytes"]) for r in rows)
+
+
+def hugepages_free() -> int:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("HugePages_Free:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def advise(stage: Path, out: Path, machine: Path, mem: int, strategy: str) -> str | None:
+    """placement.txt for one strategy in out/; None when written, else the reason."""
+    out.mkdir(parents=True, exist_ok=True)
+    cmd = [str(paths.ROOT / "bin" / "hmtune"), "advise", str(stage), "--machine", str(machine),
+           "--mem", str(mem), "--strategy", strategy, "-o", str(out / "placement.txt")]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    (out / "advise.log").write_text(r.stdout + r.stderr)
+    if r.returncode != 0:
+        return (r.stderr.strip().splitlines() or ["failed"])[-1]
+    return None
+
+
+def tiers_only(placement: Path, dst: Path) -> None:
+    """The tiers of placement with no site: what the baselines run with."""
+    lines = [ln for ln in placement.read_text().splitlines()
+             if ln.startswith(("# hmtune placement", "tier "))]
+    dst.write_text("\n".join(lines) + "\ndepth 1\nsize-window 0 0\n")
+
+
+def read_runs(path: Path) -> dict[tuple[str, int], dict[str, str]]:
+    if not path.exists():
+        return {}
+    with path.open(newline="") as f:
+        return {(r["variant"], int(r["repeat"])): r for r in csv.DictReader(f)}
+
+
+def one_run(v: Variant, rep: int, app: list[str], work: Path, fom_re: re.Pattern | None,
+            ) -> dict[str, str] | str:
+    """Run the application once as variant v; the row for runs.csv, or why it failed."""
+    d = work / v.name
+    d.mkdir(parents=True, exist_ok=True)
+    stats = d / f"stats.{rep}.json"
+    stats.unlink(missing_ok=True)
+    env = dict(os.environ)
+    if v.placement is None:
+        cmd = list(app)
+    else:
+        cmd = [str(paths.ROOT / "bin" / "hmtune"), "run", "-q", "--placement", str(v.placement),
+               "--stats", str(stats), "--", *app]
+        if v.baseline:
+            env["HMTUNE_BASELINE"] = v.baseline
+    t0 = time.monotonic()
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    wall = time.monotonic() - t0
+    (d / f"run.{rep}.log").write_text(f"$ {shlex.join(cmd)}\n{r.stdout}{r.stderr}")
+    if r.returncode != 0:
+        return f"exit status {r.returncode} (see {d / f'run.{rep}.log'})"
+    fom = wall
+    if fom_re is not None:
+        m = fom_re.search(r.stdout)
+        if not m:
+            return (f"--fom {fom_re.pattern!r} matches nothing in its stdout "
+                    f"(see {d / f'run.{rep}.log'})")
+        try:
+            fom = float(m.group(1) if m.groups() else m.group(0))
+        except ValueError:
+            return f"--fom matched {m.group(0)!r}, not a number"
+    fast = intended = 0
+    if stats.exists():
+        tier = json.loads(stats.read_text())["tiers"][0]
+        fast = int(tier["high_water_bytes"])
+        intended = int(tier["residency"]["bytes_intended"])
+    return {"variant": v.name, "repeat": str(rep), "fom": f"{fom:.9g}", "wall_s": f"{wall:.3f}",
+            "fast_bytes": str(fast), "fast_bytes_intended": str(intended)}
+
+
+def summarize(rows: dict[tuple[str, int], dict[str, str]], variants: list[Variant],
+              higher: bool) -> list[dict[str, str]]:
+    def foms(name: str) -> list[float]:
+        return [float(r["fom"]) for (v, _), r in sorted(rows.items()) if v == name]
+
+    base = foms("all-slow")
+    base_med = statistics.median(base) if base else float("nan")
+    out = []
+    for v in variants:
+        f = foms(v.name)
+        if not f:
+            continue
+        med = statistics.median(f)
+        speed = (med / base_med if higher else base_med / med) if med and base else float("nan")
+        fast = statistics.median(int(r["fast_bytes"]) for (n, _), r in rows.items() if n == v.name)
+        mb = fast / 2**20
+        dfom = (med - base_med) / mb if mb else float("nan")
+        out.append({"variant": v.name, "runs": str(len(f)), "median_fom": f"{med:.6g}",
+                    "min_fom": f"{min(f):.6g}", "max_fom": f"{max(f):.6g}",
+                    "speedup": f"{speed:.3f}", "fast_mib": f"{mb:.1f}",
+                    "dfom_per_mib": f"{dfom:.6g}"})
+    return out
+
+
+def write_csv(path: Path, fields: list[str], rows: list[dict[str, str]]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+    os.replace(tmp, path)
+
+
+def run(args: argparse.Namespace) -> int:
+    app = list(args.app)
+    if app and app[0] == "--":
+        app = app[1:]
+    if not app:
+        return _fail("no application given: hmtune compare [options] -- ./app args")
+    stage = Path(args.out) if args.out else paths.default_out(app[0])
+    sites = stage / "sites.csv"
+    if not sites.is_file():
+        return _fail(f"{sites}: not found (run hmtune trace and hmtune analyze first)")
+    if args.repeats < 1:
+        return _fail("--repeats must be at least 1")
+    exe, rc = launch.check_program(app[0], "compare", "it cannot be compared")
+    if exe is None:
+        return rc
+    try:
+        fom_re = re.compile(args.fom) if args.fom else None
+    except re.error as e:
+        return _fail(f"--fom: not a regular expression: {e}")
+    strategies = [s for s in args.strategies.split(",") if s]
+    bad = [s for s in strategies if s not in STRATEGIES]
+    if bad:
+        return _fail(f"--strategies: unknown {', '.join(bad)} (known: {', '.join(STRATEGIES)})")
+    if "ilp-lifetime" in strategies and not (stage / "allocs.csv").is_file():
+        strategies.remove("ilp-lifetime")
+    machine = Path(args.machine) if args.machine else paths.ROOT / "configs" / "machines" / (
+        "vm-hugetlb.toml" if hugepages_free() > 0 else "vm-thp.toml")
+    if not machine.is_file():
+        return _fail(f"--machine {machine}: no such file")
+    try:
+        mem = parse_size(args.mem) if args.mem else int(footprint(sites) * args.fraction)
+    except (ValueError, KeyError) as e:
+        return _fail(f"cannot size the fast tier: {e}")
+    mem = (mem + (2 << 20) - 1) // (2 << 20) * (2 << 20)       # whole 2 MiB pages
+    if mem <= 0:
+        return _fail("the fast tier would be empty (--mem, or a trace with no sites)")
+    work = stage / "compare"
+    try:
+        work.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        return _fail(f"cannot write to {work}: {e.strerror}")
+    config = {"app": [str(exe.resolve()), *app[1:]], "machine": str(machine.resolve()),
+              "mem": mem, "fom": args.fom,
+              "higher_is_better": args.higher_is_better}
+    cfg_path, runs_path = work / "config.json", work / "runs.csv"
+    if cfg_path.exists() and runs_path.exists() and not args.force:
+        old = json.loads(cfg_path.read_text())
+        if old != config:
+            return _fail(f"{runs_path} holds runs of another configuration ({old}); "
+                         "add --force to start over")
+    if args.force:
+        runs_path.unlink(missing_ok=True)
+    cfg_path.write_text(json.dumps(config, indent=1) + "\n")
+    print(f"hmtune compare: fast tier {human(mem)} per process ({machine.name}); "
+          f"{args.repeats} runs of each variant, interleaved", file=sys.stderr)
+
+    variants = [Variant("all-slow", None)]
+    for strategy in strategies:
+        why = advise(stage, work / strategy, machine, mem, strategy)
+        if why:
+            print(f"hmtune compare: strategy {strategy} left out: {why}", file=sys.stderr)
+            continue
+        variants.append(Variant(strategy, work / strategy / "placement.txt"))
+    if len(variants) == 1:
+        return _fail("no strategy produced a placement (see DIR/compare/*/advise.log)", 1)
+    tiers_only(variants[1].placement or Path(), work / "baseline-placement.txt")
+    variants[1:1] = [Variant(n, work / "baseline-placement.txt", b) for n, b in BASELINES.items()]
+
+    rows = read_runs(runs_path)
+    todo = [(rep, v) for rep in range(args.repeats)
+            for v in (variants if rep % 2 == 0 else variants[::-1])]
+    total = len(todo)
+    for k, (rep, v) in enumerate(todo, 1):
+        if (v.name, rep) in rows:
+            continue
+        res = one_run(v, rep, app, work, fom_re)
+        if isinstance(res, str):
+            print(f"hmtune compare: {v.name}, run {rep + 1}: the application failed: {res}; "
+                  f"the {len(rows)} runs so far are kept in {runs_path}", file=sys.stderr)
+            return 1
+        rows[(v.name, rep)] = res
+        write_csv(runs_path, RUNS_FIELDS, [rows[key] for key in sorted(rows)])
+        print(f"hmtune compare: [{k}/{total}] {v.name} run {rep + 1}: FOM {res['fom']}",
+              file=sys.stderr)
+    summary = summarize(rows, variants, args.higher_is_better)
+    fields = list(summary[0])
+    write_csv(work / "summary.csv", fields, summary)
+    print(f"{'variant':<14} {'runs':>4} {'median FOM':>12} {'min-max':>21} {'speedup':>8} "
+          f"{'fast MiB':>9} {'dFOM/MiB':>11}")
+    for s in summary:
+        print(f"{s['variant']:<14} {s['runs']:>4} {s['median_fom']:>12} "
+              f"{s['min_fom'] + '-' + s['max_fom']:>21} {s['speedup']:>7}x "
+              f"{s['fast_mib']:>9} {s['dfom_per_mib']:>11}")
+    print(f"hmtune compare: runs in {runs_path}, table in {work / 'summary.csv'}",
+          file=sys.stderr)
+    return 0
