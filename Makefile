@@ -51,7 +51,7 @@ test: deps
 	@echo "== Python tests"
 	@$(MAKE) --no-print-directory test-py
 
-PY_DIRS := $(wildcard analyze advisor workflows tests bench)
+PY_DIRS := $(wildcard analyze advisor workflows tests bench packaging)
 
 test-py: build
 	@$(PY) -m ruff check $(PY_DIRS)
@@ -160,8 +160,11 @@ fuzz: $(HMI_FUZZ_BIN)
 PREFIX  ?= /usr/local
 DESTDIR ?=
 PYTHON  ?=
+# What install.sh copies (only these are built: `make build` also needs MPI and Fortran).
+INSTALL_BUILT := $(BUILD)/lib/libhmtrace.so $(HMALLOC_SO) $(BUILD)/bin/hmtune-finalize \
+                 $(BUILD)/bin/hmtune-probe $(BUILD)/bin/hmtune-prvscan $(EX_PROGS)
 .PHONY: install
-install: build
+install: $(INSTALL_BUILT)
 	@PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" PYTHON="$(PYTHON)" BUILD="$(BUILD)" \
 	  $(ROOT)/workflows/install.sh
 

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"{args.trace}: no such trace file", 2)
     scanner = scanner_bin()
     if not scanner.exists():
-        return _fail(f"{scanner} is not built: run 'make' in {paths.ROOT}", 2)
+        return _fail(paths.not_built(scanner), 2)
     out = Path(args.out) if args.out else trace.parent
     try:
         out.mkdir(parents=True, exist_ok=True)

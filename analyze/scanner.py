@@ -23,7 +23,7 @@ class ScanFailed(Exception):
 
 
 def scanner_bin() -> Path:
-    return paths.build_dir() / "bin" / "hmtune-prvscan"
+    return paths.prvscan_bin()
 
 
 def _split(buffer: str) -> tuple[list[tuple[str, str]], str]:

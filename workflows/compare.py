@@ -97,7 +97,7 @@ def hugepages_free() -> int:
 def advise(stage: Path, out: Path, machine: Path, mem: int, strategy: str) -> str | None:
     """placement.txt for one strategy in out/; None when written, else the reason."""
     out.mkdir(parents=True, exist_ok=True)
-    cmd = [str(paths.ROOT / "bin" / "hmtune"), "advise", str(stage), "--machine", str(machine),
+    cmd = [str(paths.cli()), "advise", str(stage), "--machine", str(machine),
            "--mem", str(mem), "--strategy", strategy, "-o", str(out / "placement.txt")]
     r = subprocess.run(cmd, capture_output=True, text=True)
     (out / "advise.log").write_text(r.stdout + r.stderr)
@@ -131,7 +131,7 @@ def one_run(v: Variant, rep: int, app: list[str], work: Path, fom_re: re.Pattern
     if v.placement is None:
         cmd = list(app)
     else:
-        cmd = [str(paths.ROOT / "bin" / "hmtune"), "run", "-q", "--placement", str(v.placement),
+        cmd = [str(paths.cli()), "run", "-q", "--placement", str(v.placement),
                "--stats", str(stats), "--", *app]
         if v.baseline:
             env["HMTUNE_BASELINE"] = v.baseline
@@ -218,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"--strategies: unknown {', '.join(bad)} (known: {', '.join(STRATEGIES)})")
     if "ilp-lifetime" in strategies and not (stage / "allocs.csv").is_file():
         strategies.remove("ilp-lifetime")
-    machine = Path(args.machine) if args.machine else paths.ROOT / "configs" / "machines" / (
+    machine = Path(args.machine) if args.machine else paths.configs_dir() / "machines" / (
         "vm-hugetlb.toml" if hugepages_free() > 0 else "vm-thp.toml")
     if not machine.is_file():
         return _fail(f"--machine {machine}: no such file")

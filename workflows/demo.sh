@@ -5,25 +5,40 @@
 # hugepages (configs/machines/vm-hugetlb.toml): kernel time without and with
 # `hmtune run`, 3 interleaved runs each, medians (MACHINE-NOTES.md: hugepages mostly
 # speed up the latency-bound arrays; noise here is about ±5 %).
+# Installed (`make install`) as PREFIX/bin/hmtune-demo, it uses the installed pieces and
+# writes to hmtune-out/latency under the current directory.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-out=${OUT:-$root/hmtune-out/latency}
-app="$root/build/examples/latency"
+here=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
+if [ -f "$here/../lib/hmtune/python/hmtune-installed" ]; then
+    prefix=$(cd "$here/.." && pwd)
+    hmtune="$prefix/bin/hmtune"
+    app="$prefix/libexec/hmtune/examples/latency"
+    configs="$prefix/share/hmtune/configs"
+    out=${OUT:-$PWD/hmtune-out/latency}
+    rerun_hint="hmtune run -o DIR -- ./app args"
+else
+    root=$(cd "$here/.." && pwd)
+    hmtune="$root/bin/hmtune"
+    app="$root/build/examples/latency"
+    configs="$root/configs"
+    out=${OUT:-$root/hmtune-out/latency}
+    rerun_hint="make rerun APP=\"./app args\""
+fi
 args=(-s 256)
 runs=3
 echo "== hmtune demo: tracing $app ${args[*]} (256 MiB of arrays)"
-"$root/bin/hmtune" trace -o "$out" -- "$app" "${args[@]}"
+"$hmtune" trace -o "$out" -- "$app" "${args[@]}"
 echo "== validating the trace"
-"$root/bin/hmtune" check-trace "$out/trace.prv"
+"$hmtune" check-trace "$out/trace.prv"
 echo "== per-site metrics"
-"$root/bin/hmtune" analyze "$out/trace.prv" --top 8
+"$hmtune" analyze "$out/trace.prv" --top 8
 echo "== placement for a 96 MiB fast tier per process (the arrays total 256 MiB)"
-"$root/bin/hmtune" advise "$out" --mem 96M
+"$hmtune" advise "$out" --mem 96M
 
 # ---- the re-run on this machine: 96 MiB of the VM's hugepage tier ----
 huge="$out/vm-hugetlb"
 echo "== the same 96 MiB on this machine's fast tier: 2 MiB hugepages (configs/machines/vm-hugetlb.toml)"
-"$root/bin/hmtune" advise "$out" --machine "$root/configs/machines/vm-hugetlb.toml" --mem 96M \
+"$hmtune" advise "$out" --machine "$configs/machines/vm-hugetlb.toml" --mem 96M \
     -o "$huge/placement.txt"
 
 # Hugepages the tier may take, and reserving them when root and the pool is short
@@ -58,7 +73,7 @@ echo "== latency ${args[*]}: $runs runs without and $runs with 'hmtune run', int
 plain=() placed=()
 for i in $(seq "$runs"); do
     "$app" "${args[@]}" > "$huge/plain.out"
-    "$root/bin/hmtune" run --placement "$huge/placement.txt" -o "$huge" -- "$app" "${args[@]}" \
+    "$hmtune" run --placement "$huge/placement.txt" -o "$huge" -- "$app" "${args[@]}" \
         > "$huge/rerun.out" 2> "$huge/rerun.err"
     if [ "$(checksum "$huge/plain.out")" != "$(checksum "$huge/rerun.out")" ]; then
         echo "demo: the checksums differ with and without the placement" >&2
@@ -77,5 +92,5 @@ cat "$huge/rerun.err"
 echo "== results in $out: sites.csv, allocs.csv, placement.txt, report.txt, capacity_curve.png;"
 echo "   the hugepage placement and its report in $huge/"
 echo "   open the trace in Paraver:"
-echo "   wxparaver $out/trace.prv configs/paraver/sampled_refs_per_object.cfg"
-echo "   re-run any traced application the same way: make rerun APP=\"./app args\""
+echo "   wxparaver $out/trace.prv $configs/paraver/sampled_refs_per_object.cfg"
+echo "   re-run any traced application the same way: $rerun_hint"

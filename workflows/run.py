@@ -332,7 +332,7 @@ def run(args: argparse.Namespace) -> int:
         return _fail("no application given: hmtune run [options] -- ./app args")
     lib = paths.hmalloc_lib()
     if not lib.exists():
-        return _fail(f"{lib} is not built: run 'make' in {paths.ROOT}")
+        return _fail(paths.not_built(lib))
     exe, code = launch.check_program(app[0], "run", "its allocations cannot be placed")
     if exe is None:
         return code

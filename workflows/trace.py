@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         return _fail("--rate must be between 1 and 100000 Hz")
     lib, fin = paths.tracer_lib(), paths.finalize_bin()
     if not lib.exists() or not fin.exists() or not paths.probe_bin().exists():
-        return _fail(f"{lib} is not built: run 'make' in {paths.ROOT}")
+        return _fail(paths.not_built(lib))
     exe, code = launch.check_program(app[0], "trace", "it cannot be traced")
     if exe is None:
         return code

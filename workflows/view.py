@@ -12,7 +12,7 @@ from pathlib import Path
 from workflows import paths
 from workflows.launch import fail
 
-CFG_DIR = paths.ROOT / "configs" / "paraver"
+CFG_DIR = paths.configs_dir() / "paraver"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
