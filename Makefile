@@ -124,6 +124,13 @@ compare: deps build
 	  $(if $(REPEATS),--repeats $(REPEATS)) $(if $(FOM),--fom '$(FOM)') \
 	  $(if $(STRATEGIES),--strategies $(STRATEGIES)) $(if $(FORCE),--force) -- $(APP)
 
+# One page (STAGE/report/report.md + PNGs) from what the stage directory holds.
+.PHONY: report
+report: deps
+	@d="$(STAGE_DIR)"; \
+	if [ -z "$$d" ]; then echo 'make report: no stage directory yet: run make trace APP=... and make analyze' >&2; exit 2; fi; \
+	$(HMTUNE) report "$$d"
+
 # How to open the trace in Paraver with configs/paraver/ (printed commands).
 .PHONY: view
 view: deps
