@@ -185,20 +185,29 @@ static void count_sum(uint32_t index, struct hmi_backend_stats *out)
 
 /* ---- the page map ---- */
 
-static int pagemap_init(struct hmi_msg *why)
+/* Map *slot once: bytes of MAP_NORESERVE zeroes, published with a release store (the
+ * tables are set up by hmi_backend_open, single-threaded). -1 with why appended. */
+static int map_table(uint32_t **slot, size_t bytes, const char *what, struct hmi_msg *why)
 {
-    if (__atomic_load_n(&hmi_pagemap, __ATOMIC_ACQUIRE))
+    if (__atomic_load_n(slot, __ATOMIC_ACQUIRE))
         return 0;
-    void *m = mmap(NULL, MAP_ENTRIES * sizeof(uint32_t), PROT_READ | PROT_WRITE,
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) {
         int e = errno;
-        hmi_msg_str(why, "cannot map the ownership page map: ");
+        hmi_msg_str(why, "cannot map the ");
+        hmi_msg_str(why, what);
+        hmi_msg_str(why, ": ");
         msg_errno(why, e);
         return -1;
     }
-    __atomic_store_n(&hmi_pagemap, (uint32_t *)m, __ATOMIC_RELEASE);
+    __atomic_store_n(slot, (uint32_t *)m, __ATOMIC_RELEASE);
     return 0;
+}
+
+static int pagemap_init(struct hmi_msg *why)
+{
+    return map_table(&hmi_pagemap, MAP_ENTRIES * sizeof(uint32_t), "ownership page map", why);
 }
 
 /* Granules [a, a + span) belong to tier index; the first one records pages. */
@@ -216,18 +225,8 @@ static void pagemap_set(uintptr_t a, uint64_t span, uint32_t index, uint64_t pag
 
 static int leaves_init(struct hmi_msg *why)
 {
-    if (__atomic_load_n(&hmi_leaves, __ATOMIC_ACQUIRE))
-        return 0;
-    void *m = mmap(NULL, (size_t)LEAF_MAX * LEAF_ENTRIES * sizeof(uint32_t), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED) {
-        int e = errno;
-        hmi_msg_str(why, "cannot map the memkind page map: ");
-        msg_errno(why, e);
-        return -1;
-    }
-    __atomic_store_n(&hmi_leaves, (uint32_t *)m, __ATOMIC_RELEASE);
-    return 0;
+    return map_table(&hmi_leaves, (size_t)LEAF_MAX * LEAF_ENTRIES * sizeof(uint32_t),
+                     "memkind page map", why);
 }
 
 /* Entry of the page of a in the leaf of granule entry e. Neighbouring pages go to
