@@ -148,6 +148,7 @@ static int lookup(const uint64_t *raw, int n, int *unknown)
 int hmi_match_site(const uint64_t *raw, int n)
 {
     uint32_t epoch = atomic_load_explicit(&g_live, memory_order_acquire);
+    t_last_hit = 0;
     if (hm_unlikely(epoch == 0) || n <= 0)
         return -1;
     if (n > g_depth)
@@ -160,7 +161,6 @@ int hmi_match_site(const uint64_t *raw, int n)
         t_last_hit = 1;
         return e->site;
     }
-    t_last_hit = 0;
     t_misses++;
     int unknown = 0;
     int site = lookup(raw, n, &unknown);
@@ -190,13 +190,19 @@ int hmi_match_chain(const uint64_t *raw, int n)
     return hmi_match_site_tier(hmi_match_site(raw, n));
 }
 
-int hmi_match_here_site(void)
+/* Unwind the caller (inline: not a frame of its own) and match the chain. */
+HM_INLINE int unwind_match(void)
 {
     uint64_t raw[HM_MAX_DEPTH];
     if (hm_unlikely(atomic_load_explicit(&g_live, memory_order_acquire) == 0))
-        return -1;
+        return t_last_hit = 0, -1;
     int n = hm_backtrace(raw, g_depth);
     return hmi_match_site(raw, n);
+}
+
+int hmi_match_here_site(void)
+{
+    return unwind_match();
 }
 
 int hmi_match_here(void)
@@ -278,11 +284,7 @@ static void fp_fill(uint64_t cfa, int site)
 
 int hmi_match_fp_decide(uint64_t cfa)
 {
-    uint64_t raw[HM_MAX_DEPTH];
-    if (hm_unlikely(atomic_load_explicit(&g_live, memory_order_acquire) == 0))
-        return -1;
-    int n = hm_backtrace(raw, g_depth);
-    int site = hmi_match_site(raw, n);
+    int site = unwind_match();
     if (t_last_hit)
         fp_fill(cfa, site);
     return site;

@@ -34,9 +34,8 @@ static uint32_t g_thp_checks;
 #define MPOL_F_ADDR_  (1 << 1)
 #define NODE_BITS     1024
 
-int hmi_report_init(uint32_t ntiers, uint32_t nsites)
+int hmi_report_init(uint32_t nsites)
 {
-    (void)ntiers;
     /* rows of whole cache lines (two entries each): no line is shared by stripes */
     hmi_site_stride = (nsites + 1) & ~1u;
     if (!hmi_site_stride)

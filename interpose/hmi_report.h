@@ -43,8 +43,8 @@ struct hmi_residency {
     uint64_t bytes_absent;          /* never touched (no page yet) */
 };
 
-/* Set up the tables for ntiers tiers and nsites sites (mmap; -1 on failure). */
-int hmi_report_init(uint32_t ntiers, uint32_t nsites) HM_HIDDEN;
+/* Set up the tables for nsites sites (mmap; -1 on failure). */
+int hmi_report_init(uint32_t nsites) HM_HIDDEN;
 /* [HM_STRIPES][hmi_site_stride]: each stripe's row starts on a cache line of its own */
 extern struct hmi_site_stats *hmi_site_stripes HM_HIDDEN;
 extern uint32_t hmi_site_stride HM_HIDDEN;
@@ -53,10 +53,6 @@ extern uint32_t hmi_site_stride HM_HIDDEN;
 HM_INLINE struct hmi_site_stats *hmi_site_mine(int site)
 {
     return &hmi_site_stripes[(size_t)hm_stripe() * hmi_site_stride + (uint32_t)site];
-}
-HM_INLINE void hmi_stat_add(uint64_t *c, uint64_t v)
-{
-    hm_stripe_add(c, v);
 }
 /* All threads' counters of site, summed. */
 void hmi_site_sum(uint32_t site, struct hmi_site_stats *out) HM_HIDDEN;

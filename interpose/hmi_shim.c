@@ -361,7 +361,7 @@ static void do_init(void)
         if (sp && strlen(sp) < sizeof g_stats)
             memcpy(g_stats, sp, strlen(sp) + 1);
         int usable = ok ? open_tiers() : 0;
-        ok = ok && hmi_report_init(g_ntiers, g_pl.nsites + 1) == 0 && hmi_match_init(&g_pl) == 0;
+        ok = ok && hmi_report_init(g_pl.nsites + 1) == 0 && hmi_match_init(&g_pl) == 0;
         if (ok) {
             g_owning = usable > 0;
             g_depth = hmi_match_depth();
@@ -451,18 +451,18 @@ static int tier_of(int site)
 static void *place(int site, size_t size, size_t align, int zero)
 {
     struct hmi_site_stats *st = hmi_site_mine(site);
-    hmi_stat_add(&st->matches, 1);
+    hm_stripe_add(&st->matches, 1);
     int tier = tier_of(site);
     void *p = NULL;
     if (hmi_backend_available((uint32_t)tier))
         p = zero ? hmi_backend_alloc_zeroed((uint32_t)tier, size, align)
                  : hmi_backend_alloc((uint32_t)tier, size, align);
     if (p) {
-        hmi_stat_add(&st->placed, 1);
-        hmi_stat_add(&st->bytes, size);
+        hm_stripe_add(&st->placed, 1);
+        hm_stripe_add(&st->bytes, size);
         hmi_report_placed(tier, p, size);
     } else {
-        hmi_stat_add(&st->fell_back, 1);
+        hm_stripe_add(&st->fell_back, 1);
     }
     return p;
 }
@@ -531,9 +531,9 @@ static HM_NOINLINE void *slow_realloc(void *p, size_t n)
         return rm.realloc(p, n);
     if (owner >= 0 && owner == tier && hmi_backend_resize_in_place(owner, p, n)) {
         struct hmi_site_stats *st = hmi_site_mine(site);
-        hmi_stat_add(&st->matches, 1);
-        hmi_stat_add(&st->placed, 1);
-        hmi_stat_add(&st->bytes, n);
+        hm_stripe_add(&st->matches, 1);
+        hm_stripe_add(&st->placed, 1);
+        hm_stripe_add(&st->bytes, n);
         return p;                                   /* grows in place */
     }
     void *q = NULL;
