@@ -194,9 +194,7 @@ def write_csv(path: Path, fields: list[str], rows: list[dict[str, str]]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    app = list(args.app)
-    if app and app[0] == "--":
-        app = app[1:]
+    app = launch.app_command(args.app)
     if not app:
         return _fail("no application given: hmtune compare [options] -- ./app args")
     stage = Path(args.out) if args.out else paths.default_out(app[0])

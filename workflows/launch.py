@@ -20,6 +20,12 @@ def fail(who: str, msg: str, code: int = 2) -> int:
     return code
 
 
+def app_command(remainder: list[str]) -> list[str]:
+    """The application's command from argparse's `-- APP ARGS` remainder (the `--`
+    dropped); empty when none was given."""
+    return remainder[1:] if remainder[:1] == ["--"] else list(remainder)
+
+
 def check_program(program: str, who: str, consequence: str) -> tuple[Path | None, int]:
     """The file `program` runs, or (None, exit status) after saying why it cannot be
     used: 127 when it does not exist, 2 when it is statically linked (LD_PRELOAD cannot

@@ -325,9 +325,7 @@ def mpi_summary(stats: dict[int | None, dict], files: dict[int | None, Path],
 # ---- the command ----
 
 def run(args: argparse.Namespace) -> int:
-    app = list(args.app)
-    if app and app[0] == "--":
-        app = app[1:]
+    app = launch.app_command(args.app)
     if not app:
         return _fail("no application given: hmtune run [options] -- ./app args")
     lib = paths.hmalloc_lib()

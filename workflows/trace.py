@@ -110,9 +110,7 @@ def print_summary(s: dict, out: Path, wall_s: float) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    app = list(args.app)
-    if app and app[0] == "--":
-        app = app[1:]
+    app = launch.app_command(args.app)
     if not app:
         return _fail("no application given: hmtune trace [options] -- ./app args")
     try:

@@ -10,25 +10,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from clistage import LATENCY, ROOT, THP, hmtune, latency_stage
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-HMTUNE = ROOT / "bin" / "hmtune"
-LATENCY = ROOT / "build" / "examples" / "latency"
 CRASH = ROOT / "build" / "tests" / "programs" / "crash"
-THP = ROOT / "configs" / "machines" / "vm-thp.toml"
 FOM = "kernel_time_s=([0-9.]+)"
-
-
-def hmtune(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(HMTUNE), *args], capture_output=True, text=True, timeout=600)
 
 
 @pytest.fixture(scope="module")
 def stage(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    d = tmp_path_factory.mktemp("cmp") / "latency"
-    assert hmtune("trace", "-q", "-o", str(d), "--", str(LATENCY), "-q").returncode == 0
-    assert hmtune("analyze", str(d)).returncode == 0
-    return d
+    return latency_stage(tmp_path_factory.mktemp("cmp") / "latency")
 
 
 def compare(d: Path, *extra: str, app: tuple[str, ...] = (str(LATENCY), "-q")

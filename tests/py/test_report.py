@@ -5,27 +5,15 @@ from __future__ import annotations
 
 import csv
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent.parent
-HMTUNE = ROOT / "bin" / "hmtune"
-LATENCY = ROOT / "build" / "examples" / "latency"
-THP = ROOT / "configs" / "machines" / "vm-thp.toml"
-
-
-def hmtune(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(HMTUNE), *args], capture_output=True, text=True, timeout=600)
+from clistage import LATENCY, THP, hmtune, latency_stage
 
 
 @pytest.fixture(scope="module")
 def stage(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    d = tmp_path_factory.mktemp("rep") / "latency"
-    assert hmtune("trace", "-q", "-o", str(d), "--", str(LATENCY), "-q").returncode == 0
-    assert hmtune("analyze", str(d)).returncode == 0
-    return d
+    return latency_stage(tmp_path_factory.mktemp("rep") / "latency")
 
 
 def images(md: str, where: Path) -> list[Path]:

@@ -7,14 +7,14 @@ import shutil
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent.parent
-HMTUNE = ROOT / "bin" / "hmtune"
+from clistage import ROOT, hmtune
+
 EXTRAE = ROOT / "tests" / "py" / "data" / "extrae-malloc-trace"
 CFGS = sorted((ROOT / "configs" / "paraver").glob("*.cfg"))
 
 
 def view(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(HMTUNE), "view", *args], capture_output=True, text=True)
+    return hmtune("view", *args)
 
 
 def commands(out: str) -> list[list[str]]:

@@ -1,0 +1,23 @@
+"""Running `bin/hmtune` from tests, and a traced-and-analyzed stage directory of the
+latency example's quick configuration (for the workflow commands built on one)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+HMTUNE = ROOT / "bin" / "hmtune"
+LATENCY = ROOT / "build" / "examples" / "latency"
+THP = ROOT / "configs" / "machines" / "vm-thp.toml"
+
+
+def hmtune(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(HMTUNE), *args], capture_output=True, text=True, timeout=600)
+
+
+def latency_stage(d: Path) -> Path:
+    """d/ holding the trace, sites.csv and allocs.csv of `latency -q`."""
+    assert hmtune("trace", "-q", "-o", str(d), "--", str(LATENCY), "-q").returncode == 0
+    assert hmtune("analyze", str(d)).returncode == 0
+    return d
