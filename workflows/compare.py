@@ -9,6 +9,7 @@ re-invocation skips the runs already there; --force redoes them) and a summary t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import os
@@ -18,10 +19,11 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from workflows import launch, paths
+from workflows import hugepages, launch, paths
 from workflows.units import human, parse_size
 
 STRATEGIES = ("ilp", "ilp-lifetime", "misses", "density")
@@ -39,10 +41,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                "configs/machines/vm-hugetlb.toml --fom 'kernel_time_s=([0-9.]+)' -- "
                "./build/examples/latency -s 256",
     )
+    add_run_options(p, "compare")
+    p.add_argument("--strategies", default="ilp,ilp-lifetime,misses,density", metavar="LIST",
+                   help="advisor strategies to compare (default all four; ilp-lifetime "
+                        "only when DIR has allocs.csv)")
+    p.add_argument("app", nargs=argparse.REMAINDER, help="-- APP [ARGS...]")
+    p.set_defaults(func=run)
+
+
+def add_run_options(p: argparse.ArgumentParser, what: str) -> None:
+    """The options compare and explore share: stage, capacity, tiers, runs, FOM."""
     p.add_argument("-o", "--out", metavar="DIR", default=None,
                    help="stage directory with sites.csv (and allocs.csv) from hmtune trace "
                         "and hmtune analyze (default hmtune-out/<app name>/); results go to "
-                        "DIR/compare/")
+                        f"DIR/{what}/")
     size = p.add_mutually_exclusive_group()
     size.add_argument("--mem", metavar="SIZE", help="fast-tier capacity per process")
     size.add_argument("--fraction", type=float, default=0.4, metavar="F",
@@ -50,20 +62,102 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                            "of the sites' peak live bytes; default 0.4)")
     p.add_argument("--machine", metavar="FILE.toml", default=None,
                    help="tiers (default: configs/machines/vm-hugetlb.toml when 2 MiB "
-                        "hugepages are reserved, else vm-thp.toml)")
-    p.add_argument("--strategies", default="ilp,ilp-lifetime,misses,density", metavar="LIST",
-                   help="advisor strategies to compare (default all four; ilp-lifetime "
-                        "only when DIR has allocs.csv)")
-    p.add_argument("--repeats", type=int, default=5, metavar="N",
-                   help="runs of each variant, interleaved (default 5)")
+                        "hugepages are free or --reserve-hugepages can reserve them, else "
+                        "vm-thp.toml)")
+    p.add_argument("--repeats", type=int, default=5 if what == "compare" else 1, metavar="N",
+                   help="runs of each variant, interleaved (default "
+                        f"{5 if what == 'compare' else 1})")
     p.add_argument("--fom", metavar="REGEX", default=None,
                    help="figure of merit: the first group of REGEX in the application's "
                         "stdout (default: the run's wall-clock seconds)")
     p.add_argument("--higher-is-better", action="store_true",
                    help="the FOM is a rate (default: a time, lower is better)")
     p.add_argument("--force", action="store_true", help="redo runs already in runs.csv")
-    p.add_argument("app", nargs=argparse.REMAINDER, help="-- APP [ARGS...]")
-    p.set_defaults(func=run)
+    p.add_argument("--reserve-hugepages", action="store_true",
+                   help="when the fast tier is hugetlb and its pool is short, reserve the "
+                        "hugepages it needs for the length of the runs (root), and put "
+                        "nr_hugepages back afterwards")
+
+
+@dataclass
+class Setup:
+    """What compare and explore need before their first run."""
+    app: list[str]
+    stage: Path
+    work: Path                      # stage/compare or stage/explore
+    fom_re: re.Pattern | None
+    machine: Path
+    mem: int                        # fast-tier bytes per process, whole 2 MiB pages
+    config: dict[str, object]
+
+
+def prepare(args: argparse.Namespace, what: str) -> Setup | int:
+    """Check the arguments and the stage directory, size the fast tier and open
+    DIR/<what>/ (config.json; runs.csv is kept only for the same configuration or
+    dropped with --force); the Setup, or the exit status after a one-line error."""
+    who = f"hmtune {what}"
+    app = launch.app_command(args.app)
+    if not app:
+        return launch.fail(what, f"no application given: {who} [options] -- ./app args")
+    stage = Path(args.out) if args.out else paths.default_out(app[0])
+    sites = stage / "sites.csv"
+    if not sites.is_file():
+        return launch.fail(what, f"{sites}: not found (run hmtune trace and hmtune analyze "
+                                 "first)")
+    if args.repeats < 1:
+        return launch.fail(what, "--repeats must be at least 1")
+    exe, rc = launch.check_program(app[0], what, f"it cannot be {what}d")
+    if exe is None:
+        return rc
+    try:
+        fom_re = re.compile(args.fom) if args.fom else None
+    except re.error as e:
+        return launch.fail(what, f"--fom: not a regular expression: {e}")
+    machine = Path(args.machine) if args.machine else default_machine(args.reserve_hugepages)
+    if not machine.is_file():
+        return launch.fail(what, f"--machine {machine}: no such file")
+    try:
+        fast_backend(machine)
+    except ValueError as e:
+        return launch.fail(what, f"--machine: {e}")
+    try:
+        mem = parse_size(args.mem) if args.mem else int(footprint(sites) * args.fraction)
+    except (ValueError, KeyError) as e:
+        return launch.fail(what, f"cannot size the fast tier: {e}")
+    mem = (mem + (2 << 20) - 1) // (2 << 20) * (2 << 20)       # whole 2 MiB pages
+    if mem <= 0:
+        return launch.fail(what, "the fast tier would be empty (--mem, or a trace with no "
+                                 "sites)")
+    work = stage / what
+    try:
+        work.mkdir(parents=True, exist_ok=True)
+        probe = work / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        return launch.fail(what, f"cannot write to {work}: {e.strerror}")
+    config: dict[str, object] = {
+        "app": [str(exe.resolve()), *app[1:]], "machine": str(machine.resolve()),
+        "mem": mem, "fom": args.fom, "higher_is_better": args.higher_is_better}
+    return Setup(app, stage, work, fom_re, machine, mem, config)
+
+
+def open_runs(setup: Setup, what: str, force: bool) -> int | None:
+    """Keep DIR/<what>/runs.csv when it holds runs of this configuration, drop it with
+    --force; None, or the exit status after saying why the runs cannot go on."""
+    cfg_path, runs_path = setup.work / "config.json", setup.work / "runs.csv"
+    if cfg_path.exists() and runs_path.exists() and not force:
+        try:
+            old = json.loads(cfg_path.read_text())
+        except ValueError:
+            old = None
+        if old != setup.config:
+            return launch.fail(what, f"{runs_path} holds runs of another configuration "
+                                     f"({old}); add --force to start over")
+    if force:
+        runs_path.unlink(missing_ok=True)
+    cfg_path.write_text(json.dumps(setup.config, indent=1) + "\n")
+    return None
 
 
 @dataclass
@@ -84,14 +178,30 @@ def footprint(sites: Path) -> int:
         return sum(int(r["peak_live_bytes"]) for r in rows)
 
 
-def hugepages_free() -> int:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("HugePages_Free:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
+def default_machine(reserve: bool) -> Path:
+    """vm-hugetlb.toml when hugepages are free (or can be reserved), else vm-thp.toml."""
+    can = reserve and os.geteuid() == 0 and os.access(hugepages.NR_HUGEPAGES, os.W_OK)
+    name = "vm-hugetlb.toml" if hugepages.free_pages() > 0 or can else "vm-thp.toml"
+    return paths.configs_dir() / "machines" / name
+
+
+def fast_backend(machine: Path) -> str:
+    from advisor.tiers import load_machine
+    return load_machine(machine).tiers[0].backend
+
+
+@contextlib.contextmanager
+def fast_tier_pool(machine: Path, nbytes: int, reserve: bool, who: str) -> Iterator[None]:
+    """With reserve and a hugetlb fast tier: nbytes of hugepages free while the block
+    runs (hugepages.reserved); a one-line note when they cannot be had."""
+    if not reserve or fast_backend(machine) != "hugetlb":
+        yield
+        return
+    with hugepages.reserved(nbytes, who) as note:
+        if note:
+            print(f"{who}: note: {note}; running anyway: what does not fit stays in "
+                  "ordinary memory", file=sys.stderr)
+        yield
 
 
 def advise(stage: Path, out: Path, machine: Path, mem: int, strategy: str) -> str | None:
@@ -160,6 +270,31 @@ def one_run(v: Variant, rep: int, app: list[str], work: Path, fom_re: re.Pattern
             "fast_bytes": str(fast), "fast_bytes_intended": str(intended)}
 
 
+def run_all(variants: list[Variant], repeats: int, app: list[str], work: Path,
+            fom_re: re.Pattern | None, who: str) -> dict[tuple[str, int], dict[str, str]] | None:
+    """Every variant `repeats` times, interleaved (odd rounds in reverse order), skipping
+    the runs work/runs.csv already holds and adding each new one to it as it ends; the
+    rows, or None (after saying why) when the application failed."""
+    runs_path = work / "runs.csv"
+    rows = read_runs(runs_path)
+    todo = [(rep, v) for rep in range(repeats)
+            for v in (variants if rep % 2 == 0 else variants[::-1])]
+    total = len(todo)
+    for k, (rep, v) in enumerate(todo, 1):
+        if (v.name, rep) in rows:
+            continue
+        res = one_run(v, rep, app, work, fom_re)
+        if isinstance(res, str):
+            print(f"{who}: {v.name}, run {rep + 1}: the application failed: {res}; "
+                  f"the {len(rows)} runs so far are kept in {runs_path}", file=sys.stderr)
+            return None
+        rows[(v.name, rep)] = res
+        write_csv(runs_path, RUNS_FIELDS, [rows[key] for key in sorted(rows)])
+        print(f"{who}: [{k}/{total}] {v.name} run {rep + 1}: FOM {res['fom']}",
+              file=sys.stderr)
+    return rows
+
+
 def summarize(rows: dict[tuple[str, int], dict[str, str]], variants: list[Variant],
               higher: bool) -> list[dict[str, str]]:
     def foms(name: str) -> list[float]:
@@ -194,56 +329,19 @@ def write_csv(path: Path, fields: list[str], rows: list[dict[str, str]]) -> None
 
 
 def run(args: argparse.Namespace) -> int:
-    app = launch.app_command(args.app)
-    if not app:
-        return _fail("no application given: hmtune compare [options] -- ./app args")
-    stage = Path(args.out) if args.out else paths.default_out(app[0])
-    sites = stage / "sites.csv"
-    if not sites.is_file():
-        return _fail(f"{sites}: not found (run hmtune trace and hmtune analyze first)")
-    if args.repeats < 1:
-        return _fail("--repeats must be at least 1")
-    exe, rc = launch.check_program(app[0], "compare", "it cannot be compared")
-    if exe is None:
-        return rc
-    try:
-        fom_re = re.compile(args.fom) if args.fom else None
-    except re.error as e:
-        return _fail(f"--fom: not a regular expression: {e}")
     strategies = [s for s in args.strategies.split(",") if s]
     bad = [s for s in strategies if s not in STRATEGIES]
     if bad:
         return _fail(f"--strategies: unknown {', '.join(bad)} (known: {', '.join(STRATEGIES)})")
+    setup = prepare(args, "compare")
+    if isinstance(setup, int):
+        return setup
+    stage, work, machine, mem = setup.stage, setup.work, setup.machine, setup.mem
     if "ilp-lifetime" in strategies and not (stage / "allocs.csv").is_file():
         strategies.remove("ilp-lifetime")
-    machine = Path(args.machine) if args.machine else paths.configs_dir() / "machines" / (
-        "vm-hugetlb.toml" if hugepages_free() > 0 else "vm-thp.toml")
-    if not machine.is_file():
-        return _fail(f"--machine {machine}: no such file")
-    try:
-        mem = parse_size(args.mem) if args.mem else int(footprint(sites) * args.fraction)
-    except (ValueError, KeyError) as e:
-        return _fail(f"cannot size the fast tier: {e}")
-    mem = (mem + (2 << 20) - 1) // (2 << 20) * (2 << 20)       # whole 2 MiB pages
-    if mem <= 0:
-        return _fail("the fast tier would be empty (--mem, or a trace with no sites)")
-    work = stage / "compare"
-    try:
-        work.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        return _fail(f"cannot write to {work}: {e.strerror}")
-    config = {"app": [str(exe.resolve()), *app[1:]], "machine": str(machine.resolve()),
-              "mem": mem, "fom": args.fom,
-              "higher_is_better": args.higher_is_better}
-    cfg_path, runs_path = work / "config.json", work / "runs.csv"
-    if cfg_path.exists() and runs_path.exists() and not args.force:
-        old = json.loads(cfg_path.read_text())
-        if old != config:
-            return _fail(f"{runs_path} holds runs of another configuration ({old}); "
-                         "add --force to start over")
-    if args.force:
-        runs_path.unlink(missing_ok=True)
-    cfg_path.write_text(json.dumps(config, indent=1) + "\n")
+    rc = open_runs(setup, "compare", args.force)
+    if rc is not None:
+        return rc
     print(f"hmtune compare: fast tier {human(mem)} per process ({machine.name}); "
           f"{args.repeats} runs of each variant, interleaved", file=sys.stderr)
 
@@ -259,22 +357,11 @@ def run(args: argparse.Namespace) -> int:
     tiers_only(variants[1].placement or Path(), work / "baseline-placement.txt")
     variants[1:1] = [Variant(n, work / "baseline-placement.txt", b) for n, b in BASELINES.items()]
 
-    rows = read_runs(runs_path)
-    todo = [(rep, v) for rep in range(args.repeats)
-            for v in (variants if rep % 2 == 0 else variants[::-1])]
-    total = len(todo)
-    for k, (rep, v) in enumerate(todo, 1):
-        if (v.name, rep) in rows:
-            continue
-        res = one_run(v, rep, app, work, fom_re)
-        if isinstance(res, str):
-            print(f"hmtune compare: {v.name}, run {rep + 1}: the application failed: {res}; "
-                  f"the {len(rows)} runs so far are kept in {runs_path}", file=sys.stderr)
-            return 1
-        rows[(v.name, rep)] = res
-        write_csv(runs_path, RUNS_FIELDS, [rows[key] for key in sorted(rows)])
-        print(f"hmtune compare: [{k}/{total}] {v.name} run {rep + 1}: FOM {res['fom']}",
-              file=sys.stderr)
+    with fast_tier_pool(machine, mem, args.reserve_hugepages, "hmtune compare"):
+        rows = run_all(variants, args.repeats, setup.app, work, setup.fom_re,
+                       "hmtune compare")
+    if rows is None:
+        return 1
     summary = summarize(rows, variants, args.higher_is_better)
     fields = list(summary[0])
     write_csv(work / "summary.csv", fields, summary)
@@ -284,6 +371,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"{s['variant']:<14} {s['runs']:>4} {s['median_fom']:>12} "
               f"{s['min_fom'] + '-' + s['max_fom']:>21} {s['speedup']:>7}x "
               f"{s['fast_mib']:>9} {s['dfom_per_mib']:>11}")
-    print(f"hmtune compare: runs in {runs_path}, table in {work / 'summary.csv'}",
+    print(f"hmtune compare: runs in {work / 'runs.csv'}, table in {work / 'summary.csv'}",
           file=sys.stderr)
     return 0

@@ -1,8 +1,8 @@
 """libhmalloc's reference policies (HMTUNE_BASELINE, used by `hmtune compare`): every
 request of at least a page (first-come) or of at least SIZE (size-window) goes to the
 first tier while it has room, whatever its call site. The latency example in its quick
-configuration allocates, in this order, chase 4 MiB, gidx 2 MiB, gdata 4 MiB, stream
-4 MiB, cold1 1 MiB, cold2 1 MiB (examples/latency.c)."""
+configuration allocates, in this order, cold1 2 MiB, cold2 2 MiB, stream 4 MiB, gidx
+512 KiB, gdata 2 MiB, chase 5.5 MiB (examples/latency.c)."""
 
 from __future__ import annotations
 
@@ -41,10 +41,11 @@ def plain_output() -> bytes:
 
 
 @pytest.mark.parametrize("baseline,capacity,blocks,placed", [
-    ("first-come", 7 * MiB, 3, 7 * MiB),      # chase, gidx, cold1: gdata, stream do not fit
-    ("size-window", 7 * MiB, 3, 7 * MiB),
-    ("size-window:3M", 7 * MiB, 1, 4 * MiB),  # chase; gidx and the colds are too small
-    ("size-window:3M", 11 * MiB, 2, 8 * MiB),  # chase and gdata; stream no longer fits
+    # cold1, cold2, gidx, gdata and stdio's one-page buffer: stream and chase do not fit
+    ("first-come", 7 * MiB, 5, 6 * MiB + MiB // 2 + 4096),
+    ("size-window", 7 * MiB, 3, 6 * MiB),      # cold1, cold2, gdata: gidx is under 1 MiB
+    ("size-window:3M", 7 * MiB, 1, 4 * MiB),  # stream; the others are too small
+    ("size-window:3M", 10 * MiB, 2, 9 * MiB + MiB // 2),  # stream and chase
     # everything, and stdio's one-page buffer (a page is first-come's smallest request)
     ("first-come", 64 * MiB, 7, 16 * MiB + 4096),
 ])
@@ -58,7 +59,7 @@ def test_first_tier_in_allocation_order(tmp_path: Path, baseline: str, capacity:
     assert (fast["placed_blocks"], fast["placed_bytes"]) == (blocks, placed)
     assert fast["high_water_bytes"] <= capacity
     # the arrays are freed; stdio's buffer, when placed, lives to the end
-    stdio = placed % MiB
+    stdio = placed % (64 << 10)                                 # the arrays: 64 KiB multiples
     assert fast["freed_blocks"] == blocks - (1 if stdio else 0)
     assert fast["used_bytes_at_exit"] == stdio
     assert s["sites"] == []
