@@ -122,7 +122,29 @@ compare: deps build
 	@$(HMTUNE) compare -o "$(STAGE_DIR)" $(if $(MEM),--mem "$(MEM)") \
 	  $(if $(FRACTION),--fraction $(FRACTION)) $(if $(MACHINE),--machine "$(MACHINE)") \
 	  $(if $(REPEATS),--repeats $(REPEATS)) $(if $(FOM),--fom '$(FOM)') \
-	  $(if $(STRATEGIES),--strategies $(STRATEGIES)) $(if $(FORCE),--force) -- $(APP)
+	  $(if $(STRATEGIES),--strategies $(STRATEGIES)) $(if $(FORCE),--force) \
+	  --reserve-hugepages -- $(APP)
+
+# Every placement of the top K sites plus one group for the rest (2^(K+1)), REPEATS runs
+# each (default 3), interleaved and resumable (FORCE=1 redoes them), in the stage
+# directory's explore/ (placements.csv, runs.csv, summary.csv, result.json, summary.png).
+# Without APP: the latency example at -s 512 -n 1 in hmtune-out/latency (traced first when
+# it has no sites.csv). MEM/FRACTION: the capacity the advisor's own choice is held to.
+K       ?= 7
+EXPLORE_APP := $(BUILD)/examples/latency -s 512 -n 1
+EXPLORE_FOM := kernel_time_s=([0-9.]+)
+.PHONY: explore
+explore: deps build
+	@if [ -n "$(APP)" ]; then app='$(APP)'; d="$(STAGE_DIR)"; fom='$(FOM)'; \
+	else app='$(EXPLORE_APP)'; d="$(or $(OUT),hmtune-out/latency)"; fom='$(or $(FOM),$(EXPLORE_FOM))'; \
+	  if [ ! -f "$$d/sites.csv" ]; then \
+	    $(HMTUNE) trace -q -o "$$d" -- $$app > /dev/null && $(HMTUNE) analyze "$$d" || exit 1; fi; \
+	fi; \
+	$(HMTUNE) explore -o "$$d" -k $(K) $(if $(MEM),--mem "$(MEM)") \
+	  $(if $(FRACTION),--fraction $(FRACTION)) $(if $(MACHINE),--machine "$(MACHINE)") \
+	  $(if $(REPEATS),--repeats $(REPEATS)) $${fom:+--fom "$$fom"} \
+	  $(if $(STRATEGY),--strategy $(STRATEGY)) $(if $(FORCE),--force) \
+	  --reserve-hugepages -- $$app
 
 # One page (STAGE/report/report.md + PNGs) from what the stage directory holds.
 .PHONY: report

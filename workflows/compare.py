@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import hashlib
 import json
 import os
 import re
@@ -64,9 +65,9 @@ def add_run_options(p: argparse.ArgumentParser, what: str) -> None:
                    help="tiers (default: configs/machines/vm-hugetlb.toml when 2 MiB "
                         "hugepages are free or --reserve-hugepages can reserve them, else "
                         "vm-thp.toml)")
-    p.add_argument("--repeats", type=int, default=5 if what == "compare" else 1, metavar="N",
-                   help="runs of each variant, interleaved (default "
-                        f"{5 if what == 'compare' else 1})")
+    repeats = 5 if what == "compare" else 3
+    p.add_argument("--repeats", type=int, default=repeats, metavar="N",
+                   help=f"runs of each variant, interleaved (default {repeats})")
     p.add_argument("--fom", metavar="REGEX", default=None,
                    help="figure of merit: the first group of REGEX in the application's "
                         "stdout (default: the run's wall-clock seconds)")
@@ -138,7 +139,8 @@ def prepare(args: argparse.Namespace, what: str) -> Setup | int:
         return launch.fail(what, f"cannot write to {work}: {e.strerror}")
     config: dict[str, object] = {
         "app": [str(exe.resolve()), *app[1:]], "machine": str(machine.resolve()),
-        "mem": mem, "fom": args.fom, "higher_is_better": args.higher_is_better}
+        "mem": mem, "fom": args.fom, "higher_is_better": args.higher_is_better,
+        "sites_sha256": hashlib.sha256(sites.read_bytes()).hexdigest()}
     return Setup(app, stage, work, fom_re, machine, mem, config)
 
 

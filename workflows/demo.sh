@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # `make demo`: the bundled latency example through every stage: trace (with the sampler
-# auto picks) → check-trace → analyze (sites.csv, allocs.csv) → advise (placement.txt
-# for a 96 MiB fast tier) → the re-run on this machine, whose real fast tier is 2 MiB
-# hugepages (configs/machines/vm-hugetlb.toml): kernel time without and with
-# `hmtune run`, 3 interleaved runs each, medians (MACHINE-NOTES.md: hugepages mostly
-# speed up the latency-bound arrays; noise here is about ±5 %).
+# auto picks) → check-trace → analyze (sites.csv, allocs.csv) → advise (placement.txt for
+# a fast tier of 40 % of the traced footprint) → re-runs on this machine, whose real fast
+# tier is 2 MiB hugepages (configs/machines/vm-hugetlb.toml; THP, vm-thp.toml, when
+# hugepages cannot be reserved): `hmtune compare` runs all-slow, first-come, size-window
+# and each advisor strategy 5 times each, interleaved, and prints the speedups of the
+# steady-state kernel time over all-slow (medians, min-max) → `hmtune report`.
+# Steps already done are skipped (the trace, the finished runs); FORCE=1 redoes them.
 # Installed (`make install`) as PREFIX/bin/hmtune-demo, it uses the installed pieces and
 # writes to hmtune-out/latency under the current directory.
 set -euo pipefail
@@ -24,73 +26,73 @@ else
     out=${OUT:-$root/hmtune-out/latency}
     rerun_hint="make rerun APP=\"./app args\""
 fi
-args=(-s 256)
-runs=3
-echo "== hmtune demo: tracing $app ${args[*]} (256 MiB of arrays)"
-"$hmtune" trace -o "$out" -- "$app" "${args[@]}"
-echo "== validating the trace"
-"$hmtune" check-trace "$out/trace.prv"
-echo "== per-site metrics"
-"$hmtune" analyze "$out/trace.prv" --top 8
-echo "== placement for a 96 MiB fast tier per process (the arrays total 256 MiB)"
-"$hmtune" advise "$out" --mem 96M
+args=(${DEMO_ARGS:--s 512 -n 2})
+repeats=${REPEATS:-5}
+fraction=0.4
+force=()
+[ -z "${FORCE:-}" ] || force=(--force)
+fom='kernel_time_s=([0-9.]+)'
 
-# ---- the re-run on this machine: 96 MiB of the VM's hugepage tier ----
-huge="$out/vm-hugetlb"
-echo "== the same 96 MiB on this machine's fast tier: 2 MiB hugepages (configs/machines/vm-hugetlb.toml)"
-"$hmtune" advise "$out" --machine "$configs/machines/vm-hugetlb.toml" --mem 96M \
-    -o "$huge/placement.txt"
-
-# Hugepages the tier may take, and reserving them when root and the pool is short
-# (the old nr_hugepages comes back when the demo ends, however it ends).
-meminfo() { awk -v k="$1:" '$1 == k { print $2 }' /proc/meminfo; }
-cap=$(awk '$1 == "tier" && $3 == "hugetlb" { print $4; exit }' "$huge/placement.txt")
-page_kb=$(meminfo Hugepagesize)
-tier_note=""
-if [ -z "$page_kb" ]; then
-    tier_note="this kernel has no hugepages"
-elif [ -n "$cap" ]; then
-    need=$(( (cap + page_kb * 1024 - 1) / (page_kb * 1024) ))
-    free=$(meminfo HugePages_Free)
-    if [ "$free" -lt "$need" ] && [ "$(id -u)" = 0 ] && [ -w /proc/sys/vm/nr_hugepages ]; then
-        old=$(cat /proc/sys/vm/nr_hugepages)
-        trap 'echo "$old" > /proc/sys/vm/nr_hugepages' EXIT
-        echo $(( old + need - free )) > /proc/sys/vm/nr_hugepages || true
-        echo "== reserved hugepages: nr_hugepages $old -> $(cat /proc/sys/vm/nr_hugepages) (put back at the end)"
-        free=$(meminfo HugePages_Free)
-    fi
-    if [ "$free" -lt "$need" ]; then
-        [ "$free" -eq 0 ] && avail="unavailable" || avail="only partly available"
-        tier_note="the hugepage tier was $avail: $free of the $need hugepages it needs are free (as root: echo $(( $(cat /proc/sys/vm/nr_hugepages) + need - free )) > /proc/sys/vm/nr_hugepages)"
-    fi
+if [ -f "$out/trace.prv" ] && [ -f "$out/sites.csv" ] && [ -z "${FORCE:-}" ] &&
+   [ "$(cat "$out/demo-command" 2> /dev/null)" = "$app ${args[*]}" ]; then
+    echo "== hmtune demo: $out already holds the trace of $app ${args[*]} (FORCE=1 traces again)"
+else
+    echo "== hmtune demo: tracing $app ${args[*]}"
+    rm -f "$out/demo-command"
+    "$hmtune" trace -o "$out" -- "$app" "${args[@]}"
+    echo "== validating the trace"
+    "$hmtune" check-trace "$out/trace.prv"
+    echo "== per-site metrics"
+    "$hmtune" analyze "$out/trace.prv" --top 8
+    echo "$app ${args[*]}" > "$out/demo-command"
+    force=(--force)                         # runs of an earlier trace are not comparable
 fi
-[ -z "$tier_note" ] || echo "== note: $tier_note; running anyway: what does not fit stays in ordinary memory"
 
-kernel_time() { sed -n 's/.*kernel_time_s=\([0-9.]*\).*/\1/p' "$1"; }
-checksum() { sed -n 's/.*checksum=\([0-9]*\).*/\1/p' "$1"; }
-median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-echo "== latency ${args[*]}: $runs runs without and $runs with 'hmtune run', interleaved"
-plain=() placed=()
-for i in $(seq "$runs"); do
-    "$app" "${args[@]}" > "$huge/plain.out"
-    "$hmtune" run --placement "$huge/placement.txt" -o "$huge" -- "$app" "${args[@]}" \
-        > "$huge/rerun.out" 2> "$huge/rerun.err"
-    if [ "$(checksum "$huge/plain.out")" != "$(checksum "$huge/rerun.out")" ]; then
-        echo "demo: the checksums differ with and without the placement" >&2
-        exit 1
-    fi
-    plain+=("$(kernel_time "$huge/plain.out")")
-    placed+=("$(kernel_time "$huge/rerun.out")")
-    echo "   run $i: kernel_time_s without ${plain[-1]}, with ${placed[-1]}"
-done
-a=$(median "${plain[@]}")
-b=$(median "${placed[@]}")
-awk -v a="$a" -v b="$b" 'BEGIN { printf "   median kernel_time_s: without %s, with %s: ratio %.2f (without / with)\n", a, b, a / b }'
-[ -z "$tier_note" ] || echo "   ($tier_note)"
-echo "== what the interposer did (last run; statistics in $huge/run-stats.json):"
-cat "$huge/rerun.err"
-echo "== results in $out: sites.csv, allocs.csv, placement.txt, report.txt, capacity_curve.png;"
-echo "   the hugepage placement and its report in $huge/"
+# The fast tier: 40 % of the traced footprint (the sites' peak live bytes), whole 2 MiB pages.
+foot=$(awk -F, '/^#/ { next } !col { for (i = 1; i <= NF; i++) if ($i == "peak_live_bytes") col = i; next }
+                { s += $col } END { printf "%d", s }' "$out/sites.csv")
+page=$((2 << 20))
+mem=$(awk -v f="$foot" -v x="$fraction" -v p="$page" 'BEGIN { printf "%d", int((f * x + p - 1) / p) * p }')
+mib() { awk -v b="$1" 'BEGIN { printf "%.0f MiB", b / 1048576 }'; }
+
+# Hugepages when they are free or can be reserved (root; compare puts nr_hugepages back),
+# else transparent huge pages.
+meminfo() { awk -v k="$1:" '$1 == k { print $2 }' /proc/meminfo; }
+free=$(meminfo HugePages_Free)
+if [ -n "$(meminfo Hugepagesize)" ] && { [ "${free:-0}" -ge $((mem / page)) ] ||
+     { [ "$(id -u)" = 0 ] && [ -w /proc/sys/vm/nr_hugepages ]; }; }; then
+    machine="$configs/machines/vm-hugetlb.toml"
+    echo "== fast tier: $(mib "$mem") of 2 MiB hugepages per process (40 % of the $(mib "$foot") traced; $machine)"
+else
+    machine="$configs/machines/vm-thp.toml"
+    echo "== note: hugepages cannot be reserved here (not root, or no hugetlb pool): the fast tier is"
+    echo "   transparent huge pages instead ($machine), which the kernel may or may not grant"
+    echo "== fast tier: $(mib "$mem") of THP per process (40 % of the $(mib "$foot") traced)"
+fi
+echo "== placement ($out/placement.txt, report.txt)"
+"$hmtune" advise "$out" --machine "$machine" --mem "$mem"
+
+echo "== re-runs: all-slow, first-come, size-window and each strategy, $repeats runs each, interleaved"
+"$hmtune" compare -o "$out" --machine "$machine" --mem "$mem" --repeats "$repeats" \
+    --fom "$fom" --reserve-hugepages "${force[@]}" -- "$app" "${args[@]}"
+
+# The verdict for the advisor's default strategy (ilp), from compare's summary.csv.
+awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+    { s[$c["variant"]] = $c["speedup"] + 0 }
+    END {
+        base = s["first-come"]
+        if (s["size-window"] > base) base = s["size-window"]
+        if (s["ilp"] > base && s["ilp"] >= 1.3) verdict = "the advisor wins and reaches the 1.3x target"
+        else if (s["ilp"] > base) verdict = "the advisor wins, below the 1.3x target on this run"
+        else verdict = "the advisor does not beat the baselines on this run"
+        printf "== advisor (ilp) %.2fx over all-slow, best baseline %.2fx: %s\n", s["ilp"], base, verdict
+    }' "$out/compare/summary.csv"
+
+echo "== one page with everything: $out/report/report.md"
+"$hmtune" report "$out" > /dev/null
+echo "== results in $out: sites.csv, allocs.csv, placement.txt, report.txt, capacity_curve.png,"
+echo "   compare/ (runs.csv, summary.csv, each variant's placement and logs), report/"
 echo "   open the trace in Paraver:"
 echo "   wxparaver $out/trace.prv $configs/paraver/sampled_refs_per_object.cfg"
+echo "   every placement of the top sites: make explore K=7 (exhaustive, about 10 minutes)"
 echo "   re-run any traced application the same way: $rerun_hint"

@@ -1,0 +1,146 @@
+"""`hmtune explore` on the latency example's quick configuration: every placement of the
+top K sites and the rest group is written and measured, the results are kept and not
+redone, --force redoes them, the summary and conclusions follow from the runs, and bad
+input stops it with a clear exit status."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from clistage import LATENCY, ROOT, THP, hmtune, latency_stage
+
+from advisor.placement import read_placement
+from workflows.explore import load_groups, name_of
+
+CRASH = ROOT / "build" / "tests" / "programs" / "crash"
+FOM = "kernel_time_s=([0-9.]+)"
+
+
+@pytest.fixture(scope="module")
+def stage(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return latency_stage(tmp_path_factory.mktemp("explore") / "latency")
+
+
+def explore(d: Path, *extra: str, app: tuple[str, ...] = (str(LATENCY), "-q")
+            ) -> subprocess.CompletedProcess[str]:
+    return hmtune("explore", "-o", str(d), "-k", "2", "--machine", str(THP), "--repeats", "1",
+                  "--fom", FOM, *extra, "--", *app)
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def sites_by_weight(stage: Path) -> list[dict[str, str]]:
+    with (stage / "sites.csv").open(newline="") as f:
+        table = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    return sorted(table, key=lambda r: (-float(r["weight"]), int(r["site_id"])))
+
+
+def test_every_placement_measured_and_resumed(stage: Path) -> None:
+    r = explore(stage)
+    assert r.returncode == 0, r.stderr
+    work = stage / "explore"
+    ranked = sites_by_weight(stage)
+    assert len(ranked) > 3                      # so there is a rest group
+    # 2^(2+1) placements: bit i is the i-th heaviest site, bit 2 every other site
+    placements = rows(work / "placements.csv")
+    assert [int(p["mask"]) for p in placements] == list(range(8))
+    for p in placements:
+        mask = int(p["mask"])
+        want = {ranked[i]["callstack_raw"] for i in range(2) if mask >> i & 1}
+        if mask & 4:
+            want |= {x["callstack_raw"] for x in ranked[2:]}
+        pf = read_placement(work / p["variant"] / "placement.txt")
+        assert {s.chain for s in pf.sites} == want
+        assert all(s.tier == pf.tiers[0].name for s in pf.sites)
+        sizes = [int(x["peak_live_bytes"]) for x in ranked]
+        planned = sum(sizes[i] for i in range(2) if mask >> i & 1) + (
+            sum(sizes[2:]) if mask & 4 else 0)
+        assert int(p["planned_bytes"]) == planned
+        assert pf.tiers[0].capacity is not None and pf.tiers[0].capacity >= sum(sizes)
+    runs = rows(work / "runs.csv")
+    names = [p["variant"] for p in placements] + ["advisor"]
+    assert sorted(x["variant"] for x in runs) == sorted(names)
+    by = {x["variant"]: x for x in runs}
+    assert by[name_of(0, 3)]["fast_bytes"] == "0"
+    assert int(by[name_of(7, 3)]["fast_bytes"]) > 0
+    # the summary follows from the runs
+    summary = {x["variant"]: x for x in rows(work / "summary.csv")}
+    assert list(summary) == names
+    base = float(by[name_of(0, 3)]["fom"])
+    for n, s in summary.items():
+        assert float(s["speedup"]) == pytest.approx(base / float(by[n]["fom"]), rel=1e-3)
+    res = json.loads((work / "result.json").read_text())
+    pts = {n: float(s["speedup"]) for n, s in summary.items() if n != "advisor"}
+    assert res["placements"] == 8 and res["top"] == 2 and res["rest_group"] is True
+    assert res["best_speedup"] == pytest.approx(max(pts.values()), rel=1e-3)
+    reach = [n for n, v in pts.items() if v >= 0.9 * res["best_speedup"]]
+    assert res["fraction_for_90"] == pytest.approx(
+        min(float(summary[n]["fraction"]) for n in reach), abs=1e-4)
+    fits = [n for n in pts if int(summary[n]["planned_bytes"]) <= res["capacity_bytes"]]
+    cap_best = max(pts[n] for n in fits)
+    assert res["advisor_ratio"] == pytest.approx(
+        float(summary["advisor"]["speedup"]) / cap_best, rel=1e-3)
+    assert (work / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # again: nothing is run
+    before = (work / "runs.csv").read_bytes()
+    assert explore(stage).returncode == 0
+    assert (work / "runs.csv").read_bytes() == before
+    # another configuration is not mixed in without --force
+    assert explore(stage, "--mem", "4M").returncode == 2
+    assert (work / "runs.csv").read_bytes() == before
+    # --force redoes them
+    assert explore(stage, "--force").returncode == 0
+    again = rows(work / "runs.csv")
+    assert len(again) == len(runs) and [x["wall_s"] for x in again] != [x["wall_s"] for x in runs]
+
+
+def test_groups(tmp_path: Path) -> None:
+    """Top K by weight, ties to the lower site id; per-rank rows folded (weights add up,
+    the peak is the largest rank's); no rest group when K covers every site."""
+    p = tmp_path / "sites.csv"
+    head = "site_id,callstack_raw,weight,peak_live_bytes,max_size,rank\n"
+    p.write_text("# hmtune sites v1\n" + head +
+                 "1,a+0x1,5,100,100,0\n1,a+0x1,5,300,300,1\n"   # weight 10, peak 300
+                 "2,a+0x2,10,50,50,0\n"                       # weight 10: after site 1
+                 "3,a+0x3,30,10,10,0\n"
+                 "4,a+0x4,1,7,7,0\n")
+    groups, foot = load_groups(p, 2)
+    assert [g.label for g in groups] == ["site 3", "site 1", "rest (2 sites)"]
+    assert [g.nbytes for g in groups] == [10, 300, 57] and foot == 367
+    assert groups[2].chains == ["a+0x2", "a+0x4"]
+    groups, _ = load_groups(p, 4)
+    assert [g.label for g in groups] == ["site 3", "site 1", "site 2", "site 4"]
+
+
+def test_failing_application_keeps_runs(stage: Path, tmp_path: Path) -> None:
+    d = tmp_path / "crash"
+    d.mkdir()
+    shutil.copy(stage / "sites.csv", d / "sites.csv")
+    r = explore(d, app=(str(CRASH), "exit3"))
+    assert r.returncode == 1
+    assert not (d / "explore" / "runs.csv").exists()
+
+
+def test_bad_input(stage: Path, tmp_path: Path) -> None:
+    assert hmtune("explore", "-o", str(stage)).returncode == 2             # no application
+    assert explore(tmp_path).returncode == 2                               # no sites.csv
+    assert explore(stage, app=(str(tmp_path / "nope"),)).returncode == 127
+    assert explore(stage, "-k", "0").returncode == 2
+    assert explore(stage, "-k", "11").returncode == 2
+    assert explore(stage, "--repeats", "0").returncode == 2
+    assert explore(stage, "--machine", str(tmp_path / "none.toml")).returncode == 2
+    blocked = tmp_path / "blocked"
+    blocked.mkdir()
+    shutil.copy(stage / "sites.csv", blocked / "sites.csv")
+    (blocked / "explore").write_text("a file where the results directory goes")
+    assert explore(blocked).returncode == 2
+    assert (blocked / "explore").read_text().startswith("a file")         # left alone
+    assert hmtune("explore", "--help").returncode == 0
