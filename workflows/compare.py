@@ -174,10 +174,14 @@ def _fail(msg: str, code: int = 2) -> int:
 
 
 def footprint(sites: Path) -> int:
-    """Sum of the sites' peak live bytes (sites.csv, docs/formats.md §4)."""
+    """One process's footprint: the sum of the sites' peak live bytes (sites.csv,
+    docs/formats.md §4); with one row per (site, rank), the largest rank's sum."""
+    per_rank: dict[str, int] = {}
     with sites.open(newline="") as f:
-        rows = csv.DictReader(line for line in f if not line.startswith("#"))
-        return sum(int(r["peak_live_bytes"]) for r in rows)
+        for r in csv.DictReader(line for line in f if not line.startswith("#")):
+            rank = r.get("rank") or ""
+            per_rank[rank] = per_rank.get(rank, 0) + int(r["peak_live_bytes"])
+    return max(per_rank.values(), default=0)
 
 
 def default_machine(reserve: bool) -> Path:

@@ -107,10 +107,20 @@ def name_of(mask: int, width: int) -> str:
     return "m" + "".join("1" if mask >> i & 1 else "0" for i in range(width))
 
 
-def advisor_bytes(placement: Path, groups: list[Group]) -> int:
-    """Peak live bytes of the sites the advisor's placement lists."""
+def advisor_bytes(placement: Path, groups: list[Group]) -> tuple[int, int | None]:
+    """Peak live bytes of the sites the advisor's placement lists, and the mask of the
+    explored placement with the same sites (None when it splits the rest group)."""
     placed = {s.chain for s in read_placement(placement).sites}
-    return sum(n for g in groups for c, n in zip(g.chains, g.sizes, strict=True) if c in placed)
+    nbytes = sum(n for g in groups for c, n in zip(g.chains, g.sizes, strict=True)
+                 if c in placed)
+    mask = 0
+    for i, g in enumerate(groups):
+        inside = [c in placed for c in g.chains]
+        if all(inside):
+            mask |= 1 << i
+        elif any(inside):
+            return nbytes, None
+    return nbytes, mask
 
 
 def summary_rows(rows: dict[tuple[str, int], dict[str, str]], names: list[str],
@@ -182,7 +192,7 @@ def plot(summary: list[dict[str, str]], result: dict[str, object]) -> bytes:
 
 
 def conclude(summary: list[dict[str, str]], mem: int, foot: int, strategy: str, k: int,
-             rest: bool) -> dict[str, object]:
+             rest: bool, advisor_as: str | None) -> dict[str, object]:
     pts = [r for r in summary if r["variant"] != "advisor"]
     best = max(pts, key=lambda r: float(r["speedup"]))
     top = float(best["speedup"])
@@ -204,6 +214,7 @@ def conclude(summary: list[dict[str, str]], mem: int, foot: int, strategy: str, 
         s = float(adv[0]["speedup"])
         res["advisor_speedup"] = s
         res["advisor_ratio"] = s / float(cap_best["speedup"])
+        res["advisor_placement"] = advisor_as
     return res
 
 
@@ -248,6 +259,7 @@ def run(args: argparse.Namespace) -> int:
         table.append(f"{n},{mask},{labels[n]},{planned[n]}")
     write_atomic(work / "placements.csv", "\n".join(table) + "\n")
     variants = [compare.Variant(n, work / n / "placement.txt") for n in names]
+    advisor_as: str | None = None
     why = compare.advise(setup.stage, work / "advisor", setup.machine, setup.mem,
                          args.strategy)
     if why:
@@ -256,7 +268,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         variants.append(compare.Variant("advisor", work / "advisor" / "placement.txt"))
         names.append("advisor")
-        planned["advisor"] = advisor_bytes(work / "advisor" / "placement.txt", groups)
+        planned["advisor"], same = advisor_bytes(work / "advisor" / "placement.txt", groups)
+        advisor_as = None if same is None else name_of(same, width)
         labels["advisor"] = f"{args.strategy} at {human(setup.mem)}"
     print(f"{who}: {len(names) - (0 if why else 1)} placements of "
           f"{'the top ' + str(k) + ' sites + the rest' if rest else 'all ' + str(k) + ' sites'}"
@@ -269,7 +282,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
     summary = summary_rows(rows, names, planned, labels, foot, args.higher_is_better)
     compare.write_csv(work / "summary.csv", list(summary[0]), summary)
-    res = conclude(summary, setup.mem, foot, args.strategy, k, rest)
+    res = conclude(summary, setup.mem, foot, args.strategy, k, rest, advisor_as)
     write_atomic(work / "result.json", json.dumps(res, indent=1) + "\n")
     (work / "summary.png").write_bytes(plot(summary, res))
     base = float(summary[0]["median_fom"])
@@ -288,9 +301,13 @@ def run(args: argparse.Namespace) -> int:
           f"{cb['variant']} ({cb['groups']}) {float(cb['speedup']):.2f}x ({spread(cb, base, h)})")
     if "advisor" in by:
         a = by["advisor"]
-        print(f"advisor ({args.strategy}, {human(setup.mem)}): {float(a['speedup']):.2f}x "
-              f"({spread(a, base, h)}); advisor / exhaustive best at the same capacity: "
-              f"{float(res['advisor_ratio']):.2f}")
+        same = (f"the same sites as {advisor_as}" if advisor_as
+                else "sites that split the rest group")
+        twice = (" (the same placement measured twice: the ratio is run-to-run spread)"
+                 if advisor_as == cb["variant"] else "")
+        print(f"advisor ({args.strategy}, {human(setup.mem)}): {same}, "
+              f"{float(a['speedup']):.2f}x ({spread(a, base, h)}); advisor / exhaustive best "
+              f"at the same capacity: {float(res['advisor_ratio']):.2f}{twice}")
     print(f"{who}: runs in {work / 'runs.csv'}, table in {work / 'summary.csv'}, plot in "
           f"{work / 'summary.png'}", file=sys.stderr)
     return 0

@@ -9,6 +9,7 @@ import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
@@ -16,30 +17,33 @@ MEMINFO = Path("/proc/meminfo")
 NR_HUGEPAGES = Path("/proc/sys/vm/nr_hugepages")
 
 
-def meminfo(key: str, path: Path = MEMINFO) -> int | None:
-    """The number after `key:` in /proc/meminfo (kB for sizes, a count for pages)."""
+@dataclass(frozen=True)
+class HugePages:
+    total: int                       # pages (HugePages_Total = nr_hugepages)
+    free: int                        # pages
+    page: int                        # bytes
+
+
+def pool(meminfo: Path = MEMINFO) -> HugePages | None:
+    """The default-size hugepage pool from /proc/meminfo; None when the kernel has none."""
+    fields: dict[str, int] = {}
     try:
-        for line in path.read_text().splitlines():
-            name, _, rest = line.partition(":")
-            if name == key:
-                return int(rest.split()[0])
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def page_bytes() -> int | None:
-    kb = meminfo("Hugepagesize")
-    return kb * 1024 if kb else None
+        for line in meminfo.read_text().splitlines():
+            key, _, rest = line.partition(":")
+            words = rest.split()
+            if words and words[0].isdigit():
+                fields[key] = int(words[0]) * (1024 if words[1:] == ["kB"] else 1)
+    except OSError:
+        return None
+    if "Hugepagesize" not in fields or "HugePages_Free" not in fields:
+        return None
+    return HugePages(fields.get("HugePages_Total", 0), fields["HugePages_Free"],
+                     fields["Hugepagesize"])
 
 
 def free_pages() -> int:
-    return meminfo("HugePages_Free") or 0
-
-
-def pages_for(nbytes: int) -> int | None:
-    page = page_bytes()
-    return None if page is None else -(-nbytes // page)
+    p = pool()
+    return p.free if p else 0
 
 
 def _exit_on_term(signum: int, _frame: FrameType | None) -> None:
@@ -52,11 +56,12 @@ def reserved(nbytes: int, who: str) -> Iterator[str]:
     """Make at least nbytes of hugepages free while the block runs; yields "" when the
     pool has room, else one sentence saying what is missing and how to get it. The old
     nr_hugepages is written back when the block ends (also on Ctrl-C or SIGTERM)."""
-    need = pages_for(nbytes)
-    if need is None:
+    p = pool()
+    if p is None:
         yield "this kernel has no hugepages"
         return
-    free = free_pages()
+    need = -(-nbytes // p.page)
+    free = p.free
     old: str | None = None
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGHUP)}
     if free < need and os.geteuid() == 0 and os.access(NR_HUGEPAGES, os.W_OK):
@@ -74,7 +79,7 @@ def reserved(nbytes: int, who: str) -> Iterator[str]:
         if free >= need:
             yield ""
         else:
-            total = meminfo("HugePages_Total") or 0
+            total = (pool() or p).total
             yield (f"only {free} of the {need} hugepages needed are free (as root: "
                    f"echo {total + need - free} > {NR_HUGEPAGES})")
     finally:

@@ -146,9 +146,27 @@ def compare_section(d: Path, out_dir: Path) -> list[str]:
 
 
 def explore_section(d: Path) -> list[str]:
-    if (d / "explore" / "summary.png").is_file():
-        return ["## Exhaustive exploration", "", "![explore](../explore/summary.png)", ""]
-    return ["## Exhaustive exploration", "", "Not explored (`make explore K=7`).", ""]
+    head = ["## Exhaustive exploration", ""]
+    if not (d / "explore" / "summary.png").is_file():
+        return head + ["Not explored (`make explore K=7`).", ""]
+    out = head + ["![explore](../explore/summary.png)", ""]
+    try:
+        res = json.loads((d / "explore" / "result.json").read_text())
+        out += [f"{res['placements']} placements measured. Best: `{res['best']}` "
+                f"({res['best_groups']}) {res['best_speedup']:.2f}x with "
+                f"{100 * res['best_fraction']:.1f} % of the footprint in the fast tier; "
+                f"90 % of that from {100 * res['fraction_for_90']:.1f} %."]
+        if "advisor_ratio" in res:
+            out += ["", f"The advisor ({res['strategy']}) at {100 * res['capacity_fraction']:.0f} "
+                        f"% of the footprint: {res['advisor_speedup']:.2f}x, "
+                        f"{res['advisor_ratio']:.2f} of the best placement that fits the same "
+                        f"capacity (`{res['best_within_capacity']}`, "
+                        f"{res['best_within_capacity_speedup']:.2f}x); its sites are those of "
+                        f"`{res.get('advisor_placement') or 'no explored placement'}`."]
+        out.append("")
+    except (OSError, ValueError, KeyError) as e:
+        out += [f"(explore/result.json unreadable: {e})", ""]
+    return out
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,13 +20,13 @@ import os
 import re
 import shlex
 import sys
-from dataclasses import dataclass
 from glob import escape as glob_escape
 from glob import glob
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workflows import elfcheck, launch, paths
+from workflows import elfcheck, hugepages, launch, paths
+from workflows.hugepages import HugePages
 from workflows.units import human
 
 if TYPE_CHECKING:
@@ -36,7 +36,6 @@ RANK = "%r"                          # HMTUNE_STATS: replaced by the rank (hmi_r
 MPI_STATS = f"run-stats.{RANK}.json"
 SINGLE_STATS = "run-stats.json"
 NODE_DIR = Path("/sys/devices/system/node")
-MEMINFO = Path("/proc/meminfo")
 _SHARED_LIB = re.compile(r"\.so(\.|$)")
 LISTED_FILES = 8                     # per-rank statistics files named in the MPI summary
 
@@ -132,30 +131,6 @@ def memory_only_nodes(node_dir: Path = NODE_DIR) -> set[int] | None:
     except (OSError, ValueError):
         return None
     return mem - cpu
-
-
-@dataclass(frozen=True)
-class HugePages:
-    total: int                       # pages (HugePages_Total = nr_hugepages)
-    free: int                        # pages
-    page: int                        # bytes
-
-
-def hugepages(meminfo: Path = MEMINFO) -> HugePages | None:
-    """The default-size hugepage pool from /proc/meminfo; None when the kernel has none."""
-    fields: dict[str, int] = {}
-    try:
-        for line in meminfo.read_text().splitlines():
-            key, _, rest = line.partition(":")
-            words = rest.split()
-            if words and words[0].isdigit():
-                fields[key] = int(words[0]) * (1024 if words[1:] == ["kB"] else 1)
-    except OSError:
-        return None
-    if "Hugepagesize" not in fields or "HugePages_Free" not in fields:
-        return None
-    return HugePages(fields.get("HugePages_Total", 0), fields["HugePages_Free"],
-                     fields["Hugepagesize"])
 
 
 def launcher_processes(launcher: list[str]) -> int | None:
@@ -341,7 +316,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     launcher = shlex.split(args.mpirun) if args.mpirun else []
     nprocs = (launcher_processes(launcher) if launcher else 1) or 1
-    for w in tier_warnings(pf, nprocs, hugepages(), memory_only_nodes(), dict(os.environ)):
+    for w in tier_warnings(pf, nprocs, hugepages.pool(), memory_only_nodes(), dict(os.environ)):
         _say(w)
     if not pf.sites:
         _say("note: the placement lists no sites: every allocation stays in the default "

@@ -83,3 +83,16 @@ def test_bad_input(stage: Path, tmp_path: Path) -> None:
     (blocked / "compare").write_text("a file where the results directory goes")
     assert compare(blocked).returncode == 2
     assert hmtune("compare", "--help").returncode == 0
+
+
+def test_footprint_is_one_process(tmp_path: Path) -> None:
+    """--fraction sizes a per-process tier: with one row per (site, rank) the footprint
+    is the largest rank's sum, not the sum over ranks."""
+    from workflows.compare import footprint
+
+    p = tmp_path / "sites.csv"
+    p.write_text("# hmtune sites v1\nsite_id,peak_live_bytes,rank\n"
+                 "1,100,0\n2,50,0\n1,300,1\n2,20,1\n")
+    assert footprint(p) == 320
+    p.write_text("# hmtune sites v1\nsite_id,peak_live_bytes\n1,100\n2,50\n")
+    assert footprint(p) == 150

@@ -88,7 +88,17 @@ def test_every_placement_measured_and_resumed(stage: Path) -> None:
     cap_best = max(pts[n] for n in fits)
     assert res["advisor_ratio"] == pytest.approx(
         float(summary["advisor"]["speedup"]) / cap_best, rel=1e-3)
+    chosen = {s.chain for s in read_placement(work / "advisor" / "placement.txt").sites}
+    same = [p["variant"] for p in placements
+            if {s.chain for s in read_placement(work / p["variant"] / "placement.txt").sites}
+            == chosen]
+    assert res["advisor_placement"] == (same[0] if same else None)
     assert (work / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the report page shows the plot and names the best placement and the ratio
+    assert hmtune("report", str(stage)).returncode == 0
+    page = (stage / "report" / "report.md").read_text()
+    assert "../explore/summary.png" in page and f"`{res['best']}`" in page
+    assert f"{res['advisor_ratio']:.2f}" in page
     # again: nothing is run
     before = (work / "runs.csv").read_bytes()
     assert explore(stage).returncode == 0

@@ -180,3 +180,33 @@ def test_python_without_requirements_refused(tmp_path: Path) -> None:
     r = make_install(f"PREFIX={p}", f"PYTHON={fake}")
     assert r.returncode != 0
     assert not p.exists()
+
+
+def test_demo_from_install(prefix: Path, tmp_path: Path) -> None:
+    """The installed demo on the quick configuration, one run per variant: every stage's
+    files under the current directory, a comparison of every variant and the report,
+    nothing written into PREFIX or the checkout, and the hugepage setting as it was."""
+    nr = Path("/proc/sys/vm/nr_hugepages")
+    hugepages_before = nr.read_text() if nr.exists() else None
+    env = run_env() | {"DEMO_ARGS": "-q", "REPEATS": "1"}
+    before = snapshot(ROOT), snapshot(prefix)
+    r = subprocess.run([str(prefix / "bin" / "hmtune-demo")], capture_output=True, text=True,
+                       cwd=tmp_path, env=env, timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = tmp_path / "hmtune-out" / "latency"
+    for f in ("trace.prv", "sites.csv", "allocs.csv", "placement.txt", "report.txt",
+              "compare/runs.csv", "report/report.md"):
+        assert (out / f).stat().st_size > 0, f
+    with open(out / "compare" / "summary.csv", newline="") as fh:
+        variants = [row["variant"] for row in csv.DictReader(fh)]
+    assert variants == ["all-slow", "first-come", "size-window", "ilp", "ilp-lifetime",
+                        "misses", "density"]
+    assert changed(before[0], snapshot(ROOT)) == [], "the demo wrote into the checkout"
+    assert changed(before[1], snapshot(prefix)) == [], "the demo wrote into PREFIX"
+    if hugepages_before is not None:
+        assert nr.read_text() == hugepages_before
+    # again: the trace and the runs are kept, not redone
+    runs = (out / "compare" / "runs.csv").read_bytes()
+    again = subprocess.run([str(prefix / "bin" / "hmtune-demo")], capture_output=True,
+                           text=True, cwd=tmp_path, env=env, timeout=600)
+    assert again.returncode == 0 and (out / "compare" / "runs.csv").read_bytes() == runs

@@ -28,6 +28,7 @@ from advisor.placement import (
     write_placement,
 )
 from analyze.sites_io import read_allocs, read_sites
+from workflows import hugepages
 from workflows import run as hrun
 
 LIB = ROOT / "build" / "lib" / "libhmalloc.so"
@@ -510,9 +511,9 @@ def test_node_lists_and_hugepage_pool(tmp_path: Path) -> None:
     meminfo = tmp_path / "meminfo"
     meminfo.write_text("MemTotal:       24000000 kB\nHugePages_Total:      10\n"
                        "HugePages_Free:        6\nHugepagesize:       2048 kB\n")
-    assert hrun.hugepages(meminfo) == hrun.HugePages(10, 6, 2 << 20)
+    assert hugepages.pool(meminfo) == hugepages.HugePages(10, 6, 2 << 20)
     meminfo.write_text("MemTotal:       24000000 kB\n")
-    assert hrun.hugepages(meminfo) is None
+    assert hugepages.pool(meminfo) is None
 
 
 def test_tier_warnings() -> None:
@@ -520,7 +521,7 @@ def test_tier_warnings() -> None:
         return PlacementFile([TierLine("fast", backend, cap), TierLine("slow", "default", None)],
                              1, (0, 0), [SiteLine("fast", "/a+0x1")])
 
-    pool = hrun.HugePages(total=10, free=6, page=2 << 20)
+    pool = hugepages.HugePages(total=10, free=6, page=2 << 20)
     assert hrun.tier_warnings(pf("hugetlb", 12 << 20), 1, pool, set(), {}) == []
     short = hrun.tier_warnings(pf("hugetlb", 12 << 20), 2, pool, set(), {})
     assert len(short) == 1 and "echo 16 > /proc/sys/vm/nr_hugepages" in short[0]
