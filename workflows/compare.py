@@ -37,7 +37,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "compare",
         help="run an application under all-slow, first-come, size-window and the advisor's "
              "placements, interleaved, and compare their figures of merit",
-        description=__doc__.splitlines()[0] + " (see docs/formats.md §7)",
+        description="Run the application under all-slow, first-come, size-window and each "
+                    "advisor strategy's placement on the same fast tier, interleaved and "
+                    "REPEATS times each (resumable), and print medians, spread, speedups "
+                    "over all-slow and dFOM/MiB. Results in DIR/compare/ "
+                    "(docs/formats.md §7).",
         epilog="example: hmtune compare --machine "
                "configs/machines/vm-hugetlb.toml --fom 'kernel_time_s=([0-9.]+)' -- "
                "./build/examples/latency -s 256",

@@ -38,7 +38,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "explore",
         help="measure every placement of the top K sites (plus one group for the rest) "
              "and compare the advisor's choice with the best of them",
-        description=__doc__.splitlines()[0] + " (see docs/formats.md §9)",
+        description="The exhaustive method of \"Heterogeneous Memory Pool Tuning\": the top K "
+                    "sites by sampled weight plus one group for the rest, every one of the "
+                    "2^(K+1) placements of these groups in the fast tier measured REPEATS "
+                    "times (interleaved, resumable), the best placement, the fast-tier "
+                    "fraction that reaches 90 %% of it, and the advisor's placement against "
+                    "the best that fits the same capacity. Results in DIR/explore/ "
+                    "(docs/formats.md §9).",
         epilog="example: hmtune explore -k 5 --fom 'kernel_time_s=([0-9.]+)' "
                "--reserve-hugepages -- ./build/examples/latency -s 512 -n 1",
     )
