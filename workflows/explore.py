@@ -42,7 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "sites by sampled weight plus one group for the rest, every one of the "
                     "2^(K+1) placements of these groups in the fast tier measured REPEATS "
                     "times (interleaved, resumable), the best placement, the fast-tier "
-                    "fraction that reaches 90 %% of it, and the advisor's placement against "
+                    "fraction that reaches 90 % of it, and the advisor's placement against "
                     "the best that fits the same capacity. Results in DIR/explore/ "
                     "(docs/formats.md §9).",
         epilog="example: hmtune explore -k 5 --fom 'kernel_time_s=([0-9.]+)' "
