@@ -72,7 +72,7 @@ fi
 echo "== placement ($out/placement.txt, report.txt)"
 "$hmtune" advise "$out" --machine "$machine" --mem "$mem"
 
-echo "== re-runs: all-slow, first-come, size-window and each strategy, $repeats runs each, interleaved"
+echo "== re-runs: all-slow, first-come, size-window and each strategy, $repeats run(s) each, interleaved"
 "$hmtune" compare -o "$out" --machine "$machine" --mem "$mem" --repeats "$repeats" \
     --fom "$fom" --reserve-hugepages "${force[@]}" -- "$app" "${args[@]}"
 
