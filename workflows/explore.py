@@ -148,7 +148,8 @@ def summary_rows(rows: dict[tuple[str, int], dict[str, str]], names: list[str],
                     "runs": str(len(f)), "median_fom": f"{med:.6g}",
                     "min_fom": f"{min(f):.6g}", "max_fom": f"{max(f):.6g}",
                     "speedup": f"{(med / base if higher else base / med) if med else 0:.4f}",
-                    "fast_bytes": str(int(fast))})
+                    "fast_bytes": str(int(fast)),
+                    "dfom_per_mib": f"{(med - base) / (fast / 2**20):.6g}" if fast else "nan"})
     return out
 
 

@@ -77,6 +77,10 @@ def test_every_placement_measured_and_resumed(stage: Path) -> None:
     base = float(by[name_of(0, 3)]["fom"])
     for n, s in summary.items():
         assert float(s["speedup"]) == pytest.approx(base / float(by[n]["fom"]), rel=1e-3)
+        fast = int(by[n]["fast_bytes"])
+        if fast:
+            assert float(s["dfom_per_mib"]) == pytest.approx(
+                (float(by[n]["fom"]) - base) / (fast / 2**20), rel=1e-3, abs=1e-9)
     res = json.loads((work / "result.json").read_text())
     pts = {n: float(s["speedup"]) for n, s in summary.items() if n != "advisor"}
     assert res["placements"] == 8 and res["top"] == 2 and res["rest_group"] is True
