@@ -280,6 +280,12 @@ def one_run(v: Variant, rep: int, app: list[str], work: Path, fom_re: re.Pattern
             "fast_bytes": str(fast), "fast_bytes_intended": str(intended)}
 
 
+def pending(variants: list[Variant], repeats: int, work: Path) -> bool:
+    """Whether work/runs.csv still lacks any run of these variants."""
+    rows = read_runs(work / "runs.csv")
+    return any((v.name, rep) not in rows for v in variants for rep in range(repeats))
+
+
 def run_all(variants: list[Variant], repeats: int, app: list[str], work: Path,
             fom_re: re.Pattern | None, who: str) -> dict[tuple[str, int], dict[str, str]] | None:
     """Every variant `repeats` times, interleaved (odd rounds in reverse order), skipping
@@ -367,7 +373,8 @@ def run(args: argparse.Namespace) -> int:
     tiers_only(variants[1].placement or Path(), work / "baseline-placement.txt")
     variants[1:1] = [Variant(n, work / "baseline-placement.txt", b) for n, b in BASELINES.items()]
 
-    with fast_tier_pool(machine, mem, args.reserve_hugepages, "hmtune compare"):
+    reserve = args.reserve_hugepages and pending(variants, args.repeats, work)
+    with fast_tier_pool(machine, mem, reserve, "hmtune compare"):
         rows = run_all(variants, args.repeats, setup.app, work, setup.fom_re,
                        "hmtune compare")
     if rows is None:

@@ -72,9 +72,13 @@ fi
 echo "== placement ($out/placement.txt, report.txt)"
 "$hmtune" advise "$out" --machine "$machine" --mem "$mem"
 
+# Runs of another tier or size (say hugepages as root before, THP now) are not comparable.
+key="$machine $mem"
+[ "$(cat "$out/demo-compare" 2> /dev/null)" = "$key" ] || force=(--force)
 echo "== re-runs: all-slow, first-come, size-window and each strategy, $repeats run(s) each, interleaved"
 "$hmtune" compare -o "$out" --machine "$machine" --mem "$mem" --repeats "$repeats" \
     --fom "$fom" --reserve-hugepages "${force[@]}" -- "$app" "${args[@]}"
+echo "$key" > "$out/demo-compare"
 
 # The verdict for the advisor's default strategy (ilp), from compare's summary.csv.
 awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }

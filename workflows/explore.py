@@ -283,7 +283,8 @@ def run(args: argparse.Namespace) -> int:
           f" ({human(foot)} in all), fast tier {machine.tiers[0].name} "
           f"({setup.machine.name}); {args.repeats} run(s) each, interleaved", file=sys.stderr)
 
-    with compare.fast_tier_pool(setup.machine, whole, args.reserve_hugepages, who):
+    reserve = args.reserve_hugepages and compare.pending(variants, args.repeats, work)
+    with compare.fast_tier_pool(setup.machine, whole, reserve, who):
         rows = compare.run_all(variants, args.repeats, setup.app, work, setup.fom_re, who)
     if rows is None:
         return 1

@@ -166,7 +166,19 @@ def explore_section(d: Path) -> list[str]:
         out.append("")
     except (OSError, ValueError, KeyError) as e:
         out += [f"(explore/result.json unreadable: {e})", ""]
-    return out
+    try:
+        with (d / "explore" / "summary.csv").open(newline="") as f:
+            rows = sorted(csv.DictReader(f), key=lambda r: -float(r["speedup"]))
+    except (OSError, ValueError, KeyError):
+        return out
+    out += ["The ten fastest placements (dFOM/MiB against nothing in the fast tier):", "",
+            "| placement | sites in the fast tier | fraction | runs | median FOM | min-max | "
+            "speedup | dFOM/MiB |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rows[:10]:
+        out.append(f"| {r['variant']} | {r['groups']} | {100 * float(r['fraction']):.1f} % | "
+                   f"{r['runs']} | {r['median_fom']} | {r['min_fom']}-{r['max_fom']} | "
+                   f"{float(r['speedup']):.2f}x | {r.get('dfom_per_mib', '')} |")
+    return out + [""]
 
 
 def run(args: argparse.Namespace) -> int:

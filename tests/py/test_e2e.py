@@ -136,3 +136,27 @@ def test_make_targets_refuse_bad_input(tmp_path: Path) -> None:
     r = make("trace", APP=APP, OUT=str(blocked / "sub"))
     assert r.returncode == 0 and r.stdout.split()[-1].startswith("checksum=")
     assert blocked.read_text() == "not a directory"
+
+
+def test_make_explore(tmp_path: Path) -> None:
+    """make explore with an APP (after make trace/analyze), and without one (the latency
+    example, traced first): 2^(K+1) placements plus the advisor, and the result file."""
+    out = tmp_path / "app"
+    quick = f"{LATENCY} -q"
+    assert make("trace", APP=quick, OUT=str(out)).returncode == 0
+    assert make("analyze", OUT=str(out)).returncode == 0
+    r = make("explore", APP=quick, OUT=str(out), K="1", REPEATS="1",
+             FOM="kernel_time_s=([0-9.]+)", MACHINE=str(ROOT / "configs" / "machines" /
+                                                         "vm-thp.toml"))
+    assert r.returncode == 0, r.stderr
+    with (out / "explore" / "summary.csv").open(newline="") as f:
+        assert [row["variant"] for row in csv.DictReader(f)] == [
+            "m00", "m10", "m01", "m11", "advisor"]
+    own = tmp_path / "default"
+    r = make("explore", OUT=str(own), K="1", REPEATS="1", FRACTION="0.4",
+             MACHINE=str(ROOT / "configs" / "machines" / "vm-thp.toml"))
+    assert r.returncode == 0, r.stderr
+    assert (own / "trace.prv").is_file() and (own / "sites.csv").is_file()
+    res = json.loads((own / "explore" / "result.json").read_text())
+    assert res["placements"] == 4 and res["rest_group"] is True
+    assert res["advisor_placement"] is not None
