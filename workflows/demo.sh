@@ -4,7 +4,7 @@
 # a fast tier of 40 % of the traced footprint) → re-runs on this machine, whose real fast
 # tier is 2 MiB hugepages (configs/machines/vm-hugetlb.toml; THP, vm-thp.toml, when
 # hugepages cannot be reserved): `hmtune compare` runs all-slow, first-come, size-window
-# and each advisor strategy 5 times each, interleaved, and prints the speedups of the
+# and each advisor strategy 7 times each, interleaved, and prints the speedups of the
 # steady-state kernel time over all-slow (medians, min-max) → `hmtune report`.
 # Steps already done are skipped (the trace, the finished runs); FORCE=1 redoes them.
 # Installed (`make install`) as PREFIX/bin/hmtune-demo, it uses the installed pieces and
@@ -27,7 +27,7 @@ else
     rerun_hint="make rerun APP=\"./app args\""
 fi
 args=(${DEMO_ARGS:--s 512 -n 2})
-repeats=${REPEATS:-5}
+repeats=${REPEATS:-7}
 fraction=0.4
 force=()
 [ -z "${FORCE:-}" ] || force=(--force)
