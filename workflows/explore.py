@@ -69,25 +69,34 @@ class Group:
     max_size: int                   # largest request
 
 
+@dataclass
+class _Site:
+    chain: str
+    weight: float = 0.0
+    peak: int = 0
+    max_size: int = 0
+
+
 def load_groups(sites_csv: Path, k: int) -> tuple[list[Group], int]:
     """The top-k sites by weight (ties: lower site id first), one group each, then the
     rest as one group when there is any; and the footprint (bytes). Per-rank rows are
-    folded: weights add up, the peak is the largest of any rank."""
-    per: dict[int, dict[str, object]] = {}
+    folded: weights add up, the peak is the largest of any rank. Sites without a
+    callstack_raw cannot be named in a placement and are left out."""
+    per: dict[int, _Site] = {}
     with sites_csv.open(newline="") as f:
         for r in csv.DictReader(line for line in f if not line.startswith("#")):
-            sid = int(r["site_id"])
-            s = per.setdefault(sid, {"chain": r["callstack_raw"], "weight": 0.0, "peak": 0,
-                                     "max": 0})
-            s["weight"] = float(s["weight"]) + float(r["weight"])         # type: ignore[arg-type]
-            s["peak"] = max(int(s["peak"]), int(r["peak_live_bytes"]))   # type: ignore[call-overload]
-            s["max"] = max(int(s["max"]), int(r["max_size"]))            # type: ignore[call-overload]
-    order = sorted(per, key=lambda sid: (-float(per[sid]["weight"]), sid))  # type: ignore[arg-type]
+            if not r["callstack_raw"]:
+                continue
+            s = per.setdefault(int(r["site_id"]), _Site(r["callstack_raw"]))
+            s.weight += float(r["weight"])
+            s.peak = max(s.peak, int(r["peak_live_bytes"]))
+            s.max_size = max(s.max_size, int(r["max_size"]))
+    order = sorted(per, key=lambda sid: (-per[sid].weight, sid))
 
     def group(label: str, ids: list[int]) -> Group:
-        sizes = [int(per[i]["peak"]) for i in ids]                          # type: ignore[call-overload]
-        return Group(label, [str(per[i]["chain"]) for i in ids], ids, sizes, sum(sizes),
-                     max((int(per[i]["max"]) for i in ids), default=0))    # type: ignore[call-overload]
+        sizes = [per[i].peak for i in ids]
+        return Group(label, [per[i].chain for i in ids], ids, sizes, sum(sizes),
+                     max(per[i].max_size for i in ids))
 
     groups = [group(f"site {sid}", [sid]) for sid in order[:k]]
     rest = order[k:]
@@ -252,8 +261,10 @@ def run(args: argparse.Namespace) -> int:
     slow = TierLine(machine.tiers[-1].name, machine.tiers[-1].backend,
                     machine.tiers[-1].capacity)
     width = len(groups)
-    names, planned, labels = [], {}, {}
-    table = ["variant,mask,groups,planned_bytes"]
+    names: list[str] = []
+    planned: dict[str, int] = {}
+    labels: dict[str, str] = {}
+    table: list[dict[str, str]] = []
     for mask in range(1 << width):
         n = name_of(mask, width)
         chosen = [g.label for i, g in enumerate(groups) if mask >> i & 1]
@@ -263,8 +274,9 @@ def run(args: argparse.Namespace) -> int:
         d.mkdir(exist_ok=True)
         write_placement(d / "placement.txt", placement_for(mask, groups, fast, slow, n))
         names.append(n)
-        table.append(f"{n},{mask},{labels[n]},{planned[n]}")
-    write_atomic(work / "placements.csv", "\n".join(table) + "\n")
+        table.append({"variant": n, "mask": str(mask), "groups": labels[n],
+                      "planned_bytes": str(planned[n])})
+    compare.write_csv(work / "placements.csv", list(table[0]), table)
     variants = [compare.Variant(n, work / n / "placement.txt") for n in names]
     advisor_as: str | None = None
     why = compare.advise(setup.stage, work / "advisor", setup.machine, setup.mem,

@@ -158,3 +158,12 @@ def test_bad_input(stage: Path, tmp_path: Path) -> None:
     assert explore(blocked).returncode == 2
     assert (blocked / "explore").read_text().startswith("a file")         # left alone
     assert hmtune("explore", "--help").returncode == 0
+
+
+def test_sites_without_a_chain_are_left_out(tmp_path: Path) -> None:
+    """A site with no callstack_raw cannot be named in a placement: not in any group."""
+    p = tmp_path / "sites.csv"
+    p.write_text("site_id,callstack_raw,weight,peak_live_bytes,max_size\n"
+                 "1,a+0x1,5,100,100\n2,,50,1000,1000\n3,a+0x3,1,10,10\n")
+    groups, foot = load_groups(p, 1)
+    assert [g.site_ids for g in groups] == [[1], [3]] and foot == 110
