@@ -159,4 +159,5 @@ def test_make_explore(tmp_path: Path) -> None:
     assert (own / "trace.prv").is_file() and (own / "sites.csv").is_file()
     res = json.loads((own / "explore" / "result.json").read_text())
     assert res["placements"] == 4 and res["rest_group"] is True
-    assert res["advisor_placement"] is not None
+    # the advisor's sites are one explored placement, or split the rest group
+    assert res["advisor_placement"] in (None, "m00", "m10", "m01", "m11")
