@@ -21,6 +21,7 @@
  * call them (readlink, open). Nothing here can end the process: a placement that is
  * missing, empty, malformed, or made for another program gives one warning and then
  * every call is passed through. */
+#include "hmi_accept.h"
 #include "hmi_backend.h"
 #include "hmi_match.h"
 #include "hmi_placement.h"
@@ -31,7 +32,6 @@
 #include "hm_unwind.h"
 
 #include <dlfcn.h>
-#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -158,87 +158,6 @@ NOASAN static void *plain(enum kind k, size_t a, size_t b, int *rc, void **mempt
 
 /* ---- initialization ---- */
 
-static const char *base_name(const char *p)
-{
-    const char *s = strrchr(p, '/');
-    return s ? s + 1 : p;
-}
-
-/* Whether this process is the one `hmtune run` launched (HMTUNE_TARGET, the
- * program's name) rather than a helper it started (a shell, mpirun): only the
- * target warns about the placement. Unset: every process is. */
-static int is_target(const char *exe)
-{
-    const char *t = getenv("HMTUNE_TARGET");
-    return !t || !*t || strcmp(base_name(t), base_name(exe)) == 0;
-}
-
-/* Whether path could never be loaded into this process by dlopen: it does not exist,
- * or it is a program (ET_EXEC, or ET_DYN with an interpreter: a PIE executable). */
-static int not_loadable(const char *path)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 1;
-    Elf64_Ehdr eh;
-    int prog = 0;
-    if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh &&
-        !memcmp(eh.e_ident, ELFMAG, SELFMAG) && eh.e_ident[EI_CLASS] == ELFCLASS64) {
-        prog = eh.e_type == ET_EXEC;
-        for (unsigned i = 0; !prog && eh.e_type == ET_DYN && i < eh.e_phnum && i < 256; i++) {
-            Elf64_Phdr ph;
-            if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (uint64_t)i * sizeof ph)) !=
-                (ssize_t)sizeof ph)
-                break;
-            prog = ph.p_type == PT_INTERP;
-        }
-    }
-    close(fd);
-    return prog;
-}
-
-/* 1 when the placement belongs to this program: it names the executable, or every
- * module it names that is not loaded now may still be (an existing shared library,
- * which the program may dlopen later). Otherwise *missing is a module it names that
- * cannot be loaded here (another program, or a file that is not there). A loaded
- * module with a frame offset past its end means another build: -1, *missing that
- * module. */
-static int fits_program(const char *exe, const char **missing)
-{
-    hm_modmap_find((uint64_t)(uintptr_t)&fits_program);     /* fill the module table */
-    uint32_t nm = hm_modmap_count();
-    int names_exe = 0;
-    *missing = NULL;
-    for (uint32_t k = 0; k < g_pl.nmodules; k++) {
-        const struct hmi_module *pm = &g_pl.modules[k];
-        if (!strcmp(pm->path, "??"))
-            continue;
-        const struct hm_module *found = NULL;
-        for (uint32_t id = 1; id <= nm && !found; id++) {
-            const struct hm_module *m = hm_modmap_get(id);
-            if (m && m->path_len == pm->len && !memcmp(m->path, pm->path, pm->len))
-                found = m;
-        }
-        if (!found) {
-            if (!*missing && not_loadable(pm->path))
-                *missing = pm->path;
-            continue;
-        }
-        names_exe |= !strcmp(pm->path, exe);
-        uint64_t extent = found->hi - found->base;
-        for (uint32_t s = 0; s < g_pl.nsites; s++) {
-            const struct hmi_site *st = &g_pl.sites[s];
-            for (uint32_t f = 0; f < st->nframes; f++) {
-                if (st->frames[f].module == k && st->frames[f].offset >= extent) {
-                    *missing = pm->path;
-                    return -1;
-                }
-            }
-        }
-    }
-    return names_exe || !*missing;
-}
-
 static void atfork_prepare(void) { hm_modmap_atfork_prepare(); }
 static void atfork_parent(void) { hm_modmap_atfork_release(); }
 static void atfork_child(void)
@@ -271,7 +190,7 @@ static int load_placement(char *exe)
     const char *path = getenv("HMTUNE_PLACEMENT");
     ssize_t el = readlink("/proc/self/exe", exe, PATH_MAX - 1);
     exe[el > 0 ? el : 0] = '\0';
-    int target = is_target(exe);
+    int target = hmi_is_target(exe);
     if (!path || !*path) {
         if (target)
             warn("HMTUNE_PLACEMENT is not set: every allocation goes to the default "
@@ -316,7 +235,7 @@ static void do_init(void)
         hm_modmap_init(NULL);
         hm_unwind_init((void *)&do_init);
         const char *missing;
-        int fits = fits_program(exe, &missing);
+        int fits = hmi_fits_program(&g_pl, exe, &missing);
         if (fits != 1) {
             if (target || fits < 0) {
                 char msg[2 * PATH_MAX + 200];
