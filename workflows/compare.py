@@ -13,6 +13,7 @@ import contextlib
 import csv
 import hashlib
 import json
+import math
 import os
 import re
 import shlex
@@ -23,9 +24,13 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from workflows import hugepages, launch, paths
 from workflows.units import human, parse_size
+
+if TYPE_CHECKING:   # advisor.tiers imports pandas: not at every CLI start
+    from advisor.tiers import Tier
 
 STRATEGIES = ("ilp", "ilp-lifetime", "misses", "density")
 BASELINES = {"first-come": "first-come", "size-window": "size-window:1M"}
@@ -92,6 +97,7 @@ class Setup:
     work: Path                      # stage/compare or stage/explore
     fom_re: re.Pattern | None
     machine: Path
+    tiers: list[Tier]               # the machine file's, loaded once
     mem: int                        # fast-tier bytes per process, whole 2 MiB pages
     config: dict[str, object]
 
@@ -121,8 +127,10 @@ def prepare(args: argparse.Namespace, what: str) -> Setup | int:
     machine = Path(args.machine) if args.machine else default_machine(args.reserve_hugepages)
     if not machine.is_file():
         return launch.fail(what, f"--machine {machine}: no such file")
+    from advisor.tiers import load_machine
+
     try:
-        fast_backend(machine)
+        tiers = load_machine(machine).tiers
     except ValueError as e:
         return launch.fail(what, f"--machine: {e}")
     try:
@@ -145,7 +153,7 @@ def prepare(args: argparse.Namespace, what: str) -> Setup | int:
         "app": [str(exe.resolve()), *app[1:]], "machine": str(machine.resolve()),
         "mem": mem, "fom": args.fom, "higher_is_better": args.higher_is_better,
         "sites_sha256": hashlib.sha256(sites.read_bytes()).hexdigest()}
-    return Setup(app, stage, work, fom_re, machine, mem, config)
+    return Setup(app, stage, work, fom_re, machine, tiers, mem, config)
 
 
 def open_runs(setup: Setup, what: str, force: bool) -> int | None:
@@ -195,16 +203,11 @@ def default_machine(reserve: bool) -> Path:
     return paths.configs_dir() / "machines" / name
 
 
-def fast_backend(machine: Path) -> str:
-    from advisor.tiers import load_machine
-    return load_machine(machine).tiers[0].backend
-
-
 @contextlib.contextmanager
-def fast_tier_pool(machine: Path, nbytes: int, reserve: bool, who: str) -> Iterator[None]:
+def fast_tier_pool(fast: Tier, nbytes: int, reserve: bool, who: str) -> Iterator[None]:
     """With reserve and a hugetlb fast tier: nbytes of hugepages free while the block
     runs (hugepages.reserved); a one-line note when they cannot be had."""
-    if not reserve or fast_backend(machine) != "hugetlb":
+    if not reserve or fast.backend != "hugetlb":
         yield
         return
     with hugepages.reserved(nbytes, who) as note:
@@ -280,19 +283,20 @@ def one_run(v: Variant, rep: int, app: list[str], work: Path, fom_re: re.Pattern
             "fast_bytes": str(fast), "fast_bytes_intended": str(intended)}
 
 
-def pending(variants: list[Variant], repeats: int, work: Path) -> bool:
-    """Whether work/runs.csv still lacks any run of these variants."""
-    rows = read_runs(work / "runs.csv")
+def pending(variants: list[Variant], repeats: int, rows: dict[tuple[str, int], dict[str, str]]
+            ) -> bool:
+    """Whether rows (runs.csv as read_runs gives it) still lack any run of these variants."""
     return any((v.name, rep) not in rows for v in variants for rep in range(repeats))
 
 
 def run_all(variants: list[Variant], repeats: int, app: list[str], work: Path,
-            fom_re: re.Pattern | None, who: str) -> dict[tuple[str, int], dict[str, str]] | None:
+            fom_re: re.Pattern | None, who: str, rows: dict[tuple[str, int], dict[str, str]]
+            ) -> dict[tuple[str, int], dict[str, str]] | None:
     """Every variant `repeats` times, interleaved (odd rounds in reverse order), skipping
-    the runs work/runs.csv already holds and adding each new one to it as it ends; the
-    rows, or None (after saying why) when the application failed."""
+    the runs already in rows (work/runs.csv as read_runs gives it) and adding each new
+    one to rows and to the file as it ends; the rows, or None (after saying why) when
+    the application failed."""
     runs_path = work / "runs.csv"
-    rows = read_runs(runs_path)
     todo = [(rep, v) for rep in range(repeats)
             for v in (variants if rep % 2 == 0 else variants[::-1])]
     total = len(todo)
@@ -311,27 +315,46 @@ def run_all(variants: list[Variant], repeats: int, app: list[str], work: Path,
     return rows
 
 
+@dataclass
+class Stats:
+    """One variant's runs."""
+    runs: int
+    median: float
+    lo: float
+    hi: float
+    speedup: float | None          # over the reference's median; None: no reference, or 0
+    fast_bytes: float              # median high-water mark of the first tier
+    dfom_per_mib: float            # (median - reference's) / MiB in the fast tier, or nan
+
+
+def variant_stats(rows: dict[tuple[str, int], dict[str, str]], name: str, base: float,
+                  higher: bool) -> Stats | None:
+    """The runs of variant `name` against the reference median `base` (nan: none)."""
+    f = [float(r["fom"]) for (v, _), r in sorted(rows.items()) if v == name]
+    if not f:
+        return None
+    med = statistics.median(f)
+    fast = statistics.median(int(r["fast_bytes"]) for (v, _), r in rows.items() if v == name)
+    speed = None if not med or math.isnan(base) else (med / base if higher else base / med)
+    mb = fast / 2**20
+    return Stats(len(f), med, min(f), max(f), speed, fast,
+                 (med - base) / mb if mb else float("nan"))
+
+
 def summarize(rows: dict[tuple[str, int], dict[str, str]], variants: list[Variant],
               higher: bool) -> list[dict[str, str]]:
-    def foms(name: str) -> list[float]:
-        return [float(r["fom"]) for (v, _), r in sorted(rows.items()) if v == name]
-
-    base = foms("all-slow")
+    base = [float(r["fom"]) for (v, _), r in rows.items() if v == "all-slow"]
     base_med = statistics.median(base) if base else float("nan")
     out = []
     for v in variants:
-        f = foms(v.name)
-        if not f:
+        st = variant_stats(rows, v.name, base_med, higher)
+        if st is None:
             continue
-        med = statistics.median(f)
-        speed = (med / base_med if higher else base_med / med) if med and base else float("nan")
-        fast = statistics.median(int(r["fast_bytes"]) for (n, _), r in rows.items() if n == v.name)
-        mb = fast / 2**20
-        dfom = (med - base_med) / mb if mb else float("nan")
-        out.append({"variant": v.name, "runs": str(len(f)), "median_fom": f"{med:.6g}",
-                    "min_fom": f"{min(f):.6g}", "max_fom": f"{max(f):.6g}",
-                    "speedup": f"{speed:.3f}", "fast_mib": f"{mb:.1f}",
-                    "dfom_per_mib": f"{dfom:.6g}"})
+        speed = float("nan") if st.speedup is None else st.speedup
+        out.append({"variant": v.name, "runs": str(st.runs), "median_fom": f"{st.median:.6g}",
+                    "min_fom": f"{st.lo:.6g}", "max_fom": f"{st.hi:.6g}",
+                    "speedup": f"{speed:.3f}", "fast_mib": f"{st.fast_bytes / 2**20:.1f}",
+                    "dfom_per_mib": f"{st.dfom_per_mib:.6g}"})
     return out
 
 
@@ -373,10 +396,11 @@ def run(args: argparse.Namespace) -> int:
     tiers_only(variants[1].placement or Path(), work / "baseline-placement.txt")
     variants[1:1] = [Variant(n, work / "baseline-placement.txt", b) for n, b in BASELINES.items()]
 
-    reserve = args.reserve_hugepages and pending(variants, args.repeats, work)
-    with fast_tier_pool(machine, mem, reserve, "hmtune compare"):
+    done = read_runs(work / "runs.csv")
+    reserve = args.reserve_hugepages and pending(variants, args.repeats, done)
+    with fast_tier_pool(setup.tiers[0], mem, reserve, "hmtune compare"):
         rows = run_all(variants, args.repeats, setup.app, work, setup.fom_re,
-                       "hmtune compare")
+                       "hmtune compare", done)
     if rows is None:
         return 1
     summary = summarize(rows, variants, args.higher_is_better)

@@ -17,18 +17,14 @@ import statistics
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from advisor.placement import (
-    PlacementFile,
-    SiteLine,
-    TierLine,
-    frames,
-    read_placement,
-    write_placement,
-)
 from workflows import compare, launch
 from workflows.fileio import write_atomic
 from workflows.units import human
+
+if TYPE_CHECKING:   # advisor.placement imports pandas: not at every CLI start
+    from advisor.placement import PlacementFile, TierLine
 
 MAX_TOP = 10                        # 2^11 placements: beyond that, days of runs
 
@@ -107,6 +103,8 @@ def load_groups(sites_csv: Path, k: int) -> tuple[list[Group], int]:
 
 def placement_for(mask: int, groups: list[Group], fast: TierLine, slow: TierLine,
                   label: str) -> PlacementFile:
+    from advisor.placement import PlacementFile, SiteLine, frames
+
     chosen = [g for i, g in enumerate(groups) if mask >> i & 1]
     chains = [(c, sid) for g in chosen for c, sid in zip(g.chains, g.site_ids, strict=True)]
     sites = [SiteLine(fast.name, c, f"site {sid}") for c, sid in chains]
@@ -125,6 +123,8 @@ def name_of(mask: int, width: int) -> str:
 def advisor_bytes(placement: Path, groups: list[Group]) -> tuple[int, int | None]:
     """Peak live bytes of the sites the advisor's placement lists, and the mask of the
     explored placement with the same sites (None when it splits the rest group)."""
+    from advisor.placement import read_placement
+
     placed = {s.chain for s in read_placement(placement).sites}
     nbytes = sum(n for g in groups for c, n in zip(g.chains, g.sizes, strict=True)
                  if c in placed)
@@ -141,24 +141,19 @@ def advisor_bytes(placement: Path, groups: list[Group]) -> tuple[int, int | None
 def summary_rows(rows: dict[tuple[str, int], dict[str, str]], names: list[str],
                  planned: dict[str, int], labels: dict[str, str], foot: int,
                  higher: bool) -> list[dict[str, str]]:
-    def foms(name: str) -> list[float]:
-        return [float(r["fom"]) for (v, _), r in sorted(rows.items()) if v == name]
-
-    base = statistics.median(foms(names[0]))
+    base = statistics.median(float(r["fom"]) for (v, _), r in rows.items() if v == names[0])
     out = []
     for n in names:
-        f = foms(n)
-        if not f:
+        st = compare.variant_stats(rows, n, base, higher)
+        if st is None:
             continue
-        med = statistics.median(f)
-        fast = statistics.median(int(r["fast_bytes"]) for (v, _), r in rows.items() if v == n)
         out.append({"variant": n, "groups": labels[n], "planned_bytes": str(planned[n]),
                     "fraction": f"{planned[n] / foot:.4f}" if foot else "0",
-                    "runs": str(len(f)), "median_fom": f"{med:.6g}",
-                    "min_fom": f"{min(f):.6g}", "max_fom": f"{max(f):.6g}",
-                    "speedup": f"{(med / base if higher else base / med) if med else 0:.4f}",
-                    "fast_bytes": str(int(fast)),
-                    "dfom_per_mib": f"{(med - base) / (fast / 2**20):.6g}" if fast else "nan"})
+                    "runs": str(st.runs), "median_fom": f"{st.median:.6g}",
+                    "min_fom": f"{st.lo:.6g}", "max_fom": f"{st.hi:.6g}",
+                    "speedup": f"{st.speedup or 0:.4f}",
+                    "fast_bytes": str(int(st.fast_bytes)),
+                    "dfom_per_mib": f"{st.dfom_per_mib:.6g}"})
     return out
 
 
@@ -252,14 +247,14 @@ def run(args: argparse.Namespace) -> int:
     if rc is not None:
         return rc
 
-    from advisor.tiers import load_machine
-    machine = load_machine(setup.machine)
+    from advisor.placement import TierLine, write_placement
+
     page = 2 << 20
     whole = sum(-(-g.nbytes // page) * page for g in groups) + page * sum(
         len(g.chains) for g in groups)
-    fast = TierLine(machine.tiers[0].name, machine.tiers[0].backend, whole)
-    slow = TierLine(machine.tiers[-1].name, machine.tiers[-1].backend,
-                    machine.tiers[-1].capacity)
+    first, last = setup.tiers[0], setup.tiers[-1]
+    fast = TierLine(first.name, first.backend, whole)
+    slow = TierLine(last.name, last.backend, last.capacity)
     width = len(groups)
     names: list[str] = []
     planned: dict[str, int] = {}
@@ -292,12 +287,14 @@ def run(args: argparse.Namespace) -> int:
         labels["advisor"] = f"{args.strategy} at {human(setup.mem)}"
     print(f"{who}: {len(names) - (0 if why else 1)} placements of "
           f"{'the top ' + str(k) + ' sites + the rest' if rest else 'all ' + str(k) + ' sites'}"
-          f" ({human(foot)} in all), fast tier {machine.tiers[0].name} "
+          f" ({human(foot)} in all), fast tier {first.name} "
           f"({setup.machine.name}); {args.repeats} run(s) each, interleaved", file=sys.stderr)
 
-    reserve = args.reserve_hugepages and compare.pending(variants, args.repeats, work)
-    with compare.fast_tier_pool(setup.machine, whole, reserve, who):
-        rows = compare.run_all(variants, args.repeats, setup.app, work, setup.fom_re, who)
+    done = compare.read_runs(work / "runs.csv")
+    reserve = args.reserve_hugepages and compare.pending(variants, args.repeats, done)
+    with compare.fast_tier_pool(first, whole, reserve, who):
+        rows = compare.run_all(variants, args.repeats, setup.app, work, setup.fom_re, who,
+                               done)
     if rows is None:
         return 1
     summary = summary_rows(rows, names, planned, labels, foot, args.higher_is_better)
