@@ -3,6 +3,7 @@ latency example's quick configuration (for the workflow commands built on one)."
 
 from __future__ import annotations
 
+import csv
 import subprocess
 from pathlib import Path
 
@@ -10,6 +11,8 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 HMTUNE = ROOT / "bin" / "hmtune"
 LATENCY = ROOT / "build" / "examples" / "latency"
 THP = ROOT / "configs" / "machines" / "vm-thp.toml"
+CRASH = ROOT / "build" / "tests" / "programs" / "crash"     # `crash exit3`: exits 3
+FOM = "kernel_time_s=([0-9.]+)"                              # the examples' kernel time
 
 
 def hmtune(*args: str) -> subprocess.CompletedProcess[str]:
@@ -21,3 +24,9 @@ def latency_stage(d: Path) -> Path:
     assert hmtune("trace", "-q", "-o", str(d), "--", str(LATENCY), "-q").returncode == 0
     assert hmtune("analyze", str(d)).returncode == 0
     return d
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    """A CSV file's rows (runs.csv, summary.csv, placements.csv)."""
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))

@@ -4,16 +4,12 @@ the requested number of times, the results are kept as they come and not redone,
 
 from __future__ import annotations
 
-import csv
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from clistage import LATENCY, ROOT, THP, hmtune, latency_stage
-
-CRASH = ROOT / "build" / "tests" / "programs" / "crash"
-FOM = "kernel_time_s=([0-9.]+)"
+from clistage import CRASH, FOM, LATENCY, THP, hmtune, latency_stage, rows
 
 
 @pytest.fixture(scope="module")
@@ -25,11 +21,6 @@ def compare(d: Path, *extra: str, app: tuple[str, ...] = (str(LATENCY), "-q")
             ) -> subprocess.CompletedProcess[str]:
     return hmtune("compare", "-o", str(d), "--machine", str(THP), "--repeats", "2",
                   "--strategies", "ilp,density", "--fom", FOM, *extra, "--", *app)
-
-
-def rows(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def test_variants_runs_and_resume(stage: Path) -> None:

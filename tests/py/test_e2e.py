@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from clistage import HMTUNE, LATENCY, ROOT
+from clistage import CRASH, FOM, HMTUNE, LATENCY, ROOT
 
 from advisor.placement import read_placement
 
@@ -127,9 +127,8 @@ def test_make_targets_refuse_bad_input(tmp_path: Path) -> None:
     assert make("rerun").returncode == 2
     assert make("compare").returncode == 2
     assert make("advise", OUT=str(tmp_path / "empty")).returncode == 2
-    crash = ROOT / "build" / "tests" / "programs" / "crash"
     out = tmp_path / "crash"
-    r = make("trace", APP=f"{crash} exit3", OUT=str(out))
+    r = make("trace", APP=f"{CRASH} exit3", OUT=str(out))
     assert r.returncode != 0
     blocked = tmp_path / "file"
     blocked.write_text("not a directory")
@@ -146,7 +145,7 @@ def test_make_explore(tmp_path: Path) -> None:
     assert make("trace", APP=quick, OUT=str(out)).returncode == 0
     assert make("analyze", OUT=str(out)).returncode == 0
     r = make("explore", APP=quick, OUT=str(out), K="1", REPEATS="1",
-             FOM="kernel_time_s=([0-9.]+)", MACHINE=str(ROOT / "configs" / "machines" /
+             FOM=FOM, MACHINE=str(ROOT / "configs" / "machines" /
                                                          "vm-thp.toml"))
     assert r.returncode == 0, r.stderr
     with (out / "explore" / "summary.csv").open(newline="") as f:

@@ -12,13 +12,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from clistage import LATENCY, ROOT, THP, hmtune, latency_stage
+from clistage import CRASH, FOM, LATENCY, THP, hmtune, latency_stage, rows
 
 from advisor.placement import read_placement
 from workflows.explore import load_groups, name_of
-
-CRASH = ROOT / "build" / "tests" / "programs" / "crash"
-FOM = "kernel_time_s=([0-9.]+)"
 
 
 @pytest.fixture(scope="module")
@@ -30,11 +27,6 @@ def explore(d: Path, *extra: str, app: tuple[str, ...] = (str(LATENCY), "-q")
             ) -> subprocess.CompletedProcess[str]:
     return hmtune("explore", "-o", str(d), "-k", "2", "--machine", str(THP), "--repeats", "1",
                   "--fom", FOM, *extra, "--", *app)
-
-
-def rows(path: Path) -> list[dict[str, str]]:
-    with path.open(newline="") as f:
-        return list(csv.DictReader(f))
 
 
 def sites_by_weight(stage: Path) -> list[dict[str, str]]:

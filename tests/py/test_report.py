@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
-from clistage import LATENCY, THP, hmtune, latency_stage
+from clistage import FOM, LATENCY, THP, hmtune, latency_stage
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def test_before_advise_and_compare(stage: Path) -> None:
 def test_with_advise_and_compare(stage: Path) -> None:
     assert hmtune("advise", str(stage), "--machine", str(THP), "--mem", "8M").returncode == 0
     r = hmtune("compare", "-o", str(stage), "--machine", str(THP), "--repeats", "1",
-               "--strategies", "ilp", "--fom", "kernel_time_s=([0-9.]+)", "--",
+               "--strategies", "ilp", "--fom", FOM, "--",
                str(LATENCY), "-q")
     assert r.returncode == 0, r.stderr
     assert hmtune("report", str(stage)).returncode == 0
