@@ -13,6 +13,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -572,3 +573,14 @@ def test_summary_over_ranks(tmp_path: Path) -> None:
     assert any(x.startswith("sites: 1 of 2 matched") and "3 calls" in x for x in lines)
     assert lines[-1].endswith(", ".join(str(f) for f in files.values()))
     assert hrun.mpi_summary({}, {}, 2, tmp_path / "s.%r.json")[0].startswith("no rank")
+
+
+def test_cli_start_does_not_load_the_analysis_stack() -> None:
+    """`hmtune run` starts once per measured run (compare, explore): importing the CLI
+    must not pull in pandas or numpy, which only analyze and advise need."""
+    code = ("import sys, workflows.cli; "
+            "print(sorted(m for m in ('pandas', 'numpy', 'pulp') if m in sys.modules))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
