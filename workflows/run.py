@@ -227,6 +227,118 @@ def stats_files(pattern: Path) -> dict[int | None, Path]:
     return found
 
 
+RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
+
+
+def env_rank(environ: dict[str, str]) -> int | None:
+    """The rank the library will see in this environment (common/hm_env.c: the first of
+    RANK_VARS that is a decimal number), None outside MPI."""
+    for var in RANK_VARS:
+        value = environ.get(var, "")
+        if value.isascii() and value.isdigit() and len(value) <= 9:
+            return int(value)
+    return None
+
+
+def stats_path(pattern: Path, rank: int | None) -> Path:
+    """The file the library writes for HMTUNE_STATS=pattern in a process of this rank
+    (hmi_report.c's stats_path)."""
+    text = str(pattern)
+    if rank is None:
+        return pattern
+    if RANK in text:
+        head, _, tail = text.partition(RANK)
+        return Path(f"{head}{rank}{tail}")
+    return Path(f"{text}.{rank}")
+
+
+def planned_stats(pattern: Path, launcher: list[str],
+                  environ: dict[str, str]) -> list[Path] | None:
+    """The statistics files this run will write: one without a launcher (FILE, or its
+    rank's name when the environment already names a rank), one per rank under a
+    launcher whose process count is known; None when any rank may write."""
+    if not launcher:
+        return [stats_path(pattern, env_rank(environ))]
+    n = launcher_processes(launcher)
+    return None if n is None else [stats_path(pattern, r) for r in range(n)]
+
+
+STATS_HEAD = b'{\n  "version": 1,\n  "placement": "'   # hmi_report.c's write_json
+
+
+def is_hmalloc_stats(path: Path) -> bool:
+    """Whether path is a statistics file written by libhmalloc.so (its exact first
+    bytes and a JSON object with its keys)."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(len(STATS_HEAD)) != STATS_HEAD:
+                return False
+            f.seek(0)
+            data = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("version") == 1 \
+        and isinstance(data.get("tiers"), list) and isinstance(data.get("sites"), list)
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and a.samefile(b))
+    except OSError:
+        return False
+
+
+def stats_files_rx(pattern: Path) -> re.Pattern[str]:
+    """The names of every rank's statistics file for HMTUNE_STATS=pattern."""
+    text = str(pattern)
+    if RANK in text:
+        head, _, tail = text.partition(RANK)
+        return re.compile(re.escape(head) + r"\d+" + re.escape(tail))
+    return re.compile(re.escape(text) + r"(\.\d+)?")
+
+
+def stats_conflict(pattern: Path, planned: list[Path] | None,
+                   inputs: dict[str, Path]) -> str | None:
+    """Why the statistics cannot be written where asked (they would replace an input of
+    the run, or a file hmtune did not write), or None."""
+    targets = planned if planned is not None else list(stats_files(pattern).values())
+    for f in targets:
+        for what, inp in inputs.items():
+            if _same_file(f, inp):
+                return (f"--stats {pattern} would overwrite the {what} {inp}: give the "
+                        "statistics another file name")
+    if planned is None:                 # any rank: every name of the pattern
+        rx = stats_files_rx(pattern)
+        for what, inp in inputs.items():
+            if rx.fullmatch(str(inp.absolute())) or rx.fullmatch(str(inp.resolve())):
+                return (f"--stats {pattern} would overwrite the {what} {inp}: give the "
+                        "statistics another file name")
+        return None
+    for f in planned:
+        if f.exists() and not is_hmalloc_stats(f):
+            return (f"{f} exists and is not a statistics file of hmtune: give --stats "
+                    "another file name, or move that file away")
+    return None
+
+
+def _stamp(f: Path) -> tuple[int, int] | None:
+    try:
+        st = f.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns
+
+
+def fresh_stats(pattern: Path, before: dict[Path, tuple[int, int] | None],
+                planned: list[Path] | None) -> dict[int | None, Path]:
+    """The statistics files this run wrote: of the planned ones (any rank when unknown),
+    those that did not exist before the run or were replaced since (the library
+    renames a new file over the old one)."""
+    ok = None if planned is None else set(planned)
+    return {r: f for r, f in stats_files(pattern).items()
+            if (ok is None or f in ok) and (f not in before or _stamp(f) != before[f])}
+
+
 def _read_stats(files: dict[int | None, Path]) -> dict[int | None, dict]:
     out: dict[int | None, dict] = {}
     for rank, f in sorted(files.items(), key=lambda kv: -1 if kv[0] is None else kv[0]):
@@ -329,14 +441,22 @@ def run(args: argparse.Namespace) -> int:
         app_env["HMTUNE_TARGET"] = target
     stats = Path(args.stats) if args.stats else out / (MPI_STATS if launcher else SINGLE_STATS)
     stats = stats.absolute()
+    planned = planned_stats(stats, launcher, dict(os.environ))
+    why = stats_conflict(stats, planned, {"placement": placement, "program": exe})
+    if why:
+        return _fail(why)
     try:
         stats.parent.mkdir(parents=True, exist_ok=True)
-        for old in stats_files(stats).values():       # a crashed run must not look fresh
-            old.unlink()
+        # a crashed run must not look fresh: remove the earlier statistics this run
+        # replaces, and only those (never a file hmtune did not write)
+        for old in (planned if planned is not None else stats_files(stats).values()):
+            if is_hmalloc_stats(old):
+                old.unlink()
         app_env["HMTUNE_STATS"] = str(stats)
     except OSError as e:
         _say(f"cannot write statistics to {stats.parent} ({e.strerror or e}); running "
              "without them")
+    before = {f: _stamp(f) for f in stats_files(stats).values()}
     aggregate = bool(launcher) and not args.quiet and "HMTUNE_STATS" in app_env
     if args.quiet or aggregate:
         app_env["HMTUNE_SUMMARY"] = "0"
@@ -344,7 +464,7 @@ def run(args: argparse.Namespace) -> int:
     cmd, env = launch.command(launcher, app, app_env)
     rc = launch.run_foreground(cmd, env, "run")
     if not args.quiet and "HMTUNE_STATS" in app_env:
-        files = stats_files(stats)
+        files = fresh_stats(stats, before, planned)
         if aggregate:
             for line in mpi_summary(_read_stats(files), files,
                                     launcher_processes(launcher), stats):

@@ -202,6 +202,55 @@ def test_exit_status_and_crash(programs: Programs, tmp_path: Path) -> None:
     assert not (tmp_path / "run-stats.json").exists()
 
 
+# ---- --stats: only the files this run writes, never the user's ----
+
+def test_stats_leaves_other_files_of_that_name_alone(programs: Programs,
+                                                     tmp_path: Path) -> None:
+    """Without MPI the run writes FILE only: FILE.1, FILE.2, FILE.20250101 are the
+    user's and stay as they were; an earlier run's FILE (hmtune's) is replaced."""
+    pl = placement(tmp_path / "p.txt", [("fast", 111000)], programs("echo_io"))
+    f = tmp_path / "mine.json"
+    users = {f.with_name(f"mine.json.{x}"): f"user data {x}\n" for x in (1, 2, 20250101)}
+    for u, text in users.items():
+        u.write_text(text)
+    for _ in range(2):                              # the second run replaces the first's
+        r = hmtune_run(tmp_path, app("echo_io"), "-q", "--placement", str(pl), "--stats", str(f))
+        assert r.returncode == 7, r.stderr
+        assert tier(json.loads(f.read_text()))["placed_blocks"] == 1
+    assert {u: u.read_text() for u in users} == users
+
+
+@pytest.mark.parametrize("which", ["placement", "placement-other-name", "program", "user"])
+def test_stats_over_an_input_or_a_users_file_is_refused(programs: Programs, tmp_path: Path,
+                                                        which: str) -> None:
+    """--stats naming the placement (also by another path), the program or a file
+    hmtune did not write: exit 2 before the application runs, the file untouched."""
+    pl = placement(tmp_path / "p.txt", [("fast", 111000)], programs("echo_io"))
+    prog = tmp_path / "echo_io"
+    shutil.copy(PROGRAMS / "echo_io", prog)
+    user = tmp_path / "notes.json"
+    user.write_text('{"version": 1, "mine": true}\n')
+    target = {"placement": pl, "placement-other-name": tmp_path / "sub" / ".." / "p.txt",
+              "program": prog, "user": user}[which]
+    (tmp_path / "sub").mkdir()
+    before = {f: f.read_bytes() for f in (pl, prog, user)}
+    r = hmtune_run(tmp_path, [str(prog)], "--placement", str(pl), "--stats", str(target))
+    assert (r.returncode, r.stdout) == (2, b"")      # the application did not run
+    assert r.stderr.count(b"\n") == 1
+    assert {f: f.read_bytes() for f in before} == before
+    assert not (tmp_path / "run-stats.json").exists()
+
+
+def test_stats_files_a_run_writes(tmp_path: Path) -> None:
+    s = tmp_path / "s.json"
+    assert hrun.planned_stats(s, [], {}) == [s]
+    assert hrun.planned_stats(s, [], {"SLURM_PROCID": "3"}) == [tmp_path / "s.json.3"]
+    assert hrun.planned_stats(tmp_path / "s.%r.json", ["mpirun", "-np", "2"], {}) == \
+        [tmp_path / "s.0.json", tmp_path / "s.1.json"]
+    assert hrun.planned_stats(s, ["srun"], {}) is None
+    assert hrun.env_rank({"PMI_RANK": "x", "PMIX_RANK": "2"}) == 2
+
+
 # ---- what the library places ----
 
 ALLFAMILY = {"malloc": 110000, "calloc": 100000, "realloc_src": 120000, "realloc": 240000,
@@ -391,11 +440,12 @@ def test_mpi_ranks_each_write_their_statistics(programs: Programs, tmp_path: Pat
     assert t.site(1048576) == t.site(2097152)
     pl = placement(tmp_path / "p.txt", [("fast", 1048576)], t, capacity=3 << 19,
                    window=(1048576, 2097152))
-    (tmp_path / "run-stats.5.json").write_text("{}")       # a stale rank from another run
+    (tmp_path / "run-stats.5.json").write_text("{}")       # not a file this run writes
     r = hmtune_run(tmp_path, app("mpi_alloc"), "--mpirun", MPIRUN, "--placement", str(pl))
     assert (r.returncode, r.stdout) == (0, b"ok 2\n"), r.stderr
     files = sorted(p.name for p in tmp_path.glob("run-stats*"))
-    assert files == ["run-stats.0.json", "run-stats.1.json"]
+    assert files == ["run-stats.0.json", "run-stats.1.json", "run-stats.5.json"]
+    assert (tmp_path / "run-stats.5.json").read_text() == "{}"
     for rank in (0, 1):
         s = stats(tmp_path, f"run-stats.{rank}.json")
         fast = tier(s)
