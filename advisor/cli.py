@@ -160,7 +160,8 @@ def _run(args: argparse.Namespace) -> int:
         sites = load_sites(sites_path)
         allocs = None
         if args.allocs or allocs_path.exists():
-            allocs = load_allocs(allocs_path, set(sites.table["site_id"]), full=lifetime)
+            allocs = load_allocs(allocs_path, set(sites.table["site_id"]), full=lifetime,
+                                 merged=sites.merged)
         elif lifetime:
             raise InputError(f"{allocs_path}: no such file (--strategy ilp-lifetime needs "
                              "allocs.csv; give --allocs FILE)")

@@ -2,13 +2,21 @@
 
 Reading is strict: a missing or empty file, a wrong version line, malformed CSV,
 missing columns, non-numeric, NaN or negative values and duplicate site ids are each
-one `InputError` naming the file (and the column or row). A `--per-rank` sites.csv is
+one `InputError` naming the file (and the column or row). `share` is derived from
+`weight`: it only gives the trace's total weight, and a share that disagrees is
+recomputed with a note. A `--per-rank` sites.csv is
 folded back to one row per site the way analyze does it across ranks: counts and
 weights summed, sizes the maximum.
 
 Sites whose `callstack_raw` is empty (Extrae traces labelled with file:line) cannot be
 matched by the interposer: they stay out of the Problem, but their weight stays in the
 total, and `Sites.unplaceable` lists them for the report.
+
+Several site ids with one `callstack_raw` are one site for the interposer (it matches
+the chain): they are merged into the first (heaviest) one with a note — counts and
+weights summed, `max_size` the maximum, `peak_live_bytes` the sum (an upper bound: their
+blocks may be live together) — and `Sites.merged` maps the other ids to it, which
+`load_allocs` applies to allocs.csv.
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ class Sites:
     unplaceable: pd.DataFrame       # rows without a callstack_raw
     total_weight: float             # all sampled weight of the trace (share denominator)
     notes: list[str] = field(default_factory=list)
+    merged: dict[int, int] = field(default_factory=dict)   # site id -> the id it joined
 
 
 def resolve(arg: str | Path, name: str = "sites.csv") -> Path:
@@ -106,25 +115,66 @@ def _fold_ranks(df: pd.DataFrame, p: Path) -> pd.DataFrame:
     return df.groupby("site_id", sort=False, as_index=False).agg(agg)
 
 
-def _total_weight(df: pd.DataFrame, p: Path) -> float:
-    """All sampled weight: weight / share where share > 0 (the trace total, including
-    weight outside any site), else the sum of the site weights."""
+def _merge_chains(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, int]]:
+    """One row per non-empty callstack_raw: rows sharing a chain join the first of them
+    (sums of counts and weights, largest request, summed peaks); returns the table and
+    {merged id: kept id}."""
+    chain = df["callstack_raw"]
+    dup = (chain != "") & chain.duplicated(keep=False)
+    if not dup.any():
+        return df, {}
+    key = chain.where(chain != "", "\0" + df["site_id"].astype(str))   # empty: no merge
+    first = df.groupby(key, sort=False)["site_id"].transform("first")
+    merged = {int(a): int(b) for a, b in zip(df["site_id"], first, strict=True) if a != b}
+    agg: dict[str, str] = {c: "first" for c in df.columns}
+    agg.update({c: "sum" for c in (*_SUM_COLS, "peak_live_bytes") if c in df.columns})
+    agg.update({c: "max" for c in ("max_size", "live_ns", "last_free_ns") if c in df.columns})
+    if "first_alloc_ns" in df.columns:
+        agg["first_alloc_ns"] = "min"
+    out = df.groupby(key, sort=False).agg(agg).reset_index(drop=True)
+    if "density" in out.columns:
+        peak = out["peak_live_bytes"].to_numpy(dtype=float)
+        w = pd.to_numeric(out["weight"], errors="coerce").to_numpy(dtype=float)
+        out["density"] = np.where(peak > 0, w / np.maximum(peak, 1) * (1 << 20), 0.0)
+    return out, merged
+
+
+# A share more than this far from weight / total is "far off" (rounding to 4 decimals
+# or more never is); it is only ever a note: weight is the data, share is derived.
+SHARE_ABS_TOL = 5e-5
+SHARE_REL_TOL = 1e-3
+_TOTAL_CANDIDATES = 64
+
+
+def _total_weight(df: pd.DataFrame, p: Path, notes: list[str]) -> float:
+    """All sampled weight of the trace, including weight outside any site: the total
+    weight / share agrees on for the most weight (shares may be rounded: the candidates
+    are the rows with the largest shares), never less than the sum of the weights; else
+    the sum of the weights. `share` is then recomputed as weight / total, with a note
+    when some given share was far off."""
     w = df["weight"].to_numpy(dtype=float)
     s = df["share"].to_numpy(dtype=float)
-    if (s > 1 + 1e-9).any():
-        raise InputError(f"{p}: column share holds values above 1 (share is a fraction "
-                         "of the trace's weight)")
-    pos = s > 0
-    if not pos.any():
-        return float(w.sum())
-    if (pos != (w > 0)).any():
-        raise InputError(f"{p}: columns weight and share disagree (one is 0, the other not)")
-    totals = w[pos] / s[pos]
-    total = float(totals[np.argmax(w[pos])])        # the largest weight: least rounding
-    if np.abs(totals - total).max() > 1e-4 * total:
-        raise InputError(f"{p}: column share is not weight / one common total "
-                         f"(totals from {totals.min():.6g} to {totals.max():.6g})")
-    return max(total, float(w.sum()))
+    total = float(w.sum())
+    both = np.flatnonzero((s > 0) & (w > 0))
+    if len(both):
+        top = both[np.argsort(-s[both], kind="stable")][:_TOTAL_CANDIDATES]
+        best, support = total, -1.0
+        for t in w[top] / s[top]:
+            exp = w / t
+            agree = float(w[np.abs(s - exp) <= SHARE_ABS_TOL + SHARE_REL_TOL * exp].sum())
+            if agree > support:
+                best, support = float(t), agree
+        total = max(best, total)
+    exp = w / total if total > 0 else np.zeros_like(w)
+    off = np.flatnonzero(np.abs(s - exp) > SHARE_ABS_TOL + SHARE_REL_TOL * exp)
+    if len(off) and (s > 0).any():
+        i = int(off[0])
+        notes.append(f"{p.name}: {len(off)} site(s) have a share that is not weight / the "
+                     f"trace's total weight {total:.6g} (e.g. site {int(df['site_id'].iloc[i])}:"
+                     f" share {s[i]:.6g}, weight / total {exp[i]:.6g}): shares recomputed "
+                     "from the weights")
+    df["share"] = exp
+    return total
 
 
 def load_sites(path: str | Path) -> Sites:
@@ -146,11 +196,19 @@ def load_sites(path: str | Path) -> Sites:
                          "than once")
     df["callstack"] = df["callstack"].astype(str).str.strip()
     df["callstack_raw"] = df["callstack_raw"].astype(str).str.strip()
-    total = _total_weight(df, p)
+    total = _total_weight(df, p, notes)
     bad_raw = df["callstack_raw"].str.contains(r"[#\n\r\t]", regex=True)
     if bad_raw.any():
         raise InputError(f"{p}: site_id {int(df['site_id'][bad_raw].iloc[0])}: "
                          "callstack_raw holds '#' or a control character")
+    df, merged = _merge_chains(df)
+    if merged:
+        kept = sorted(set(merged.values()))
+        example = next(i for i in merged if merged[i] == kept[0])
+        notes.append(f"{len(merged) + len(kept)} site ids share {len(kept)} call stack(s) "
+                     f"(callstack_raw), which the interposer cannot tell apart: each merged "
+                     f"into one site (e.g. site {example} into site {kept[0]}; weights "
+                     "summed, peak live bytes summed)")
     empty = df["callstack_raw"] == ""
     odd = ~empty & ~df["callstack_raw"].map(chain_ok)
     if empty.any() or meta.get("label_form") == "file:line":
@@ -163,17 +221,19 @@ def load_sites(path: str | Path) -> Sites:
     placeable = ~empty & ~odd
     return Sites(path=p, meta=meta, table=df[placeable].reset_index(drop=True),
                  unplaceable=df[~placeable].reset_index(drop=True),
-                 total_weight=total, notes=notes)
+                 total_weight=total, notes=notes, merged=merged)
 
 
-def load_allocs(path: str | Path, site_ids: set[int], full: bool) -> pd.DataFrame:
+def load_allocs(path: str | Path, site_ids: set[int], full: bool,
+                merged: dict[int, int] | None = None) -> pd.DataFrame:
     """Read and check an allocs.csv; keep the rows of `site_ids`.
 
     `full` keeps site_id, rank, size, t_alloc, t_free (the lifetime-aware strategy's
     rows) with a never-freed block's `t_free` (-1) replaced by one past the latest time
     in the file, so every row is a finite live interval; otherwise only site_id, rank
-    and size are kept (size window). `attrs["nprocs"]` is the number of processes
-    (ranks) in the whole file, None when it has no rows.
+    and size are kept (size window). `merged` (Sites.merged) renames the site ids that
+    were merged into another. `attrs["nprocs"]` is the number of processes (ranks) in
+    the whole file, None when it has no rows.
     """
     p = Path(path)
     df = _read_checked(p, read_allocs, "allocs.csv from hmtune analyze")
@@ -188,6 +248,8 @@ def load_allocs(path: str | Path, site_ids: set[int], full: bool) -> pd.DataFram
             raise InputError(f"{p}: data row {row + 1}: t_free is before t_alloc")
         end = int(max(df["t_alloc"].max(), df["t_free"].max())) + 1
         df.loc[df["t_free"] < 0, "t_free"] = end
+    if merged:
+        df["site_id"] = df["site_id"].map(lambda i: merged.get(int(i), int(i))).astype(np.int64)
     nprocs = int(df["rank"].nunique())
     kept = df[df["site_id"].isin(site_ids)].reset_index(drop=True)
     kept.attrs["nprocs"] = nprocs or None

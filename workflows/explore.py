@@ -76,7 +76,8 @@ class _Site:
 def load_groups(sites_csv: Path, k: int) -> tuple[list[Group], int]:
     """The top-k sites by weight (ties: lower site id first), one group each, then the
     rest as one group when there is any; and the footprint (bytes). Per-rank rows are
-    folded: weights add up, the peak is the largest of any rank. Sites without a
+    folded: weights add up, the peak is the largest of any rank. Site ids that share a
+    callstack_raw are one site (the lowest id; weights and peaks added). Sites without a
     callstack_raw cannot be named in a placement and are left out."""
     per: dict[int, _Site] = {}
     with sites_csv.open(newline="") as f:
@@ -87,6 +88,14 @@ def load_groups(sites_csv: Path, k: int) -> tuple[list[Group], int]:
             s.weight += float(r["weight"])
             s.peak = max(s.peak, int(r["peak_live_bytes"]))
             s.max_size = max(s.max_size, int(r["max_size"]))
+    first: dict[str, int] = {}          # one site per chain: the interposer cannot tell
+    for sid in sorted(per):             # apart site ids with one callstack_raw
+        keep = first.setdefault(per[sid].chain, sid)
+        if keep != sid:
+            gone, into = per.pop(sid), per[keep]
+            into.weight += gone.weight
+            into.peak += gone.peak      # an upper bound: they may be live together
+            into.max_size = max(into.max_size, gone.max_size)
     order = sorted(per, key=lambda sid: (-per[sid].weight, sid))
 
     def group(label: str, ids: list[int]) -> Group:

@@ -21,6 +21,7 @@ from advisefix import (
     write_sites,
 )
 
+from advisor.inputs import load_sites
 from advisor.model import MIB
 from advisor.placement import read_placement
 
@@ -216,6 +217,82 @@ def test_ilp_lifetime_gets_the_allocs(tmp_path: Path, capsys: pytest.CaptureFixt
     assert a.loc[a["site_id"] == 5, "t_free"].item() == 901
 
 
+SHARED_CHAIN = [site(3, 64 * MIB, 500.0), site(4, 32 * MIB, 300.0, site(3, 0, 0)["callstack_raw"]),
+                site(5, 8 * MIB, 100.0)]
+
+
+def test_sites_sharing_a_chain_are_merged(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                          ) -> None:
+    """Two site ids with one callstack_raw are one site for the interposer: merged
+    (weights summed, peaks summed: 64 + 32 MiB no longer fits 80 MiB), listed once."""
+    rows = SHARED_CHAIN
+    d = tmp_path / "dup"
+    write_sites(d / "sites.csv", rows)
+    rc, _, err = advise(capsys, str(d), "--mem", "110M")
+    assert rc == 0, err
+    assert [s.chain for s in read_placement(d / "placement.txt").sites] == \
+        [rows[0]["callstack_raw"], rows[2]["callstack_raw"]]
+    rc, _, err = advise(capsys, str(d), "--mem", "80M")
+    assert rc == 0, err
+    assert [s.chain for s in read_placement(d / "placement.txt").sites] == \
+        [rows[2]["callstack_raw"]]
+    t = load_sites(d / "sites.csv").table
+    assert t["site_id"].tolist() == [3, 5]
+    assert t["weight"].tolist() == [800.0, 100.0]
+    assert t["peak_live_bytes"].tolist() == [96 * MIB, 8 * MIB]
+
+
+def test_merged_sites_keep_their_allocations(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture) -> None:
+    """ilp-lifetime sees the blocks of both merged ids as one site's: live together they
+    need 96 MiB, which 80 MiB cannot hold."""
+    rows = SHARED_CHAIN
+    d = tmp_path / "dupl"
+    write_sites(d / "sites.csv", rows)
+    write_allocs(d / "allocs.csv", [(3, 0, 64 * MIB, 10, 500), (4, 0, 32 * MIB, 100, 900),
+                                    (5, 0, 8 * MIB, 20, 800)])
+    rc, _, err = advise(capsys, str(d), "--mem", "80M", "--strategy", "ilp-lifetime")
+    assert rc == 0, err
+    pf = read_placement(d / "placement.txt")
+    assert [s.chain for s in pf.sites] == [rows[2]["callstack_raw"]]
+    assert pf.size_window == (8 * MIB, 8 * MIB)
+
+
+def test_rounded_shares_are_accepted(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """share rounded to 6 decimals, as spreadsheets write it, with shares far below 5e-3:
+    the total comes from the weights and the shares, exactly."""
+    rows = [*STANDARD, site(9, MIB, 1.0), site(10, MIB, 0.3)]
+    total = STANDARD_TOTAL + 11.3                       # 10 of it outside any site
+    d = tmp_path / "rounded"
+    path = write_sites(d / "sites.csv", rows, total)
+    lines = path.read_text().splitlines()
+    col = lines[1].split(",").index("share")
+    for i in range(2, len(lines)):
+        f = lines[i].split(",")
+        f[col] = f"{float(f[col]):.6f}"
+        lines[i] = ",".join(f)
+    path.write_text("\n".join(lines) + "\n")
+    rc, _, err = advise(capsys, str(d), "--mem", "80M")
+    assert rc == 0, err
+    assert load_sites(path).total_weight == pytest.approx(total, rel=1e-5)
+    assert report_tiers((d / "report.txt").read_text())["fast"] == \
+        (2, round(100 * 800 / total, 1))
+
+
+def test_a_share_far_off_is_recomputed(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """weight is the data: a share that disagrees with it (0.9 for 500 of 1500) does not
+    stop the advisor; the total is the one the other rows agree on."""
+    d = tmp_path / "far"
+    path = write_sites(d / "sites.csv", STANDARD, STANDARD_TOTAL)
+    path.write_text(path.read_text().replace(f",{500 / STANDARD_TOTAL!r},", ",0.9,"))
+    rc, _, err = advise(capsys, str(d), "--mem", "80M")
+    assert rc == 0, err
+    sites = load_sites(path)
+    assert sites.total_weight == pytest.approx(STANDARD_TOTAL)
+    assert sites.table["share"].iloc[0] == pytest.approx(500 / STANDARD_TOTAL)
+    assert {s.chain for s in read_placement(d / "placement.txt").sites} == {chain(3), chain(4)}
+
+
 # ---- bad input ------------------------------------------------------------------------
 
 def good_text(tmp_path: Path) -> str:
@@ -232,13 +309,10 @@ def broken_sites(tmp_path: Path, case: str) -> tuple[str, str]:
                      "peak_live_bytes"),
         "text": ([{**STANDARD[0], "loads": "many"}, *STANDARD[1:]], "loads"),
         "duplicate": ([*STANDARD, site(3, MIB, 1.0, f"{APP}+0x99")], "site_id"),
-        "share": ([{**STANDARD[0], "share": 0.9}, *STANDARD[1:]], "share"),
     }
     if case in rows:
         rows_, word = rows[case]
         body = write_sites(tmp_path / case / "sites.csv", rows_, STANDARD_TOTAL).read_text()
-        if case == "share":
-            body = body.replace(f",{500 / STANDARD_TOTAL!r},", ",0.9,")
         return body, word
     return {
         "version": ("# hmtune sites v9 trace=x\n" + "".join(lines[1:]), "version"),
@@ -250,7 +324,7 @@ def broken_sites(tmp_path: Path, case: str) -> tuple[str, str]:
     }[case]
 
 
-BROKEN = ["nan", "negative", "text", "duplicate", "share", "version", "not-sites",
+BROKEN = ["nan", "negative", "text", "duplicate", "version", "not-sites",
           "no-version", "malformed", "columns", "empty"]
 
 

@@ -126,6 +126,17 @@ def test_groups(tmp_path: Path) -> None:
     assert [g.label for g in groups] == ["site 3", "site 1", "site 2", "site 4"]
 
 
+def test_sites_sharing_a_chain_are_one_group(tmp_path: Path) -> None:
+    """Two site ids with one callstack_raw are one site of the placements (a chain may
+    be listed once): the lower id, weights and peaks added."""
+    p = tmp_path / "sites.csv"
+    p.write_text("site_id,callstack_raw,weight,peak_live_bytes,max_size\n"
+                 "1,a+0x1,5,100,100\n2,a+0x2,4,20,20\n3,a+0x1,3,10,50\n")
+    groups, foot = load_groups(p, 2)
+    assert [(g.site_ids, g.chains, g.nbytes, g.max_size) for g in groups] == \
+        [([1], ["a+0x1"], 110, 100), ([2], ["a+0x2"], 20, 20)] and foot == 130
+
+
 def test_failing_application_keeps_runs(stage: Path, tmp_path: Path) -> None:
     d = tmp_path / "crash"
     d.mkdir()
