@@ -7,9 +7,12 @@ HMI_CORE_HDR := $(ROOT)/interpose/hmi_placement.h $(ROOT)/interpose/hmi_fields.h
 HMI_CORE_SRC += $(ROOT)/interpose/hmi_match.c
 HMI_CORE_HDR += $(ROOT)/interpose/hmi_match.h
 HMI_CORE_LIB := $(HMI_DIR)/libhmi_core.a
-# Tier backends (hmi_backend*.c): mmap/hugetlb/thp/numa and dlopen'ed memkind; users link -ldl.
-HMI_CORE_SRC += $(ROOT)/interpose/hmi_backend.c $(ROOT)/interpose/hmi_backend_memkind.c
-HMI_CORE_HDR += $(ROOT)/interpose/hmi_backend.h $(ROOT)/interpose/hmi_backend_int.h
+# Tier backends (hmi_backend*.c): mmap/hugetlb/thp/numa and dlopen'ed memkind, and the
+# small-object arena (hmi_arena.c); users link -ldl -lpthread.
+HMI_CORE_SRC += $(ROOT)/interpose/hmi_backend.c $(ROOT)/interpose/hmi_backend_memkind.c \
+                $(ROOT)/interpose/hmi_arena.c
+HMI_CORE_HDR += $(ROOT)/interpose/hmi_backend.h $(ROOT)/interpose/hmi_backend_int.h \
+                $(ROOT)/interpose/hmi_arena.h
 
 $(HMI_DIR)/%.o: $(ROOT)/interpose/%.c $(HMI_CORE_HDR) $(COMMON_HDR)
 	@mkdir -p $(@D)

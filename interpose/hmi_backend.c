@@ -1,6 +1,9 @@
 /* hmi_backend.c — the tier table, capacity accounting, the 2 MiB page map that
- * records which tier owns each mmap'd block, and the mmap backends (hugetlb, thp,
- * numa:LIST). The memkind backend is in hmi_backend_memkind.c. See hmi_backend.h. */
+ * records which tier owns each mmap'd block and arena chunk, and the mapping of
+ * blocks and chunks for every backend (hugetlb, thp, numa:LIST, memkind:KIND; the
+ * memkind kind's nodes and policy come from hmi_backend_memkind.c, small objects are
+ * packed by hmi_arena.c). See hmi_backend.h. */
+#include "hmi_arena.h"
 #include "hmi_backend_int.h"
 
 #include <errno.h>
@@ -21,21 +24,19 @@ struct hmi_bk_credit hmi_bk_credit[HMI_MAX_TIERS][HM_STRIPES];
 
 /* Page-map entry: bits 0-4 tier + 1 (0: not ours), bit 5 set on a block's first
  * granule, bits 6-31 on that granule the block's mapped length in 4 KiB pages.
- * Tier field E_LEAF: the granule holds memkind blocks; bits 6-31 index a leaf of
- * 512 entries, one per 4 KiB page: bits 0-4 tier, bits 5-31 the number of live
- * memkind blocks starting on that page. */
+ * Without bit 5, bits 6-31 nonzero: the granule is an arena chunk (hmi_arena.h)
+ * and they hold its size class + 1; zero: a later granule of a block. */
 #define E_TIER_MASK 0x1fu
 #define E_HEAD      0x20u
 #define E_PAGES_SHIFT 6
 #define E_MAX_PAGES ((1ull << (32 - E_PAGES_SHIFT)) - 1)   /* 256 GiB blocks */
-#define E_LEAF      0x1fu
-#define LEAF_ENTRIES 512u
-#define LEAF_MAX    (1u << 18)              /* 512 GiB of granules holding memkind blocks */
-#define L_COUNT_ONE 32u
 
 static uint32_t *hmi_pagemap;               /* published with a release store */
-static uint32_t *hmi_leaves;                /* LEAF_MAX leaves, MAP_NORESERVE */
-static uint32_t hmi_nleaves;
+/* Every arena chunk mapped, so that hmi_backend_close can unmap a tier's: append-
+ * only, MAP_NORESERVE. */
+#define CHUNKS_MAX  (1u << 18)              /* 512 GiB of chunks */
+static uint32_t *hmi_chunks;                /* chunk address >> GRAN_SHIFT; 0: none */
+static uint32_t hmi_nchunks;
 
 #define MPOL_BIND_ 2                        /* <linux/mempolicy.h> MPOL_BIND */
 
@@ -221,57 +222,11 @@ static void pagemap_set(uintptr_t a, uint64_t span, uint32_t index, uint64_t pag
                      __ATOMIC_RELEASE);
 }
 
-/* ---- memkind blocks in the page map ---- */
+/* ---- arena chunks in the page map ---- */
 
-static int leaves_init(struct hmi_msg *why)
+static int chunks_init(struct hmi_msg *why)
 {
-    return map_table(&hmi_leaves, (size_t)LEAF_MAX * LEAF_ENTRIES * sizeof(uint32_t),
-                     "memkind page map", why);
-}
-
-/* Entry of the page of a in the leaf of granule entry e. Neighbouring pages go to
- * different cache lines (page i to line i % 32): threads allocating side by side
- * do not write one line. */
-static uint32_t *leaf_entry(uint32_t e, uintptr_t a)
-{
-    uint32_t pg = (uint32_t)(a >> 12) & (LEAF_ENTRIES - 1);
-    return hmi_leaves + (size_t)(e >> E_PAGES_SHIFT) * LEAF_ENTRIES + (((pg & 31) << 4) | (pg >> 5));
-}
-
-int hmi_mk_mark(const void *p, uint32_t tier)
-{
-    uintptr_t a = (uintptr_t)p;
-    if (a >> ADDR_BITS)
-        return -1;
-    uint32_t *slot = &hmi_pagemap[a >> GRAN_SHIFT];
-    uint32_t e = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
-    if ((e & E_TIER_MASK) != E_LEAF) {
-        if (e != 0)
-            return -1;                      /* an mmap block's granule: cannot happen */
-        uint32_t li = __atomic_fetch_add(&hmi_nleaves, 1, __ATOMIC_RELAXED);
-        if (li >= LEAF_MAX)
-            return -1;
-        uint32_t ne = E_LEAF | (li << E_PAGES_SHIFT);
-        /* A racing thread may install its leaf first: use that one (li stays unused). */
-        if (__atomic_compare_exchange_n(slot, &e, ne, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-            e = ne;
-        else if ((e & E_TIER_MASK) != E_LEAF)
-            return -1;
-    }
-    uint32_t *c = leaf_entry(e, a);
-    uint32_t v = __atomic_load_n(c, __ATOMIC_RELAXED), nv;
-    do {
-        nv = ((v & ~E_TIER_MASK) + L_COUNT_ONE) | tier;
-    } while (!__atomic_compare_exchange_n(c, &v, nv, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
-    return 0;
-}
-
-void hmi_mk_unmark(const void *p)
-{
-    uintptr_t a = (uintptr_t)p;
-    uint32_t e = __atomic_load_n(&hmi_pagemap[a >> GRAN_SHIFT], __ATOMIC_ACQUIRE);
-    if ((e & E_TIER_MASK) == E_LEAF)
-        __atomic_fetch_sub(leaf_entry(e, a), L_COUNT_ONE, __ATOMIC_RELEASE);
+    return map_table(&hmi_chunks, CHUNKS_MAX * sizeof(uint32_t), "arena chunk table", why);
 }
 
 static void pagemap_clear(uintptr_t a, uint64_t span)
@@ -326,9 +281,9 @@ bad:
     return -1;
 }
 
-static long sys_mbind(void *a, size_t len, const unsigned long *mask)
+static long sys_mbind(void *a, size_t len, int mode, const unsigned long *mask)
 {
-    return syscall(SYS_mbind, a, len, MPOL_BIND_, mask, (unsigned long)HMI_MAX_NODES + 1, 0ul);
+    return syscall(SYS_mbind, a, len, mode, mask, (unsigned long)HMI_MAX_NODES + 1, 0ul);
 }
 
 static int numa_open(struct hmi_bk *b, const char *list, struct hmi_msg *why)
@@ -351,32 +306,32 @@ static int numa_open(struct hmi_bk *b, const char *list, struct hmi_msg *why)
             return -1;
         }
     }
-    void *a = mmap(NULL, PAGE_4K, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (a == MAP_FAILED)
-        return hmi_msg_str(why, "mmap failed"), -1;
-    long r = sys_mbind(a, PAGE_4K, b->nodes);
-    int e = errno;
-    munmap(a, PAGE_4K);
-    if (r != 0) {
-        hmi_msg_str(why, "mbind refused the nodes: ");
-        msg_errno(why, e);
-        return -1;
-    }
-    return 0;
+    b->mpol = MPOL_BIND_;
+    return hmi_probe_map(b, why);
 }
 
-static int hugetlb_open(struct hmi_msg *why)
+int hmi_probe_map(struct hmi_bk *b, struct hmi_msg *why)
 {
-    void *a = mmap(NULL, PAGE_2M, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+    size_t len = b->map_huge ? PAGE_2M : PAGE_4K;
+    void *a = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | (b->map_huge ? MAP_HUGETLB : 0), -1, 0);
     if (a == MAP_FAILED) {
         int e = errno;
+        if (!b->map_huge)
+            return hmi_msg_str(why, "mmap failed"), -1;
         hmi_msg_str(why, "no 2 MiB hugepage can be mapped (mmap MAP_HUGETLB: ");
         msg_errno(why, e);
         hmi_msg_str(why, "); reserve some with /proc/sys/vm/nr_hugepages");
         return -1;
     }
-    munmap(a, PAGE_2M);
+    long r = b->mpol ? sys_mbind(a, len, b->mpol, b->nodes) : 0;
+    int e = errno;
+    munmap(a, len);
+    if (r != 0) {
+        hmi_msg_str(why, "mbind refused the nodes: ");
+        msg_errno(why, e);
+        return -1;
+    }
     return 0;
 }
 
@@ -415,24 +370,45 @@ int hmi_backend_open(uint32_t index, const char *name, const char *spec,
         hmi_msg_str(&why, "zero capacity");
     } else if (!strcmp(spec, "hugetlb")) {
         b->kind = HMI_BK_HUGETLB;
-        rc = pagemap_init(&why) ? -1 : hugetlb_open(&why);
+        b->map_huge = 1;
+        rc = pagemap_init(&why) ? -1 : hmi_probe_map(b, &why);
     } else if (!strcmp(spec, "thp")) {
         b->kind = HMI_BK_THP;
+        b->thp = 1;
         rc = pagemap_init(&why);
     } else if (!strncmp(spec, "numa:", 5)) {
         b->kind = HMI_BK_NUMA;
         rc = pagemap_init(&why) ? -1 : numa_open(b, spec + 5, &why);
     } else if (!strncmp(spec, "memkind:", 8)) {
+        /* small objects packed in 2 MiB chunks: up to 1 MiB on 2 MiB pages (a block
+         * of its own would round to a whole page), up to 256 KiB on 4 KiB pages
+         * (larger blocks of their own waste < 4 KiB, an arena class up to 25 %) */
         b->kind = HMI_BK_MEMKIND;
-        rc = pagemap_init(&why) || leaves_init(&why) ? -1 : hmi_mk_open(b, spec + 8, &why);
+        rc = pagemap_init(&why) || chunks_init(&why) ? -1 : hmi_mk_open(b, spec + 8, &why);
+        b->arena_max = b->map_huge ? HMI_ARENA_MAX : HMI_ARENA_MAX / 4;
     } else {
         hmi_msg_str(&why, "unknown backend (want memkind:KIND, numa:NODES, hugetlb, thp or default)");
     }
     if (rc == 0) {
         b->state = HMI_TIER_OK;
+        hmi_arena_reset(index, b->arena_max != 0);
         hmi_msg_init(&why, reason, reasonlen);
     }
     return rc;
+}
+
+/* Unmap tier index's arena chunks (hmi_backend_close: nothing of them is live). */
+static void unmap_chunks(uint32_t index)
+{
+    uint32_t n = __atomic_load_n(&hmi_nchunks, __ATOMIC_RELAXED);
+    for (uint32_t k = 0; hmi_chunks && k < n && k < CHUNKS_MAX; k++) {
+        uintptr_t a = (uintptr_t)hmi_chunks[k] << GRAN_SHIFT;
+        if (!a || (pagemap_get((void *)a) & E_TIER_MASK) != index + 1)
+            continue;
+        pagemap_clear(a, PAGE_2M);
+        munmap((void *)a, PAGE_2M);
+        hmi_chunks[k] = 0;
+    }
 }
 
 int hmi_backend_close(uint32_t index)
@@ -443,6 +419,8 @@ int hmi_backend_close(uint32_t index)
     hmi_backend_stats(index, &st);
     if (st.placed != st.freed)
         return -1;
+    unmap_chunks(index);
+    hmi_arena_reset(index, 0);
     hmi_bks[index].state = HMI_TIER_UNUSED;
     memset(hmi_bk_counts[index], 0, sizeof hmi_bk_counts[index]);
     memset(hmi_bk_credit[index], 0, sizeof hmi_bk_credit[index]);
@@ -479,7 +457,7 @@ void hmi_backend_stats(uint32_t index, struct hmi_backend_stats *out)
  * address space (the tail past len stays PROT_NONE). NULL on failure. */
 static void *map_block(struct hmi_bk *b, uint64_t len, uint64_t span, size_t align)
 {
-    int huge = b->kind == HMI_BK_HUGETLB;
+    int huge = b->map_huge;
     if (huge && align <= PAGE_2M) {
         /* The kernel places hugetlb mappings on 2 MiB boundaries. */
         void *a = mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -505,10 +483,61 @@ static void *map_block(struct hmi_bk *b, uint64_t len, uint64_t span, size_t ali
     return a;
 }
 
+/* Map a 2 MiB chunk for the arena (hmi_chunk_fn): b's pages, policy and nodes. */
+static void *map_chunk(uint32_t index, unsigned cls)
+{
+    struct hmi_bk *b = &hmi_bks[index];
+    uint32_t k = __atomic_fetch_add(&hmi_nchunks, 1, __ATOMIC_RELAXED);
+    if (k >= CHUNKS_MAX)
+        return NULL;
+    char *a = map_block(b, PAGE_2M, PAGE_2M, PAGE_2M);
+    if (a && b->thp)
+        madvise(a, PAGE_2M, MADV_HUGEPAGE);
+    if (a && b->mpol && sys_mbind(a, PAGE_2M, b->mpol, b->nodes) != 0) {
+        munmap(a, PAGE_2M);
+        a = NULL;
+    }
+    if (a && ((uintptr_t)a >> ADDR_BITS || ((uintptr_t)a & (PAGE_2M - 1)))) {
+        munmap(a, PAGE_2M);
+        a = NULL;
+    }
+    if (!a)
+        return NULL;
+    hmi_chunks[k] = (uint32_t)((uintptr_t)a >> GRAN_SHIFT);
+    __atomic_store_n(&hmi_pagemap[(uintptr_t)a >> GRAN_SHIFT],
+                     (index + 1) | ((cls + 1) << E_PAGES_SHIFT), __ATOMIC_RELEASE);
+    return a;
+}
+
+/* The class of p when it is an object's start in an arena chunk (entry e), else -1. */
+static int arena_object(uint32_t e, const void *p)
+{
+    if ((e & E_HEAD) || !(e >> E_PAGES_SHIFT))
+        return -1;
+    unsigned cls = (e >> E_PAGES_SHIFT) - 1;
+    if (cls >= HMI_ARENA_CLASSES)
+        return -1;
+    size_t cs = hmi_arena_class_size(cls);
+    uintptr_t off = (uintptr_t)p & (PAGE_2M - 1);
+    return off % cs == 0 && off + cs <= PAGE_2M ? (int)cls : -1;
+}
+
+static void *arena_alloc(struct hmi_bk *b, uint32_t index, unsigned cls, size_t size,
+                         int zero)
+{
+    size_t cs = hmi_arena_class_size(cls);
+    if (hmi_charge(b, cs))
+        return NULL;
+    void *p = hmi_arena_alloc(index, cls, size, zero, map_chunk);
+    if (!p)
+        hmi_uncharge(b, cs);
+    return p;
+}
+
 static void *mmap_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t align)
 {
-    int huge = b->kind == HMI_BK_HUGETLB;
-    if (huge && size < HMI_HUGETLB_MIN) {
+    int huge = b->map_huge;
+    if (b->kind == HMI_BK_HUGETLB && size < HMI_HUGETLB_MIN) {
         count(b, C_SMALL);
         return NULL;
     }
@@ -521,9 +550,9 @@ static void *mmap_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t al
     if (hmi_charge(b, len))
         return NULL;
     char *a = map_block(b, len, span, align);
-    if (a && b->kind == HMI_BK_THP)
+    if (a && b->thp)
         madvise(a, len, MADV_HUGEPAGE);
-    if (a && b->kind == HMI_BK_NUMA && sys_mbind(a, len, b->nodes) != 0) {
+    if (a && b->mpol && sys_mbind(a, len, b->mpol, b->nodes) != 0) {
         munmap(a, span);
         a = NULL;
     }
@@ -556,9 +585,11 @@ static void *backend_alloc(uint32_t index, size_t size, size_t align, int zero)
     }
     if (size == 0)
         size = 1;
-    /* fresh anonymous mappings are zero: only memkind needs to clear */
-    void *p = b->kind == HMI_BK_MEMKIND ? hmi_mk_alloc(b, index, size, align, zero)
-                                        : mmap_alloc(b, index, size, align);
+    /* fresh anonymous mappings are zero: only reused arena objects need clearing */
+    int cls = b->arena_max ? hmi_arena_class(size, align) : -1;
+    void *p = cls >= 0 && hmi_arena_class_size((unsigned)cls) <= b->arena_max
+                  ? arena_alloc(b, index, (unsigned)cls, size, zero)
+                  : mmap_alloc(b, index, size, align);
     count(b, p ? C_PLACED : C_NOT_FITTING);
     return p;
 }
@@ -577,14 +608,8 @@ int hmi_owner(const void *p)
 {
     if (!p)
         return HMI_OWNER_LIBC;
-    uint32_t e = pagemap_get(p);
-    uint32_t t = e & E_TIER_MASK;
-    if (hm_likely(t == 0))
-        return HMI_OWNER_LIBC;
-    if (t != E_LEAF)
-        return (int)t - 1;
-    uint32_t v = __atomic_load_n(leaf_entry(e, (uintptr_t)p), __ATOMIC_ACQUIRE);
-    return v >= L_COUNT_ONE ? (int)(v & E_TIER_MASK) : HMI_OWNER_LIBC;
+    uint32_t t = pagemap_get(p) & E_TIER_MASK;
+    return hm_likely(t == 0) ? HMI_OWNER_LIBC : (int)t - 1;
 }
 
 void hmi_backend_free(int owner, void *p)
@@ -596,11 +621,14 @@ void hmi_backend_free_usable(int owner, void *p, size_t usable)
 {
     if (owner < 0 || owner >= HMI_MAX_TIERS || !p)
         return;
+    (void)usable;
     struct hmi_bk *b = &hmi_bks[owner];
-    if (b->kind == HMI_BK_MEMKIND) {
-        hmi_mk_free(b, p, usable ? usable : hmi_mk_usable(b, p));
+    uint32_t e = pagemap_get(p);
+    int cls = arena_object(e, p);
+    if (cls >= 0) {
+        hmi_arena_free((uint32_t)owner, (unsigned)cls, p);
+        hmi_uncharge(b, hmi_arena_class_size((unsigned)cls));
     } else {
-        uint32_t e = pagemap_get(p);
         if (!(e & E_HEAD))
             return;                         /* not a block start: ignore */
         uint64_t len = (uint64_t)(e >> E_PAGES_SHIFT) * PAGE_4K;
@@ -616,9 +644,10 @@ size_t hmi_backend_usable_size(int owner, const void *p)
 {
     if (owner < 0 || owner >= HMI_MAX_TIERS || !p)
         return 0;
-    if (hmi_bks[owner].kind == HMI_BK_MEMKIND)
-        return hmi_mk_usable(&hmi_bks[owner], p);
     uint32_t e = pagemap_get(p);
+    int cls = arena_object(e, p);
+    if (cls >= 0)
+        return hmi_arena_class_size((unsigned)cls);
     return (e & E_HEAD) ? (size_t)(e >> E_PAGES_SHIFT) * PAGE_4K : 0;
 }
 
@@ -632,3 +661,6 @@ int hmi_backend_resize_in_place(int owner, void *p, size_t newsize)
     count(&hmi_bks[owner], C_PLACED);
     return 1;
 }
+
+void hmi_backend_atfork_prepare(void) { hmi_arena_atfork_prepare(); }
+void hmi_backend_atfork_release(void) { hmi_arena_atfork_release(); }

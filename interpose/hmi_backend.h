@@ -122,4 +122,9 @@ int hmi_backend_resize_in_place(int owner, void *p, size_t newsize) HM_HIDDEN;
 
 void hmi_backend_stats(uint32_t index, struct hmi_backend_stats *out) HM_HIDDEN;
 
+/* Fork (pthread_atfork, from the interposer): take the locks of the small-object
+ * arenas before fork, release them after it in the parent and in the child. */
+void hmi_backend_atfork_prepare(void) HM_HIDDEN;
+void hmi_backend_atfork_release(void) HM_HIDDEN;
+
 #endif

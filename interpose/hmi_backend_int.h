@@ -1,6 +1,7 @@
 /* hmi_backend_int.h — what hmi_backend.c (table, accounting, page map, mmap
- * backends) and hmi_backend_memkind.c (the dlopen'ed memkind backend and its
- * pointer registry) share. Not for the rest of the interposer: use hmi_backend.h. */
+ * blocks, arena chunks) and hmi_backend_memkind.c (the kind's nodes, policy and
+ * page size from the dlopen'ed libmemkind) share. Not for the rest of the
+ * interposer: use hmi_backend.h. */
 #ifndef HMI_BACKEND_INT_H
 #define HMI_BACKEND_INT_H
 
@@ -17,8 +18,12 @@ struct hmi_bk {
     int state;                              /* HMI_TIER_* */
     enum hmi_backend_kind kind;
     uint64_t capacity;                      /* 0: unlimited */
-    unsigned long nodes[HMI_NODE_WORDS];    /* numa: the mbind mask */
-    void *mk_kind;                          /* memkind: the memkind_t */
+    /* how a block or chunk is mapped (hmi_backend_open, hmi_mk_open) */
+    int map_huge;                           /* MAP_HUGETLB, 2 MiB pages */
+    int thp;                                /* madvise(MADV_HUGEPAGE) */
+    int mpol;                               /* mbind mode, 0: none (MPOL_DEFAULT) */
+    unsigned long nodes[HMI_NODE_WORDS];    /* the mbind mask */
+    size_t arena_max;                       /* requests up to this go to the arena */
     /* written by every allocation: a line of their own, away from the fields
      * above that every allocation reads */
     uint64_t used __attribute__((aligned(64)));     /* atomics */
@@ -62,19 +67,11 @@ void hmi_msg_init(struct hmi_msg *m, char *buf, size_t cap) HM_HIDDEN;
 void hmi_msg_str(struct hmi_msg *m, const char *s) HM_HIDDEN;
 void hmi_msg_u64(struct hmi_msg *m, uint64_t v) HM_HIDDEN;
 
-/* Page map entries for memkind blocks (hmi_backend.c): mark counts a live block
- * starting at p, with its tier, on p's 4 KiB page (0, or -1 when the map has no room);
- * unmark undoes it. A glibc pointer never lies on a page where a live memkind block
- * starts (the two allocators never share a page), so hmi_owner needs no header. */
-int hmi_mk_mark(const void *p, uint32_t tier) HM_HIDDEN;
-void hmi_mk_unmark(const void *p) HM_HIDDEN;
-
-/* memkind (hmi_backend_memkind.c). open: 0 or -1 with the reason appended. */
+/* memkind (hmi_backend_memkind.c): set b's map_huge, mpol and nodes from the kind;
+ * 0, or -1 with the reason appended. */
 int hmi_mk_open(struct hmi_bk *b, const char *kind, struct hmi_msg *why) HM_HIDDEN;
-void *hmi_mk_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t align,
-                   int zero) HM_HIDDEN;
-void hmi_mk_free(struct hmi_bk *b, void *p, size_t usable) HM_HIDDEN;
-size_t hmi_mk_usable(struct hmi_bk *b, const void *p) HM_HIDDEN;
-extern int hmi_mk_in_use HM_HIDDEN;            /* a memkind tier was opened */
+/* Map and release the smallest block b can map (hmi_backend.c): 0 when b's
+ * mapping and mbind work, else -1 with the reason appended. */
+int hmi_probe_map(struct hmi_bk *b, struct hmi_msg *why) HM_HIDDEN;
 
 #endif

@@ -82,12 +82,30 @@ $(HMA_PROBE): $(ROOT)/tests/c/site_probe.c $(COMMON_SRC) $(COMMON_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(HMA_PROBE_CFLAGS) -fPIC -shared -fvisibility=hidden -ftls-model=initial-exec -o $@ $< \
 	  $(COMMON_SRC) -Wl,-z,defs -lunwind -ldl
+# What must survive the end of a placed process (test_hmalloc's exit-safety cases): a
+# C++ program (static destructors), the library it links and the plugin it dlopens.
+EXIT_APP       := $(TEST_C_DIR)/exit_app
+EXIT_NEEDED_SO := $(TEST_C_DIR)/libexit_needed.so
+EXIT_PLUGIN_SO := $(TEST_C_DIR)/libexit_plugin.so
+EXIT_CXXFLAGS  := -std=gnu++17 -O2 -g $(WARN) -pthread $(filter -fsanitize% -fno-%,$(CFLAGS_COMMON))
+$(EXIT_NEEDED_SO): $(ROOT)/tests/c/exit_needed.c
+	@mkdir -p $(@D)
+	$(CC) $(TEST_C_CFLAGS) -fPIC -shared -o $@ $< $(LDSAN)
+$(EXIT_PLUGIN_SO): $(ROOT)/tests/c/exit_plugin.c
+	@mkdir -p $(@D)
+	$(CC) $(TEST_C_CFLAGS) -fPIC -shared -o $@ $< $(LDSAN)
+$(EXIT_APP): $(ROOT)/tests/c/exit_app.cpp $(EXIT_NEEDED_SO)
+	@mkdir -p $(@D)
+	$(CXX) $(EXIT_CXXFLAGS) -o $@ $< -L$(TEST_C_DIR) -lexit_needed -Wl,-rpath,$(TEST_C_DIR) \
+	  -ldl $(LDSAN)
 $(TEST_C_DIR)/test_hmalloc: $(ROOT)/tests/c/test_hmalloc.c $(ROOT)/tests/c/hmalloc_app.h \
-    $(ROOT)/tests/c/hmt.h $(HMA_APP) $(HMA_EARLY_SO) $(HMA_DL_SO) $(HMA_PROBE) $(HMALLOC_SO)
+    $(ROOT)/tests/c/hmt.h $(HMA_APP) $(HMA_EARLY_SO) $(HMA_DL_SO) $(HMA_PROBE) $(HMALLOC_SO) \
+    $(EXIT_APP) $(EXIT_PLUGIN_SO)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_C_CFLAGS) -DHMT_APP='"$(HMA_APP)"' -DHMT_DL='"$(HMA_DL_SO)"' \
 	  -DHMT_EARLY='"$(HMA_EARLY_SO)"' -DHMT_PROBE='"$(HMA_PROBE)"' \
-	  -DHMT_HMALLOC='"$(HMALLOC_SO)"' -o $@ $< $(LDSAN)
+	  -DHMT_HMALLOC='"$(HMALLOC_SO)"' -DHMT_EXIT_APP='"$(EXIT_APP)"' \
+	  -DHMT_EXIT_PLUGIN='"$(EXIT_PLUGIN_SO)"' -o $@ $< $(LDSAN)
 
 TEST_C_BINS := $(TEST_C_DIR)/test_util $(TEST_C_DIR)/test_core $(TEST_C_DIR)/test_perf \
                $(TEST_C_DIR)/test_decode $(TEST_C_DIR)/test_placement $(PRVSCAN_TESTS)

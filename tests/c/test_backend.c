@@ -244,9 +244,28 @@ static void test_memkind_hbw(void)
             hmi_backend_free(hmi_owner(z), z);
         }
     }
-    /* the same kind twice cannot be told apart: refused */
-    CHECK(open_tier(T_MK2, "memkind:MEMKIND_HBW", MiB) == -1);
-    CHECK(strstr(reason, "same kind") != NULL);
+    /* the kind's policy is memkind's (MEMKIND_HBW: bound to the HBW node, node 0
+     * here) on small objects (arena chunks) and on blocks of their own */
+    for (int k = 0; k < 2; k++) {
+        char *b = hmi_backend_alloc(T_MK, k ? 3 * MiB : 100, 0);
+        CHECK(b != NULL);
+        if (!b)
+            continue;
+        b[0] = 1;
+        int mode = -1, node = -1;
+        unsigned long mask[16] = { 0 };
+        CHECK(syscall(SYS_get_mempolicy, &mode, mask, 1024ul, b, MPOL_F_ADDR) == 0);
+        CHECK(mode == MPOL_BIND && mask[0] == 1ul);
+        CHECK(syscall(SYS_get_mempolicy, &node, NULL, 0ul, b, MPOL_F_ADDR | MPOL_F_NODE) == 0);
+        CHECK(node == 0);
+        hmi_backend_free(hmi_owner(b), b);
+    }
+    /* two tiers may name one kind: each keeps its blocks and its accounting */
+    CHECK(open_tier(T_MK2, "memkind:MEMKIND_HBW", MiB) == 0);
+    void *m1 = hmi_backend_alloc(T_MK, 200, 0), *m2 = hmi_backend_alloc(T_MK2, 200, 0);
+    CHECK(m1 && m2 && hmi_owner(m1) == T_MK && hmi_owner(m2) == T_MK2);
+    hmi_backend_free(hmi_owner(m1), m1);
+    hmi_backend_free(hmi_owner(m2), m2);
     CHECK(hmi_backend_close(T_MK2) == 0);
     /* a second memkind tier on another kind keeps its own accounting */
     CHECK(open_tier(T_MK2, "memkind:MEMKIND_DEFAULT", MiB) == 0);
@@ -256,6 +275,87 @@ static void test_memkind_hbw(void)
     hmi_backend_stats(T_MK2, &s);
     CHECK(s.placed == 1 && s.freed == 1 && s.used == 0);
     CHECK(hmi_backend_close(T_MK2) == 0);
+    CHECK(hmi_backend_close(T_MK) == 0);
+}
+
+/* Each memkind kind's placement as memkind gives it: policy and nodes. */
+static void kind_policy(const char *spec, int want_mode)
+{
+    CHECK(open_tier(T_MK2, spec, 16 * MiB) == 0);
+    for (int k = 0; k < 2; k++) {
+        char *b = hmi_backend_alloc(T_MK2, k ? 3 * MiB : 64, 0);
+        CHECK(b != NULL);
+        if (!b)
+            continue;
+        b[0] = 1;
+        int mode = -1;
+        unsigned long mask[16] = { 0 };
+        CHECK(syscall(SYS_get_mempolicy, &mode, mask, 1024ul, b, MPOL_F_ADDR) == 0);
+        CHECK(mode == want_mode);
+        CHECK(want_mode == MPOL_DEFAULT || mask[0] == 1ul);
+        hmi_backend_free(hmi_owner(b), b);
+    }
+    CHECK(hmi_backend_close(T_MK2) == 0);
+}
+
+static void test_memkind_kinds(void)
+{
+    kind_policy("memkind:MEMKIND_HBW_PREFERRED", MPOL_PREFERRED);
+    kind_policy("memkind:MEMKIND_HBW_INTERLEAVE", MPOL_INTERLEAVE);
+    kind_policy("memkind:MEMKIND_HBW_ALL", MPOL_BIND);
+    kind_policy("memkind:MEMKIND_REGULAR", MPOL_BIND);
+    kind_policy("memkind:MEMKIND_DEFAULT", MPOL_DEFAULT);
+}
+
+/* The small-object arena: classes, alignment, reuse, zeroing, exact refusals. */
+static void test_arena(void)
+{
+    CHECK(open_tier(T_MK, "memkind:MEMKIND_DEFAULT", 4 * MiB) == 0);
+    static const size_t want[][2] = {
+        { 1, 16 }, { 16, 16 }, { 17, 32 }, { 128, 128 }, { 129, 160 }, { 160, 160 },
+        { 161, 192 }, { 257, 320 }, { 4096, 4096 }, { 4097, 5120 }, { 200000, 229376 },
+    };
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        char *p = hmi_backend_alloc(T_MK, want[k][0], 0);
+        CHECK(p && hmi_backend_usable_size(hmi_owner(p), p) == want[k][1]);
+        CHECK(p && (uintptr_t)p % 16 == 0);
+        hmi_backend_free(hmi_owner(p), p);
+    }
+    /* aligned requests: the power-of-two class of max(size, align) */
+    char *a = hmi_backend_alloc(T_MK, 100, 4096);
+    CHECK(a && (uintptr_t)a % 4096 == 0 && hmi_backend_usable_size(hmi_owner(a), a) == 4096);
+    hmi_backend_free(hmi_owner(a), a);
+    a = hmi_backend_alloc(T_MK, 5000, 64);
+    CHECK(a && (uintptr_t)a % 8192 == 0 && hmi_backend_usable_size(hmi_owner(a), a) == 8192);
+    /* an interior pointer is not a block: freeing it changes nothing */
+    hmi_backend_free(hmi_owner(a + 64), a + 64);
+    struct hmi_backend_stats s;
+    hmi_backend_stats(T_MK, &s);
+    CHECK(s.used == 8192);
+    hmi_backend_free(hmi_owner(a), a);
+    /* a freed object is reused; zeroed when asked */
+    unsigned char *z = hmi_backend_alloc(T_MK, 1000, 0);
+    memset(z, 0xcd, 1000);
+    hmi_backend_free(hmi_owner(z), z);
+    unsigned char *z2 = hmi_backend_alloc_zeroed(T_MK, 1000, 0);
+    CHECK(z2 == z);
+    size_t nz = 0;
+    for (size_t i = 0; z2 && i < 1000; i++)
+        nz += z2[i] != 0;
+    CHECK(nz == 0);
+    hmi_backend_free(hmi_owner(z2), z2);
+    /* capacity: exactly 4 MiB of 64 KiB objects fit, the next is refused */
+    static void *blk[70];
+    int n = 0;
+    while (n < 70 && (blk[n] = hmi_backend_alloc(T_MK, 64 << 10, 0)) != NULL)
+        n++;
+    CHECK(n == 64);
+    hmi_backend_stats(T_MK, &s);
+    CHECK(s.used == 4 * MiB && s.not_fitting == 1);
+    for (int k = 0; k < n; k++)
+        hmi_backend_free(hmi_owner(blk[k]), blk[k]);
+    hmi_backend_stats(T_MK, &s);
+    CHECK(s.used == 0 && s.placed == s.freed);
     CHECK(hmi_backend_close(T_MK) == 0);
 }
 
@@ -431,6 +531,8 @@ int main(void)
     RUN(test_thp);
     RUN(test_numa0);
     RUN(test_memkind_hbw);
+    RUN(test_memkind_kinds);
+    RUN(test_arena);
     RUN(test_hugetlb);
     RUN(test_threads_ownership);
     RUN(test_glibc_pointers);

@@ -137,10 +137,10 @@ static long ms_since(const struct timespec *t0)
     return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
 }
 
-/* Run hmalloc_app MODE [ARG [ARG2]] with preload (or none) and env ("K=V"..., NULL) on top
+/* Run prog MODE [ARG [ARG2]] with preload (or none) and env ("K=V"..., NULL) on top
  * of a clean environment; stdout and stderr captured. */
-static void run_app(struct run *r, const char *preload, const char *mode, const char *arg,
-                    const char *arg2, const char *const *env)
+static void run_prog(struct run *r, const char *prog, const char *preload, const char *mode,
+                     const char *arg, const char *arg2, const char *const *env)
 {
     memset(r, 0, sizeof *r);
     char outp[PATH_MAX], errp[PATH_MAX];
@@ -183,8 +183,8 @@ static void run_app(struct run *r, const char *preload, const char *mode, const 
         }
         if (preload)
             setenv("LD_PRELOAD", preload, 1);
-        char *argv[] = { g_app, (char *)mode, (char *)arg, (char *)arg2, NULL };
-        execv(g_app, argv);
+        char *argv[] = { (char *)prog, (char *)mode, (char *)arg, (char *)arg2, NULL };
+        execv(prog, argv);
         _exit(127);
     }
     struct timespec t0;
@@ -214,6 +214,13 @@ static void run_app(struct run *r, const char *preload, const char *mode, const 
         r->out = calloc(1, 1);
     if (!r->err)
         r->err = calloc(1, 1);
+}
+
+/* hmalloc_app MODE [ARG [ARG2]] (run_prog). */
+static void run_app(struct run *r, const char *preload, const char *mode, const char *arg,
+                    const char *arg2, const char *const *env)
+{
+    run_prog(r, g_app, preload, mode, arg, arg2, env);
 }
 
 static void show_err(const struct run *r)
@@ -1193,6 +1200,111 @@ static void test_bootstrap(void)
 
 /* ---- main ---- */
 
+/* ---- exit safety: placed memory stays valid until the process is gone ---- */
+
+/* Bytes equal, NULs included (a placed stdio buffer torn down at exit reads as NULs). */
+static int same_bytes(const char *got, size_t gl, const char *want, size_t wl, const char *what)
+{
+    if (gl == wl && memcmp(got, want, gl) == 0)
+        return 1;
+    size_t nul = 0;
+    for (size_t i = 0; i < gl; i++)
+        nul += got[i] == '\0';
+    fprintf(stderr, "  %s differs: %zu bytes (%zu NUL) vs %zu\n  --- got ---\n%.*s\n"
+            "  --- want ---\n%.*s\n  ---\n", what, gl, nul, wl, (int)(gl > 2000 ? 2000 : gl),
+            got, (int)(wl > 2000 ? 2000 : wl), want);
+    return 0;
+}
+
+static const struct exit_mode {
+    const char *name;
+    int code;
+    int big;            /* a block of >= 1 MiB is placed (hugetlb places only those) */
+} exit_modes[] = {
+    { "stdout", 0, 0 }, { "setvbuf", 0, 1 }, { "file", 0, 0 }, { "atexit", 0, 1 },
+    { "cxx", 0, 1 }, { "needed", 0, 1 }, { "plugin", 0, 1 }, { "thread", 7, 1 },
+    { "fork", 0, 1 },
+};
+
+/* Every request of at least 16 bytes goes to tier fast (HMTUNE_BASELINE=size-window:16):
+ * stdio's buffers, the blocks destructors read, libc's and the loader's own. */
+static void exit_case(const struct exit_mode *m, const char *backend, const char *file,
+                      const struct run *base, const char *base_file, size_t base_file_len)
+{
+    char pl[PATH_MAX], stats[PATH_MAX], what[160];
+    in_dir(pl, "exit-placement.txt");
+    in_dir(stats, "exit-stats.json");
+    unlink(stats);
+    unlink(file);
+    char text[256];
+    int n = snprintf(text, sizeof text, "# hmtune placement v1\ntier fast %s %llu\n"
+                     "tier slow default unlimited\ndepth 1\nsize-window 0 0\n", backend, 256 * MiB);
+    spit(pl, text, (size_t)n);
+    char e_pl[PATH_MAX + 32], e_st[PATH_MAX + 32];
+    snprintf(e_pl, sizeof e_pl, "HMTUNE_PLACEMENT=%s", pl);
+    snprintf(e_st, sizeof e_st, "HMTUNE_STATS=%s", stats);
+    const char *env[] = { e_pl, e_st, "HMTUNE_SUMMARY=0", "HMTUNE_BASELINE=size-window:16", NULL };
+    struct run r;
+    const char *arg = !strcmp(m->name, "file") ? file : !strcmp(m->name, "plugin") ? HMT_EXIT_PLUGIN : NULL;
+    run_prog(&r, HMT_EXIT_APP, HMT_HMALLOC, m->name, arg, NULL, env);
+    snprintf(what, sizeof what, "exit_app %s on %s", m->name, backend);
+    CHECK(clean(&r, what));
+    CHECK(exited(&r, m->code, what));
+    CHECK(same_bytes(r.out, r.out_len, base->out, base->out_len, "stdout"));
+    if (base_file) {
+        size_t fl = 0;
+        char *got = slurp(file, &fl);
+        CHECK(got && same_bytes(got, fl, base_file, base_file_len, "the unclosed file"));
+        free(got);
+    }
+    char *js = slurp(stats, NULL);
+    int huge = !strcmp(backend, "hugetlb");
+    /* not vacuous: something was placed (hugetlb takes only blocks of >= 1 MiB) */
+    if (!huge || m->big) {
+        long long placed = tier_f(js, "fast", "placed_blocks");
+        if (placed < 1) {
+            fprintf(stderr, "  %s: nothing placed\n", what);
+            show_json(js);
+        }
+        CHECK(placed >= 1);
+    }
+    free(js);
+    run_free(&r);
+}
+
+static void test_exit_safety(void)
+{
+    static const char *const backends[] = {
+        "thp", "numa:0", "memkind:MEMKIND_HBW", "memkind:MEMKIND_DEFAULT", "hugetlb",
+    };
+    int huge = reserve_hugepages(64);
+    if (!huge)
+        fprintf(stderr, "  hugetlb: no hugepages could be reserved here: its cases not run\n");
+    char file[PATH_MAX];
+    in_dir(file, "exit-file.txt");
+    for (size_t k = 0; k < sizeof exit_modes / sizeof exit_modes[0]; k++) {
+        const struct exit_mode *m = &exit_modes[k];
+        unlink(file);
+        struct run base;
+        int is_file = !strcmp(m->name, "file");
+        run_prog(&base, HMT_EXIT_APP, NULL, m->name, is_file ? file
+                 : !strcmp(m->name, "plugin") ? HMT_EXIT_PLUGIN : NULL, NULL, NULL);
+        CHECK(exited(&base, m->code, m->name));
+        CHECK(base.out_len > 0);
+        size_t bfl = 0;
+        char *bfile = is_file ? slurp(file, &bfl) : NULL;
+        CHECK(!is_file || (bfile && bfl > 10000));
+        for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++) {
+            if (!huge && !strcmp(backends[b], "hugetlb"))
+                continue;
+            exit_case(m, backends[b], file, &base, bfile, bfl);
+        }
+        free(bfile);
+        run_free(&base);
+    }
+    restore_hugepages();
+}
+
 static void remove_dir(void)
 {
     DIR *d = opendir(g_dir);
@@ -1240,6 +1352,7 @@ int main(void)
     RUN(test_fork);
     RUN(test_dlopen);
     RUN(test_bootstrap);
+    RUN(test_exit_safety);
     for (int m = 0; m < M_N; m++)
         run_free(&g_modes[m].base);
     remove_dir();

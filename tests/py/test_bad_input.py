@@ -1,0 +1,51 @@
+"""Bad input and unfriendly surroundings across the stages (issue 13, "Nothing lost,
+nothing killed"): outputs follow the umask, stale outputs are never read as fresh."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+from prvtext import HMTUNE, PRVSCAN, PrvText, pcf_text
+
+pytestmark = pytest.mark.skipif(not PRVSCAN.exists(), reason="hmtune-prvscan is not built (make)")
+
+APP = "/opt/app"
+LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
+
+
+def small_trace(d: Path, offset: int = 0x10) -> Path:
+    """Two sites (3: 1 MiB, heavily sampled; 4: 64 KiB), a .pcf with both label tables."""
+    t = PrvText()
+    t.alloc(100, 1 << 20, 3, 0x10000000)
+    t.alloc(200, 1 << 16, 4, 0x20000000)
+    for i in range(5):
+        t.sample(300 + i, 0x10000000 + 64 * i, weight=10, obj=3)
+    t.sample(400, 0x20000000, weight=1, obj=4)
+    t.free(500, 0x10000000)
+    t.free(600, 0x20000000)
+    raw = {3: f"{APP}+0x{offset:x} > {LIBC}+0x20", 4: f"{APP}+0x{offset + 4:x} > {LIBC}+0x20"}
+    return t.write(d, pcf=pcf_text({3: "app.c:10", 4: "app.c:11"}, raw))
+
+
+def hmtune(*args: str, mask: int | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(HMTUNE), *args], capture_output=True, text=True, timeout=300,
+                          preexec_fn=None if mask is None else (lambda: os.umask(mask)))
+
+
+# ---- every output follows the umask ----
+
+@pytest.mark.parametrize("mask", [0o022, 0o077, 0o002], ids=["022", "077", "002"])
+def test_outputs_follow_the_umask(tmp_path: Path, mask: int) -> None:
+    d = tmp_path / "stage"
+    small_trace(d)
+    assert hmtune("analyze", str(d / "trace.prv"), mask=mask).returncode == 0
+    r = hmtune("advise", str(d), "--mem", "2M", mask=mask)
+    assert r.returncode == 0, r.stderr
+    names = ["sites.csv", "allocs.csv", "placement.txt", "report.txt", "capacity_curve.csv",
+             "capacity_curve.png"]
+    modes = {n: stat.S_IMODE((d / n).stat().st_mode) for n in names}
+    assert modes == dict.fromkeys(names, 0o666 & ~mask)
