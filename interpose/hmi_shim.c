@@ -158,10 +158,19 @@ NOASAN static void *plain(enum kind k, size_t a, size_t b, int *rc, void **mempt
 
 /* ---- initialization ---- */
 
-static void atfork_prepare(void) { hm_modmap_atfork_prepare(); }
-static void atfork_parent(void) { hm_modmap_atfork_release(); }
+static void atfork_prepare(void)
+{
+    hm_modmap_atfork_prepare();
+    hmi_backend_atfork_prepare();
+}
+static void atfork_parent(void)
+{
+    hmi_backend_atfork_release();
+    hm_modmap_atfork_release();
+}
 static void atfork_child(void)
 {
+    hmi_backend_atfork_release();
     hm_modmap_atfork_release();
     g_report = 0;           /* the parent reports; a child's counters start mixed */
 }
