@@ -14,10 +14,18 @@
  *   thp            anonymous mmap + madvise(MADV_HUGEPAGE), 2 MiB-aligned start.
  *   numa:LIST      anonymous mmap + mbind(MPOL_BIND) to the nodes of LIST ("0",
  *                  "8-15", "0,2,4-7"; raw syscall, no libnuma at link time).
- *   memkind:KIND   memkind_malloc/memkind_posix_memalign on the named kind
- *                  (MEMKIND_HBW, MEMKIND_HBW_ALL, MEMKIND_HBW_HUGETLB, MEMKIND_HUGETLB,
- *                  MEMKIND_DAX_KMEM, MEMKIND_DEFAULT, any exported MEMKIND_* kind);
- *                  libmemkind.so.0 is dlopen'ed, libhmalloc does not link it.
+ *   memkind:KIND   memory where the memkind kind puts it (MEMKIND_HBW, MEMKIND_HBW_ALL,
+ *                  MEMKIND_HBW_PREFERRED, MEMKIND_HBW_INTERLEAVE, MEMKIND_HBW_HUGETLB,
+ *                  MEMKIND_HUGETLB, MEMKIND_REGULAR, MEMKIND_DAX_KMEM, MEMKIND_DEFAULT,
+ *                  any exported MEMKIND_* kind): libmemkind.so.0 (dlopen'ed, not linked)
+ *                  says whether the kind is available and gives its nodes, mbind mode
+ *                  and page size; the memory is mapped and mbind'ed here, never by
+ *                  memkind, whose finalizer zeroes its arenas at exit
+ *                  (hmi_backend_memkind.c). Objects up to 256 KiB (1 MiB with 2 MiB
+ *                  pages) are packed into 2 MiB chunks (hmi_arena.h), larger ones get
+ *                  blocks of their own as for numa.
+ *   At exit: nothing is unmapped or released on any backend; placed blocks stay
+ *   valid while destructors and libc's final stdio flush run.
  *   default        the fallback: nothing here allocates; the interposer calls glibc.
  *
  * Ownership (hmi_owner), lock-free for readers:
@@ -27,24 +35,19 @@
  *     2 MiB of the 47-bit address space (256 MiB of MAP_NORESERVE address space,
  *     touched only where blocks live), holds the tier and, on a block's first
  *     granule, its length. One relaxed load answers the lookup.
- *   - memkind: blocks are memkind's, unchanged (aligned requests go to
- *     memkind_posix_memalign: no bytes added). A granule holding memkind blocks
- *     points to a leaf counting, per 4 KiB page, the live memkind blocks that start
- *     there, with their tier. Allocators never share a page, so a glibc pointer is
- *     never on a page with a count: two loads answer. Two tiers may not use the same
- *     kind.
+ *   - arena chunks (memkind): the chunk's granule holds its tier and size class;
+ *     an object's start is a multiple of the class size into the chunk.
  *   Everything else (including NULL) is glibc's: HMI_OWNER_LIBC.
  *
  * Capacity (per process, per tier): atomic counters, no lock. A block is charged
  * before it is handed out (mmap backends: the length rounded to 4 KiB, 2 MiB for
- * hugetlb; memkind: the usable size of the underlying block, as jemalloc packs small
- * blocks into shared pages) and refused when used + charge > capacity.
+ * hugetlb; arena objects: their class size) and refused when used + charge > capacity.
  *
  * Threading: hmi_backend_open/close run single-threaded (the interposer's
  * constructor, or a test between phases); alloc/free/owner/usable/resize are
  * thread-safe. Nothing here calls the malloc family or stdio, except that dlopen
- * of memkind (in open) and memkind itself use malloc internally: the interposer must
- * route re-entrant calls made during open to glibc. */
+ * of memkind (in open) and memkind's own set-up use malloc internally: the
+ * interposer must route re-entrant calls made during open to glibc. */
 #ifndef HMI_BACKEND_H
 #define HMI_BACKEND_H
 
@@ -108,8 +111,8 @@ int hmi_owner(const void *p) HM_HIDDEN;
 
 /* Free p, which hmi_owner reported as tier owner (>= 0). */
 void hmi_backend_free(int owner, void *p) HM_HIDDEN;
-/* The same when the caller has hmi_backend_usable_size(owner, p) at hand (memkind
- * asks memkind for it otherwise, ~5 ns). */
+/* The same when the caller has hmi_backend_usable_size(owner, p) at hand (the page
+ * map holds the size either way: usable is not needed). */
 void hmi_backend_free_usable(int owner, void *p, size_t usable) HM_HIDDEN;
 
 /* Bytes usable at p (>= the request), p owned by tier owner (>= 0). */
