@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from advisefix import STANDARD, write_sites
 from clistage import CRASH, FOM, LATENCY, THP, hmtune, latency_stage, rows
 
 
@@ -76,6 +77,19 @@ def test_bad_input(stage: Path, tmp_path: Path) -> None:
     assert hmtune("compare", "--help").returncode == 0
 
 
+@pytest.mark.parametrize("value", ["nan", "2", "0", "-0.5", "inf", "x"])
+def test_fraction_out_of_range(tmp_path: Path, value: str) -> None:
+    """--fraction (compare's and explore's) is a number in (0, 1]: anything else is a
+    usage error before anything runs or is written."""
+    d = tmp_path / "stage"
+    write_sites(d / "sites.csv", STANDARD)
+    for what in ("compare", "explore"):
+        r = hmtune(what, "-o", str(d), "--machine", str(THP), "--repeats", "1",
+                   "--fraction", value, "--", str(CRASH), "exit3")
+        assert r.returncode == 2, (what, r.stderr)
+        assert sorted(p.name for p in d.iterdir()) == ["sites.csv"]
+
+
 def test_footprint_is_one_process(tmp_path: Path) -> None:
     """--fraction sizes a per-process tier: with one row per (site, rank) the footprint
     is the largest rank's sum, not the sum over ranks."""
@@ -87,3 +101,27 @@ def test_footprint_is_one_process(tmp_path: Path) -> None:
     assert footprint(p) == 320
     p.write_text("# hmtune sites v1\nsite_id,peak_live_bytes\n1,100\n2,50\n")
     assert footprint(p) == 150
+
+
+def test_memkind_tier_keeps_stdout(stage: Path, tmp_path: Path,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """first-come places stdio's buffer; on a memkind tier it used to be zeroed by
+    libmemkind's finalizer before libc flushed it, so the FOM was never found."""
+    monkeypatch.setenv("MEMKIND_HBW_NODES", "0")        # no HBM here: node 0 stands in
+    machine = tmp_path / "hbw.toml"
+    machine.write_text('name = "hbw-on-node0"\n'
+                       '[[tier]]\nname = "hbw"\ncapacity = "64M"\n'
+                       'backend = "memkind:MEMKIND_HBW"\nload_cost = 1.0\nstore_cost = 1.0\n'
+                       '[[tier]]\nname = "ddr"\ncapacity = "unlimited"\nbackend = "default"\n'
+                       'load_cost = 1.5\nstore_cost = 1.5\n')
+    d = tmp_path / "mk"
+    d.mkdir()
+    shutil.copy(stage / "sites.csv", d / "sites.csv")
+    shutil.copy(stage / "allocs.csv", d / "allocs.csv")
+    r = hmtune("compare", "-o", str(d), "--machine", str(machine), "--repeats", "1",
+               "--strategies", "ilp", "--fom", FOM, "--", str(LATENCY), "-q")
+    assert r.returncode == 0, r.stderr
+    runs = {x["variant"]: x for x in rows(d / "compare" / "runs.csv")}
+    assert set(runs) == {"all-slow", "first-come", "size-window", "ilp"}
+    assert all(float(x["fom"]) > 0 for x in runs.values())
+    assert int(runs["first-come"]["fast_bytes"]) > 0
