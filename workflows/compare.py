@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workflows import hugepages, launch, paths
-from workflows.units import human, parse_size
+from workflows.units import fraction, human, parse_size
 
 if TYPE_CHECKING:   # advisor.tiers imports pandas: not at every CLI start
     from advisor.tiers import Tier
@@ -67,9 +67,9 @@ def add_run_options(p: argparse.ArgumentParser, what: str) -> None:
                         f"DIR/{what}/")
     size = p.add_mutually_exclusive_group()
     size.add_argument("--mem", metavar="SIZE", help="fast-tier capacity per process")
-    size.add_argument("--fraction", type=float, default=0.4, metavar="F",
+    size.add_argument("--fraction", type=fraction, default=0.4, metavar="F",
                       help="fast-tier capacity as a fraction of the traced footprint (the sum "
-                           "of the sites' peak live bytes; default 0.4)")
+                           "of the sites' peak live bytes; above 0, at most 1; default 0.4)")
     p.add_argument("--machine", metavar="FILE.toml", default=None,
                    help="tiers (default: configs/machines/vm-hugetlb.toml when 2 MiB "
                         "hugepages are free or --reserve-hugepages can reserve them, else "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import math
 import re
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
@@ -26,3 +28,15 @@ def human(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} TiB"
+
+
+def fraction(text: str) -> float:
+    """argparse type of --fraction: a number in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= 1:          # also NaN
+        raise argparse.ArgumentTypeError(f"'{text}' is not a fraction: give a number above 0 "
+                                         "and at most 1 (e.g. 0.4 for 40 % of the footprint)")
+    return value
