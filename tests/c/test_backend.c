@@ -454,6 +454,30 @@ static void test_hugetlb(void)
     hmi_backend_stats(T_HUGE, &s);
     CHECK(s.used == 0);
     CHECK(hmi_backend_close(T_HUGE) == 0);
+    /* memkind's hugepage kind: small objects share one hugepage chunk per class,
+     * objects over 1 MiB get hugepages of their own */
+    CHECK(open_tier(T_MK2, "memkind:MEMKIND_HUGETLB", 64 * MiB) == 0);
+    f0 = huge_free();
+    char *sm[100];
+    for (int k = 0; k < 100; k++) {
+        sm[k] = hmi_backend_alloc(T_MK2, 5000, 0);
+        CHECK(sm[k] && hmi_owner(sm[k]) == T_MK2);
+        if (sm[k])
+            memset(sm[k], k, 5000);
+    }
+    CHECK(huge_free() == f0 - 1);
+    char *big = hmi_backend_alloc(T_MK2, 3 * MiB, 0);
+    CHECK(big && hmi_backend_usable_size(T_MK2, big) == 4 * MiB);
+    if (big)
+        memset(big, 1, 3 * MiB);
+    CHECK(huge_free() == f0 - 3);
+    hmi_backend_free(T_MK2, big);
+    for (int k = 0; k < 100; k++)
+        hmi_backend_free(T_MK2, sm[k]);
+    hmi_backend_stats(T_MK2, &s);
+    CHECK(s.used == 0 && s.placed == 101 && s.freed == 101);
+    CHECK(hmi_backend_close(T_MK2) == 0);
+    CHECK(huge_free() == f0);                       /* close gave the chunk back */
     CHECK(write_long(nr, old) == 0);
     CHECK(read_long(nr) == old);
 }
