@@ -5,6 +5,7 @@
 
 #include <pthread.h>
 #include <string.h>
+#include <sys/mman.h>
 
 struct cls_state {
     pthread_mutex_t lock;
@@ -12,8 +13,18 @@ struct cls_state {
     char *bump, *end;           /* the current chunk's part never handed out */
 } __attribute__((aligned(64)));
 
-static struct cls_state g_cls[HMI_MAX_TIERS][HMI_ARENA_CLASSES];
+/* Per tier, per class, one shard per thread stripe (hm_util.h): threads of different
+ * stripes never share a lock or a line. A freed object goes to the freeing thread's
+ * shard (objects of one class are interchangeable). Mapped when a tier first uses the
+ * arena (60 KiB) and kept. */
+typedef struct cls_state shards_t[HMI_ARENA_CLASSES][HM_STRIPES];
+static shards_t *g_cls[HMI_MAX_TIERS];
 static int g_on[HMI_MAX_TIERS];             /* the tier uses the arena: fork takes its locks */
+
+static struct cls_state *shard(uint32_t tier, unsigned cls)
+{
+    return &(*g_cls[tier])[cls][hm_stripe()];
+}
 
 size_t hmi_arena_class_size(unsigned c)
 {
@@ -50,7 +61,7 @@ int hmi_arena_class(size_t size, size_t align)
 void *hmi_arena_alloc(uint32_t tier, unsigned cls, size_t size, int zero,
                       hmi_chunk_fn map_chunk)
 {
-    struct cls_state *s = &g_cls[tier][cls];
+    struct cls_state *s = shard(tier, cls);
     size_t csize = hmi_arena_class_size(cls);
     void *p;
     pthread_mutex_lock(&s->lock);
@@ -82,22 +93,35 @@ void *hmi_arena_alloc(uint32_t tier, unsigned cls, size_t size, int zero,
 
 void hmi_arena_free(uint32_t tier, unsigned cls, void *p)
 {
-    struct cls_state *s = &g_cls[tier][cls];
+    struct cls_state *s = shard(tier, cls);
     pthread_mutex_lock(&s->lock);
     *(void **)p = s->free;
     s->free = p;
     pthread_mutex_unlock(&s->lock);
 }
 
-void hmi_arena_reset(uint32_t tier, int on)
+int hmi_arena_reset(uint32_t tier, int on)
 {
+    g_on[tier] = 0;
+    if (!g_cls[tier]) {
+        if (!on)
+            return 0;
+        void *m = mmap(NULL, sizeof(shards_t), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return -1;
+        g_cls[tier] = m;
+    }
     for (unsigned c = 0; c < HMI_ARENA_CLASSES; c++) {
-        struct cls_state *s = &g_cls[tier][c];
-        pthread_mutex_init(&s->lock, NULL);
-        s->free = NULL;
-        s->bump = s->end = NULL;
+        for (unsigned k = 0; k < HM_STRIPES; k++) {
+            struct cls_state *s = &(*g_cls[tier])[c][k];
+            pthread_mutex_init(&s->lock, NULL);
+            s->free = NULL;
+            s->bump = s->end = NULL;
+        }
     }
     g_on[tier] = on;
+    return 0;
 }
 
 /* Every lock of the tiers that use the arena, always in this order (tiers are
@@ -106,12 +130,14 @@ void hmi_arena_atfork_prepare(void)
 {
     for (uint32_t t = 0; t < HMI_MAX_TIERS; t++)
         for (unsigned c = 0; g_on[t] && c < HMI_ARENA_CLASSES; c++)
-            pthread_mutex_lock(&g_cls[t][c].lock);
+            for (unsigned k = 0; k < HM_STRIPES; k++)
+                pthread_mutex_lock(&(*g_cls[t])[c][k].lock);
 }
 
 void hmi_arena_atfork_release(void)
 {
     for (uint32_t t = 0; t < HMI_MAX_TIERS; t++)
         for (unsigned c = 0; g_on[t] && c < HMI_ARENA_CLASSES; c++)
-            pthread_mutex_unlock(&g_cls[t][c].lock);
+            for (unsigned k = 0; k < HM_STRIPES; k++)
+                pthread_mutex_unlock(&(*g_cls[t])[c][k].lock);
 }

@@ -15,9 +15,10 @@
  * chunks are 2 MiB-aligned, so an object of a power-of-two class is aligned to its
  * size: an aligned request takes the power-of-two class of max(size, align).
  * A chunk holds objects of one class of one tier, carved from its start (bump), and
- * freed objects go to the class's free list (their first word links them). One
- * mutex per (tier, class); a chunk is mapped with the class's lock held (mmap and
- * mbind only: no allocation). Chunks are never unmapped while the tier is open.
+ * freed objects go to the class's free list (their first word links them). Each
+ * (tier, class) has one shard per thread stripe (hm_util.h), with its own mutex,
+ * free list and chunk, so threads of different stripes never contend; a chunk is
+ * mapped with the shard's lock held (mmap and mbind only: no allocation). Chunks are never unmapped while the tier is open.
  * Fork: the interposer's pthread_atfork handlers take every lock of the open
  * tiers (prepare) and release them (parent, child). */
 #ifndef HMI_ARENA_H
@@ -48,8 +49,8 @@ void *hmi_arena_alloc(uint32_t tier, unsigned cls, size_t size, int zero,
 void hmi_arena_free(uint32_t tier, unsigned cls, void *p) HM_HIDDEN;
 /* Forget the tier's free lists and current chunks; on: the tier allocates from the
  * arena from now on (hmi_backend_open/close, single-threaded; the backend unmaps the
- * chunks). */
-void hmi_arena_reset(uint32_t tier, int on) HM_HIDDEN;
+ * chunks). 0, or -1 when the tier's class state cannot be mapped. */
+int hmi_arena_reset(uint32_t tier, int on) HM_HIDDEN;
 
 void hmi_arena_atfork_prepare(void) HM_HIDDEN;
 void hmi_arena_atfork_release(void) HM_HIDDEN;

@@ -389,9 +389,12 @@ int hmi_backend_open(uint32_t index, const char *name, const char *spec,
     } else {
         hmi_msg_str(&why, "unknown backend (want memkind:KIND, numa:NODES, hugetlb, thp or default)");
     }
+    if (rc == 0 && hmi_arena_reset(index, b->arena_max != 0) != 0) {
+        hmi_msg_str(&why, "cannot map the small-object arena's state");
+        rc = -1;
+    }
     if (rc == 0) {
         b->state = HMI_TIER_OK;
-        hmi_arena_reset(index, b->arena_max != 0);
         hmi_msg_init(&why, reason, reasonlen);
     }
     return rc;
