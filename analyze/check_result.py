@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 RULES: dict[str, tuple[str, str]] = {
     "read-error": ("error", "a file could not be read (I/O error, corrupt gzip)"),
     "header": ("error", "the #Paraver header line parses"),
+    "records": ("error", "at least one record follows the header (hmtune analyze refuses"
+                         " an empty trace)"),
     "pcf-missing": ("error", "NAME.pcf exists next to NAME.prv"),
     "row-missing": ("error", "NAME.row exists next to NAME.prv"),
     "pcf-syntax": ("error", "the .pcf parses"),

@@ -1,4 +1,4 @@
-"""`hmtune check-trace FILE.prv [--quiet] [--extrae]`: validate a Paraver trace.
+"""`hmtune check-trace FILE.prv|DIR [--quiet] [--extrae]`: validate a Paraver trace.
 
 Checks the contract of DESIGN.md §3 (and what Paraver itself needs) in one
 streaming pass: memory is bounded by the number of threads, event types and site
@@ -302,27 +302,39 @@ class _Checker:
                         self.check_calls(record)
         except (OSError, EOFError) as err:
             self.report(1, "read-error", f"cannot read the trace: {err}")
+        if self.header is not None and self.result.records == 0 \
+                and "read-error" not in self.result.rules():
+            self.report(1, "records", "no record after the header: an empty trace")
         for key, (kind, line) in self.open_calls.items():
             self.report(line, "call-unterminated", f"call kind {kind} on thread"
                         f" {key[0]}.{key[1]}.{key[2]} never ends")
         return self.result
 
 
+def trace_path(arg: str | Path) -> Path:
+    """The trace a command-line argument names: a directory means DIR/trace.prv (what
+    hmtune trace writes), as for hmtune analyze."""
+    p = Path(arg)
+    return p / "trace.prv" if p.is_dir() else p
+
+
 def check_trace(prv_path: Path, extrae: bool = False) -> CheckResult:
-    """Validate `prv_path` (`.prv` or `.prv.gz`) with its `.pcf` and `.row`.
+    """Validate `prv_path` (`.prv` or `.prv.gz`; a directory means DIR/trace.prv) with
+    its `.pcf` and `.row`.
 
     Raises FileNotFoundError if the trace itself does not exist; everything else
     wrong is returned as problems.
     """
-    prv_path = Path(prv_path)
+    prv_path = trace_path(prv_path)
     if not prv_path.is_file():
         raise FileNotFoundError(f"{prv_path}: no such file")
     return _Checker(prv_path, extrae).run()
 
 
-USAGE = "usage: hmtune check-trace FILE.prv [--quiet] [--extrae]"
+USAGE = "usage: hmtune check-trace FILE.prv|DIR [--quiet] [--extrae]"
 HELP = f"""{USAGE}
-Validate a Paraver trace (.prv or .prv.gz, with .pcf and .row next to it).
+Validate a Paraver trace (.prv or .prv.gz, with .pcf and .row next to it; a
+directory means DIR/trace.prv).
 Prints one problem per line as FILE:LINE: [rule] message, then a summary line.
   --extrae  apply Extrae's rules (auto when the .pcf has no 41000010 table)
   --quiet   print only the summary line
@@ -351,7 +363,10 @@ def main(argv: list[str]) -> int:
     try:
         result = check_trace(Path(files[0]), extrae=extrae)
     except FileNotFoundError:
-        print(f"hmtune check-trace: {files[0]}: no such file", file=sys.stderr)
+        where = trace_path(files[0])
+        what = (f"{files[0]} has no trace.prv (run hmtune trace -o {files[0]} first, or give "
+                "the .prv file)" if where != Path(files[0]) else f"{files[0]}: no such file")
+        print(f"hmtune check-trace: {what}", file=sys.stderr)
         return 2
     if not quiet:
         for problem in result.problems:

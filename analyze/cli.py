@@ -2,8 +2,9 @@
 (`allocs.csv`), written next to the trace unless `-o DIR` says otherwise.
 
 Exit status: 0 done (also for a trace without allocations: both files are then
-written with their header only), 1 bad input (the scanner refused the trace, or an
-output could not be written), 2 usage (missing trace, scanner not built, bad option).
+written with their header only), 1 bad input (the scanner refused the trace, its .pcf
+is there but unreadable or without a site table, or an output could not be written),
+2 usage (missing trace, scanner not built, bad option). Nothing is written on failure.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> int:
     """Scan into `work`, then write sites.csv and move allocs.csv to `out`."""
-    from analyze.labels import load_labels
+    from analyze.labels import load_labels, pcf_path_for
     from analyze.report import top_table
     from analyze.scan_io import ScanOutputError, read_scan
     from analyze.sites import site_table
@@ -100,6 +101,13 @@ def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> in
     for note in notes:
         print(note, file=sys.stderr)
     labels = load_labels(trace)
+    if labels.unusable == "unreadable" or (labels.unusable and scan.sites):
+        pcf = pcf_path_for(trace)
+        why = ("cannot be read as a Paraver .pcf" if labels.unusable == "unreadable"
+               else "has no allocation-site table (32000009 or 41000010 VALUES)")
+        return _fail(f"{pcf} {why}, so the sites would lose their call stacks: put the "
+                     f"trace's own .pcf next to it (or remove {pcf.name} to analyze with "
+                     f"numbered sites); nothing written", 1)
     for warning in labels.warnings:
         _say(f"warning: {warning}")
     sites = site_table(scan, labels, per_rank=args.per_rank)

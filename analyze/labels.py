@@ -51,6 +51,9 @@ class SiteLabels:
     callstack_raw: dict[int, str] = field(default_factory=dict)
     functions: dict[int, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # The .pcf is there but is not one that labels sites: it cannot be read or parsed
+    # ("unreadable"), or it has no allocation-site table ("no-table"); None otherwise.
+    unusable: str | None = None
 
     def symbolized(self, site_id: int) -> str:
         """The readable chain of a site, `site N` when the trace does not label it."""
@@ -138,6 +141,7 @@ def labels_from_pcf(pcf: Pcf) -> SiteLabels:
             text = funcs.get(sid) or out.callstack_raw[sid]
         out.callstack[sid] = text or out.callstack_raw[sid]
     if not site and not raw_table:
+        out.unusable = "no-table"
         out.warnings.append(f"{pcf.path} has no allocation-site table ({SITE_TYPE}): "
                             "sites are numbered, not named")
     elif out.form == FORM_FILELINE:
@@ -163,8 +167,10 @@ def pcf_path_for(trace: str | os.PathLike[str]) -> Path:
 def load_labels(trace: str | os.PathLike[str]) -> SiteLabels:
     """Labels of the trace at `trace` (`.prv`/`.prv.gz`), read from its `.pcf`.
 
-    A missing or unreadable `.pcf` is not an error: the result has no labels (callers
-    fall back to `site N`), form FORM_NONE and one warning saying why.
+    A missing or unreadable `.pcf` is not an error here: the result has no labels
+    (callers fall back to `site N`), form FORM_NONE and one warning saying why; an
+    unreadable one, or one without a site table, also sets `unusable` (hmtune analyze
+    refuses those rather than replace good labels with numbers).
     """
     pcf_path = pcf_path_for(trace)
     if not pcf_path.exists():
@@ -174,6 +180,6 @@ def load_labels(trace: str | os.PathLike[str]) -> SiteLabels:
     try:
         pcf = parse_pcf(pcf_path)
     except (OSError, TraceFormatError, UnicodeDecodeError) as e:
-        return SiteLabels(FORM_NONE, warnings=[
+        return SiteLabels(FORM_NONE, unusable="unreadable", warnings=[
             f"cannot read site labels from {pcf_path} ({e}): sites are numbered (`site N`)"])
     return labels_from_pcf(pcf)

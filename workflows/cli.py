@@ -34,8 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     explore.add_parser(sub)
     report.add_parser(sub)
     c = sub.add_parser("check-trace", help="validate a Paraver trace against hmtune's rules",
-                       description="Check FILE.prv (+ .pcf/.row) against the trace format rules.")
-    c.add_argument("trace", metavar="FILE.prv")
+                       description="Check FILE.prv (+ .pcf/.row) against the trace format rules "
+                                   "(a directory means DIR/trace.prv).")
+    c.add_argument("trace", metavar="FILE.prv|DIR")
     c.add_argument("--quiet", action="store_true", help="print only the summary line")
     c.add_argument("--extrae", action="store_true", help="relax hmtune-specific rules")
     c.set_defaults(func=_check_trace)

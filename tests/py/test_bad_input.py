@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from prvtext import HMTUNE, PRVSCAN, PrvText, pcf_text
+from prvtext import HMTUNE, PRVSCAN, PrvText, pcf_text, read_csv
 
 pytestmark = pytest.mark.skipif(not PRVSCAN.exists(), reason="hmtune-prvscan is not built (make)")
 
@@ -49,3 +49,38 @@ def test_outputs_follow_the_umask(tmp_path: Path, mask: int) -> None:
              "capacity_curve.png"]
     modes = {n: stat.S_IMODE((d / n).stat().st_mode) for n in names}
     assert modes == dict.fromkeys(names, 0o666 & ~mask)
+
+
+# ---- a .pcf that is there but is not the trace's ----
+
+GARBAGE_PCF = {
+    "binary": b"\x89PNG\r\n\x1a\n\xff\xfe\x00\x01garbage",
+    "text": b"this is not a pcf\nat all\n",
+    "syntax": b"EVENT_TYPE\n0    4000x041    Requested size\n",
+    "no-site-table": b"EVENT_TYPE\n0    40000040    Dynamic memory calls\nVALUES\n1 malloc\n",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(GARBAGE_PCF))
+def test_garbage_pcf_leaves_sites_csv_alone(tmp_path: Path, kind: str) -> None:
+    """A .pcf that cannot be read or has no site table stops analyze (exit 1) and the
+    earlier sites.csv and allocs.csv stay as they were (their call stacks with them)."""
+    d = tmp_path / "stage"
+    small_trace(d)
+    assert hmtune("analyze", str(d / "trace.prv")).returncode == 0
+    before = {n: (d / n).read_bytes() for n in ("sites.csv", "allocs.csv")}
+    (d / "trace.pcf").write_bytes(GARBAGE_PCF[kind])
+    r = hmtune("analyze", str(d / "trace.prv"))
+    assert r.returncode == 1
+    assert {n: (d / n).read_bytes() for n in before} == before
+    assert not [p.name for p in d.iterdir() if p.name.startswith(".")]   # no leftovers
+
+
+def test_missing_pcf_is_only_a_warning(tmp_path: Path) -> None:
+    d = tmp_path / "stage"
+    small_trace(d)
+    (d / "trace.pcf").unlink()
+    assert hmtune("analyze", str(d / "trace.prv")).returncode == 0
+    rows = read_csv(d / "sites.csv")
+    assert sorted(r["site_id"] for r in rows) == ["3", "4"]
+    assert all(r["callstack_raw"] == "" for r in rows)        # numbered sites

@@ -6,6 +6,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
+from prvtext import PRVSCAN, analyze
 
 from analyze.check_result import MAX_PER_RULE, RULES
 from analyze.check_trace import check_trace, main
@@ -248,6 +249,7 @@ MUTATIONS = {
                           {"row-syntax"}),
     "pcf-syntax": (replace(VALID, pcf=PCF.replace("0    40000041", "0    4000x041")),
                    {"pcf-syntax"}),
+    "header-only": (replace(VALID, records=()), {"records"}),
 }
 
 
@@ -326,6 +328,30 @@ def test_main_exit_codes(tmp_path, capsys):
     assert main([str(valid), str(broken)]) == 2
     assert main([str(valid), "--bogus"]) == 2
     assert main(["--help"]) == 0
+
+
+def test_main_takes_a_directory(tmp_path, capsys):
+    """DIR means DIR/trace.prv, as for hmtune analyze; a directory without one is a
+    usage error."""
+    d = tmp_path / "stage"
+    d.mkdir()
+    VALID.write(d)
+    assert main([str(d)]) == 0
+    MUTATIONS["call-without-end"][0].write(d)
+    assert main([str(d)]) == 1
+    (tmp_path / "empty").mkdir()
+    assert main([str(tmp_path / "empty")]) == 2
+
+
+@pytest.mark.skipif(not PRVSCAN.exists(), reason="hmtune-prvscan is not built (make)")
+@pytest.mark.parametrize("name", ["valid", "header-only", "bad-header", "truncated-event"])
+def test_check_trace_and_analyze_agree(name, tmp_path):
+    """One validity rule: check-trace calls a trace valid exactly when analyze reads it."""
+    spec = VALID if name == "valid" else MUTATIONS[name][0]
+    prv = spec.write(tmp_path)
+    r = analyze(prv, tmp_path / "out")
+    assert check_trace(prv).ok == (r.returncode == 0), r.stderr
+    assert (r.returncode == 0) == (name == "valid")
 
 
 def test_main_output_shape(tmp_path, capsys):
