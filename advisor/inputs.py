@@ -233,10 +233,11 @@ def load_allocs(path: str | Path, site_ids: set[int], full: bool,
     in the file, so every row is a finite live interval; otherwise only site_id, rank
     and size are kept (size window). `merged` (Sites.merged) renames the site ids that
     were merged into another. `attrs["nprocs"]` is the number of processes (ranks) in
-    the whole file, None when it has no rows.
+    the whole file, None when it has no rows; `attrs["meta"]` the version line's fields.
     """
     p = Path(path)
     df = _read_checked(p, read_allocs, "allocs.csv from hmtune analyze")
+    meta = dict(df.attrs.get("meta", {}))
     cols = ["site_id", "rank", "size"] + (["t_alloc", "t_free"] if full else [])
     df = df[cols].copy()
     _numeric(df, ("site_id", "rank", "size") + (("t_alloc", "t_free") if full else ()),
@@ -253,4 +254,5 @@ def load_allocs(path: str | Path, site_ids: set[int], full: bool,
     nprocs = int(df["rank"].nunique())
     kept = df[df["site_id"].isin(site_ids)].reset_index(drop=True)
     kept.attrs["nprocs"] = nprocs or None
+    kept.attrs["meta"] = meta
     return kept

@@ -18,6 +18,8 @@ import pandas as pd
 
 from advisor.inputs import Sites
 from advisor.model import Placement, Problem, Tier
+from analyze.traceid import FIELD as TRACE_ID
+from analyze.traceid import PNG_SOFTWARE
 from workflows.units import human
 
 _SYSTEM_SOURCES = ("/usr/", "./", "../", "/build/")
@@ -94,6 +96,8 @@ def report_text(sites: Sites, problem: Problem, placement: Placement, uses: list
     total = problem.total_weight
     out = ["hmtune advise report", "=" * 20]
     out += [f"{k + ':':<16}{v}" for k, v in header]
+    tid = sites.meta.get(TRACE_ID)
+    out.append(f"{TRACE_ID + ':':<16}{tid or 'unknown (sites.csv does not record it)'}")
     out.append(f"{'strategy:':<16}{placement.strategy}, solver {placement.solver or '?'}, "
                f"value {placement.value:.6g} of at most {placement.bound:.6g} "
                f"(proven gap {_pct(placement.gap)})")
@@ -198,6 +202,6 @@ def curve_png(curve: Curve, chosen: int | None) -> bytes:
     ax.legend(loc="lower right")
     fig.tight_layout()
     buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    fig.savefig(buf, format="png", metadata={"Software": PNG_SOFTWARE})
     plt.close(fig)
     return buf.getvalue()

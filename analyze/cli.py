@@ -90,9 +90,11 @@ def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> in
     from analyze.report import top_table
     from analyze.scan_io import ScanOutputError, read_scan
     from analyze.sites import site_table
+    from analyze.traceid import trace_id
     from analyze.writer import install_allocs, write_sites
 
     t0 = time.monotonic()
+    tid = trace_id(trace)
     try:
         notes = run_scanner(trace, work, skip_bad=args.skip_bad)
         scan = read_scan(work)
@@ -114,8 +116,8 @@ def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> in
     sampler = scan.sampler
     sites_csv, allocs_csv = out / "sites.csv", out / "allocs.csv"
     try:
-        write_sites(sites_csv, sites, str(trace), sampler, labels.form)
-        install_allocs(work / "allocs.csv", allocs_csv)
+        write_sites(sites_csv, sites, str(trace), sampler, labels.form, tid)
+        install_allocs(work / "allocs.csv", allocs_csv, tid)
     except OSError as e:
         return _fail(f"cannot write to {out}: {e.strerror or e}", 1)
     elapsed = time.monotonic() - t0

@@ -3,7 +3,8 @@ in analyze.sites_io).
 
 sites.csv is written atomically (workflows.fileio), so a reader never sees half a file.
 allocs.csv is written whole by the scanner (its rows grow with the trace, so they
-never pass through Python) and moved into place the same way.
+never pass through Python); its version line gets the trace id and the rows are copied
+behind it (copy_file_range) into a temporary file that is renamed into place.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ import io
 import os
 import shutil
 from pathlib import Path
+from typing import BinaryIO
 
 from analyze.sites import SiteTable
 from analyze.sites_io import SITES_VERSION, version_line
+from analyze.traceid import FIELD
 from workflows.fileio import write_atomic
 
 
@@ -36,20 +39,50 @@ def _write(path: Path, first_line: str, table: SiteTable) -> None:
 
 
 def write_sites(path: str | Path, sites: SiteTable, trace: str, sampler: str,
-                label_form: str) -> None:
-    """`# hmtune sites v1 trace=... sampler=... label_form=...`, header, rows."""
-    line = version_line("sites", SITES_VERSION, trace=trace, sampler=_one_word(sampler),
-                        label_form=label_form)
+                label_form: str, trace_id: str | None = None) -> None:
+    """`# hmtune sites v1 trace=... trace-id=... sampler=... label_form=...`, header,
+    rows."""
+    ids = {FIELD: trace_id} if trace_id else {}
+    line = version_line("sites", SITES_VERSION, trace=trace, **ids,
+                        sampler=_one_word(sampler), label_form=label_form)
     _write(Path(path), line, sites)
 
 
-def install_allocs(scanned: str | Path, path: str | Path) -> None:
-    """Move the scanner's allocs.csv to `path` (a rename when on the same file system,
-    else a copy to `NAME.tmp` and a rename)."""
-    src, dst = Path(scanned), Path(path)
+def _copy_rest(src: BinaryIO, start: int, dst: BinaryIO) -> None:
+    """src from byte `start` on, appended to dst (in the kernel when it can)."""
+    dst.flush()
+    pos, out = start, dst.tell()
     try:
-        os.replace(src, dst)
+        while n := os.copy_file_range(src.fileno(), dst.fileno(), 1 << 30, pos, out):
+            pos, out = pos + n, out + n
     except OSError:
-        tmp = dst.with_name(dst.name + ".tmp")
-        shutil.copyfile(src, tmp)
+        src.seek(pos)
+        dst.seek(out)
+        shutil.copyfileobj(src, dst, 1 << 20)
+
+
+def install_allocs(scanned: str | Path, path: str | Path, trace_id: str | None = None) -> None:
+    """Put the scanner's allocs.csv at `path`: its version line with `trace-id=` added
+    (the rest copied as it is), written next to `path` under a temporary name and
+    renamed; without an id, a plain rename (or a copy and a rename across file
+    systems)."""
+    src, dst = Path(scanned), Path(path)
+    tmp = dst.with_name(f".{dst.name}.tmp.{os.getpid()}")
+    try:
+        if trace_id is None:
+            try:
+                os.replace(src, dst)
+                return
+            except OSError:
+                shutil.copyfile(src, tmp)
+        else:
+            with src.open("rb") as fin, tmp.open("wb") as fout:
+                first = fin.readline()
+                fout.write(first.rstrip(b"\r\n") + f" {FIELD}={trace_id}\n".encode())
+                _copy_rest(fin, len(first), fout)
+                fout.flush()
+                os.fsync(fout.fileno())
         os.replace(tmp, dst)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

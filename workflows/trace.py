@@ -1,5 +1,7 @@
 """`hmtune trace`: run the application with libhmtrace.so preloaded, then finalize
-the raw per-process streams into DIR/trace.prv/.pcf/.row and print a summary."""
+the raw per-process streams into DIR/trace.prv/.pcf/.row and print a summary. The
+outputs derived from an earlier trace in DIR (the ones hmtune wrote) move to
+DIR/stale/."""
 
 from __future__ import annotations
 
@@ -156,6 +158,24 @@ def run(args: argparse.Namespace) -> int:
     summary = finalize(out, args.quiet)
     if summary is None:
         print(f"hmtune trace: no trace written in {out} (see the message above)", file=sys.stderr)
-    elif not args.quiet:
-        print_summary(summary, out, wall)
+    else:
+        set_aside_stale(out)
+        if not args.quiet:
+            print_summary(summary, out, wall)
     return launch.exit_like(rc)
+
+
+def set_aside_stale(out: Path) -> None:
+    """The new trace makes the outputs derived from the one before it stale: move those
+    hmtune wrote (sites.csv, allocs.csv, placement.txt, report.txt, capacity_curve.*)
+    to out/stale/, so that no later command reads them as this trace's."""
+    from analyze.traceid import STALE_DIR, move_aside, stale_outputs, trace_id
+
+    moved, left = move_aside(stale_outputs(out, trace_id(out / "trace.prv")), out)
+    if moved:
+        print(f"hmtune trace: moved the outputs of the previous trace "
+              f"({', '.join(p.name for p in moved)}) to {out / STALE_DIR}/", file=sys.stderr)
+    if left:
+        print(f"hmtune trace: warning: {', '.join(p.name for p in left)} in {out} came from "
+              f"the previous trace and could not be moved to {out / STALE_DIR}/: run "
+              "hmtune analyze and hmtune advise again before using them", file=sys.stderr)

@@ -13,6 +13,7 @@ import pytest
 
 from analyze.scan_io import SITES_TSV_COLUMNS
 from analyze.sites_io import ALLOCS_COLUMNS, SITES_COLUMNS, read_allocs, read_sites
+from analyze.traceid import trace_id
 
 ROOT = Path(__file__).resolve().parents[2]
 HMTUNE = ROOT / "bin" / "hmtune"
@@ -145,8 +146,13 @@ def test_outputs_next_to_the_trace(env: dict[str, str], tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     out = tmp_path / "hmtune-out" / "app"
     sites = read_sites(out / "sites.csv")
+    tid = trace_id(out / "trace.prv")
+    assert tid is not None and len(tid) == 16
     assert sites.attrs["meta"] == {"version": "1", "trace": "hmtune-out/app/trace.prv",
-                                   "sampler": "soft", "label_form": "module+0xoffset"}
+                                   "trace-id": tid, "sampler": "soft",
+                                   "label_form": "module+0xoffset"}
+    allocs = read_allocs(out / "allocs.csv")
+    assert allocs.attrs["meta"] == {"version": "1", "trace": "x.prv", "trace-id": tid}
     assert list(sites["site_id"]) == [3, 4]
     assert list(sites["share"]) == [0.5, 0.1]
     assert sites.loc[0, "callstack_raw"] == "/opt/app+0x10 > /lib/libc.so.6+0x20"
@@ -179,6 +185,48 @@ def test_out_dir_per_rank_top(env: dict[str, str], tmp_path: Path) -> None:
     assert sites.attrs["meta"]["label_form"] == "none"
     assert len(r.stdout.splitlines()) == 2 and "rank" in r.stdout.splitlines()[0]
     assert not (prv.parent / "sites.csv").exists()
+
+
+def test_trace_id_changes_with_the_trace(tmp_path: Path) -> None:
+    """The id is the header line and the size: another trace (another end time, another
+    length) has another id; the same bytes, gzipped or not, keep theirs."""
+    import gzip
+
+    a = make_trace(tmp_path / "a")
+    b = make_trace(tmp_path / "b")
+    assert trace_id(a) == trace_id(b)
+    b.write_text(a.read_text().replace("1000_ns", "1001_ns"))
+    assert trace_id(a) != trace_id(b)
+    b.write_text(a.read_text() + "1:1:1:1:1:0:10:1\n")
+    assert trace_id(a) != trace_id(b)
+    gz = tmp_path / "a" / "t.prv.gz"
+    gz.write_bytes(gzip.compress(a.read_bytes()))
+    assert trace_id(gz) is not None and trace_id(tmp_path / "none.prv") is None
+
+
+def test_allocs_copied_whole_without_copy_file_range(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trace id goes into allocs.csv's version line, the rows are copied as they
+    are (also where copy_file_range fails), and the scanner's file is left alone."""
+    from analyze.writer import install_allocs
+
+    rows = "".join(f"3,0,1,0x{i:x},{i},10,-1\n" for i in range(1, 50000))
+    src = tmp_path / "scan.csv"
+    src.write_text(AHEAD + rows)
+
+    def refuse(*args: object) -> int:
+        raise OSError(38, "not here")
+
+    for name, patch in (("kernel", False), ("python", True)):
+        if patch:
+            monkeypatch.setattr(os, "copy_file_range", refuse)
+        dst = tmp_path / name / "allocs.csv"
+        dst.parent.mkdir()
+        install_allocs(src, dst, "0123456789abcdef")
+        text = dst.read_text()
+        assert text == AHEAD.replace("x.prv\n", "x.prv trace-id=0123456789abcdef\n") + rows
+        assert sorted(p.name for p in dst.parent.iterdir()) == ["allocs.csv"]
+    assert src.read_text() == AHEAD + rows
 
 
 def test_unwritable_output(env: dict[str, str], tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """Bad input and unfriendly surroundings across the stages (issue 13, "Nothing lost,
-nothing killed"): outputs follow the umask, stale outputs are never read as fresh."""
+nothing killed"): outputs follow the umask, a .pcf that is not the trace's changes
+nothing, outputs of another trace are never read as this one's."""
 
 from __future__ import annotations
 
@@ -10,6 +11,11 @@ from pathlib import Path
 
 import pytest
 from prvtext import HMTUNE, PRVSCAN, PrvText, pcf_text, read_csv
+from tracemodel import PROGRAMS, trace
+
+from advisor.placement import read_placement
+from analyze.sites_io import read_allocs, read_sites
+from analyze.traceid import trace_id
 
 pytestmark = pytest.mark.skipif(not PRVSCAN.exists(), reason="hmtune-prvscan is not built (make)")
 
@@ -17,11 +23,12 @@ APP = "/opt/app"
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
 
 
-def small_trace(d: Path, offset: int = 0x10) -> Path:
-    """Two sites (3: 1 MiB, heavily sampled; 4: 64 KiB), a .pcf with both label tables."""
+def small_trace(d: Path, offset: int = 0x10, small: int = 1 << 16) -> Path:
+    """Two sites (3: 1 MiB, heavily sampled; 4: `small` bytes), a .pcf with both label
+    tables."""
     t = PrvText()
     t.alloc(100, 1 << 20, 3, 0x10000000)
-    t.alloc(200, 1 << 16, 4, 0x20000000)
+    t.alloc(200, small, 4, 0x20000000)
     for i in range(5):
         t.sample(300 + i, 0x10000000 + 64 * i, weight=10, obj=3)
     t.sample(400, 0x20000000, weight=1, obj=4)
@@ -84,3 +91,103 @@ def test_missing_pcf_is_only_a_warning(tmp_path: Path) -> None:
     rows = read_csv(d / "sites.csv")
     assert sorted(r["site_id"] for r in rows) == ["3", "4"]
     assert all(r["callstack_raw"] == "" for r in rows)        # numbered sites
+
+
+# ---- outputs know their trace ----
+
+def test_advise_refuses_sites_of_another_trace(tmp_path: Path) -> None:
+    """DIR/trace.prv replaced by another trace: advise DIR refuses the sites.csv of the
+    old one (exit 2, placement.txt untouched) until analyze has run again."""
+    d = tmp_path / "stage"
+    small_trace(d)
+    assert hmtune("analyze", str(d)).returncode == 0
+    assert hmtune("advise", str(d), "--mem", "2M").returncode == 0
+    assert read_sites(d / "sites.csv").attrs["meta"]["trace-id"] == trace_id(d / "trace.prv")
+    before = (d / "placement.txt").read_bytes()
+    small_trace(d, small=1 << 17)                         # another trace, same name
+    for args in ((str(d),), (str(d / "sites.csv"),), (str(d), "--strategy", "ilp-lifetime")):
+        r = hmtune("advise", *args, "--mem", "2M")
+        assert r.returncode == 2, r.stderr
+        assert (d / "placement.txt").read_bytes() == before
+    assert hmtune("analyze", str(d)).returncode == 0
+    assert hmtune("advise", str(d), "--mem", "2M").returncode == 0
+    assert (d / "placement.txt").read_bytes() != before
+
+
+def test_sites_of_another_named_trace_are_not_checked_against_trace_prv(
+        tmp_path: Path) -> None:
+    """analyze elsewhere/app.prv -o DIR, where DIR holds another trace.prv: the sites are
+    app.prv's, which is not in DIR, so there is nothing to refuse."""
+    small_trace(tmp_path / "elsewhere")
+    for ext in ("prv", "pcf", "row"):
+        (tmp_path / "elsewhere" / f"trace.{ext}").rename(tmp_path / "elsewhere" / f"app.{ext}")
+    d = tmp_path / "stage"
+    small_trace(d, small=1 << 17)
+    assert hmtune("analyze", str(tmp_path / "elsewhere" / "app.prv"), "-o", str(d)).returncode == 0
+    r = hmtune("advise", str(d), "--mem", "2M")
+    assert r.returncode == 0, r.stderr
+
+
+def test_allocs_of_another_trace_are_refused(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    small_trace(a)
+    small_trace(b, small=1 << 17)
+    for d in (a, b):
+        assert hmtune("analyze", str(d)).returncode == 0
+    (b / "allocs.csv").replace(a / "allocs.csv")
+    r = hmtune("advise", str(a), "--mem", "2M")
+    assert r.returncode == 2 and not (a / "placement.txt").exists()
+
+
+def test_sites_without_a_trace_id_are_accepted(tmp_path: Path) -> None:
+    """An older hmtune's sites.csv (no trace-id) is still advised, next to any trace."""
+    d = tmp_path / "stage"
+    small_trace(d)
+    assert hmtune("analyze", str(d)).returncode == 0
+    for name in ("sites.csv", "allocs.csv"):
+        f = d / name
+        first, rest = f.read_text().split("\n", 1)
+        f.write_text(" ".join(w for w in first.split() if not w.startswith("trace-id="))
+                     + "\n" + rest)
+    small_trace(d, small=1 << 17)
+    r = hmtune("advise", str(d), "--mem", "2M")
+    assert r.returncode == 0, r.stderr
+    assert read_placement(d / "placement.txt").sites
+
+
+@pytest.mark.skipif(not (PROGRAMS / "echo_io").exists(), reason="test programs not built")
+def test_a_new_trace_moves_the_old_outputs_aside(tmp_path: Path) -> None:
+    """Tracing another program into the same -o: the outputs hmtune derived from the
+    previous trace move to DIR/stale/ (nothing deleted); files hmtune did not write stay
+    where they are; advise then reads the new trace's sites only."""
+    d = tmp_path / "out"
+    assert trace(d, str(PROGRAMS / "echo_io")).returncode == 7
+    assert hmtune("analyze", str(d)).returncode == 0
+    assert hmtune("advise", str(d), "--mem", "1M").returncode == 0
+    tid = trace_id(d / "trace.prv")
+    pf = (d / "placement.txt").read_text()
+    assert f"# trace-id={tid} " in pf and read_placement(d / "placement.txt") is not None
+    assert f"trace-id:       {tid}" in (d / "report.txt").read_text()
+    old = {n: (d / n).read_bytes() for n in DERIVED}
+    (d / "notes.txt").write_text("mine\n")
+    (d / "stale").mkdir()
+    (d / "stale" / "report.txt").write_text("my own report, not hmtune's\n")
+    assert trace(d, str(PROGRAMS / "crash"), "exit3").returncode == 3
+    assert trace_id(d / "trace.prv") != tid
+    moved = {n: (d / "stale" / n).read_bytes() for n in DERIVED if n != "report.txt"}
+    assert moved == {n: b for n, b in old.items() if n != "report.txt"}
+    assert sorted(p.name for p in d.iterdir() if p.name in DERIVED) == ["report.txt"]
+    assert (d / "report.txt").read_bytes() == old["report.txt"]      # nowhere to go
+    assert (d / "stale" / "report.txt").read_text() == "my own report, not hmtune's\n"
+    assert (d / "notes.txt").read_text() == "mine\n"
+    # after analyze, advise reads the new trace's sites
+    assert hmtune("analyze", str(d)).returncode == 0
+    assert read_allocs(d / "allocs.csv").attrs["meta"]["trace-id"] == trace_id(d / "trace.prv")
+    assert hmtune("advise", str(d), "--mem", "1M").returncode == 0
+    raw = list(read_sites(d / "sites.csv")["callstack_raw"])
+    assert raw and all("/crash+0x" in c for c in raw)
+    assert f"# trace-id={trace_id(d / 'trace.prv')} " in (d / "placement.txt").read_text()
+
+
+DERIVED = ["sites.csv", "allocs.csv", "placement.txt", "report.txt", "capacity_curve.csv",
+           "capacity_curve.png"]
