@@ -263,22 +263,26 @@ def planned_stats(pattern: Path, launcher: list[str],
     return None if n is None else [stats_path(pattern, r) for r in range(n)]
 
 
-STATS_HEAD = b'{\n  "version": 1,\n  "placement": "'   # hmi_report.c's write_json
+STATS_MAX = 256 << 20                # larger: not a statistics file
 
 
 def is_hmalloc_stats(path: Path) -> bool:
-    """Whether path is a statistics file written by libhmalloc.so (its exact first
-    bytes and a JSON object with its keys)."""
+    """Whether path is a statistics file written by libhmalloc.so: a regular file (never
+    opened otherwise: a FIFO would block) holding a JSON object with its version and
+    keys (hmi_report.c's write_json)."""
     try:
+        if not path.is_file() or path.stat().st_size > STATS_MAX:
+            return False
         with open(path, "rb") as f:
-            if f.read(len(STATS_HEAD)) != STATS_HEAD:
+            if f.read(1) != b"{":
                 return False
             f.seek(0)
             data = json.load(f)
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and data.get("version") == 1 \
-        and isinstance(data.get("tiers"), list) and isinstance(data.get("sites"), list)
+        and isinstance(data.get("tiers"), list) and isinstance(data.get("sites"), list) \
+        and "pid" in data and "placement" in data
 
 
 def _same_file(a: Path, b: Path) -> bool:

@@ -191,3 +191,19 @@ def test_a_new_trace_moves_the_old_outputs_aside(tmp_path: Path) -> None:
 
 DERIVED = ["sites.csv", "allocs.csv", "placement.txt", "report.txt", "capacity_curve.csv",
            "capacity_curve.png"]
+
+
+# ---- hmtune run --stats ----
+
+@pytest.mark.skipif(not (PROGRAMS / "echo_io").exists(), reason="test programs not built")
+def test_run_stats_on_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None:
+    pl = tmp_path / "placement.txt"
+    pl.write_text("# hmtune placement v1\ntier slow default unlimited\ndepth 1\n"
+                  "size-window 0 0\n")
+    fifo = tmp_path / "stats.json"
+    os.mkfifo(fifo)
+    r = subprocess.run([str(HMTUNE), "run", "-o", str(tmp_path), "--placement", str(pl),
+                        "--stats", str(fifo), "--", str(PROGRAMS / "echo_io")],
+                       capture_output=True, timeout=60)
+    assert (r.returncode, r.stdout) == (2, b"")
+    assert stat.S_ISFIFO(fifo.stat().st_mode)
