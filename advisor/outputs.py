@@ -27,7 +27,14 @@ from advisor.cli import Failure
 from advisor.flexmalloc import FlexMallocError, flexmalloc_files
 from advisor.inputs import Sites
 from advisor.model import Placement, Problem
-from advisor.placement import PlacementFile, SiteLine, TierLine, format_placement, frames
+from advisor.placement import (
+    PlacementFile,
+    SiteLine,
+    TierLine,
+    format_placement,
+    frames,
+    traced_program,
+)
 from advisor.report import (
     Curve,
     curve_csv,
@@ -76,7 +83,8 @@ def _placement_file(sites: Sites, problem: Problem, placement: Placement,
         depth=depth, size_window=(lo, hi), sites=site_lines,
         generated_by=f"{command} ({stamp})",
         comments={"depth": "frames in the longest placed call stack",
-                  "size-window": window_note})
+                  "size-window": window_note},
+        program=traced_program(sites.path, str(sites.meta.get("trace", ""))))
 
 
 def _curve(problem: Problem, strategies: ModuleType) -> Curve:

@@ -39,9 +39,11 @@ MEM_SLOW = ("default", "default", 5.3, 5.3)
 BACKENDS = ("memkind:KIND", "numa:NODES", "hugetlb", "thp", "default")
 _KEYS = {"name", "capacity", "backend", "load_cost", "store_cost", "per", "page"}
 _REQUIRED = ("name", "capacity", "backend", "load_cost", "store_cost")
-_TIER_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
-_MEMKIND = re.compile(r"^MEMKIND_[A-Z0-9_]+$")
-_NODES = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+# ASCII only and \Z, not $ (which also matches before a final newline): a backend or
+# tier name is written into placement.txt, whose C reader takes exactly these.
+_TIER_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
+_MEMKIND = re.compile(r"MEMKIND_[A-Z0-9_]+\Z")
+_NODES = re.compile(r"[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*\Z")
 
 
 class TierFileError(ValueError):
@@ -56,6 +58,13 @@ class Machine:
     notes: list[str] = field(default_factory=list)
 
 
+def _as_number(digits: str) -> tuple[int, str]:
+    """A digit string as a sort key of its value, of any length (int() refuses more than
+    4300 digits)."""
+    d = digits.lstrip("0") or "0"
+    return len(d), d
+
+
 def backend_problem(backend: str) -> str | None:
     """Why `backend` is not one hmtune knows (None when it is fine)."""
     kind, sep, arg = backend.partition(":")
@@ -67,8 +76,8 @@ def backend_problem(backend: str) -> str | None:
             return f"'{arg}' is not a NUMA node list (e.g. 8-15 or 0,2,4-7)"
         for part in arg.split(","):
             lo, _, hi = part.partition("-")
-            if hi and int(hi) < int(lo):
-                return f"NUMA node range '{part}' runs backwards"
+            if hi and _as_number(hi) < _as_number(lo):
+                return f"NUMA node range '{part[:40]}' runs backwards"
         return None
     if backend in ("hugetlb", "thp", "default"):
         return None

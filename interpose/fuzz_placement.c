@@ -1,7 +1,8 @@
 /* fuzz_placement.c — libFuzzer target for hmi_placement_parse (make fuzz). Besides
  * the sanitizers' checks it aborts when an accepted result breaks the file's rules
- * (tier indexes, frame counts, the unlimited fallback, interned modules) or when
- * parsing the same bytes twice gives a different result or message. */
+ * (tier indexes and count, frame counts, the unlimited fallback, interned modules, the
+ * program path) or when parsing the same bytes twice gives a different result or
+ * message. */
 #include "hm_modmap.h"
 #include "hmi_placement.h"
 
@@ -12,7 +13,11 @@
 
 static void check(const struct hmi_placement *p)
 {
-    ENSURE(p->ntiers >= 1 && p->depth >= 1 && p->size_min <= p->size_max);
+    ENSURE(p->ntiers >= 1 && p->ntiers <= HMI_MAX_TIER_LINES && p->depth >= 1 &&
+           p->size_min <= p->size_max);
+    if (p->program)
+        ENSURE(p->program[0] == '/' && !strchr(p->program, '#') &&
+               strlen(p->program) <= HMI_PROGRAM_MAX);
     for (uint32_t i = 0; i < p->ntiers; i++) {
         ENSURE(p->tiers[i].unlimited == (i + 1 == p->ntiers));
         ENSURE(p->tiers[i].unlimited || p->tiers[i].capacity > 0);
@@ -39,6 +44,7 @@ static void same(const struct hmi_placement *a, const struct hmi_placement *b)
 {
     ENSURE(a->ntiers == b->ntiers && a->nsites == b->nsites && a->nmodules == b->nmodules);
     ENSURE(a->depth == b->depth && a->size_min == b->size_min && a->size_max == b->size_max);
+    ENSURE(!a->program == !b->program && (!a->program || !strcmp(a->program, b->program)));
     for (uint32_t i = 0; i < a->ntiers; i++)
         ENSURE(!strcmp(a->tiers[i].name, b->tiers[i].name) &&
                !strcmp(a->tiers[i].backend, b->tiers[i].backend) &&

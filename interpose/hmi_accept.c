@@ -1,6 +1,6 @@
 /* hmi_accept.c — whether libhmalloc.so acts on a placement in this process
- * (docs/formats.md §6): the process is the one `hmtune run` launched, and the
- * placement was made for this program and this build. */
+ * (docs/formats.md §6): the process is the program the placement was made for (or
+ * the one `hmtune run` launched), and the placement fits this program and build. */
 #include "hmi_accept.h"
 
 #include "hm_modmap.h"
@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char *base_name(const char *p)
@@ -18,13 +19,34 @@ static const char *base_name(const char *p)
     return s ? s + 1 : p;
 }
 
-/* Whether this process is the one `hmtune run` launched (HMTUNE_TARGET, the
- * program's name) rather than a helper it started (a shell, mpirun): only the
- * target warns about the placement. Unset: every process is. */
+int hmi_is_program(const char *exe, const char *path)
+{
+    struct stat a, b;
+    if (!strcmp(exe, path))
+        return 1;
+    return *exe && stat(exe, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+           a.st_ino == b.st_ino;
+}
+
+/* Whether this process is the one `hmtune run` launched (HMTUNE_TARGET: the program's
+ * path, or its name) rather than a helper in its command line (a shell, env, timeout,
+ * mpirun). Unset: every process is. */
 int hmi_is_target(const char *exe)
 {
     const char *t = getenv("HMTUNE_TARGET");
-    return !t || !*t || strcmp(base_name(t), base_name(exe)) == 0;
+    if (!t || !*t)
+        return 1;
+    if (strchr(t, '/'))
+        return hmi_is_program(exe, t);
+    return strcmp(t, base_name(exe)) == 0;
+}
+
+/* A helper that places would take blocks from the tiers' capacity on the node and,
+ * at its exit, write its statistics over the program's (issue 13): only the
+ * program the placement was made for places. */
+int hmi_places_here(const struct hmi_placement *pl, const char *exe)
+{
+    return pl->program ? hmi_is_program(exe, pl->program) : hmi_is_target(exe);
 }
 
 /* Whether path could never be loaded into this process by dlopen: it does not exist,

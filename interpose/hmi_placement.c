@@ -1,9 +1,9 @@
-/* hmi_placement.c — see hmi_placement.h. The grammar and the checks follow
- * parse_placement and _check in advisor/placement.py line by line; where C is
- * stricter the header says so. Lines split as Python's read_text().splitlines()
- * splits ASCII text: at \n, \r\n, \r, \v, \f and \x1c-\x1e. "White space" is what
- * Python's str.strip() and regex \s take in ASCII: space, \t-\r and \x1c-\x1f.
- * Non-ASCII bytes are ordinary path bytes here. */
+/* hmi_placement.c — see hmi_placement.h. The grammar, the checks and the limits are
+ * those of advisor/placement.py's reader, which `hmtune run` applies first: the two
+ * must give the same verdict on every file (tests/py/test_placement_grammar.py).
+ * Lines split at \n, \r\n, \r, \v, \f and \x1c-\x1e (Python's str.splitlines on
+ * ASCII). "White space" is space, \t-\r and \x1c-\x1f (str.strip() and regex \s in
+ * ASCII). Non-ASCII bytes are ordinary path bytes. */
 #include "hmi_placement.h"
 #include "hm_modmap.h"
 #include "hmi_fields.h"
@@ -41,7 +41,7 @@ struct parser {
     struct strset tiers, chains, modules;
     struct hmi_frame *frames;
     uint32_t nframes;
-    int have_depth, have_window;
+    int have_depth, have_window, have_program;
 };
 
 static const struct span NONE = { 0, 0 };
@@ -224,6 +224,8 @@ static int do_tier(struct parser *ps, struct span rest)
         return fail(ps, "tier lines must come before depth, size-window and site lines", NONE);
     if (split_sp(rest, f, 3) != 3)
         return fail(ps, BAD_TIER, NONE);
+    if (o->ntiers >= HMI_MAX_TIER_LINES)     /* the backends have that many slots */
+        return fail_at(ps, ps->lineno, "more tier lines than", NONE, 1, HMI_MAX_TIER_LINES);
     unl = span_is(f[2], "unlimited");
     if (!unl && (r = hmi_dec(f[2], &cap)) != 0)
         return fail(ps, r == -2 ? "capacity does not fit in 64 bits" : BAD_TIER, f[2]);
@@ -320,6 +322,22 @@ static int do_site(struct parser *ps, struct span rest)
     return 0;
 }
 
+/* `program PATH`: the program the placement was made for (an absolute path, as
+ * /proc/self/exe names it), at most once. PATH is the rest of the line up to a
+ * comment, stripped; no '#' in it (as in a chain). */
+static int do_program(struct parser *ps, struct span rest)
+{
+    struct span path = strip(rest);
+    const char *use = "expected one 'program PATH' line, PATH absolute, without '#'";
+    if (ps->have_program || !path.n || path.p[0] != '/' || memchr(path.p, '#', path.n))
+        return fail(ps, use, path.n ? path : NONE);
+    if (path.n > HMI_PROGRAM_MAX)
+        return fail_at(ps, ps->lineno, "program path longer than", NONE, 1, HMI_PROGRAM_MAX);
+    ps->out->program = copy_str(ps, path);
+    ps->have_program = 1;
+    return 0;
+}
+
 static int do_line(struct parser *ps, struct span raw)
 {
     struct span line = raw, key, rest;
@@ -340,6 +358,8 @@ static int do_line(struct parser *ps, struct span raw)
         return do_tier(ps, rest);
     if (span_is(key, "site"))
         return do_site(ps, rest);
+    if (span_is(key, "program"))
+        return do_program(ps, rest);
     if (span_is(key, "depth")) {
         uint64_t d;
         const char *use = "expected one 'depth N' line, N >= 1";
@@ -410,12 +430,14 @@ static int parse(struct parser *ps)
     struct hmi_placement *o = ps->out;
     size_t nt, ns, np, sl, first = 1;
     struct span l;
-    if (ps->len >= UINT32_MAX)
-        return fail_at(ps, 0, "input of 4 GiB or more", NONE, 0, 0);
+    if (ps->len > HMI_INPUT_MAX)
+        return fail_at(ps, 0, "input of 4 GiB - 1 bytes or more", NONE, 0, 0);
     prescan(ps->text, ps->len, &nt, &ns, &np);
     size_t structs = nt * sizeof(struct hmi_tier) + ns * sizeof(struct hmi_site) +
                      np * (sizeof(struct hmi_frame) + sizeof(struct hmi_module)) +
                      set_bytes(nt, &sl) + set_bytes(ns, &sl) + set_bytes(np, &sl) + 64;
+    /* strings: each a part of the input, with its NUL: 2 per tier, 1 per module, 1
+     * for the program path, within the 16 spare */
     size_t total = structs + ps->len + 2 * nt + np + 16;
     total = (total + 4095) & ~(size_t)4095;
     void *a = mmap(NULL, total, PROT_READ | PROT_WRITE,
@@ -510,19 +532,30 @@ static int load_fail(const char *path, const char *why, int e, char *err, size_t
     return -1;
 }
 
+/* O_NONBLOCK: opening a FIFO for reading blocks until a writer comes (fifo(7)), which
+ * would hang the program in the library's constructor; a regular file ignores it. */
 int hmi_placement_load(const char *path, struct hmi_placement *out, char *err, size_t errlen)
 {
     struct stat st;
     size_t got = 0, cap, map;
     int fd, rc;
     memset(out, 0, sizeof *out);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return load_fail(path, "cannot open", errno, err, errlen);
-    if (fstat(fd, &st) != 0 || st.st_size < 0 || (uint64_t)st.st_size >= UINT32_MAX) {
+    if (fstat(fd, &st) != 0) {
         int e = errno;
         close(fd);
-        return load_fail(path, "cannot stat, or 4 GiB or more", e, err, errlen);
+        return load_fail(path, "cannot stat", e, err, errlen);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        return load_fail(path, "not a regular file (a FIFO, device or directory)", 0, err,
+                         errlen);
+    }
+    if (st.st_size < 0 || (uint64_t)st.st_size > HMI_INPUT_MAX) {
+        close(fd);
+        return load_fail(path, "4 GiB - 1 bytes or more", 0, err, errlen);
     }
     cap = (size_t)st.st_size + 1;          /* one more byte notices a growing file */
     map = (cap + 4095) & ~(size_t)4095;

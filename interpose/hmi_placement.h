@@ -3,10 +3,13 @@
  *
  * It runs in the interposer's constructor, before the application's allocator may be
  * used: no malloc family, no stdio. All results live in one mmap'd arena sized from
- * the input; hmi_placement_free unmaps it. It accepts what advisor.placement's
- * read_placement accepts, and also refuses NUL bytes, lines over HMI_LINE_MAX bytes,
- * chains of more than HMI_MAX_FRAMES frames, numbers over 64 bits, frame offsets over
- * 48 bits (a packed frame's offset field, hm_modmap.h) and inputs of 4 GiB or more. */
+ * the input; hmi_placement_free unmaps it. It accepts exactly what advisor.placement's
+ * read_placement accepts (`hmtune run` checks the file with it before starting the
+ * program): the limits below are the grammar's, and advisor/placement.py holds the
+ * same numbers (tests/py/test_placement_grammar.py compares them, and feeds the same
+ * files to both readers). hmi_placement_load reads regular files only, opened
+ * without blocking: a FIFO or a device as HMTUNE_PLACEMENT must not hang the
+ * program's start. */
 #ifndef HMI_PLACEMENT_H
 #define HMI_PLACEMENT_H
 
@@ -14,8 +17,13 @@
 #include <stdint.h>
 #include "hm_util.h"
 
-#define HMI_MAX_FRAMES 64u
-#define HMI_LINE_MAX   65536u
+#define HMI_MAX_FRAMES  64u           /* frames in a site chain */
+#define HMI_LINE_MAX    65536u        /* bytes in a line, without its line break */
+#define HMI_MAX_TIER_LINES 16u        /* tier lines: HMI_MAX_TIERS (hmi_backend.h) */
+#define HMI_INPUT_MAX   0xfffffffeu   /* bytes in the file (4 GiB - 2) */
+#define HMI_PROGRAM_MAX 4095u         /* bytes in the program path (PATH_MAX - 1) */
+/* Numbers (capacity, depth, size-window) are at most 2^64 - 1 and frame offsets
+ * below 2^48 (HM_FRAME_MODSHIFT, hm_modmap.h: a packed frame's offset field). */
 
 /* One distinct module path of the file; frames refer to it by index, so the
  * interposer maps each path to an hm_modmap id once. */
@@ -46,6 +54,7 @@ struct hmi_site {
 };
 
 struct hmi_placement {
+    const char *program;              /* `program PATH`: the program it was made for, or NULL */
     struct hmi_tier *tiers;
     uint32_t ntiers;
     uint64_t depth;

@@ -344,9 +344,11 @@ static void write_summary(int fd, const struct hmi_placement *pl, const char *pa
     char who[48] = "";
     if (rank >= 0)
         snprintf(who, sizeof who, "[rank %d]", rank);
-    char a[32], b[32], c[32], d[32], e[32];
-    outf(&o, "hmalloc%s: placement %s: %u tiers, %u sites, pid %d\n", who, path,
-         pl->ntiers, pl->nsites, (int)getpid());
+    char a[32], b[32], c[32], d[32], e[32], exe[PATH_MAX];
+    ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[el > 0 ? el : 0] = '\0';
+    outf(&o, "hmalloc%s: placement %s: %u tiers, %u sites; placed in %s, pid %d\n", who,
+         path, pl->ntiers, pl->nsites, exe, (int)getpid());
     for (uint32_t t = 0; t < pl->ntiers && t < HMI_MAX_TIERS; t++) {
         const struct hmi_tier *ti = &pl->tiers[t];
         struct hmi_backend_stats s;

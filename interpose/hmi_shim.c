@@ -194,6 +194,10 @@ static int open_tiers(void)
     return usable;
 }
 
+_Static_assert(HMI_MAX_TIER_LINES <= HMI_MAX_TIERS, "a placement's tiers must fit the backends");
+
+/* 1 when this process places (hmi_places_here); -1 after at most one warning (only
+ * from the target, hmi_is_target) when it passes everything through. */
 static int load_placement(char *exe)
 {
     const char *path = getenv("HMTUNE_PLACEMENT");
@@ -226,7 +230,22 @@ static int load_placement(char *exe)
         }
         return -1;
     }
-    return target;
+    if (!hmi_places_here(&g_pl, exe)) {     /* a helper (env, timeout, a shell) */
+        if (target) {
+            char msg[3 * PATH_MAX + 100];
+            size_t k = hm_fmt_str(msg, "placement ");
+            k += hm_fmt_str(msg + k, g_path);
+            k += hm_fmt_str(msg + k, " was made for ");
+            k += hm_fmt_str(msg + k, g_pl.program);
+            k += hm_fmt_str(msg + k, ", not ");
+            k += hm_fmt_str(msg + k, exe);
+            msg[k] = '\0';
+            warn(msg, "; every allocation goes to the default allocator");
+        }
+        hmi_placement_free(&g_pl);
+        return -1;
+    }
+    return 1;
 }
 
 static void do_init(void)

@@ -1,12 +1,14 @@
 """`hmtune run`: re-run the application with libhmalloc.so preloaded, so that the
 allocation sites listed in placement.txt go to their memory tiers (DESIGN.md §6, §7).
 
-Before running: the placement is read with the advisor's checking reader (a missing or
-malformed one stops here, exit 2), and tiers this machine cannot serve in full get a
-one-line warning (hugetlb beyond the free hugepages, memkind HBW kinds without a
-high-bandwidth node). The library's own contract (interpose/hmi_shim.c): HMTUNE_PLACEMENT,
-HMTUNE_STATS (JSON per process at exit), HMTUNE_SUMMARY=0 (no stderr summary),
-HMTUNE_TARGET (only the program we launched warns about its placement). Under MPI each
+Before running: the placement is read with the advisor's checking reader, which
+refuses what the library's reader refuses (a missing, malformed or non-regular one
+stops here, exit 2), and tiers this machine cannot serve in full get a one-line warning
+(hugetlb beyond the free hugepages, memkind HBW kinds without a high-bandwidth node).
+The library's own contract (interpose/hmi_shim.c): HMTUNE_PLACEMENT, HMTUNE_STATS (JSON
+per process at exit), HMTUNE_SUMMARY=0 (no stderr summary), HMTUNE_TARGET (the program
+that places when the placement has no `program` line, found through wrappers such as
+env and timeout; helpers pass everything through and only the target warns). Under MPI each
 rank writes DIR/run-stats.RANK.json and this command prints one summary over the ranks;
 a single process prints its own. The application's stdout, stderr and exit status
 are its own (a signal death is re-raised)."""
@@ -37,6 +39,11 @@ MPI_STATS = f"run-stats.{RANK}.json"
 SINGLE_STATS = "run-stats.json"
 NODE_DIR = Path("/sys/devices/system/node")
 _SHARED_LIB = re.compile(r"\.so(\.|$)")
+# Programs that run the rest of their command line: the placement is for the program
+# they start, not for them (they pass everything through).
+WRAPPERS = frozenset({"env", "timeout", "nice", "nohup", "stdbuf", "taskset", "numactl",
+                      "chrt", "ionice", "setsid", "time", "setarch", "likwid-pin",
+                      "hwloc-bind"})
 LISTED_FILES = 8                     # per-rank statistics files named in the MPI summary
 
 
@@ -98,11 +105,11 @@ def load_placement(path: Path) -> PlacementFile | None:
     """The checked placement, or None after one line saying what to do."""
     from advisor.placement import PlacementFormatError, read_placement
 
-    if not path.is_file():
+    if not path.exists():
         _fail(f"no placement {path}: run 'hmtune advise' first (after 'hmtune trace' and "
               "'hmtune analyze'), or give --placement FILE")
         return None
-    try:
+    try:                # the library's own grammar and limits: what it refuses, we do
         return read_placement(path)
     except PlacementFormatError as e:
         _fail(f"cannot use the placement: {e}; write it again with 'hmtune advise'")
@@ -188,19 +195,40 @@ def tier_warnings(pf: PlacementFile, nprocs: int, pool: HugePages | None,
     return out
 
 
-def target_name(exe: Path, pf: PlacementFile) -> str | None:
-    """HMTUNE_TARGET: the name /proc/self/exe will have in the process we launch. For a
-    script, the executable the placement names: a module with a program interpreter
-    that is not named like a shared library (libc.so.6 has one too)."""
-    if elfcheck.program_headers(exe) is not None:
-        return Path(os.path.realpath(exe)).name
+def command_program(app: list[str], exe: Path) -> Path | None:
+    """The program the command line runs in the end: APP itself (exe, as resolved), or
+    for a wrapper (WRAPPERS: env, timeout, nice, ...) the first later word that names
+    an executable file (found as execvp would), through nested wrappers; None when a
+    wrapper's words name none. A script is returned as itself."""
+    i, prog = 0, exe
+    while Path(app[i]).name in WRAPPERS or Path(os.path.realpath(prog)).name in WRAPPERS:
+        for j in range(i + 1, len(app)):
+            found = elfcheck.resolve(app[j])
+            if found is not None and found.is_file() and os.access(found, os.X_OK):
+                i, prog = j, found
+                break
+        else:
+            return None
+    return prog
+
+
+def target_program(program: Path | None, pf: PlacementFile) -> str | None:
+    """HMTUNE_TARGET: the path /proc/self/exe will have in the process that places (the
+    library lets no other process place when the placement has no `program` line, and
+    only the target warns). An ELF program is itself; for a script, the placement's
+    program, or else the executable it names: a module with a program interpreter that
+    is not named like a shared library (libc.so.6 has one too)."""
+    if program is not None and elfcheck.program_headers(program) is not None:
+        return os.path.realpath(program)
+    if pf.program:
+        return pf.program
     from advisor.placement import frames
 
     modules = {f.rpartition("+")[0] for s in pf.sites for f in frames(s.chain)}
     programs = sorted(m for m in modules if not _SHARED_LIB.search(Path(m).name)
                       and (ph := elfcheck.program_headers(m)) is not None
                       and any(t == elfcheck.PT_INTERP for t, _, _ in ph.entries))
-    return Path(programs[0]).name if len(programs) == 1 else None
+    return programs[0] if len(programs) == 1 else None
 
 
 # ---- statistics files ----
@@ -425,6 +453,11 @@ def run(args: argparse.Namespace) -> int:
     exe, code = launch.check_program(app[0], "run", "its allocations cannot be placed")
     if exe is None:
         return code
+    program = command_program(app, exe)
+    if program is not None and program != exe and elfcheck.is_static_elf(program):
+        return _fail(f"{program} is statically linked: LD_PRELOAD cannot interpose its "
+                     "malloc, so its allocations cannot be placed; link it dynamically "
+                     "(without -static)")
     out = Path(args.out) if args.out else paths.default_out(app[0])
     placement = Path(args.placement) if args.placement else out / "placement.txt"
     pf = load_placement(placement)
@@ -440,9 +473,14 @@ def run(args: argparse.Namespace) -> int:
 
     app_env = {"LD_PRELOAD": launch.preload_with(lib),
                "HMTUNE_PLACEMENT": str(placement.resolve())}
-    target = target_name(exe, pf)
+    target = target_program(program, pf)
     if target:
         app_env["HMTUNE_TARGET"] = target
+    else:
+        _say(f"note: cannot tell which program {app[0]} starts is the one the placement "
+             "is for (it has no 'program' line and names no program): every process "
+             "started places, and the last to exit writes the statistics; write the "
+             "placement again with 'hmtune advise', which names the traced program")
     stats = Path(args.stats) if args.stats else out / (MPI_STATS if launcher else SINGLE_STATS)
     stats = stats.absolute()
     planned = planned_stats(stats, launcher, dict(os.environ))

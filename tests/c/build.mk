@@ -32,6 +32,15 @@ $(TEST_C_DIR)/test_placement: $(ROOT)/tests/c/test_placement.c $(HMI_CORE_LIB) $
 	$(CC) $(TEST_C_CFLAGS) -I$(ROOT)/interpose -DHMT_DATA_DIR='"$(ROOT)/tests/c/data"' -o $@ $< \
 	  $(HMI_CORE_LIB) $(COMMON_SRC) -lunwind -ldl $(LDSAN)
 
+# The reader's verdict per file (placement_verdict.c), for tests/py/test_placement_grammar.py.
+# Not test_*: run.sh runs those.
+$(TEST_C_DIR)/placement_verdict: $(ROOT)/tests/c/placement_verdict.c $(HMI_CORE_LIB) \
+    $(HMI_CORE_HDR) $(COMMON_SRC) $(COMMON_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_C_CFLAGS) -I$(ROOT)/interpose -o $@ $< $(HMI_CORE_LIB) $(COMMON_SRC) \
+	  -lunwind -ldl $(LDSAN)
+BUILD_TARGETS += $(TEST_C_DIR)/placement_verdict
+
 # The interposer's tier backends (interpose/hmi_backend*.c).
 $(TEST_C_DIR)/test_backend: $(ROOT)/tests/c/test_backend.c $(HMI_CORE_LIB) $(HMI_CORE_HDR) \
     $(COMMON_SRC) $(COMMON_HDR)

@@ -18,8 +18,10 @@
  *
  * Cases: output and exit status unchanged (summary off: byte-identical stderr; on:
  * identical without the `hmalloc` lines); unusable placements (unset, missing, empty,
- * garbled, NUL byte, wrong version, another program, another build, HMTUNE_TARGET)
- * give one warning (none in a process that is not the target) and place nothing;
+ * garbled, NUL byte, wrong version, a FIFO or a device, another program, another
+ * build, a `program` line naming another program) give one warning (none in a process
+ * that is not the target) and place nothing, and a process that is not the target
+ * (HMTUNE_TARGET, or the `program` line) places nothing and writes no statistics;
  * the whole malloc family on thp, numa:0, memkind:MEMKIND_HBW and hugetlb, with
  * moves between two tiers and glibc, overflows from listed sites, alignment, usable
  * sizes, malloc(0); a tier smaller than its site, and a hugetlb pool smaller than
@@ -41,6 +43,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -837,6 +840,28 @@ static void test_bad_placement(void)
     bad_case_env("missing file, another target", NULL, 0, 1, "HMTUNE_TARGET=mpirun", 0);
     bad_case_env("garbled file, another target", garbled, sizeof garbled - 1, 1,
                  "HMTUNE_TARGET=sh", 0);
+    /* not a regular file: a FIFO without a writer would block open(2) in the
+     * constructor forever; a device is refused as well */
+    char fifo[PATH_MAX], e_fifo[PATH_MAX + 32];
+    in_dir(fifo, "placement.fifo");
+    unlink(fifo);
+    CHECK(mkfifo(fifo, 0600) == 0);
+    snprintf(e_fifo, sizeof e_fifo, "HMTUNE_PLACEMENT=%s", fifo);
+    bad_case_env("a FIFO", NULL, 0, 0, e_fifo, 1);
+    bad_case_env("/dev/zero", NULL, 0, 0, "HMTUNE_PLACEMENT=/dev/zero", 1);
+    unlink(fifo);
+    /* only the program the placement was made for places and reports: a good placement
+     * in a process that is not the target (a helper: env, timeout, a shell) passes
+     * everything through and writes no statistics, silently */
+    n = snprintf(text, sizeof text, "# hmtune placement v1\n%s", good);
+    bad_case_env("good placement, another target", text, (size_t)n, 1, "HMTUNE_TARGET=sh", 0);
+    bad_case_env("good placement, another target by path", text, (size_t)n, 1,
+                 "HMTUNE_TARGET=/usr/bin/env", 0);
+    /* ... and with a `program` line naming another program: the target warns */
+    n = snprintf(text, sizeof text, "# hmtune placement v1\nprogram /usr/bin/env\n%s", good);
+    bad_case("program line of another program", text, (size_t)n, 1);
+    bad_case_env("program line of another program, another target", text, (size_t)n, 1,
+                 "HMTUNE_TARGET=env", 0);
     /* sanity: the good body with the right header places (so the cases above failed
      * for the reason they were meant to) */
     n = snprintf(text, sizeof text, "# hmtune placement v1\n%s", good);
@@ -847,6 +872,20 @@ static void test_bad_placement(void)
     same_as_base(&p, M_IO, "good placement");
     CHECK_EQ(tier_f(p.js, "a", "placed_blocks"), 2);
     placed_free(&p);
+    /* a program line naming this program, by a symbolic link to it, places whatever
+     * HMTUNE_TARGET says: the line decides */
+    char link[PATH_MAX];
+    in_dir(link, "app-link");
+    unlink(link);
+    CHECK(symlink(g_app, link) == 0);
+    n = snprintf(text, sizeof text, "# hmtune placement v1\nprogram %s\n%s", link, good);
+    spit(p.placement, text, (size_t)n);
+    const char *other[] = { "HMTUNE_TARGET=sh", NULL };
+    placed_run(&p, M_IO, 0, other);
+    same_as_base(&p, M_IO, "program line naming this program");
+    CHECK_EQ(tier_f(p.js, "a", "placed_blocks"), 2);
+    placed_free(&p);
+    unlink(link);
 }
 
 /* The family on tier a (backend), with tier b (other) for moves between tiers. */

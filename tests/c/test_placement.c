@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -283,6 +285,81 @@ static void test_load_errors(void)
     CHECK(hmi_placement_parse("nope", 4, &p, NULL, 0) == -1);
 }
 
+/* `program PATH` (optional, once): the program the placement was made for. */
+static void test_program_line(void)
+{
+    struct hmi_placement p;
+    char err[256];
+    static const char t[] = HEAD "program   /opt/my app/bin/solver  # traced\nsite fast a+0x1\n";
+    CHECK(parse_lit(t, sizeof t - 1, &p, err) == 0);
+    CHECK(p.program && !strcmp(p.program, "/opt/my app/bin/solver") && p.nsites == 1);
+    hmi_placement_free(&p);
+    CHECK(parse_lit(HEAD, sizeof HEAD - 1, &p, err) == 0 && p.program == NULL);
+    hmi_placement_free(&p);
+    ACCEPT("# hmtune placement v1\nprogram /a\ntier s default unlimited\ndepth 1\n"
+           "size-window 0 0\n", 0);
+    REFUSE(HEAD "program /a\nprogram /a\n", 7, "one 'program PATH'");
+    REFUSE(HEAD "program a.out\n", 6, "one 'program PATH'");
+    REFUSE(HEAD "program\n", 6, "one 'program PATH'");
+    REFUSE(HEAD "program /a#b\n", 6, "one 'program PATH'");
+    static char longp[HMI_PROGRAM_MAX + 200];
+    size_t n = (size_t)snprintf(longp, sizeof longp, "%sprogram /", HEAD);
+    memset(longp + n, 'x', HMI_PROGRAM_MAX - 1);
+    accept(longp, n + HMI_PROGRAM_MAX - 1, 0);               /* HMI_PROGRAM_MAX bytes */
+    longp[n + HMI_PROGRAM_MAX - 1] = 'x';
+    refuse(longp, n + HMI_PROGRAM_MAX, 6, "longer than 4095");
+}
+
+/* As many tier lines as the backends have slots (hmi_backend.h), not one more. */
+static void test_tier_count(void)
+{
+    char t[4096];
+    size_t n = (size_t)snprintf(t, sizeof t, "# hmtune placement v1\n");
+    for (unsigned i = 0; i + 1 < HMI_MAX_TIER_LINES; i++)
+        n += (size_t)snprintf(t + n, sizeof t - n, "tier t%u thp 4096\n", i);
+    size_t head = n;
+    n += (size_t)snprintf(t + n, sizeof t - n, "tier last default unlimited\ndepth 1\n"
+                          "size-window 0 0\n");
+    struct hmi_placement p;
+    char err[256];
+    CHECK(parse_lit(t, n, &p, err) == 0 && p.ntiers == HMI_MAX_TIER_LINES);
+    hmi_placement_free(&p);
+    n = head + (size_t)snprintf(t + head, sizeof t - head, "tier one-more thp 4096\n"
+                                "tier last default unlimited\n");
+    refuse(t, n, HMI_MAX_TIER_LINES + 2, "more tier lines than 16");   /* the 17th */
+}
+
+/* A FIFO, a device or a directory is refused at once: a FIFO without a writer would
+ * block open(2) (and one with a silent writer, read(2)) in the program's start-up.
+ * Each load runs in a child with an alarm, so that a hang fails instead of hanging. */
+static void test_not_a_regular_file(void)
+{
+    char dir[] = "/tmp/hmt-placement-XXXXXX", fifo[64];
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    CHECK(mkfifo(fifo, 0600) == 0);
+    const char *paths[] = { fifo, "/dev/zero", "/dev/null", dir };
+    for (unsigned i = 0; i < sizeof paths / sizeof *paths; i++) {
+        fflush(stdout);
+        fflush(stderr);
+        pid_t pid = fork();
+        if (pid == 0) {
+            alarm(10);
+            struct hmi_placement p;
+            char err[256];
+            int rc = hmi_placement_load(paths[i], &p, err, sizeof err);
+            _exit(rc == -1 && p.arena == NULL && strstr(err, "not a regular file") ? 0 : 1);
+        }
+        int st = 0;
+        CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+            fprintf(stderr, "  %s: %s\n", paths[i], WIFSIGNALED(st) ? "hung" : "not refused");
+        CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    }
+    unlink(fifo);
+    rmdir(dir);
+}
+
 int main(void)
 {
     RUN(test_docs_example);
@@ -294,5 +371,8 @@ int main(void)
     RUN(test_long_line);
     RUN(test_large_input);
     RUN(test_load_errors);
+    RUN(test_program_line);
+    RUN(test_tier_count);
+    RUN(test_not_a_regular_file);
     HMT_END();
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -20,6 +21,7 @@ from advisor.placement import (
     format_placement,
     parse_placement,
     read_placement,
+    traced_program,
     write_placement,
 )
 from workflows.fileio import write_atomic
@@ -108,6 +110,42 @@ def test_reader_refuses(case: str) -> None:
 def test_reader_ignores_comments_and_blank_lines() -> None:
     lines = [GOOD[0], "", "  # a comment", *GOOD[1:], "", "# end"]
     assert parse_placement(lines).sites == sample().sites
+
+
+def test_program_line_round_trip(tmp_path: Path) -> None:
+    pf = sample()
+    pf.program = "/opt/my app/bin/app"
+    p = tmp_path / "placement.txt"
+    write_placement(p, pf)
+    assert p.read_text().splitlines()[2] == "program /opt/my app/bin/app"
+    assert read_placement(p).program == "/opt/my app/bin/app"
+    assert read_placement(tmp_path / "placement.txt").sites == pf.sites
+    for bad in ("app", "/a#b", "/a\nb", "/" + "x" * 4095):
+        pf.program = bad
+        with pytest.raises(PlacementFormatError):
+            format_placement(pf)
+
+
+def summary(d: Path, procs: list[tuple[str, int]], name: str = "trace") -> None:
+    d.mkdir(parents=True, exist_ok=True)
+    (d / f"{name}.summary.json").write_text(json.dumps(
+        {"processes": [{"exe": exe, "allocs": n} for exe, n in procs]}))
+
+
+def test_traced_program(tmp_path: Path) -> None:
+    """The program line comes from the trace's summary: the one program that allocated."""
+    sites = tmp_path / "sites.csv"
+    assert traced_program(sites) == ""                               # no summary (Extrae)
+    summary(tmp_path, [("/usr/bin/dash", 0), ("/opt/app", 5), ("/opt/app", 7)])
+    assert traced_program(sites) == "/opt/app"                      # MPI ranks, a shell
+    summary(tmp_path, [("/opt/app", 5), ("/opt/other", 1)])
+    assert traced_program(sites) == ""                              # two programs
+    summary(tmp_path, [("/opt/x#y", 5)])
+    assert traced_program(sites) == ""                              # not expressible
+    t = tmp_path / "elsewhere" / "run1.prv"
+    summary(t.parent, [("/opt/third", 2)], "run1")
+    t.write_text("")
+    assert traced_program(sites, str(t)) == "/opt/third"            # next to the trace
 
 
 def test_writer_refuses_what_the_reader_would() -> None:

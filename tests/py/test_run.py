@@ -148,6 +148,7 @@ def test_advised_placement_is_applied(tmp_path: Path) -> None:
     assert a.returncode == 0, a.stderr
     pf = read_placement(out / "placement.txt")
     assert pf.sites, "the advisor placed nothing: no sampled weight in any site?"
+    assert pf.program == os.path.realpath(latency[0])      # from the trace's summary
     sites = read_sites(out / "sites.csv")
     size_of = dict(zip(sites["callstack_raw"], sites["max_size"], strict=True))
     plain = subprocess.run(latency, capture_output=True, text=True)
@@ -491,6 +492,81 @@ def test_static_program_is_refused(tmp_path: Path) -> None:
     assert r.returncode == 2 and r.stdout == b""
 
 
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "directory"])
+def test_placement_that_is_not_a_regular_file(tmp_path: Path, kind: str) -> None:
+    """A FIFO (or a device, a directory) as the placement: `hmtune run` refuses it and
+    does not start the program (exit 2); preloaded by hand, the library refuses it
+    without blocking and the program runs as it does alone."""
+    if kind == "fifo":
+        path = tmp_path / "placement.fifo"
+        os.mkfifo(path)
+    else:
+        path = Path(kind) if kind.startswith("/") else tmp_path
+    r = hmtune_run(tmp_path / "out", app("echo_io"), "--placement", str(path), timeout=60)
+    assert (r.returncode, r.stdout) == (2, b"")
+    plain = subprocess.run(app("echo_io"), capture_output=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HMTUNE_")}
+    env.update(LD_PRELOAD=str(LIB), HMTUNE_PLACEMENT=str(path),
+               HMTUNE_STATS=str(tmp_path / "stats.json"))
+    r = subprocess.run(app("echo_io"), env=env, capture_output=True, timeout=60)
+    assert (r.returncode, r.stdout) == (7, plain.stdout)
+    assert not (tmp_path / "stats.json").exists()
+
+
+def libc_only(t: Traced, size: int) -> str:
+    """The site's chain cut before its first frame outside libc: a placement of such
+    chains names no program, only libc, which every helper process loads too."""
+    fr = frames(t.site(size))
+    n = next(i for i, f in enumerate(fr) if "/libc.so" not in f)
+    assert n >= 1, fr
+    return " > ".join(fr[:n])
+
+
+HELPER_CASES = {
+    "timeout": lambda prog, tmp: ["timeout", "60", prog],
+    "env": lambda prog, tmp: ["env", "HMT_X=1", prog],
+    "nested": lambda prog, tmp: ["env", "HMT_X=1", "timeout", "-s", "KILL", "60", prog],
+    "script": lambda prog, tmp: [str(tmp / "wrapper.sh")],
+}
+
+
+@pytest.mark.parametrize("program_line", [True, False], ids=["program-line", "no-program-line"])
+@pytest.mark.parametrize("how", sorted(HELPER_CASES))
+def test_helpers_do_not_place(programs: Programs, tmp_path: Path, how: str,
+                              program_line: bool) -> None:
+    """The placement names only libc (stdio's buffer, first frame only: any program
+    writing to a pipe allocates it there). Run through timeout, env, both, or a shell
+    script that also runs a helper that writes to stdout with statistics of its own:
+    only echo_io places and writes statistics; the helpers place nothing, write
+    nothing and do not overwrite echo_io's file. A script needs the `program` line
+    (hmtune advise writes it) to say which of its programs is meant."""
+    if how == "script" and not program_line:
+        pytest.skip("a script around a placement that names no program: every process "
+                    "places (hmtune run says so)")
+    t = programs("echo_io")
+    buf = " > ".join(frames(libc_only(t, 4096))[:1])
+    prog = str(PROGRAMS / "echo_io")
+    pf = PlacementFile(tiers=[TierLine("fast", "thp", 1 << 30), TierLine("slow", "default",
+                                                                         None)],
+                       depth=1, size_window=(4096, 4096), sites=[SiteLine("fast", buf)],
+                       program=os.path.realpath(prog) if program_line else "")
+    write_placement(tmp_path / "p.txt", pf)
+    helper_stats = tmp_path / "helper-stats.json"
+    wrapper = tmp_path / "wrapper.sh"
+    wrapper.write_text(f'#!/bin/sh\nHMTUNE_STATS="{helper_stats}" /usr/bin/printf "helper\\n"\n'
+                       f'"{prog}" "$@"\nexit $?\n')
+    wrapper.chmod(0o755)
+    plain = subprocess.run([prog], capture_output=True)
+    r = hmtune_run(tmp_path / "out", HELPER_CASES[how](prog, tmp_path), "-q", "--placement",
+                   str(tmp_path / "p.txt"))
+    helper_out = b"helper\n" if how == "script" else b""
+    assert (r.returncode, r.stdout) == (7, helper_out + plain.stdout), r.stderr
+    s = stats(tmp_path / "out")
+    assert s["program"] == os.path.realpath(prog)            # echo_io's file, not a helper's
+    assert tier(s)["placed_blocks"] == 1 and by_chain(s)[buf]["placed"] == 1
+    assert not helper_stats.exists()
+
+
 def test_library_not_built(programs: Programs, tmp_path: Path) -> None:
     pl = placement(tmp_path / "p.txt", [("fast", 111000)], programs("echo_io"))
     r = hmtune_run(tmp_path, app("echo_io"), "--placement", str(pl),
@@ -528,7 +604,7 @@ def test_environment_of_the_application(programs: Programs, tmp_path: Path,
         r.stdout.decode().strip().split("|")
     assert preload == f"{LIB}:{other}"
     assert placement_env == str(pl.resolve())
-    assert target == Path(os.path.realpath("/bin/sh")).name
+    assert target == os.path.realpath("/bin/sh")
     assert stats_env == str((tmp_path / "out" / stats_name).absolute())
     assert summary_env == summary
 

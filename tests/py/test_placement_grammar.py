@@ -1,0 +1,280 @@
+"""One placement grammar (issue 13): what libhmalloc.so's reader refuses, `hmtune run`
+refuses first (exit 2, the program never starts), and what it accepts, `hmtune run`
+accepts. The same files go to three readers: advisor.placement.read_placement, `hmtune
+run` (which uses it), and the library itself, preloaded into a program with
+HMTUNE_PLACEMENT=FILE (it accepted the file when it wrote its statistics at exit; when
+it refuses one it passes everything through and writes none). Each case also says the
+verdict it must get, so that the readers cannot agree by both being wrong.
+
+The chains name only modules the program has loaded (libc, at small offsets) or a
+shared library it could load (libdlalloc.so), so that the library's run-time checks
+(another program, another build) never refuse an accepted file."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from advisefix import site, write_sites
+from tracemodel import HMTUNE, PROGRAMS, ROOT
+
+from advisor import placement as P
+
+LIB = ROOT / "build" / "lib" / "libhmalloc.so"
+APP = PROGRAMS / "echo_io"                       # exit 7, three lines on stdout
+LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
+DL = PROGRAMS / "libdlalloc.so"                  # a shared library echo_io never loads
+
+pytestmark = pytest.mark.skipif(not (LIB.exists() and APP.exists() and DL.exists()
+                                     and Path(LIBC).exists()),
+                                reason="libhmalloc.so or the test programs not built (make)")
+
+H = b"# hmtune placement v1\n"
+T = b"tier fast thp 1048576\ntier slow default unlimited\n"
+TAIL = b"depth 1\nsize-window 0 0\n"
+
+
+def chain(n: int, module: str = LIBC, first: int = 0x10) -> bytes:
+    return " > ".join(f"{module}+0x{first + i:x}" for i in range(n)).encode()
+
+
+def tiers(n: int) -> bytes:
+    return b"".join(b"tier t%d thp 4096\n" % i for i in range(n - 1)) + \
+        b"tier last default unlimited\n"
+
+
+def digits(n: int) -> bytes:
+    return b"1" + b"0" * (n - 1)
+
+
+def comment_line(length: int) -> bytes:
+    return b"#" + b"x" * (length - 1) + b"\n"
+
+
+MAX64 = b"18446744073709551615"
+OVER64 = b"18446744073709551616"
+
+# name: (file bytes, accepted?)
+CASES: dict[str, tuple[bytes, bool]] = {
+    "minimal": (H + T + TAIL, True),
+    # capacities, depth, size-window: 64-bit numbers, any number of leading zeros
+    "capacity-2^64-1": (H + b"tier fast thp " + MAX64 + b"\ntier s default unlimited\n"
+                        + TAIL, True),
+    "capacity-2^64": (H + b"tier fast thp " + OVER64 + b"\ntier s default unlimited\n"
+                      + TAIL, False),
+    "capacity-5000-digits": (H + b"tier fast thp " + digits(5000) + b"\ntier s default "
+                             b"unlimited\n" + TAIL, False),
+    "capacity-leading-zeros": (H + b"tier fast thp " + b"0" * 40 + b"4096\n"
+                               b"tier s default unlimited\n" + TAIL, True),
+    "capacity-superscript-digit": (H + "tier fast thp 4\u00b2\ntier s default unlimited\n"
+                                   .encode() + TAIL, False),
+    "depth-2^64-1": (H + T + b"depth " + MAX64 + b"\nsize-window 0 0\n", True),
+    "depth-2^64": (H + T + b"depth " + OVER64 + b"\nsize-window 0 0\n", False),
+    "depth-arabic-digit": (H + T + "depth \u0661\nsize-window 0 0\n".encode(), False),
+    "window-2^64-1": (H + T + b"depth 1\nsize-window 0 " + MAX64 + b"\n", True),
+    "window-2^64": (H + T + b"depth 1\nsize-window 0 " + OVER64 + b"\n", False),
+    "version-5000-digits": (b"# hmtune placement v" + digits(5000) + b"\n" + T + TAIL, False),
+    "version-leading-zero": (b"# hmtune placement v01\n" + T + TAIL, True),
+    "numa-range-5000-digits": (H + b"tier fast numa:0-" + digits(5000) + b" 4096\n"
+                               b"tier s default unlimited\n" + TAIL, True),
+    "numa-range-backwards": (H + b"tier fast numa:" + digits(30) + b"-" + digits(29)
+                             + b" 4096\ntier s default unlimited\n" + TAIL, False),
+    # lines: at most 64 KiB, a 200 KB comment line is refused
+    "comment-200KB": (H + comment_line(200_000) + T + TAIL, False),
+    "comment-65536": (H + comment_line(65536) + T + TAIL, True),
+    "comment-65537": (H + comment_line(65537) + T + TAIL, False),
+    "depth-line-65536": (H + T + b"depth 1" + b" " * (65536 - 7) + b"\nsize-window 0 0\n",
+                         True),
+    "depth-line-65537": (H + T + b"depth 1" + b" " * (65537 - 7) + b"\nsize-window 0 0\n",
+                         False),
+    # frames: at most 64 per chain, offsets below 2^48
+    "frames-64": (H + T + b"depth 64\nsize-window 0 0\nsite fast " + chain(64) + b"\n", True),
+    "frames-65": (H + T + b"depth 65\nsize-window 0 0\nsite fast " + chain(65) + b"\n",
+                  False),
+    "frames-70": (H + T + b"depth 70\nsize-window 0 0\nsite fast " + chain(70) + b"\n",
+                  False),
+    "offset-2^48-1": (H + T + b"depth 1\nsize-window 0 0\nsite fast "
+                      + f"{DL}+0xffffffffffff".encode() + b"\n", True),
+    "offset-2^48": (H + T + b"depth 1\nsize-window 0 0\nsite fast "
+                    + f"{DL}+0x1000000000000".encode() + b"\n", False),
+    "offset-leading-zeros": (H + T + b"depth 1\nsize-window 0 0\nsite fast "
+                             + f"{DL}+0x{'0' * 40}1".encode() + b"\n", True),
+    # bytes
+    "nul-in-comment": (H + b"# a\0b\n" + T + TAIL, False),
+    "nul-in-header": (b"# hmtune placement v1\0\n" + T + TAIL, False),
+    "latin1-in-comment": (H + b"# caf\xe9 (not UTF-8)\n" + T + TAIL, True),
+    "u2028-in-comment": (H + "# a\u2028b\n".encode() + T + TAIL, True),
+    # U+0085 is a line break to str.splitlines, not to the C reader: one line here
+    "nel-is-no-line-break": (H + T + "depth 1\u0085size-window 0 0\n".encode(), False),
+    "crlf": ((H + T + TAIL).replace(b"\n", b"\r\n"), True),
+    "cr-vt-ff-breaks": (H + b"tier fast thp 1048576\rtier slow default unlimited\x0b"
+                        b"depth 1\x0csize-window 0 0\x1c", True),
+    "unit-separator-is-white-space": (H + T + b"depth 1\x1f\nsize-window 0 0\n", True),
+    # tiers: at most 16
+    "tiers-16": (H + tiers(16) + TAIL, True),
+    "tiers-17": (H + tiers(17) + TAIL, False),
+    "tier-name-64": (H + b"tier " + b"n" * 64 + b" thp 1\ntier s default unlimited\n" + TAIL,
+                     True),
+    "tier-name-65": (H + b"tier " + b"n" * 65 + b" thp 1\ntier s default unlimited\n" + TAIL,
+                     False),
+    # program PATH: absolute, at most once, at most 4095 bytes
+    "program": (H + f"program {APP}\n".encode() + T + TAIL, True),
+    "program-relative": (H + b"program echo_io\n" + T + TAIL, False),
+    "program-twice": (H + f"program {APP}\nprogram {APP}\n".encode() + T + TAIL, False),
+    "program-4096-bytes": (H + b"program /" + b"x" * 4095 + b"\n" + T + TAIL, False),
+}
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("corpus")
+    files = {}
+    for name, (data, _) in CASES.items():
+        files[name] = d / f"{name}.txt"
+        files[name].write_bytes(data)
+    # 4 GiB - 1 bytes (sparse): one byte more than the library reads
+    files["input-4GiB-1"] = d / "input-4GiB-1.txt"
+    with files["input-4GiB-1"].open("wb") as f:
+        f.write(H + T + TAIL)
+        f.truncate(P.INPUT_MAX + 1)
+    return files
+
+
+VERDICT = {**{name: ok for name, (_, ok) in CASES.items()}, "input-4GiB-1": False}
+
+
+def python_accepts(path: Path) -> bool:
+    try:
+        P.read_placement(path)
+    except P.PlacementFormatError:
+        return False
+    return True
+
+
+def library_accepts(path: Path, tmp: Path) -> bool:
+    """The library read the file: it wrote its statistics at exit."""
+    stats = tmp / "lib-stats.json"
+    stats.unlink(missing_ok=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HMTUNE_")}
+    env.update(LD_PRELOAD=str(LIB), HMTUNE_PLACEMENT=str(path), HMTUNE_STATS=str(stats),
+               HMTUNE_SUMMARY="0")
+    r = subprocess.run([str(APP)], env=env, capture_output=True, timeout=60)
+    assert r.returncode == 7, r.stderr          # the program ran as it does alone
+    return stats.exists()
+
+
+@pytest.mark.parametrize("name", sorted(VERDICT))
+def test_same_verdict(corpus: dict[str, Path], tmp_path: Path, name: str) -> None:
+    path = corpus[name]
+    want = VERDICT[name]
+    assert python_accepts(path) == want
+    assert library_accepts(path, tmp_path) == want
+    r = subprocess.run([str(HMTUNE), "run", "-q", "-o", str(tmp_path / "out"), "--placement",
+                        str(path), "--", str(APP)], capture_output=True, timeout=120)
+    if want:
+        assert r.returncode == 7 and r.stdout.count(b"\n") == 3, r.stderr
+    else:
+        assert (r.returncode, r.stdout) == (2, b"")          # the program never started
+        assert not (tmp_path / "out" / "run-stats.json").exists()
+
+
+VERDICT_TOOL = ROOT / "build" / "tests" / "c" / "placement_verdict"
+SEEDS = [H + b"program /bin/x\ntier fast thp 1048576\ntier mid numa:0-3,8 4096\n"
+         b"tier slow default unlimited\ndepth 3\nsize-window 0 100\n"
+         b"site fast /a/b+0x1 > /c d+0x2   # c\nsite mid /x+0x3\n",
+         (H + b"tier f memkind:MEMKIND_HBW 1\ntier s default unlimited\ndepth 2 # x\n"
+          b"size-window 1 1\nsite f a+0x1 > b+0x2\n").replace(b"\n", b"\r\n")]
+TOKENS = [b" ", b"\t", b"\r", b"\n", b"\r\n", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e",
+          b"\x1f", b"\x85", b"\xc2\x85", b"\xa0", b"\xc2\xa0", b"\xe2\x80\xa8", b"\0", b"#",
+          b" #", b">", b" > ", b"+0x", b"+", b"0", b"1", b"9", b"a", b"F", b"x", b"-", b",",
+          b":", b"unlimited", b"tier ", b"site ", b"depth ", b"size-window ", b"program ",
+          b"program /p", b"/", MAX64, OVER64, b"ffffffffffff", b"1000000000000",
+          b"\xd9\xa1", b"\xc2\xb2", b"\xff", b"MEMKIND_", b"numa:", b"thp", b"v1", b"v01"]
+
+
+def mutants(seed: int, n: int) -> list[bytes]:
+    """n files made from SEEDS and the small accepted CASES by inserting, replacing and
+    deleting grammar tokens and the bytes the two readers could split or strip
+    differently, and by repeating lines."""
+    import random
+
+    rng = random.Random(seed)
+    pool = SEEDS + [data for data, ok in CASES.values() if ok and len(data) < 4096]
+    out = []
+    for _ in range(n):
+        d = bytearray(rng.choice(pool))
+        for _ in range(rng.randint(1, 3)):
+            op, pos = rng.random(), rng.randint(0, len(d))
+            if op < 0.45:
+                d[pos:pos] = rng.choice(TOKENS)
+            elif op < 0.7:
+                del d[pos:pos + rng.randint(1, 4)]
+            elif op < 0.85:
+                d[pos:pos + 1] = rng.choice(TOKENS)
+            else:
+                lines = bytes(d).split(b"\n")
+                lines.insert(rng.randrange(len(lines)), rng.choice(lines))
+                d = bytearray(b"\n".join(lines))
+        out.append(bytes(d))
+    return out
+
+
+@pytest.mark.skipif(not VERDICT_TOOL.exists(), reason="placement_verdict not built (make)")
+def test_mutated_files_same_verdict(tmp_path: Path) -> None:
+    """5000 files mutated from valid ones: the C reader (placement_verdict, the
+    library's hmi_placement_load) and the Python reader give the same verdict on each,
+    and the Python reader fails only with PlacementFormatError."""
+    files = mutants(13, 5000)
+    paths = []
+    for i, data in enumerate(files):
+        paths.append(tmp_path / f"{i}.txt")
+        paths[-1].write_bytes(data)
+    c = []
+    for i in range(0, len(paths), 1000):
+        r = subprocess.run([str(VERDICT_TOOL), *map(str, paths[i:i + 1000])],
+                           capture_output=True, text=True, check=True)
+        c += [line == "1" for line in r.stdout.split()]
+    py = [python_accepts(p) for p in paths]
+    differ = [files[i] for i in range(len(files)) if c[i] != py[i]]
+    assert not differ, differ[:5]
+    assert 100 < sum(py) < len(py) - 100           # both verdicts are well represented
+
+
+def test_limits_are_the_c_headers() -> None:
+    """advisor/placement.py's limits are the numbers of interpose/hmi_placement.h."""
+    def defines(name: str) -> dict[str, int]:
+        text = (ROOT / name).read_text()
+        return {m.group(1): int(m.group(2), 0) for m in
+                re.finditer(r"^#define\s+(\w+)\s+(0x[0-9a-fA-F]+|\d+)u?\b", text, re.M)}
+
+    h = defines("interpose/hmi_placement.h")
+    assert (h["HMI_LINE_MAX"], h["HMI_MAX_FRAMES"], h["HMI_MAX_TIER_LINES"],
+            h["HMI_INPUT_MAX"], h["HMI_PROGRAM_MAX"]) == \
+        (P.LINE_MAX, P.MAX_FRAMES, P.MAX_TIERS, P.INPUT_MAX, P.PROGRAM_MAX)
+    assert 1 << defines("common/hm_modmap.h")["HM_FRAME_MODSHIFT"] == P.OFFSET_LIMIT
+    assert defines("interpose/hmi_backend.h")["HMI_MAX_TIERS"] >= P.MAX_TIERS
+
+
+def test_advise_writes_only_what_the_library_reads(tmp_path: Path) -> None:
+    """Sites the library could not read (70 frames, an offset of 2^48, a chain longer
+    than a line) stay out of placement.txt; the others are placed, with their comments
+    cut to fit a line; the library reads the file and places them."""
+    d = tmp_path / "stage"
+    long_label = " > ".join(f"/src/very/long/path/file{i}.c:{i}" for i in range(20000))
+    rows = [site(3, 4096, 500.0, chain(70).decode()),
+            site(4, 4096, 400.0, f"{DL}+0x1000000000000"),
+            site(5, 4096, 300.0, " > ".join([f"/{'d' * 4000}/lib.so+0x1"] * 17)),
+            site(6, 4096, 200.0, f"{LIBC}+0x10", callstack=long_label),
+            site(7, 4096, 100.0, chain(64).decode())]
+    write_sites(d / "sites.csv", rows)
+    r = subprocess.run([str(HMTUNE), "advise", str(d), "--mem", "1M"], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    pf = P.read_placement(d / "placement.txt")
+    assert [s.chain for s in pf.sites] == [f"{LIBC}+0x10", chain(64).decode()]
+    assert all(len(line) <= P.LINE_MAX for line in (d / "placement.txt").read_bytes()
+               .splitlines())
+    assert library_accepts(d / "placement.txt", tmp_path)
