@@ -14,10 +14,13 @@
  *
  * Everything in the handlers is async-signal-safe: per-thread state from mmap,
  * capstone warmed up before the timer is armed, records appended to the thread's
- * own sample buffer. */
+ * own sample buffer. The handlers are reached through hmc_signal.c's dispatcher,
+ * which keeps both signals deliverable whatever the application installs or blocks,
+ * and gives it every signal that is not one of ours. */
 #include "hmc_sampler.h"
 #include "hmc_decode.h"
 #include "hmc_sampler_perf.h"
+#include "hmc_signal.h"
 #include "hm_env.h"
 #include "hm_unwind.h"
 
@@ -39,6 +42,12 @@
 #define TRAP_PERF 6
 #endif
 #define BP_COOKIE 0x686d74756e65ull   /* "hmtune": our breakpoint's si_perf_data */
+#ifndef TRAP_PERF_FLAG_ASYNC
+#define TRAP_PERF_FLAG_ASYNC 1u         /* delivered late: SIGTRAP was blocked (5.18+) */
+#endif
+/* Our timers' sigev_value: the (page-aligned) per-thread state plus this tag, so a
+ * timer signal still queued when its thread's sampler is gone is known as ours. */
+#define TIMER_TAG 0x5a3u
 
 struct samp {
     timer_t timer;
@@ -46,6 +55,7 @@ struct samp {
     int bpfd;
     uint64_t bp_addr;             /* where the breakpoint is programmed now */
     int in_handler;
+    uint64_t carry_ns;            /* weight of a sample skipped inside the trap handler */
     uint64_t fs_base, gs_base;
     struct hmc_decoder *dec;
     struct hmr_sample pending;    /* waiting for the breakpoint */
@@ -55,7 +65,6 @@ struct samp {
 
 static struct hmc_sampler_cfg g_cfg;
 static uint64_t g_period_ns;
-static struct sigaction g_old_timer, g_old_trap;
 static int g_ready;
 
 int hmc_sampler_config(struct hmc_sampler_cfg *cfg)
@@ -156,7 +165,8 @@ static void soft_sample(struct hmc_thread *t, struct samp *s, const siginfo_t *s
     r.h.kind = HMS_SRC_SOFT;
     r.h.len8 = HMR_LEN8(sizeof(r));
     r.t = hm_ticks();
-    r.weight = g_period_ns * (1 + (uint64_t)(si->si_overrun > 0 ? si->si_overrun : 0));
+    r.weight = g_period_ns * (1 + (uint64_t)(si->si_overrun > 0 ? si->si_overrun : 0)) + s->carry_ns;
+    s->carry_ns = 0;
     struct hmc_regs regs;
     struct hmc_access acc;
     memset(&acc, 0, sizeof(acc));
@@ -170,7 +180,7 @@ static void soft_sample(struct hmc_thread *t, struct samp *s, const siginfo_t *s
         break;
     case HMC_DEC_CLOBBERED:
         /* Never a breakpoint in this library: its code runs inside the handlers,
-         * where a hit with SIGTRAP blocked would kill the process. */
+         * where a hit would re-enter them in the middle of an update. */
         if (s->bpfd >= 0 && !hm_in_self(acc.insn)) {
             r.h.aux = acc.is_store ? HMS_STORE : 0;
             s->pending = r;
@@ -190,34 +200,36 @@ static void soft_sample(struct hmc_thread *t, struct samp *s, const siginfo_t *s
     record(t, &r);
 }
 
-static void on_timer(int sig, siginfo_t *si, void *uc)
+/* The timer's signal (hmc_signal.c calls this first for every delivery): 1 when it
+ * was one of our timers, 0 for anyone else's (the application gets it). */
+static int on_timer(int sig, siginfo_t *si, void *uc)
 {
-    int saved = errno;
+    (void)sig;
+    uintptr_t v = (uintptr_t)si->si_value.sival_ptr;
+    if (si->si_code != SI_TIMER || (v & 0xfff) != TIMER_TAG)
+        return 0;
     struct hmc_thread *t = hmc_thread_self();
     struct samp *s = t ? hmc_thread_sampler(t) : NULL;
-    if (si->si_code != SI_TIMER || !s || si->si_value.sival_ptr != s) {
-        /* not our timer: whoever had this signal before us gets it */
-        if (g_old_timer.sa_flags & SA_SIGINFO)
-            g_old_timer.sa_sigaction(sig, si, uc);
-        else if (g_old_timer.sa_handler != SIG_DFL && g_old_timer.sa_handler != SIG_IGN)
-            g_old_timer.sa_handler(sig);
-        errno = saved;
-        return;
+    if (!s || (uintptr_t)s != v - TIMER_TAG)
+        return 1;                       /* queued before its timer was deleted */
+    if (s->in_handler) {
+        /* inside on_trap (SIGTRAP's handler does not block the timer: an application
+         * handler that longjmps out would leave it blocked); counted with the next */
+        s->carry_ns += g_period_ns;
+        return 1;
     }
-    if (!s->in_handler) {
-        s->in_handler = 1;
-        if (g_cfg.kind == HMS_SRC_SOFT)
-            soft_sample(t, s, si, uc);
-        else
-            hmc_perf_thread_drain(&s->perf, t);
-        s->in_handler = 0;
-    }
-    errno = saved;
+    s->in_handler = 1;
+    if (g_cfg.kind == HMS_SRC_SOFT)
+        soft_sample(t, s, si, uc);
+    else
+        hmc_perf_thread_drain(&s->perf, t);
+    s->in_handler = 0;
+    return 1;
 }
 
 /* The kernel's siginfo for TRAP_PERF carries si_perf_data right after si_addr
- * (union _sigfault: _addr, then _perf { unsigned long _data; ... }); glibc 2.36's
- * siginfo_t does not name it yet. */
+ * (union _sigfault: _addr, then _perf { unsigned long _data; u32 _type; u32 _flags; });
+ * glibc 2.36's siginfo_t does not name them yet. */
 static unsigned long perf_data(const siginfo_t *si)
 {
     unsigned long v;
@@ -225,39 +237,44 @@ static unsigned long perf_data(const siginfo_t *si)
     return v;
 }
 
-static void on_trap(int sig, siginfo_t *si, void *uc)
+static uint32_t perf_flags(const siginfo_t *si)
 {
-    int saved = errno;
+    uint32_t v;
+    memcpy(&v, (const char *)&si->si_addr + 2 * sizeof(void *) + 4, sizeof(v));
+    return v;
+}
+
+/* SIGTRAP: 1 for our breakpoint (TRAP_PERF with our cookie), 0 for any other trap
+ * (the application's int3 or raise, a debugger's, another perf user's). */
+static int on_trap(int sig, siginfo_t *si, void *uc)
+{
+    (void)sig;
+    if (si->si_code != TRAP_PERF || perf_data(si) != BP_COOKIE)
+        return 0;
     struct hmc_thread *t = hmc_thread_self();
     struct samp *s = t ? hmc_thread_sampler(t) : NULL;
-    if (si->si_code != TRAP_PERF || !s || perf_data(si) != BP_COOKIE) {
-        if (g_old_trap.sa_flags & SA_SIGINFO)
-            g_old_trap.sa_sigaction(sig, si, uc);
-        else if (g_old_trap.sa_handler == SIG_DFL) {
-            sigaction(SIGTRAP, &g_old_trap, NULL);   /* a real trap: default action */
-            raise(SIGTRAP);
-        } else if (g_old_trap.sa_handler != SIG_IGN)
-            g_old_trap.sa_handler(sig);
-        errno = saved;
-        return;
-    }
+    if (!s)
+        return 1;
     /* before the instruction executes: its registers give the address */
     ioctl(s->bpfd, PERF_EVENT_IOC_DISABLE, 0);
-    if (s->pending_on) {
+    if (s->pending_on && !s->in_handler) {
+        s->in_handler = 1;
         s->pending_on = 0;
         struct hmc_regs regs;
         struct hmc_access acc;
         memset(&acc, 0, sizeof(acc));
         hmc_regs_from_ucontext(uc, s->fs_base, s->gs_base, &regs);
-        if (hmc_decode_at(s->dec, &regs, s->pending.ip, &acc) == HMC_DEC_OK) {
+        if (!(perf_flags(si) & TRAP_PERF_FLAG_ASYNC) &&
+            hmc_decode_at(s->dec, &regs, s->pending.ip, &acc) == HMC_DEC_OK) {
             s->pending.addr = acc.addr;
             s->pending.h.aux |= HMS_ADDR_OK | HMS_BREAKPOINT;
         } else {
             s->pending.h.aux |= HMS_REJECTED;
         }
         record(t, &s->pending);
+        s->in_handler = 0;
     }
-    errno = saved;
+    return 1;
 }
 
 static void write_sampler_record(const char *name)
@@ -291,18 +308,14 @@ int hmc_sampler_init(const struct hmc_sampler_cfg *cfg)
     /* soft: one sample per timer period of thread CPU time; PEBS/IBS: drain 20x/s */
     unsigned hz = cfg->kind == HMS_SRC_SOFT ? cfg->rate_hz : 20;
     g_period_ns = 1000000000ull / hz;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_sigaction = on_timer;
-    sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
-    if (sigaction(cfg->signo, &sa, &g_old_timer) != 0)
+    /* The signals stay ours whatever the application installs or blocks later
+     * (hmc_signal.c): the timer's restarts interrupted calls, SIGTRAP may hit inside
+     * any handler (the application's included), so it is never deferred. */
+    if (hmc_sig_claim(cfg->signo, on_timer, HMC_SIG_KEEP | HMC_SIG_RESTART) != 0)
         return -1;
-    if (cfg->kind == HMS_SRC_SOFT) {
-        sa.sa_sigaction = on_trap;
-        sigaddset(&sa.sa_mask, cfg->signo);   /* the timer never samples on_trap itself */
-        sigaction(SIGTRAP, &sa, &g_old_trap);
-    }
+    if (cfg->kind == HMS_SRC_SOFT &&
+        hmc_sig_claim(SIGTRAP, on_trap, HMC_SIG_KEEP | HMC_SIG_NODEFER) != 0)
+        return -1;
     char name[128];
     size_t n = hm_fmt_str(name, cfg->kind == HMS_SRC_SOFT ? "soft " :
                                 cfg->kind == HMS_SRC_PEBS ? "pebs period " : "ibs period ");
@@ -370,7 +383,7 @@ void hmc_sampler_thread_start(void)
     memset(&sev, 0, sizeof(sev));
     sev.sigev_notify = SIGEV_THREAD_ID;
     sev.sigev_signo = g_cfg.signo;
-    sev.sigev_value.sival_ptr = s;
+    sev.sigev_value.sival_ptr = (char *)s + TIMER_TAG;
     sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
     if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &s->timer) == 0) {
         struct itimerspec its;

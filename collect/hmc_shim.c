@@ -8,6 +8,7 @@
  * functions come from the static arena of hm_real.h and are never freed. */
 #include "hmc_core.h"
 #include "hmc_sampler.h"
+#include "hmc_signal.h"
 #include "hm_env.h"
 #include "hm_modmap.h"
 #include "hm_real.h"
@@ -91,43 +92,44 @@ static void *plain(struct call *c)
 
 /* ---- initialization ----------------------------------------------------- */
 
-static void crash_handler(int sig, siginfo_t *si, void *uc);
 static void atfork_prepare(void) { hmc_atfork_prepare(); }
 static void atfork_parent(void) { hmc_atfork_parent(); }
 static void atfork_child(void)
 {
     hmc_atfork_child();
+    hmc_sig_atfork_child();
     hmc_sampler_atfork_child();
 }
 
 #define RESOLVE(field, name) \
     do { void *s_ = dlsym(RTLD_NEXT, name); memcpy(&real.field, &s_, sizeof(s_)); } while (0)
 
+/* Crash handling: a terminating signal still leaves a complete trace. hmc_signal.c
+ * keeps these claimed whatever the application installs (gfortran's -fbacktrace
+ * replaces SIGSEGV, SIGBUS, ... at start-up), calls the application's handler when it
+ * has one, and calls on_fatal just before a signal takes its default action. */
 static const int g_sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS,
                               SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGXCPU, SIGXFSZ, SIGPIPE };
-static struct sigaction g_old[NSIG];
+
+static void on_fatal(int sig)
+{
+    hmc_busy++;
+    hmc_finish(HME_SIGNAL, sig);
+    hmc_busy--;
+}
 
 static void install_signals(void)
 {
-    for (unsigned i = 0; i < sizeof(g_sigs) / sizeof(g_sigs[0]); i++) {
-        struct sigaction old, sa;
-        if (sigaction(g_sigs[i], NULL, &old) != 0)
-            continue;
-        if ((old.sa_flags & SA_SIGINFO) || old.sa_handler != SIG_DFL)
-            continue;   /* the application (or its launcher) chose; leave it */
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_sigaction = crash_handler;
-        sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-        sigemptyset(&sa.sa_mask);
-        g_old[g_sigs[i]] = old;
-        sigaction(g_sigs[i], &sa, NULL);
-    }
+    hmc_sig_set_fatal(on_fatal);
+    for (unsigned i = 0; i < sizeof(g_sigs) / sizeof(g_sigs[0]); i++)
+        hmc_sig_claim(g_sigs[i], NULL, 0);
 }
 
 static void do_init(void)
 {
     hmc_busy++;
     int ok = hm_real_resolve(&rm) == 0;
+    hmc_sig_resolve();
     RESOLVE(dlclose, "dlclose");
     RESOLVE(exit_, "_exit");
     RESOLVE(Exit_, "_Exit");
@@ -196,22 +198,6 @@ __attribute__((destructor)) static void hmc_dtor(void)
 {
     if (atomic_load(&g_state) == ST_READY)
         hmc_finish(HME_EXIT, 0);
-}
-
-static void crash_handler(int sig, siginfo_t *si, void *uc)
-{
-    static _Atomic int once;
-    (void)si;
-    (void)uc;
-    int saved = errno;
-    if (!atomic_exchange(&once, 1)) {
-        hmc_busy++;
-        hmc_finish(HME_SIGNAL, sig);
-        hmc_busy--;
-    }
-    sigaction(sig, &g_old[sig], NULL);
-    raise(sig);
-    errno = saved;
 }
 
 /* ---- the traced path ---------------------------------------------------- */
@@ -407,8 +393,10 @@ EXPORT int execve(const char *path, char *const argv[], char *const envp[])
         ensure_ready();
     if (atomic_load(&g_state) == ST_READY)
         hmc_finish(HME_EXEC, 0);
+    hmc_sig_exec_begin();
     int r = real.execve(path, argv, envp);
     int err = errno;
+    hmc_sig_exec_failed();
     hmc_exec_failed();
     errno = err;
     return r;
@@ -417,12 +405,13 @@ EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 /* Threads start sampling before their own code runs: the trampoline below runs
  * the sampler's per-thread setup (outside any signal handler). Its frame is
  * removed from call stacks with the rest of this library's. */
-struct start { void *(*fn)(void *); void *arg; };
+struct start { void *(*fn)(void *); void *arg; uint64_t sigmask; int attr_mask; };
 
 static void *thread_trampoline(void *p)
 {
     struct start st = *(struct start *)p;
     rm.free(p);
+    hmc_sig_thread_begin(st.sigmask, st.attr_mask);   /* before the first sample */
     hmc_sampler_thread_start();
     return st.fn(st.arg);
 }
@@ -440,8 +429,42 @@ EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)
         return real.pthread_create(th, attr, fn, arg);
     st->fn = fn;
     st->arg = arg;
+    st->sigmask = hmc_sig_thread_mask();             /* a new thread inherits its mask */
+    sigset_t am;
+    st->attr_mask = attr && pthread_attr_getsigmask_np(attr, &am) == 0;
     int r = real.pthread_create(th, attr, thread_trampoline, st);
     if (r != 0)
         rm.free(st);
     return r;
 }
+
+/* Signals (hmc_signal.c): the application's handlers and masks are recorded and
+ * emulated around the tracer's own. glibc's signal, sysv_signal and siginterrupt call
+ * its sigaction internally, past this library, so they are interposed too. */
+EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
+{
+    return hmc_sig_action(sig, act, old);
+}
+
+EXPORT sighandler_t signal(int sig, sighandler_t h) { return hmc_sig_signal(sig, h, 0); }
+EXPORT sighandler_t bsd_signal(int sig, sighandler_t h) { return hmc_sig_signal(sig, h, 0); }
+EXPORT sighandler_t ssignal(int sig, sighandler_t h) { return hmc_sig_signal(sig, h, 0); }
+EXPORT sighandler_t sysv_signal(int sig, sighandler_t h) { return hmc_sig_signal(sig, h, 1); }
+EXPORT sighandler_t __sysv_signal(int sig, sighandler_t h) { return hmc_sig_signal(sig, h, 1); }
+EXPORT int siginterrupt(int sig, int flag) { return hmc_sig_interrupt(sig, flag); }
+
+EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+    return hmc_sig_mask(how, set, old);
+}
+
+EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+    int r = hmc_sig_mask(how, set, old);
+    if (r == 0)
+        return 0;
+    errno = r;
+    return -1;
+}
+
+EXPORT int sigpending(sigset_t *set) { return hmc_sig_pending(set); }

@@ -58,6 +58,20 @@ $(TP_OUTDIR)/four_arrays: $(TP_SRCDIR)/four_arrays.c $(TP_DEPS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 -g $(WARN) -o $@ $< -pthread
 
+# The tracer's signals against the application's handlers and masks (issue 13): -O2
+# like a real application, so the chase loads overwrite their address register and
+# the sampler sets breakpoints. fortran_chase keeps gfortran's default flags on
+# purpose: no -fno-backtrace (libgfortran then installs its own signal handlers).
+TP_SIG_BINS := $(TP_OUTDIR)/sig_handlers $(TP_OUTDIR)/sig_blocked
+TP_BINS += $(TP_SIG_BINS) $(TP_OUTDIR)/fortran_chase
+$(TP_SIG_BINS): $(TP_OUTDIR)/%: $(TP_SRCDIR)/%.c $(TP_DEPS)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g $(WARN) -o $@ $< -pthread
+
+$(TP_OUTDIR)/fortran_chase: $(TP_SRCDIR)/fortran_chase.f90 $(TP_DEPS)
+	@mkdir -p $(@D)
+	$(TP_FC) -O2 -g -o $@ $<
+
 # Static: only when the C library's static archive is available.
 TP_LIBC_A := $(shell $(CC) -print-file-name=libc.a 2>/dev/null)
 ifneq ($(filter /%,$(wildcard $(TP_LIBC_A))),)
