@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -72,6 +73,27 @@ class Trace:
         return found[0]
 
 
+def _split_repeats(records: Iterable[object]) -> Iterator[Event]:
+    """Event records, a fused group split where an event type repeats.
+
+    A call's begin and end (or two calls) of one thread can share a timestamp when the
+    call is faster than the clock's step; `fuse_events` then yields one group holding
+    both, in file order. A repeated type starts the next logical event.
+    """
+    for rec in records:
+        if not isinstance(rec, Event):
+            continue
+        part: list[tuple[int, int]] = []
+        seen: set[int] = set()
+        for type_, value in rec.events:
+            if type_ in seen:
+                yield rec._replace(events=part)
+                part, seen = [], set()
+            part.append((type_, value))
+            seen.add(type_)
+        yield rec._replace(events=part)
+
+
 def load(prv: Path) -> Trace:
     t = Trace()
     h = read_header(prv)
@@ -84,9 +106,7 @@ def load(prv: Path) -> Trace:
     funcs = pcf.values.get(30000000, {})
     lines = pcf.values.get(30000100, {})
     open_calls: dict[tuple[int, int], Call] = {}
-    for rec in fuse_events(iter_records(prv)):
-        if not isinstance(rec, Event):
-            continue
+    for rec in _split_repeats(fuse_events(iter_records(prv))):
         ev = dict(rec.events)
         key = (rec.task, rec.thread)
         if 41000002 in ev:
