@@ -133,7 +133,8 @@ def app(prog: str, *args: str) -> list[str]:
 def test_advised_placement_is_applied(tmp_path: Path) -> None:
     """The advisor's placement for the latency example (a thp tier of 8 MiB): the sites it
     lists are placed with exactly their sizes from sites.csv, results unchanged."""
-    latency = [str(ROOT / "build" / "examples" / "latency"), "-s", "32"]
+    # -n 12: ~0.1 s of kernel, ~25 samples at 250 Hz (3 iterations gave none some runs)
+    latency = [str(ROOT / "build" / "examples" / "latency"), "-s", "32", "-n", "12"]
     out = tmp_path / "latency"
     assert trace(out, *latency).returncode == 0
     assert subprocess.run([str(HMTUNE), "analyze", str(out / "trace.prv")],
