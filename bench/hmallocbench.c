@@ -9,9 +9,9 @@
  * MODE memkind[:KIND]: memkind_malloc(KIND, SIZE) + memkind_free(KIND, p) called
  *   directly (libmemkind.so.0 dlopen'ed here; KIND default MEMKIND_HBW, which needs
  *   MEMKIND_HBW_NODES on a machine without HBM): the backend's own cost.
- * MODE memkind-usable[:KIND]: the same plus the three memkind_malloc_usable_size calls
- *   libhmalloc makes per placed pair (charge on allocation; report and uncharge on
- *   free), to price them apart.
+ * MODE locks:K: no allocation; K lock/unlock pairs of a mutex of the thread's own, as
+ *   libhmalloc's small-object arena takes its stripe's shard lock once to hand out a
+ *   block and once to take it back (K = 2 per placed pair).
  * MODE unwind:N: no allocation; unw_backtrace(buf, N) four frames below the loop, as
  *   libhmalloc's slow path calls it on a stack-fingerprint miss (below its entry
  *   point, slow path and hmi_match_fp_decide; it asks for the placement's depth + 3
@@ -42,14 +42,13 @@ static size_t g_size;
 static int g_depth;
 static long (*g_loop)(long pairs);
 static pthread_barrier_t g_start;
-static int g_arg;                               /* unwind:N, atomics:K */
+static int g_arg;                               /* unwind:N, atomics:K, locks:K */
 static _Atomic unsigned long g_shared[8] __attribute__((aligned(64)));
 
 static struct {
     mk_kind_t kind;
     void *(*malloc)(mk_kind_t, size_t);
     void (*free)(mk_kind_t, void *);
-    size_t (*usable)(mk_kind_t, void *);
 } mk;
 
 static double clock_ns(clockid_t id)
@@ -84,19 +83,17 @@ __attribute__((noinline)) static long loop_memkind(long pairs)
     return sum;
 }
 
-__attribute__((noinline)) static long loop_memkind_usable(long pairs)
+__attribute__((noinline)) static long loop_locks(long pairs)
 {
-    long sum = 0;
-    for (long i = 0; i < pairs; i++) {
-        volatile char *p = mk.malloc(mk.kind, g_size);
-        sum += (long)mk.usable(mk.kind, (void *)p);
-        p[0] = (char)i;
-        sum += p[0];
-        sum += (long)mk.usable(mk.kind, (void *)p);
-        sum += (long)mk.usable(mk.kind, (void *)p);
-        mk.free(mk.kind, (void *)p);
-    }
-    return sum;
+    static __thread pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static __thread volatile long held;
+    for (long i = 0; i < pairs; i++)
+        for (int k = 0; k < g_arg; k++) {
+            pthread_mutex_lock(&lock);
+            held++;
+            pthread_mutex_unlock(&lock);
+        }
+    return held;
 }
 
 /* libhmalloc's frames above unw_backtrace: entry point, slow path, site_here,
@@ -157,15 +154,13 @@ static int load_memkind(const char *kind)
         return -1;
     }
     void *k = dlsym(h, kind), *m = dlsym(h, "memkind_malloc"), *f = dlsym(h, "memkind_free");
-    void *u = dlsym(h, "memkind_malloc_usable_size");
-    if (!k || !m || !f || !u) {
+    if (!k || !m || !f) {
         fprintf(stderr, "hmallocbench: libmemkind.so.0 lacks %s or its functions\n", kind);
         return -1;
     }
     mk.kind = *(mk_kind_t *)k;
     memcpy(&mk.malloc, &m, sizeof m);
     memcpy(&mk.free, &f, sizeof f);
-    memcpy(&mk.usable, &u, sizeof u);
     void *probe = mk.malloc(mk.kind, g_size);
     if (!probe) {
         fprintf(stderr, "hmallocbench: memkind_malloc(%s, %zu) failed (MEMKIND_HBW needs "
@@ -179,8 +174,8 @@ static int load_memkind(const char *kind)
 int main(int argc, char **argv)
 {
     if (argc < 5) {
-        fprintf(stderr, "usage: hmallocbench malloc|memkind[:KIND]|memkind-usable[:KIND]|"
-                "unwind:N|atomics:K THREADS PAIRS SIZE [DEPTH]\n");
+        fprintf(stderr, "usage: hmallocbench malloc|memkind[:KIND]|unwind:N|"
+                "atomics:K|locks:K THREADS PAIRS SIZE [DEPTH]\n");
         return 2;
     }
     const char *mode = argv[1];
@@ -197,19 +192,19 @@ int main(int argc, char **argv)
     size_t ml = colon ? (size_t)(colon - mode) : strlen(mode);
     if (ml == 6 && !strncmp(mode, "malloc", 6) && !colon) {
         g_loop = loop_malloc;
-    } else if ((ml == 7 && !strncmp(mode, "memkind", 7)) ||
-               (ml == 14 && !strncmp(mode, "memkind-usable", 14))) {
+    } else if (ml == 7 && !strncmp(mode, "memkind", 7)) {
         if (load_memkind(kind))
             return 1;
-        g_loop = ml == 7 ? loop_memkind : loop_memkind_usable;
+        g_loop = loop_memkind;
     } else if (colon && ((ml == 6 && !strncmp(mode, "unwind", 6)) ||
-                         (ml == 7 && !strncmp(mode, "atomics", 7)))) {
+                         (ml == 7 && !strncmp(mode, "atomics", 7)) ||
+                         (ml == 5 && !strncmp(mode, "locks", 5)))) {
         g_arg = atoi(colon + 1);
         if (g_arg < 1 || g_arg > 64) {
             fprintf(stderr, "hmallocbench: %s: want 1..64\n", mode);
             return 2;
         }
-        g_loop = ml == 6 ? loop_unwind : loop_atomics;
+        g_loop = ml == 6 ? loop_unwind : ml == 7 ? loop_atomics : loop_locks;
         unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
     } else {
         fprintf(stderr, "hmallocbench: unknown mode %s\n", mode);
