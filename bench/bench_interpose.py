@@ -11,9 +11,10 @@ whose vCPUs are shared stretches wall time, not CPU time.
 Targets: (1) outside the size window, <= 10 ns added over no preload; (2) a matched
 site with a cached decision, <= 150 ns added over memkind_malloc + memkind_free called
 directly (what a program calling memkind itself pays; libhmalloc's memkind tiers hand out
-blocks from their own small-object arena on the kind's nodes); (3) no global lock: per-thread cost at 2 threads no
-worse than at 1, i.e. a 2-thread/1-thread ratio no larger than the baseline's (the VM's
-own), 10 % allowed for noise. Then where the matched pair's time goes."""
+blocks from their own small-object arena on the kind's nodes); (3) no global lock:
+per-thread cost at 2 threads no worse than at 1, i.e. a 2-thread/1-thread ratio no larger
+than the baseline's (the VM's own), 10 % allowed for noise.
+Then where the matched pair's time goes."""
 
 from __future__ import annotations
 
