@@ -7,7 +7,7 @@ import sys
 
 from advisor import cli as advisor_cli
 from analyze import cli as analyze_cli
-from workflows import compare, explore, report, run, trace, view
+from workflows import compare, explore, machine, report, run, trace, view
 
 
 def _check_trace(args: argparse.Namespace) -> int:
@@ -33,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_parser(sub)
     explore.add_parser(sub)
     report.add_parser(sub)
+    machine.add_parser(sub)
     c = sub.add_parser("check-trace", help="validate a Paraver trace against hmtune's rules",
                        description="Check FILE.prv (+ .pcf/.row) against the trace format rules "
                                    "(a directory means DIR/trace.prv).")
