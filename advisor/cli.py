@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:                   # pandas loads only when advise runs
     import pandas as pd
 
+    from advisor.tiers import Machine
+
 STRATEGIES = ("ilp", "ilp-lifetime", "misses", "density")
 
 
@@ -38,9 +40,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("sites", nargs="?", default=".", metavar="SITES.csv|DIR",
                    help="sites.csv from hmtune analyze, or its directory (default: .)")
     p.add_argument("--mem", metavar="SIZE",
-                   help="fast memory per process (e.g. 256M, 1GiB); alone it means a fast "
-                        "tier (memkind:MEMKIND_HBW) of that size and the default allocator "
-                        "as fallback; with --machine it resizes the machine's fastest tier")
+                   help="fast memory per process (e.g. 256M, 1GiB); alone it means this "
+                        "host's fastest tier (HBM or MCDRAM, else DRAM in front of CXL/NVM, "
+                        "else 2 MiB hugepages: see hmtune machine) of that size and the "
+                        "default allocator as fallback; with --machine it resizes the "
+                        "machine's fastest tier")
     p.add_argument("--machine", metavar="FILE.toml",
                    help="tier description (configs/machines/*.toml)")
     p.add_argument("--strategy", choices=STRATEGIES, default="ilp",
@@ -112,6 +116,47 @@ def _options(args: argparse.Namespace) -> Options:
     return Options(mem, args.strategy, args.threshold, args.time_limit, gap_pct / 100.0)
 
 
+def _host_machine(mem: int) -> Machine:
+    """`--mem SIZE` alone: this host's fastest tier (hmtune machine), SIZE per process.
+    Says which tier it is on stdout."""
+    from advisor.tiers import with_fast_capacity
+    from workflows.host import HostError, choose, detect, env_root
+
+    try:
+        choice = choose(detect(env_root()))
+    except HostError as e:
+        raise Failure(f"--mem: {e}", 1) from None
+    print(f"hmtune advise: {choice.why} (this host; --machine FILE.toml advises for "
+          "another)")
+    m = with_fast_capacity(choice.machine, mem)
+    m.notes = [n for n in m.notes if not n.startswith("--mem sets")]
+    return m
+
+
+def _tier_warnings(machine: Machine) -> list[str]:
+    """A note for each fast tier that cannot place anything on this host, naming the one
+    that can (a machine file for another host is legal: a note, not an error)."""
+    from workflows.host import HostError, choose, detect, env_root
+    from workflows.hostcheck import backend_problem
+
+    try:
+        host = detect(env_root())
+    except HostError:
+        return []
+    out = []
+    for t in machine.tiers[:-1]:
+        why = backend_problem(host, t.backend)
+        if why:
+            try:
+                here = choose(host).why.replace("fast tier: ", "")
+            except HostError as e:
+                here = str(e)
+            out.append(f"tier '{t.name}' ({t.backend}) cannot place anything on this host "
+                       f"({why}); what can: {here} (hmtune advise --mem SIZE without "
+                       "--machine uses it; see hmtune machine)")
+    return out
+
+
 def _command(args: argparse.Namespace) -> str:
     parts = ["hmtune", "advise", args.sites]
     for flag, value in (("--mem", args.mem), ("--machine", args.machine),
@@ -179,7 +224,6 @@ def _run(args: argparse.Namespace) -> int:
     from advisor.tiers import (
         TierFileError,
         load_machine,
-        mem_tiers,
         per_process,
         with_fast_capacity,
     )
@@ -201,7 +245,7 @@ def _run(args: argparse.Namespace) -> int:
                 machine = with_fast_capacity(machine, opts.mem)
         else:
             assert opts.mem is not None
-            machine = mem_tiers(opts.mem)
+            machine = _host_machine(opts.mem)
         sites = load_sites(sites_path)
         allocs = None
         if args.allocs or allocs_path.exists():
@@ -212,7 +256,8 @@ def _run(args: argparse.Namespace) -> int:
                              "allocs.csv; give --allocs FILE)")
     except (InputError, TierFileError) as e:
         raise Failure(str(e), 1) from None
-    notes = [*machine.notes, *sites.notes, *_trace_check(sites_path, sites.meta, allocs)]
+    notes = [*machine.notes, *_tier_warnings(machine), *sites.notes,
+             *_trace_check(sites_path, sites.meta, allocs)]
     nprocs = allocs.attrs.get("nprocs") if allocs is not None else None
     tiers, tier_notes = per_process(machine, nprocs)
     notes += tier_notes

@@ -14,8 +14,9 @@ the fallback, where everything not placed stays, and must be unlimited:
     page = "4K"                      # optional: default 2M for hugetlb, 4K otherwise
 
 Every problem is reported as one line `FILE: ...` naming the tier and key at fault
-(TierFileError). `--mem SIZE` alone stands for a two-tier machine (`mem_tiers`); with a
-machine file it resizes the machine's fastest tier (`with_fast_capacity`).
+(TierFileError). `--mem SIZE` alone stands for this host's tiers (workflows/host.py,
+`hmtune machine`); with a machine file it resizes the machine's fastest tier
+(`with_fast_capacity`).
 """
 
 from __future__ import annotations
@@ -28,13 +29,6 @@ from pathlib import Path
 
 from advisor.model import KIB, MIB, Tier
 from workflows.units import human, parse_size
-
-# `--mem` shorthand: a per-process fast tier through memkind's high-bandwidth kind and
-# the default allocator as fallback. The costs are those of configs/machines/
-# xeon-max-9468-flat-*.toml (see there for where the ratio comes from); with only two
-# tiers the ratio scales every site's value alike and does not change which sites win.
-MEM_FAST = ("fast", "memkind:MEMKIND_HBW", 1.0, 1.0)
-MEM_SLOW = ("default", "default", 5.3, 5.3)
 
 BACKENDS = ("memkind:KIND", "numa:NODES", "hugetlb", "thp", "default")
 _KEYS = {"name", "capacity", "backend", "load_cost", "store_cost", "per", "page"}
@@ -208,18 +202,6 @@ def load_machine(path: str | Path) -> Machine:
     tiers = [parse_tier(t, f"{p}: tier {i + 1}") for i, t in enumerate(raw)]
     notes = check_tiers(tiers, str(p))
     return Machine(name=name, tiers=tiers, source=str(p), notes=notes)
-
-
-def mem_tiers(size: int) -> Machine:
-    """`--mem SIZE` alone: a per-process fast tier of SIZE bytes, then the fallback."""
-    if size <= 0:
-        raise TierFileError("--mem: the fast tier needs a size > 0")
-    fast = Tier(name=MEM_FAST[0], capacity=size, backend=MEM_FAST[1],
-                load_cost=MEM_FAST[2], store_cost=MEM_FAST[3])
-    slow = Tier(name=MEM_SLOW[0], capacity=None, backend=MEM_SLOW[1],
-                load_cost=MEM_SLOW[2], store_cost=MEM_SLOW[3])
-    return Machine(name="two tiers from --mem", tiers=[fast, slow],
-                   source=f"--mem {human(size)}")
 
 
 def with_fast_capacity(machine: Machine, size: int) -> Machine:

@@ -95,10 +95,17 @@ def best_subset(sizes: list[int], weights: list[float], cap: int) -> set[int]:
     return set(best[1])
 
 
+TWO_TIER = Path(__file__).resolve().parents[1] / "machines" / "two-tier-memkind.toml"
+
+
 def advise(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
-    """Run `hmtune advise ARGS` in this process; (exit status, stdout, stderr)."""
+    """Run `hmtune advise ARGS` in this process; (exit status, stdout, stderr). `--mem`
+    without `--machine` gets tests/machines/two-tier-memkind.toml, so that the tiers do
+    not depend on the host the tests run on."""
     from workflows.cli import main
 
+    if "--mem" in args and "--machine" not in args:
+        args = ("--machine", str(TWO_TIER), *args)
     try:
         rc = main(["advise", *args])
     except SystemExit as e:                 # argparse usage errors

@@ -10,7 +10,6 @@ from advisor.model import KIB, MIB
 from advisor.tiers import (
     TierFileError,
     load_machine,
-    mem_tiers,
     per_process,
     with_fast_capacity,
 )
@@ -152,16 +151,6 @@ def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(TierFileError) as e:
         load_machine(tmp_path / "nope.toml")
     assert "nope.toml" in str(e.value)
-
-
-def test_mem_shorthand() -> None:
-    m = mem_tiers(256 * MIB)
-    fast, slow = m.tiers
-    assert (fast.capacity, fast.per_node, slow.capacity) == (256 * MIB, False, None)
-    assert fast.backend == "memkind:MEMKIND_HBW" and slow.backend == "default"
-    assert fast.load_cost < slow.load_cost and fast.store_cost < slow.store_cost
-    with pytest.raises(TierFileError):
-        mem_tiers(0)
 
 
 def test_mem_resizes_the_fastest_tier() -> None:

@@ -270,8 +270,9 @@ def test_advise_writes_only_what_the_library_reads(tmp_path: Path) -> None:
             site(6, 4096, 200.0, f"{LIBC}+0x10", callstack=long_label),
             site(7, 4096, 100.0, chain(64).decode())]
     write_sites(d / "sites.csv", rows)
-    r = subprocess.run([str(HMTUNE), "advise", str(d), "--mem", "1M"], capture_output=True,
-                       text=True, timeout=300)
+    two_tier = ROOT / "tests" / "machines" / "two-tier-memkind.toml"   # 4 KiB pages
+    r = subprocess.run([str(HMTUNE), "advise", str(d), "--mem", "1M", "--machine",
+                        str(two_tier)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     pf = P.read_placement(d / "placement.txt")
     assert [s.chain for s in pf.sites] == [f"{LIBC}+0x10", chain(64).decode()]
