@@ -83,13 +83,20 @@ analyze: deps build
 
 # sites.csv → placement.txt, report.txt, capacity_curve.csv/.png, in the same stage
 # directory as analyze (OUT, else hmtune-out/<APP's name>/, else the newest hmtune-out/*/).
-# MEM=SIZE alone: a fast tier of SIZE per process; MACHINE=FILE.toml: its tiers (MEM then
-# resizes its fastest tier). FORMAT=flexmalloc also writes FlexMalloc's two files.
+# MEM=SIZE alone: SIZE per process of this host's fastest tier (HBM or MCDRAM, else DRAM in
+# front of CXL/NVM, else 2 MiB hugepages; see make machine); MACHINE=FILE.toml: its tiers
+# (MEM then resizes its fastest tier). FORMAT=flexmalloc also writes FlexMalloc's two files.
 MEM     ?=
 MACHINE ?=
 STRATEGY ?=
 THRESHOLD ?=
 FORMAT  ?=
+# What this host offers as fast memory (hmtune machine); TOML=1: the machine file for it.
+TOML    ?=
+.PHONY: machine
+machine: deps build
+	@$(HMTUNE) machine $(if $(TOML),--toml)
+
 .PHONY: advise
 advise: deps
 	@d="$(STAGE_DIR)"; \
