@@ -82,7 +82,8 @@ analyze: deps build
 	$(HMTUNE) analyze $(if $(PER_RANK),--per-rank) "$$t"
 
 # sites.csv → placement.txt, report.txt, capacity_curve.csv/.png, in the same stage
-# directory as analyze (OUT, else hmtune-out/<APP's name>/, else the newest hmtune-out/*/).
+# directory as analyze (OUT, else hmtune-out/<APP's name>/, else the newest hmtune-out/*/);
+# analyzes the trace first when sites.csv is missing or older than it.
 # MEM=SIZE alone: SIZE per process of this host's fastest tier (HBM or MCDRAM, else DRAM in
 # front of CXL/NVM, else 2 MiB hugepages; see make machine); MACHINE=FILE.toml: its tiers
 # (MEM then resizes its fastest tier). FORMAT=flexmalloc also writes FlexMalloc's two files.
@@ -98,10 +99,12 @@ machine: deps build
 	@$(HMTUNE) machine $(if $(TOML),--toml)
 
 .PHONY: advise
-advise: deps
+advise: deps build
 	@d="$(STAGE_DIR)"; \
-	if [ -z "$$d" ] || [ ! -f "$$d/sites.csv" ]; then echo "make advise: no sites.csv$${d:+ in $$d}: run make trace APP=... and make analyze first" >&2; exit 2; fi; \
 	if [ -z "$(MEM)$(MACHINE)" ]; then echo 'make advise: set MEM=SIZE (e.g. MEM=256M) or MACHINE=configs/machines/NAME.toml' >&2; exit 2; fi; \
+	if [ -n "$$d" ] && [ -f "$$d/trace.prv" ] && { [ ! -f "$$d/sites.csv" ] || [ "$$d/trace.prv" -nt "$$d/sites.csv" ]; }; then \
+	  $(HMTUNE) analyze "$$d" || exit $$?; fi; \
+	if [ -z "$$d" ] || [ ! -f "$$d/sites.csv" ]; then echo "make advise: no sites.csv$${d:+ in $$d} and no trace to analyze: run make trace APP=... first" >&2; exit 2; fi; \
 	$(HMTUNE) advise $(if $(MEM),--mem "$(MEM)") $(if $(MACHINE),--machine "$(MACHINE)") \
 	  $(if $(STRATEGY),--strategy $(STRATEGY)) $(if $(THRESHOLD),--threshold $(THRESHOLD)) \
 	  $(if $(FORMAT),--format $(FORMAT)) "$$d"
