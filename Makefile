@@ -112,11 +112,16 @@ advise: deps build
 # Re-run APP (required: the command, as for make trace) with libhmalloc.so and the
 # stage directory's placement.txt (OUT, else hmtune-out/<APP's name>/) or PLACEMENT=FILE.
 # Statistics: STAGE/run-stats.json (run-stats.RANK.json per rank with MPIRUN).
+# RESERVE=1: as root, reserve the hugepages the placement's hugetlb tiers need for the
+# length of the run (hmtune run --reserve-hugepages) and put the pools back afterwards;
+# without root it prints the command that would, and runs anyway.
 PLACEMENT ?=
+RESERVE ?=
 rerun: deps build
 	@if [ -z "$(APP)" ]; then echo 'make rerun: set APP to the command to re-run, e.g. make rerun APP="./build/examples/latency -s 256"' >&2; exit 2; fi
 	@$(HMTUNE) run -o "$(STAGE_DIR)" $(if $(MPIRUN),--mpirun "$(MPIRUN)") \
-	  $(if $(PLACEMENT),--placement "$(PLACEMENT)") -- $(APP)
+	  $(if $(PLACEMENT),--placement "$(PLACEMENT)") $(if $(RESERVE),--reserve-hugepages) \
+	  -- $(APP)
 
 # APP under all-slow, first-come, size-window and the advisor's strategies, interleaved,
 # REPEATS times each, in the stage directory's compare/ (runs.csv, summary.csv); finished

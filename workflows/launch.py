@@ -61,19 +61,22 @@ def command(launcher: list[str], app: list[str],
 
 def run_foreground(cmd: list[str], env: dict[str, str], who: str) -> int:
     """Run cmd in the foreground; the terminal's Ctrl-C reaches the app, not us, and a
-    SIGTERM sent to us is passed on. Returns Popen's status (-SIG for a signal)."""
+    SIGTERM or SIGHUP sent to us is passed on (so that we outlive the app and can clean
+    up after it). Returns Popen's status (-SIG for a signal)."""
     try:
         proc = subprocess.Popen(cmd, env=env)
     except OSError as e:
         fail(who, f"cannot run {cmd[0]}: {e.strerror}")
         return 127
     old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    old_term = signal.signal(signal.SIGTERM, lambda s, f: proc.send_signal(s))
+    passed = {sig: signal.signal(sig, lambda s, f: proc.send_signal(s))
+              for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         return proc.wait()
     finally:
         signal.signal(signal.SIGINT, old_int)
-        signal.signal(signal.SIGTERM, old_term)
+        for sig, old in passed.items():
+            signal.signal(sig, old)
 
 
 def exit_like(rc: int) -> int:

@@ -16,6 +16,7 @@ are its own (a signal death is re-raised)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -28,7 +29,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from workflows import elfcheck, hugepages, launch, paths
-from workflows.hugepages import HugePages
+from workflows.hugepages import HugePages, Want
+from workflows.reserve import uses_hugetlb
 from workflows.units import human
 
 if TYPE_CHECKING:
@@ -53,7 +55,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="re-run an application with its allocation sites placed in memory tiers",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="hmtune run [-h] [--placement FILE] [--stats FILE] [--mpirun CMD] [-o DIR] "
-              "[-q]\n                  -- APP [ARGS...]",
+              "[-q]\n                  [--reserve-hugepages] -- APP [ARGS...]",
         description="Run APP with libhmalloc.so preloaded: the allocation sites listed in\n"
                     "the placement (from 'hmtune advise') are served by their tiers, the\n"
                     "rest by the default allocator. The application's stdout, stderr and\n"
@@ -63,10 +65,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         epilog="examples:\n"
                "  hmtune run -- ./app -n 10          # placement hmtune-out/app/placement.txt\n"
                "  hmtune run -o out --mpirun 'mpirun -np 4' -- ./app\n"
-               "  make rerun APP='./app -n 10' [MPIRUN=...] [OUT=...] [PLACEMENT=...]\n"
+               "  hmtune run --reserve-hugepages -- ./app   # as root: hugepages for its tiers\n"
+               "  make rerun APP='./app -n 10' [MPIRUN=...] [OUT=...] [PLACEMENT=...] "
+               "[RESERVE=1]\n"
                "\n"
                "tiers that need the machine set up:\n"
-               "  hugetlb    needs reserved hugepages: echo N > /proc/sys/vm/nr_hugepages\n"
+               "  hugetlb    needs reserved hugepages: echo N > /proc/sys/vm/nr_hugepages,\n"
+               "             or --reserve-hugepages (make rerun RESERVE=1) as root\n"
                "  memkind:MEMKIND_HBW*  without HBM, memkind refuses it unless\n"
                "             MEMKIND_HBW_NODES=0 (ordinary memory on node 0) is set\n"
                "A tier that cannot be used, or is full, sends its sites to the default\n"
@@ -89,6 +94,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="stage directory (default hmtune-out/<app name>/)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no summary (the library's and this command's); warnings still")
+    p.add_argument("--reserve-hugepages", action="store_true",
+                   help="as root, make the hugepages the placement's hugetlb tiers need "
+                        "free for the length of the run (its sites' sizes from sites.csv "
+                        "and allocs.csv next to the placement, page-rounded as the library "
+                        "maps them, at most the tiers' capacity, times the ranks on this "
+                        "node; on the NUMA nodes the tier or the run binds to, else in the "
+                        "machine's pool) and put every pool setting back when it ends, "
+                        "however it ends; without root it prints the command that would, "
+                        "and runs anyway (make rerun RESERVE=1)")
     p.add_argument("app", nargs=argparse.REMAINDER, help="-- APP [ARGS...]")
     p.set_defaults(func=run)
 
@@ -154,21 +168,19 @@ def launcher_processes(launcher: list[str]) -> int | None:
     return None
 
 
-def _uses_hugetlb(backend: str) -> bool:
-    return backend == "hugetlb" or (backend.startswith("memkind:") and "HUGETLB" in backend)
-
-
 def _is_hbw(backend: str) -> bool:
     return backend.startswith("memkind:MEMKIND_HBW")
 
 
 def tier_warnings(pf: PlacementFile, nprocs: int, pool: HugePages | None,
-                  memory_only: set[int] | None, environ: dict[str, str]) -> list[str]:
-    """One line per problem a tier will have on this machine (nothing is changed)."""
+                  memory_only: set[int] | None, environ: dict[str, str],
+                  reserving: bool = False) -> list[str]:
+    """One line per problem a tier will have on this machine (nothing is changed);
+    reserving: --reserve-hugepages will say itself what the pools lack."""
     out: list[str] = []
     placed = {s.tier for s in pf.sites}
-    huge = [t for t in pf.tiers if _uses_hugetlb(t.backend) and t.name in placed]
-    if huge:
+    huge = [t for t in pf.tiers if uses_hugetlb(t.backend) and t.name in placed]
+    if huge and not (reserving and pool is not None):
         names = ", ".join(f"{t.name} ({t.backend})" for t in huge)
         if pool is None:
             out.append(f"warning: tier {names} needs hugepages and this kernel has none: "
@@ -229,6 +241,33 @@ def target_program(program: Path | None, pf: PlacementFile) -> str | None:
                       and (ph := elfcheck.program_headers(m)) is not None
                       and any(t == elfcheck.PT_INTERP for t, _, _ in ph.entries))
     return programs[0] if len(programs) == 1 else None
+
+
+def hugepage_wants(pf: PlacementFile, placement: Path, out: Path, app: list[str],
+                   launcher: list[str]) -> tuple[list[Want], list[str]]:
+    """--reserve-hugepages: what the placement's hugetlb tiers need free on this node
+    (workflows/reserve.py), and notes for the user (tiers sized by their capacity)."""
+    from workflows import reserve
+
+    placed = {s.tier for s in pf.sites}
+    huge = [t for t in pf.tiers if uses_hugetlb(t.backend) and t.name in placed]
+    if not huge:
+        return [], ["note: no hugetlb tier of the placement has sites: no hugepages to "
+                    "reserve"]
+    default_page = hugepages.Sysfs().default_page()
+    if default_page is None:
+        return [], []                    # tier_warnings says the kernel has none
+    sizes, why = reserve.sizes_for(placement, [placement.parent, out],
+                                   {s.chain for s in pf.sites if s.tier in placed})
+    environ, cpuset, memory_only = dict(os.environ), reserve.cpuset_nodes(), memory_only_nodes()
+    nodes_of = {t.name: reserve.tier_nodes(t.backend, app, environ, memory_only, cpuset)
+                for t in huge}
+    procs = reserve.node_processes(launcher, launcher_processes(launcher)) if launcher else 1
+    needs = reserve.tier_needs(pf, sizes, procs, default_page, nodes_of)
+    notes = [f"note: hugepages for {reserve.describe(n)}" + (f"; {why}" if why else "")
+             for n in needs if n.sized_by == "capacity"]
+    wants = [Want(n.page, n.pages, n.nodes, f"tier {n.tier}") for n in needs if n.pages]
+    return wants, notes
 
 
 # ---- statistics files ----
@@ -465,7 +504,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     launcher = shlex.split(args.mpirun) if args.mpirun else []
     nprocs = (launcher_processes(launcher) if launcher else 1) or 1
-    for w in tier_warnings(pf, nprocs, hugepages.pool(), memory_only_nodes(), dict(os.environ)):
+    for w in tier_warnings(pf, nprocs, hugepages.pool(), memory_only_nodes(), dict(os.environ),
+                           reserving=args.reserve_hugepages):
         _say(w)
     if not pf.sites:
         _say("note: the placement lists no sites: every allocation stays in the default "
@@ -504,13 +544,26 @@ def run(args: argparse.Namespace) -> int:
         app_env["HMTUNE_SUMMARY"] = "0"
 
     cmd, env = launch.command(launcher, app, app_env)
-    rc = launch.run_foreground(cmd, env, "run")
-    if not args.quiet and "HMTUNE_STATS" in app_env:
-        files = fresh_stats(stats, before, planned)
-        if aggregate:
-            for line in mpi_summary(_read_stats(files), files,
-                                    launcher_processes(launcher), stats):
-                _say(line)
-        elif files:
-            _say("statistics: " + ", ".join(str(f) for f in files.values()))
+    wants: list[Want] = []
+    if args.reserve_hugepages:
+        wants, notes = hugepage_wants(pf, placement, out, app, launcher)
+        for note in notes if not args.quiet else []:
+            _say(note)
+    # the pools are put back however this ends: the app's exit or crash (exit_like
+    # re-raises its signal only after), Ctrl-C, SIGTERM or SIGHUP (passed on to the app)
+    with hugepages.topped_up(wants, "hmtune run", args.quiet) if wants \
+            else contextlib.nullcontext(hugepages.Topup()) as pools:
+        for note in pools.notes:
+            _say(f"note: {note}; running anyway: what does not fit stays in ordinary memory")
+        if wants and not pools.changes and not pools.missing and not args.quiet:
+            _say(f"the {pools.wanted} hugepages needed are free already: nothing reserved")
+        rc = launch.run_foreground(cmd, env, "run")
+        if not args.quiet and "HMTUNE_STATS" in app_env:
+            files = fresh_stats(stats, before, planned)
+            if aggregate:
+                for line in mpi_summary(_read_stats(files), files,
+                                        launcher_processes(launcher), stats):
+                    _say(line)
+            elif files:
+                _say("statistics: " + ", ".join(str(f) for f in files.values()))
     return launch.exit_like(rc)
