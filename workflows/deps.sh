@@ -5,9 +5,10 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
+# hwloc-nox: lstopo-no-graphics, hwloc's view of the memory (hmtune machine, advise --mem).
 debs=(gcc g++ make binutils-dev libnuma-dev numactl libmemkind-dev openmpi-bin
       libopenmpi-dev gfortran libcapstone-dev libunwind-dev libclang-rt-14-dev clang-14
-      python3-venv zlib1g-dev)
+      python3-venv zlib1g-dev hwloc-nox)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

@@ -43,7 +43,9 @@ def write(tmp_path: Path, text: str, name: str = "box.toml") -> Path:
 def test_every_shipped_machine_file_loads() -> None:
     files = sorted(MACHINES.glob("*.toml"))
     assert {f.stem for f in files} >= {"xeon-max-9468-flat-snc4", "xeon-max-9468-flat-quadrant",
-                                       "knl-7250-flat-quadrant", "cxl-dax-kmem", "vm-hugetlb"}
+                                       "xeon-max-9468-cache-quadrant", "xeon-max-9468-hbm-only",
+                                       "knl-7250-flat-quadrant", "cxl-dax-kmem", "dram-pmem",
+                                       "vm-hugetlb", "vm-thp"}
     for f in files:
         m = load_machine(f)
         assert m.name == f.stem
@@ -56,8 +58,8 @@ def test_every_shipped_machine_file_loads() -> None:
 
 def test_shipped_machine_layouts() -> None:
     snc4 = load_machine(MACHINES / "xeon-max-9468-flat-snc4.toml").tiers
-    assert (snc4[0].backend, snc4[0].capacity, snc4[0].per_node) == ("numa:8-15", 16 * GIB,
-                                                                     False)
+    assert (snc4[0].backend, snc4[0].capacity, snc4[0].per_node) == ("numa:8-15", 128 * GIB,
+                                                                     True)
     quad = load_machine(MACHINES / "xeon-max-9468-flat-quadrant.toml").tiers
     assert (quad[0].backend, quad[0].capacity, quad[0].per_node) == ("numa:2-3", 128 * GIB,
                                                                      True)
@@ -65,6 +67,12 @@ def test_shipped_machine_layouts() -> None:
     assert (knl[0].backend, knl[0].capacity) == ("memkind:MEMKIND_HBW", 16 * GIB)
     cxl = load_machine(MACHINES / "cxl-dax-kmem.toml").tiers
     assert cxl[-1].backend == "memkind:MEMKIND_DAX_KMEM"
+    pmem = load_machine(MACHINES / "dram-pmem.toml").tiers
+    assert (pmem[0].backend, pmem[-1].backend) == ("numa:0-1", "memkind:MEMKIND_DAX_KMEM")
+    for name in ("xeon-max-9468-cache-quadrant", "xeon-max-9468-hbm-only"):
+        huge = load_machine(MACHINES / f"{name}.toml").tiers
+        assert (huge[0].backend, huge[0].page_size, huge[0].per_node) == \
+            ("hugetlb", 2 * MIB, True)
     vm = load_machine(MACHINES / "vm-hugetlb.toml").tiers
     assert (vm[0].backend, vm[0].page_size, vm[0].per_node) == ("hugetlb", 2 * MIB, True)
     # fits the smallest reservation tried on this VM (2048 hugepages of 2 MiB)
@@ -172,5 +180,8 @@ def test_per_node_capacity_is_split_over_processes() -> None:
     tiers, notes = per_process(m, None)
     assert tiers[0].capacity == node and len(notes) == 1
     snc4 = load_machine(MACHINES / "xeon-max-9468-flat-snc4.toml")
-    tiers, notes = per_process(snc4, 8)              # per-process tiers are left alone
+    tiers, notes = per_process(snc4, 8)              # one rank per SNC4 quadrant: one stack
+    assert tiers[0].capacity == 16 * GIB and len(notes) == 1
+    one = with_fast_capacity(snc4, 16 * GIB)         # per-process tiers are left alone
+    tiers, notes = per_process(one, 8)
     assert tiers[0].capacity == 16 * GIB and notes == []
