@@ -55,7 +55,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="re-run an application with its allocation sites placed in memory tiers",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         usage="hmtune run [-h] [--placement FILE] [--stats FILE] [--mpirun CMD] [-o DIR] "
-              "[-q]\n                  [--reserve-hugepages] -- APP [ARGS...]",
+              "[-q]\n                  [--reserve-hugepages] [--allow-unplaced] -- APP [ARGS...]",
         description="Run APP with libhmalloc.so preloaded: the allocation sites listed in\n"
                     "the placement (from 'hmtune advise') are served by their tiers, the\n"
                     "rest by the default allocator. The application's stdout, stderr and\n"
@@ -94,6 +94,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="stage directory (default hmtune-out/<app name>/)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="no summary (the library's and this command's); warnings still")
+    p.add_argument("--allow-unplaced", action="store_true",
+                   help="run even when a tier of the placement cannot place anything on "
+                        "this host (its sites stay in ordinary memory); without it hmtune "
+                        "refuses and says what to change")
     p.add_argument("--reserve-hugepages", action="store_true",
                    help="as root, make the hugepages the placement's hugetlb tiers need "
                         "free for the length of the run (its sites' sizes from sites.csv "
@@ -482,6 +486,51 @@ def mpi_summary(stats: dict[int | None, dict], files: dict[int | None, Path],
 
 # ---- the command ----
 
+def unplaceable(pf: PlacementFile, environ: dict[str, str], nprocs: int = 1) -> list[str]:
+    """One line per tier with sites that cannot place anything on this host now (after
+    any hugepage reservation), saying what to change."""
+    from workflows.host import HostError, choose, detect, env_root
+    from workflows.hostcheck import backend_problem
+
+    used = {s.tier for s in pf.sites}
+    tiers = [t for t in pf.tiers if t.name in used and t.backend != "default"]
+    if not tiers:
+        return []
+    try:
+        host = detect(env_root(), probe=False)
+    except HostError:
+        return []
+    out = []
+    for t in tiers:
+        why = backend_problem(host, t.backend, need_pages=True)
+        if not why:
+            continue
+        kind = t.backend.partition(":")[0]
+        if kind == "hugetlb":
+            pool = hugepages.pool()
+            if pool is None:
+                fix = "advise again for this host (hmtune machine shows what it has)"
+            else:
+                need = sum(math.ceil((x.capacity or 0) / pool.page) for x in tiers
+                           if x.backend == "hugetlb") * nprocs
+                fix = ("give --reserve-hugepages (make rerun RESERVE=1) as root, or reserve "
+                       f"them as root: echo {pool.total + need} > /proc/sys/vm/nr_hugepages")
+        elif kind == "thp":
+            fix = "as root: echo madvise > /sys/kernel/mm/transparent_hugepage/enabled"
+        else:
+            try:
+                here = choose(host).why.replace("fast tier: ", "")
+            except HostError:
+                here = "none found"
+            fix = (f"advise again for this host (hmtune advise --mem SIZE without --machine; "
+                   f"its fast tier: {here})")
+            if t.backend.startswith("memkind:MEMKIND_HBW") and \
+                    not environ.get("MEMKIND_HBW_NODES"):
+                fix += ", or set MEMKIND_HBW_NODES to the nodes to use"
+        out.append(f"tier {t.name} ({t.backend}) cannot place anything here: {why}; {fix}")
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     app = launch.app_command(args.app)
     if not app:
@@ -504,8 +553,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     launcher = shlex.split(args.mpirun) if args.mpirun else []
     nprocs = (launcher_processes(launcher) if launcher else 1) or 1
+    # a tier that cannot place anything here: refused before anything runs (after the
+    # reservation when --reserve-hugepages, below)
+    dead = [] if args.reserve_hugepages else unplaceable(pf, dict(os.environ), nprocs)
+    if dead and not args.allow_unplaced:
+        return _fail(f"{dead[0]}; or give --allow-unplaced to run with those sites in "
+                     "ordinary memory")
     for w in tier_warnings(pf, nprocs, hugepages.pool(), memory_only_nodes(), dict(os.environ),
-                           reserving=args.reserve_hugepages):
+                           reserving=args.reserve_hugepages) if not dead else []:
         _say(w)
     if not pf.sites:
         _say("note: the placement lists no sites: every allocation stays in the default "
@@ -557,6 +612,13 @@ def run(args: argparse.Namespace) -> int:
             _say(f"note: {note}; running anyway: what does not fit stays in ordinary memory")
         if wants and not pools.changes and not pools.missing and not args.quiet:
             _say(f"the {pools.wanted} hugepages needed are free already: nothing reserved")
+        if args.reserve_hugepages:
+            dead = unplaceable(pf, dict(os.environ), nprocs)
+        if dead and not args.allow_unplaced:
+            return _fail(f"{dead[0]}; or give --allow-unplaced to run with those sites in "
+                         "ordinary memory")
+        for line in dead:
+            _say(f"warning: {line}; running anyway (--allow-unplaced)")
         rc = launch.run_foreground(cmd, env, "run")
         if not args.quiet and "HMTUNE_STATS" in app_env:
             files = fresh_stats(stats, before, planned)

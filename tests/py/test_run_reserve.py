@@ -413,8 +413,14 @@ def test_reserved_placed_and_put_back(stage: tuple[Path, int], empty_pool: None,
 @root_pool
 def test_without_the_flag_nothing_goes_to_the_tier(stage: tuple[Path, int], empty_pool: None,
                                                    tmp_path: Path) -> None:
+    """Without the flag and with no free hugepage the run is refused before it starts
+    (exit 2, nothing run); --allow-unplaced runs it with the tier's sites unplaced."""
     d, _ = stage
     r = run_latency(d, "-q", out=tmp_path)
+    assert r.returncode == 2 and "checksum=" not in r.stdout
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert not list(tmp_path.glob("run-stats*.json"))
+    r = run_latency(d, "-q", "--allow-unplaced", out=tmp_path)
     assert r.returncode == 0, r.stderr
     fast = fast_tier(tmp_path)
     assert fast["placed_blocks"] == 0 and not fast["available"]
@@ -485,7 +491,9 @@ def nobody_python() -> dict[str, str] | None:
 
 
 @root_pool
-def test_not_root_prints_the_command_and_runs(stage: tuple[Path, int], empty_pool: None) -> None:
+def test_not_root_prints_the_command(stage: tuple[Path, int], empty_pool: None) -> None:
+    """Not root: the exact command to run as root is printed; with nothing placeable the
+    run is refused (exit 2) unless --allow-unplaced, which runs it unplaced."""
     env = nobody_python()
     if env is None:
         pytest.skip("cannot run hmtune as nobody here")
@@ -498,6 +506,11 @@ def test_not_root_prints_the_command_and_runs(stage: tuple[Path, int], empty_poo
             (work / name).chmod(0o644)
         cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", str(HMTUNE),
                "run", "-q", "-o", str(work), "--reserve-hugepages", "--", str(LATENCY), "-q"]
+        r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+        assert r.returncode == 2 and "checksum=" not in r.stdout
+        assert [x for x in r.stderr.splitlines()
+                if f"echo {pages} > {NR}" in x and x.startswith("hmtune run:")]
+        cmd[-3:-3] = ["--allow-unplaced"]
         r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
         assert r.returncode == 0, r.stderr
         assert "checksum=" in r.stdout
