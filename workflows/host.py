@@ -614,7 +614,7 @@ def choose(host: Host) -> Choice:
         cost = FALLBACK_COST["hugetlb"]
         rest = Tier("small", None, "default", cost, cost)
         return Choice(_machine(host, [fast, rest], "2 MiB pages against 4 KiB ones, measured "
-                               "on this project's VM (MACHINE-NOTES.md)"),
+                               "on a Zen 4 VM (configs/machines/vm-hugetlb.toml)"),
                       f"fast tier: hugetlb, {human(page).replace('.0 ', ' ')} pages "
                       f"({why_none} on {_where(host)})")
     if host.thp and host.thp != "never":
@@ -622,7 +622,7 @@ def choose(host: Host) -> Choice:
         cost = FALLBACK_COST["thp"]
         rest = Tier("small", None, "default", cost, cost)
         return Choice(_machine(host, [fast, rest], "2 MiB pages against 4 KiB ones, measured "
-                               "on this project's VM (MACHINE-NOTES.md)"),
+                               "on a Zen 4 VM (configs/machines/vm-hugetlb.toml)"),
                       f"fast tier: transparent hugepages ({why_none} and no hugetlbfs on "
                       f"{_where(host)})")
     raise HostError(f"{_where(host)} has no memory hmtune can place faster than the default: "
