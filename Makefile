@@ -39,6 +39,7 @@ include tests/programs/build.mk
 include analyze/prvscan/build.mk
 include tests/c/build.mk
 include bench/build.mk
+include workflows/build.mk
 
 build: $(BUILD_TARGETS)
 
@@ -123,11 +124,15 @@ rerun: deps build
 	  $(if $(PLACEMENT),--placement "$(PLACEMENT)") $(if $(RESERVE),--reserve-hugepages) \
 	  -- $(APP)
 
-# APP under all-slow, first-come, size-window and the advisor's strategies, interleaved,
-# REPEATS times each, in the stage directory's compare/ (runs.csv, summary.csv); finished
-# runs are skipped unless FORCE=1. MEM=SIZE or FRACTION=F (default 0.4 of the footprint).
+# APP under all-slow, first-come, size-window, the advisor's strategies and all-fast, in
+# interleaved rounds (REPEATS=N, or auto: until every 95 % interval is within +-TARGET %,
+# default 3, or BUDGET, default 20m, is spent), in the stage directory's compare/
+# (runs.csv, summary.csv, result.json); finished runs are skipped unless FORCE=1.
+# MEM=SIZE or FRACTION=F (default 0.4 of the footprint).
 FRACTION ?=
 REPEATS ?=
+TARGET  ?=
+BUDGET  ?=
 FOM     ?=
 STRATEGIES ?=
 FORCE   ?=
@@ -136,15 +141,17 @@ compare: deps build
 	@if [ -z "$(APP)" ]; then echo 'make compare: set APP, e.g. make compare APP="./build/examples/latency -s 256" FOM="kernel_time_s=([0-9.]+)"' >&2; exit 2; fi
 	@$(HMTUNE) compare -o "$(STAGE_DIR)" $(if $(MEM),--mem "$(MEM)") \
 	  $(if $(FRACTION),--fraction $(FRACTION)) $(if $(MACHINE),--machine "$(MACHINE)") \
-	  $(if $(REPEATS),--repeats $(REPEATS)) $(if $(FOM),--fom '$(FOM)') \
+	  $(if $(REPEATS),--repeats $(REPEATS)) $(if $(TARGET),--target $(TARGET)) \
+	  $(if $(BUDGET),--budget $(BUDGET)) $(if $(FOM),--fom '$(FOM)') \
 	  $(if $(STRATEGIES),--strategies $(STRATEGIES)) $(if $(FORCE),--force) \
 	  --reserve-hugepages -- $(APP)
 
-# Every placement of the top K sites plus one group for the rest (2^(K+1)), REPEATS runs
-# each (default 3), interleaved and resumable (FORCE=1 redoes them), in the stage
-# directory's explore/ (placements.csv, runs.csv, summary.csv, result.json, summary.png).
-# Without APP: the latency example at -s 512 -n 1 in hmtune-out/latency (traced first when
-# it has no sites.csv). MEM/FRACTION: the capacity the advisor's own choice is held to.
+# Every placement of the top K sites plus one group for the rest (2^(K+1)), in
+# interleaved rounds as compare (REPEATS, TARGET, BUDGET), resumable (FORCE=1 redoes
+# them), in the stage directory's explore/ (placements.csv, runs.csv, summary.csv,
+# result.json, summary.png). Without APP: the latency example at -s 512 -n 1 in
+# hmtune-out/latency (traced first when it has no sites.csv). MEM/FRACTION: the
+# capacity the advisor's own choice is held to.
 K       ?= 7
 EXPLORE_APP := $(BUILD)/examples/latency -s 512 -n 1
 EXPLORE_FOM := kernel_time_s=([0-9.]+)
@@ -157,7 +164,8 @@ explore: deps build
 	fi; \
 	$(HMTUNE) explore -o "$$d" -k $(K) $(if $(MEM),--mem "$(MEM)") \
 	  $(if $(FRACTION),--fraction $(FRACTION)) $(if $(MACHINE),--machine "$(MACHINE)") \
-	  $(if $(REPEATS),--repeats $(REPEATS)) $${fom:+--fom "$$fom"} \
+	  $(if $(REPEATS),--repeats $(REPEATS)) $(if $(TARGET),--target $(TARGET)) \
+	  $(if $(BUDGET),--budget $(BUDGET)) $${fom:+--fom "$$fom"} \
 	  $(if $(STRATEGY),--strategy $(STRATEGY)) $(if $(FORCE),--force) \
 	  --reserve-hugepages -- $$app
 
@@ -206,7 +214,8 @@ DESTDIR ?=
 PYTHON  ?=
 # What install.sh copies (only these are built: `make build` also needs MPI and Fortran).
 INSTALL_BUILT := $(BUILD)/lib/libhmtrace.so $(HMALLOC_SO) $(BUILD)/bin/hmtune-finalize \
-                 $(BUILD)/bin/hmtune-probe $(BUILD)/bin/hmtune-prvscan $(EX_PROGS)
+                 $(BUILD)/bin/hmtune-probe $(BUILD)/bin/hmtune-prvscan \
+                 $(BUILD)/bin/hmtune-rusage $(EX_PROGS)
 .PHONY: install
 install: $(INSTALL_BUILT)
 	@PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" PYTHON="$(PYTHON)" BUILD="$(BUILD)" \

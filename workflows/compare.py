@@ -1,32 +1,34 @@
 """`hmtune compare`: the same application and fast-tier capacity under each placement
 worth comparing — all-slow (no interposer), first-come-first-served into the fast tier
 (what `numactl --preferred` does), a size window like memkind's autohbw (>= 1 MiB until
-full), and the advisor's strategies — run interleaved, several times each, with the
-figure of merit (FOM) of every run kept in DIR/compare/runs.csv as it comes (a
-re-invocation skips the runs already there; --force redoes them) and a summary table
-(medians, min-max, speedup over all-slow, bytes in the fast tier, dFOM/MB)."""
+full), the advisor's strategies, and all-fast (every site in the fast tier with room
+for all: the upper bound) — in interleaved rounds (workflows/measure.py), a fixed number
+or until every speedup's 95 % interval is narrow enough or the time budget is spent,
+with every run's figure of merit (FOM), exit status and resources kept in
+DIR/compare/runs.csv as it comes (a re-invocation skips the runs already there; --force
+redoes them) and a summary: each variant's speedup over all-slow with its interval
+and verdict (workflows/stats.py), its share of the gain all-fast achieves, bytes in
+the fast tier, FOM gained per MiB, and the medians of the runs' resources."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import hashlib
 import json
 import math
 import os
 import re
-import shlex
-import statistics
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from workflows import hugepages, launch, paths
+from workflows import hugepages, launch, measure, paths, sitegroups
+from workflows.fileio import write_atomic
+from workflows.measure import Variant, write_csv
 from workflows.units import fraction, human, parse_size
 
 if TYPE_CHECKING:   # advisor.tiers imports pandas: not at every CLI start
@@ -34,22 +36,27 @@ if TYPE_CHECKING:   # advisor.tiers imports pandas: not at every CLI start
 
 STRATEGIES = ("ilp", "ilp-lifetime", "misses", "density")
 BASELINES = {"first-come": "first-come", "size-window": "size-window:1M"}
-RUNS_FIELDS = ["variant", "repeat", "fom", "wall_s", "fast_bytes", "fast_bytes_intended"]
+REFERENCE = "all-slow"
+UPPER = "all-fast"
+footprint = sitegroups.footprint          # one definition for compare and explore
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "compare",
-        help="run an application under all-slow, first-come, size-window and the advisor's "
-             "placements, interleaved, and compare their figures of merit",
-        description="Run the application under all-slow, first-come, size-window and each "
-                    "advisor strategy's placement on the same fast tier, interleaved and "
-                    "REPEATS times each (resumable), and print medians, spread, speedups "
-                    "over all-slow and dFOM/MiB. Results in DIR/compare/ "
-                    "(docs/formats.md §7).",
+        help="run an application under all-slow, first-come, size-window, the advisor's "
+             "placements and all-fast, interleaved, and compare their figures of merit "
+             "with 95 %% intervals",
+        description="Run the application under all-slow, first-come, size-window, each "
+                    "advisor strategy's placement and all-fast (every site in the fast "
+                    "tier, room for all: the upper bound), in interleaved rounds "
+                    "(resumable), and print each speedup over all-slow with its 95 % "
+                    "interval and verdict, its share of all-fast's gain, dFOM/MiB and the "
+                    "runs' resources (time, page faults, RSS, hugepages). Results in "
+                    "DIR/compare/ (docs/formats.md §7).",
         epilog="example: hmtune compare --machine "
-               "configs/machines/vm-hugetlb.toml --fom 'kernel_time_s=([0-9.]+)' -- "
-               "./build/examples/latency -s 256",
+               "configs/machines/vm-hugetlb.toml --fom 'kernel_time_s=([0-9.]+)' "
+               "--budget 10m -- ./build/examples/latency -s 256",
     )
     add_run_options(p, "compare")
     p.add_argument("--strategies", default="ilp,ilp-lifetime,misses,density", metavar="LIST",
@@ -69,19 +76,20 @@ def add_run_options(p: argparse.ArgumentParser, what: str) -> None:
     size.add_argument("--mem", metavar="SIZE", help="fast-tier capacity per process")
     size.add_argument("--fraction", type=fraction, default=0.4, metavar="F",
                       help="fast-tier capacity as a fraction of the traced footprint (the sum "
-                           "of the sites' peak live bytes; above 0, at most 1; default 0.4)")
+                           "of the sites' peak live bytes, each site's largest of any rank; "
+                           "above 0, at most 1; default 0.4)")
     p.add_argument("--machine", metavar="FILE.toml", default=None,
                    help="tiers (default: configs/machines/vm-hugetlb.toml when 2 MiB "
                         "hugepages are free or --reserve-hugepages can reserve them, else "
                         "vm-thp.toml)")
-    repeats = 5 if what == "compare" else 3
-    p.add_argument("--repeats", type=int, default=repeats, metavar="N",
-                   help=f"runs of each variant, interleaved (default {repeats})")
+    measure.add_options(p, REFERENCE if what == "compare" else "the placement with nothing "
+                                                               "in the fast tier")
     p.add_argument("--fom", metavar="REGEX", default=None,
                    help="figure of merit: the first group of REGEX in the application's "
                         "stdout (default: the run's wall-clock seconds)")
     p.add_argument("--higher-is-better", action="store_true",
-                   help="the FOM is a rate (default: a time, lower is better)")
+                   help="the FOM is a rate (default: a time, lower is better); speedups "
+                        "are how many times faster either way")
     p.add_argument("--force", action="store_true", help="redo runs already in runs.csv")
     p.add_argument("--reserve-hugepages", action="store_true",
                    help="when the fast tier is hugetlb and its pool is short, reserve the "
@@ -100,6 +108,8 @@ class Setup:
     tiers: list[Tier]               # the machine file's, loaded once
     mem: int                        # fast-tier bytes per process, whole 2 MiB pages
     config: dict[str, object]
+    plan: measure.Plan
+    procs: int                      # processes that place (MPI ranks), 1 without --mpirun
 
 
 def prepare(args: argparse.Namespace, what: str) -> Setup | int:
@@ -115,11 +125,14 @@ def prepare(args: argparse.Namespace, what: str) -> Setup | int:
     if not sites.is_file():
         return launch.fail(what, f"{sites}: not found (run hmtune trace and hmtune analyze "
                                  "first)")
-    if args.repeats < 1:
-        return launch.fail(what, "--repeats must be at least 1")
+    plan = measure.plan_from(args)
+    if isinstance(plan, str):
+        return launch.fail(what, plan)
     exe, rc = launch.check_program(app[0], what, f"it cannot be {what}d")
     if exe is None:
         return rc
+    if not paths.hmalloc_lib().exists():
+        return launch.fail(what, paths.not_built(paths.hmalloc_lib()))
     try:
         fom_re = re.compile(args.fom) if args.fom else None
     except re.error as e:
@@ -149,51 +162,59 @@ def prepare(args: argparse.Namespace, what: str) -> Setup | int:
         probe.unlink()
     except OSError as e:
         return launch.fail(what, f"cannot write to {work}: {e.strerror}")
+    from workflows.run import launcher_processes
+
+    procs = (launcher_processes(plan.launcher) if plan.launcher else 1) or 1
     config: dict[str, object] = {
         "app": [str(exe.resolve()), *app[1:]], "machine": str(machine.resolve()),
         "mem": mem, "fom": args.fom, "higher_is_better": args.higher_is_better,
-        "sites_sha256": hashlib.sha256(sites.read_bytes()).hexdigest()}
-    return Setup(app, stage, work, fom_re, machine, tiers, mem, config)
+        "sites_sha256": hashlib.sha256(sites.read_bytes()).hexdigest(),
+        "runs_format": measure.RUNS_FORMAT, "mpirun": plan.launcher,
+        "pin": sorted(plan.pin) if plan.pin else None}
+    return Setup(app, stage, work, fom_re, machine, tiers, mem, config, plan, procs)
 
 
-def open_runs(setup: Setup, what: str, force: bool) -> int | None:
-    """Keep DIR/<what>/runs.csv when it holds runs of this configuration, drop it with
-    --force; None, or the exit status after saying why the runs cannot go on."""
+def open_runs(setup: Setup, what: str, force: bool) -> measure.Rows | int:
+    """The runs of DIR/<what>/runs.csv when they are of this configuration ({} with
+    --force, which drops them), or the exit status after saying why they cannot go on."""
     cfg_path, runs_path = setup.work / "config.json", setup.work / "runs.csv"
     if cfg_path.exists() and runs_path.exists() and not force:
         try:
             old = json.loads(cfg_path.read_text())
         except ValueError:
             old = None
+        if isinstance(old, dict) and "runs_format" not in old:
+            return launch.fail(what, f"{runs_path} was written by an earlier hmtune: its "
+                                     "runs lack the exit status and resource columns and "
+                                     "ran the placements through 'hmtune run', so they are "
+                                     "not comparable with new ones; add --force to measure "
+                                     "again")
         if old != setup.config:
             return launch.fail(what, f"{runs_path} holds runs of another configuration "
                                      f"({old}); add --force to start over")
     if force:
         runs_path.unlink(missing_ok=True)
+        for old in [*work_files(setup.work, "run.*.log"), *work_files(setup.work, "stats.*.json"),
+                    *work_files(setup.work, "rusage.*.txt")]:
+            old.unlink(missing_ok=True)
+    try:
+        rows = measure.read_runs(runs_path)
+    except measure.RunsFormatError as e:
+        return launch.fail(what, f"{e}; add --force to measure again")
+    except (OSError, ValueError, KeyError) as e:
+        return launch.fail(what, f"{runs_path} cannot be read ({e}); add --force to measure "
+                                 "again")
     cfg_path.write_text(json.dumps(setup.config, indent=1) + "\n")
-    return None
+    return rows
 
 
-@dataclass
-class Variant:
-    name: str
-    placement: Path | None          # None: no interposer
-    baseline: str = ""              # HMTUNE_BASELINE
+def work_files(work: Path, pattern: str) -> list[Path]:
+    """The files of the runs in the variants' directories (work/VARIANT/pattern)."""
+    return [f for d in work.iterdir() if d.is_dir() for f in d.glob(pattern)]
 
 
 def _fail(msg: str, code: int = 2) -> int:
     return launch.fail("compare", msg, code)
-
-
-def footprint(sites: Path) -> int:
-    """One process's footprint: the sum of the sites' peak live bytes (sites.csv,
-    docs/formats.md §4); with one row per (site, rank), the largest rank's sum."""
-    per_rank: dict[str, int] = {}
-    with sites.open(newline="") as f:
-        for r in csv.DictReader(line for line in f if not line.startswith("#")):
-            rank = r.get("rank") or ""
-            per_rank[rank] = per_rank.get(rank, 0) + int(r["peak_live_bytes"])
-    return max(per_rank.values(), default=0)
 
 
 def default_machine(reserve: bool) -> Path:
@@ -217,6 +238,23 @@ def fast_tier_pool(fast: Tier, nbytes: int, reserve: bool, who: str) -> Iterator
         yield
 
 
+class Refused(Exception):
+    """A tier cannot place anything here: nothing is measured."""
+
+
+def cannot_place(placements: list[Path], procs: int) -> str | None:
+    """The first tier with sites in these placements that cannot place anything on this
+    host now (`hmtune run`'s check, workflows/run.py), as one line, or None."""
+    from advisor.placement import read_placement
+    from workflows.run import unplaceable
+
+    for p in placements:
+        dead = unplaceable(read_placement(p), dict(os.environ), procs)
+        if dead:
+            return dead[0]
+    return None
+
+
 def advise(stage: Path, out: Path, machine: Path, mem: int, strategy: str) -> str | None:
     """placement.txt for one strategy in out/; None when written, else the reason."""
     out.mkdir(parents=True, exist_ok=True)
@@ -236,138 +274,37 @@ def tiers_only(placement: Path, dst: Path) -> None:
     dst.write_text("\n".join(lines) + "\ndepth 1\nsize-window 0 0\n")
 
 
-def read_runs(path: Path) -> dict[tuple[str, int], dict[str, str]]:
-    if not path.exists():
-        return {}
-    with path.open(newline="") as f:
-        return {(r["variant"], int(r["repeat"])): r for r in csv.DictReader(f)}
+def all_fast(setup: Setup, out: Path) -> int | None:
+    """out/placement.txt with every site of sites.csv that has a chain in the machine's
+    first tier, sized so that all fit at once (the upper bound); the capacity it needs
+    per process, or None when no site can be placed."""
+    from advisor.placement import TierLine, write_placement
 
-
-def one_run(v: Variant, rep: int, app: list[str], work: Path, fom_re: re.Pattern | None,
-            ) -> dict[str, str] | str:
-    """Run the application once as variant v; the row for runs.csv, or why it failed."""
-    d = work / v.name
-    d.mkdir(parents=True, exist_ok=True)
-    stats = d / f"stats.{rep}.json"
-    stats.unlink(missing_ok=True)
-    env = dict(os.environ)
-    if v.placement is None:
-        cmd = list(app)
-    else:
-        cmd = [str(paths.cli()), "run", "-q", "--placement", str(v.placement),
-               "--stats", str(stats), "--", *app]
-        if v.baseline:
-            env["HMTUNE_BASELINE"] = v.baseline
-    t0 = time.monotonic()
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    wall = time.monotonic() - t0
-    (d / f"run.{rep}.log").write_text(f"$ {shlex.join(cmd)}\n{r.stdout}{r.stderr}")
-    if r.returncode != 0:
-        return f"exit status {r.returncode} (see {d / f'run.{rep}.log'})"
-    fom = wall
-    if fom_re is not None:
-        m = fom_re.search(r.stdout)
-        if not m:
-            return (f"--fom {fom_re.pattern!r} matches nothing in its stdout "
-                    f"(see {d / f'run.{rep}.log'})")
-        try:
-            fom = float(m.group(1) if m.groups() else m.group(0))
-        except ValueError:
-            return f"--fom matched {m.group(0)!r}, not a number"
-    fast = intended = 0
-    if stats.exists():
-        tier = json.loads(stats.read_text())["tiers"][0]
-        fast = int(tier["high_water_bytes"])
-        intended = int(tier["residency"]["bytes_intended"])
-    return {"variant": v.name, "repeat": str(rep), "fom": f"{fom:.9g}", "wall_s": f"{wall:.3f}",
-            "fast_bytes": str(fast), "fast_bytes_intended": str(intended)}
-
-
-def pending(variants: list[Variant], repeats: int, rows: dict[tuple[str, int], dict[str, str]]
-            ) -> bool:
-    """Whether rows (runs.csv as read_runs gives it) still lack any run of these variants."""
-    return any((v.name, rep) not in rows for v in variants for rep in range(repeats))
-
-
-def run_all(variants: list[Variant], repeats: int, app: list[str], work: Path,
-            fom_re: re.Pattern | None, who: str, rows: dict[tuple[str, int], dict[str, str]]
-            ) -> dict[tuple[str, int], dict[str, str]] | None:
-    """Every variant `repeats` times, interleaved (odd rounds in reverse order), skipping
-    the runs already in rows (work/runs.csv as read_runs gives it) and adding each new
-    one to rows and to the file as it ends; the rows, or None (after saying why) when
-    the application failed."""
-    runs_path = work / "runs.csv"
-    todo = [(rep, v) for rep in range(repeats)
-            for v in (variants if rep % 2 == 0 else variants[::-1])]
-    total = len(todo)
-    for k, (rep, v) in enumerate(todo, 1):
-        if (v.name, rep) in rows:
-            continue
-        res = one_run(v, rep, app, work, fom_re)
-        if isinstance(res, str):
-            print(f"{who}: {v.name}, run {rep + 1}: the application failed: {res}; "
-                  f"the {len(rows)} runs so far are kept in {runs_path}", file=sys.stderr)
-            return None
-        rows[(v.name, rep)] = res
-        write_csv(runs_path, RUNS_FIELDS, [rows[key] for key in sorted(rows)])
-        print(f"{who}: [{k}/{total}] {v.name} run {rep + 1}: FOM {res['fom']}",
-              file=sys.stderr)
-    return rows
-
-
-@dataclass
-class Stats:
-    """One variant's runs."""
-    runs: int
-    median: float
-    lo: float
-    hi: float
-    speedup: float | None          # over the reference's median; None: no reference, or 0
-    fast_bytes: float              # median high-water mark of the first tier
-    dfom_per_mib: float            # (median - reference's) / MiB in the fast tier, or nan
-
-
-def variant_stats(rows: dict[tuple[str, int], dict[str, str]], name: str, base: float,
-                  higher: bool) -> Stats | None:
-    """The runs of variant `name` against the reference median `base` (nan: none)."""
-    f = [float(r["fom"]) for (v, _), r in sorted(rows.items()) if v == name]
-    if not f:
+    groups, _ = sitegroups.load_groups(setup.stage / "sites.csv", 0)
+    if not groups:
         return None
-    med = statistics.median(f)
-    fast = statistics.median(int(r["fast_bytes"]) for (v, _), r in rows.items() if v == name)
-    speed = None if not med or math.isnan(base) else (med / base if higher else base / med)
-    mb = fast / 2**20
-    return Stats(len(f), med, min(f), max(f), speed, fast,
-                 (med - base) / mb if mb else float("nan"))
+    room = sitegroups.room_for_all(groups)
+    first, last = setup.tiers[0], setup.tiers[-1]
+    out.mkdir(parents=True, exist_ok=True)
+    write_placement(out / "placement.txt", sitegroups.placement_for(
+        1, groups, TierLine(first.name, first.backend, room),
+        TierLine(last.name, last.backend, last.capacity), "compare (all-fast)"))
+    return room
 
 
-def summarize(rows: dict[tuple[str, int], dict[str, str]], variants: list[Variant],
-              higher: bool) -> list[dict[str, str]]:
-    base = [float(r["fom"]) for (v, _), r in rows.items() if v == "all-slow"]
-    base_med = statistics.median(base) if base else float("nan")
-    out = []
-    for v in variants:
-        st = variant_stats(rows, v.name, base_med, higher)
-        if st is None:
-            continue
-        speed = float("nan") if st.speedup is None else st.speedup
-        out.append({"variant": v.name, "runs": str(st.runs), "median_fom": f"{st.median:.6g}",
-                    "min_fom": f"{st.lo:.6g}", "max_fom": f"{st.hi:.6g}",
-                    "speedup": f"{speed:.3f}", "fast_mib": f"{st.fast_bytes / 2**20:.1f}",
-                    "dfom_per_mib": f"{st.dfom_per_mib:.6g}"})
-    return out
-
-
-def write_csv(path: Path, fields: list[str], rows: list[dict[str, str]]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields)
-        w.writeheader()
-        w.writerows(rows)
-    os.replace(tmp, path)
+def print_table(summary: list[measure.Summary]) -> None:
+    w = max(14, *(len(s.name) for s in summary))
+    print(f"{'variant':<{w}} {'runs':>4} {'median FOM':>11}  {'speedup [95 % interval]':<24}"
+          f"{'share of gain':<19}{'fast MiB':>8} {'dFOM/MiB':>10}  verdict")
+    for s in summary:
+        g = "-" if math.isnan(s.gain_per_mib) else f"{s.gain_per_mib:.3g}"
+        print(f"{s.name:<{w}} {s.runs:>4} {s.median_fom:>11.6g}  "
+              f"{measure.fmt_speedup(s.est):<24}{measure.fmt_share(s.est):<19}"
+              f"{s.fast_bytes / 2**20:>8.1f} {g:>10}  {s.est.verdict}")
 
 
 def run(args: argparse.Namespace) -> int:
+    who = "hmtune compare"
     strategies = [s for s in args.strategies.split(",") if s]
     bad = [s for s in strategies if s not in STRATEGIES]
     if bad:
@@ -375,43 +312,93 @@ def run(args: argparse.Namespace) -> int:
     setup = prepare(args, "compare")
     if isinstance(setup, int):
         return setup
-    stage, work, machine, mem = setup.stage, setup.work, setup.machine, setup.mem
+    stage, work, machine, mem, plan = setup.stage, setup.work, setup.machine, setup.mem, \
+        setup.plan
     if "ilp-lifetime" in strategies and not (stage / "allocs.csv").is_file():
         strategies.remove("ilp-lifetime")
-    rc = open_runs(setup, "compare", args.force)
-    if rc is not None:
-        return rc
-    print(f"hmtune compare: fast tier {human(mem)} per process ({machine.name}); "
-          f"{args.repeats} runs of each variant, interleaved", file=sys.stderr)
+    done = open_runs(setup, "compare", args.force)
+    if isinstance(done, int):
+        return done
+    rounds = "auto" if plan.repeats is None else str(plan.repeats)
+    print(f"{who}: fast tier {human(mem)} per process ({machine.name}); rounds: {rounds}, "
+          "every variant once a round, interleaved", file=sys.stderr)
 
-    variants = [Variant("all-slow", None)]
+    variants = [Variant(REFERENCE, None)]
     for strategy in strategies:
         why = advise(stage, work / strategy, machine, mem, strategy)
         if why:
-            print(f"hmtune compare: strategy {strategy} left out: {why}", file=sys.stderr)
+            print(f"{who}: strategy {strategy} left out: {why}", file=sys.stderr)
             continue
         variants.append(Variant(strategy, work / strategy / "placement.txt"))
     if len(variants) == 1:
         return _fail("no strategy produced a placement (see DIR/compare/*/advise.log)", 1)
     tiers_only(variants[1].placement or Path(), work / "baseline-placement.txt")
     variants[1:1] = [Variant(n, work / "baseline-placement.txt", b) for n, b in BASELINES.items()]
+    room = all_fast(setup, work / UPPER)
+    if room is None:
+        print(f"{who}: note: no site has a call chain to place: no all-fast upper bound",
+              file=sys.stderr)
+    else:
+        variants.append(Variant(UPPER, work / UPPER / "placement.txt"))
+    top = UPPER if room is not None else None
+    need = max(mem, room or 0) * setup.procs
+    checked = [v.placement for v in variants
+               if v.placement is not None and v.name not in BASELINES]
 
-    done = read_runs(work / "runs.csv")
-    reserve = args.reserve_hugepages and pending(variants, args.repeats, done)
-    with fast_tier_pool(setup.tiers[0], mem, reserve, "hmtune compare"):
-        rows = run_all(variants, args.repeats, setup.app, work, setup.fom_re,
-                       "hmtune compare", done)
-    if rows is None:
+    @contextlib.contextmanager
+    def pools() -> Iterator[None]:
+        with fast_tier_pool(setup.tiers[0], need, args.reserve_hugepages, who):
+            dead = cannot_place([p for p in checked if p is not None], setup.procs)
+            if dead:
+                raise Refused(f"{dead}; nothing measured")
+            yield
+
+    try:
+        out = measure.measure(variants, plan, setup.app, work, setup.fom_re, who, done, top,
+                              pools)
+    except Refused as e:
+        return _fail(str(e))
+    if out is None:
         return 1
-    summary = summarize(rows, variants, args.higher_is_better)
-    fields = list(summary[0])
-    write_csv(work / "summary.csv", fields, summary)
-    print(f"{'variant':<14} {'runs':>4} {'median FOM':>12} {'min-max':>21} {'speedup':>8} "
-          f"{'fast MiB':>9} {'dFOM/MiB':>11}")
+    names = [v.name for v in variants]
+    summary = measure.summarize(out.rows, names, top, plan.higher)
+    if not summary:
+        return _fail("no complete round to summarize", 1)
+    rows = []
     for s in summary:
-        print(f"{s['variant']:<14} {s['runs']:>4} {s['median_fom']:>12} "
-              f"{s['min_fom'] + '-' + s['max_fom']:>21} {s['speedup']:>7}x "
-              f"{s['fast_mib']:>9} {s['dfom_per_mib']:>11}")
-    print(f"hmtune compare: runs in {work / 'runs.csv'}, table in {work / 'summary.csv'}",
+        c = measure.csv_columns(s)
+        c["fast_mib"] = f"{s.fast_bytes / 2**20:.1f}"
+        rows.append({"variant": s.name, **c})
+    fields = ["variant", *measure.SHARED_COLUMNS[:12], "fast_mib",
+              *measure.SHARED_COLUMNS[12:]]
+    write_csv(work / "summary.csv", fields, rows)
+    stop = measure.stop_message(out, plan, summary)
+    write_atomic(work / "result.json", json.dumps({
+        "rounds": summary[0].runs, "stopped_by": out.stopped_by, "stop": stop,
+        "repeats": rounds, "target": plan.target, "budget_s": plan.budget,
+        "min_rounds": plan.min_rounds, "reference": REFERENCE, "upper_bound": top,
+        "method": measure.method_note(summary[0].runs), "load_warning": out.load_warning,
+        "ran": out.ran, "seconds": round(out.seconds, 1)}, indent=1) + "\n")
+    print_table(summary)
+    print()
+    print("medians per run:")
+    for line in measure.resource_table(summary):
+        print(line)
+    print()
+    print(stop[0].upper() + stop[1:] + ".")
+    note = measure.method_note(summary[0].runs)
+    if note:
+        print(note + ".")
+    fom = "FOM" if args.fom else "wall-clock seconds"
+    print(f"speedup: how many times faster than all-slow ({fom}, "
+          f"{'higher' if plan.higher else 'lower'} is better); share of gain: "
+          f"(speedup - 1) / (all-fast's - 1); dFOM/MiB: FOM gained per MiB in the fast tier.")
+    up = summary[-1] if top else None
+    if up is not None and up.est.share is None and summary[0].runs > 1:
+        print(f"no share of gain: {UPPER} itself is {up.est.verdict} "
+              f"({measure.fmt_speedup(up.est)}), so there is no gain to share.")
+    if out.load_warning:
+        print(f"warning: the machine was busy ({out.load_warning}).")
+    print(f"{who}: runs in {work / 'runs.csv'}, table in {work / 'summary.csv'}",
           file=sys.stderr)
     return 0

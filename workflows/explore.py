@@ -1,30 +1,33 @@
 """`hmtune explore`: the exhaustive method of "Heterogeneous Memory Pool Tuning": the K
 sites with the most sampled weight, plus one group holding every other site, and each
-of the 2^(K+1) ways of putting these groups in the fast tier measured (--repeats runs
-each, interleaved, resumable like compare). Results in DIR/explore/: placements.csv,
-runs.csv, summary.csv, result.json and summary.png (speedup over the placement with
-nothing in the fast tier, against the fraction of the footprint in the fast tier, with
-the maximum and 90 %-of-maximum lines), and how close the advisor's own placement at
-the --mem/--fraction capacity comes to the best placement that fits the same capacity."""
+of the 2^(K+1) ways of putting these groups in the fast tier measured in interleaved
+rounds (workflows/measure.py: a fixed number, or until every speedup's 95 % interval is
+narrow enough or the time budget is spent; resumable like compare). The placement with
+every group in the fast tier is the upper bound (all-fast); each placement's speedup
+over the one with nothing in the fast tier comes with its interval, verdict and share
+of the upper bound's gain (workflows/stats.py). Results in DIR/explore/:
+placements.csv, runs.csv, summary.csv, result.json and summary.png (speedup with its
+interval against the fraction of the footprint in the fast tier, with the maximum and
+90 %-of-maximum lines), and how close the advisor's own placement at the
+--mem/--fraction capacity comes to the best placement that fits the same capacity."""
 
 from __future__ import annotations
 
 import argparse
-import csv
+import contextlib
 import io
 import json
-import statistics
 import sys
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from workflows import compare, launch
+from workflows import compare, launch, measure
 from workflows.fileio import write_atomic
+from workflows.measure import Summary, Variant, write_csv
+from workflows.sitegroups import Group, load_groups, placement_for, room_for_all
 from workflows.units import human
 
-if TYPE_CHECKING:   # advisor.placement imports pandas: not at every CLI start
-    from advisor.placement import PlacementFile, TierLine
+__all__ = ["Group", "load_groups", "name_of", "placement_for"]
 
 MAX_TOP = 10                        # 2^11 placements: beyond that, days of runs
 
@@ -36,13 +39,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
              "and compare the advisor's choice with the best of them",
         description="The exhaustive method of \"Heterogeneous Memory Pool Tuning\": the top K "
                     "sites by sampled weight plus one group for the rest, every one of the "
-                    "2^(K+1) placements of these groups in the fast tier measured REPEATS "
-                    "times (interleaved, resumable), the best placement, the fast-tier "
-                    "fraction that reaches 90 % of it, and the advisor's placement against "
-                    "the best that fits the same capacity. Results in DIR/explore/ "
-                    "(docs/formats.md §9).",
+                    "2^(K+1) placements of these groups in the fast tier measured in "
+                    "interleaved rounds (resumable) with 95 % intervals, the best "
+                    "placement and its share of the gain of every group in the fast tier, "
+                    "the fast-tier fraction that reaches 90 % of it, and the advisor's "
+                    "placement against the best that fits the same capacity. Results in "
+                    "DIR/explore/ (docs/formats.md §9).",
         epilog="example: hmtune explore -k 5 --fom 'kernel_time_s=([0-9.]+)' "
-               "--reserve-hugepages -- ./build/examples/latency -s 512 -n 1",
+               "--budget 30m --reserve-hugepages -- ./build/examples/latency -s 512 -n 1",
     )
     p.add_argument("-k", "--top", type=int, default=7, metavar="K",
                    help=f"sites explored one by one, by sampled weight (default 7, at most "
@@ -53,75 +57,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "(default ilp)")
     p.add_argument("app", nargs=argparse.REMAINDER, help="-- APP [ARGS...]")
     p.set_defaults(func=run)
-
-
-@dataclass
-class Group:
-    label: str                      # "site 8" or "rest (3 sites)"
-    chains: list[str]               # callstack_raw of its sites
-    site_ids: list[int]
-    sizes: list[int]                # each site's peak live bytes
-    nbytes: int                     # their sum
-    max_size: int                   # largest request
-
-
-@dataclass
-class _Site:
-    chain: str
-    weight: float = 0.0
-    peak: int = 0
-    max_size: int = 0
-
-
-def load_groups(sites_csv: Path, k: int) -> tuple[list[Group], int]:
-    """The top-k sites by weight (ties: lower site id first), one group each, then the
-    rest as one group when there is any; and the footprint (bytes). Per-rank rows are
-    folded: weights add up, the peak is the largest of any rank. Site ids that share a
-    callstack_raw are one site (the lowest id; weights and peaks added). Sites without a
-    callstack_raw cannot be named in a placement and are left out."""
-    per: dict[int, _Site] = {}
-    with sites_csv.open(newline="") as f:
-        for r in csv.DictReader(line for line in f if not line.startswith("#")):
-            if not r["callstack_raw"]:
-                continue
-            s = per.setdefault(int(r["site_id"]), _Site(r["callstack_raw"]))
-            s.weight += float(r["weight"])
-            s.peak = max(s.peak, int(r["peak_live_bytes"]))
-            s.max_size = max(s.max_size, int(r["max_size"]))
-    first: dict[str, int] = {}          # one site per chain: the interposer cannot tell
-    for sid in sorted(per):             # apart site ids with one callstack_raw
-        keep = first.setdefault(per[sid].chain, sid)
-        if keep != sid:
-            gone, into = per.pop(sid), per[keep]
-            into.weight += gone.weight
-            into.peak += gone.peak      # an upper bound: they may be live together
-            into.max_size = max(into.max_size, gone.max_size)
-    order = sorted(per, key=lambda sid: (-per[sid].weight, sid))
-
-    def group(label: str, ids: list[int]) -> Group:
-        sizes = [per[i].peak for i in ids]
-        return Group(label, [per[i].chain for i in ids], ids, sizes, sum(sizes),
-                     max(per[i].max_size for i in ids))
-
-    groups = [group(f"site {sid}", [sid]) for sid in order[:k]]
-    rest = order[k:]
-    if rest:
-        groups.append(group(f"rest ({len(rest)} site{'s' if len(rest) > 1 else ''})", rest))
-    return groups, sum(g.nbytes for g in groups)
-
-
-def placement_for(mask: int, groups: list[Group], fast: TierLine, slow: TierLine,
-                  label: str) -> PlacementFile:
-    from advisor.placement import PlacementFile, SiteLine, frames
-
-    chosen = [g for i, g in enumerate(groups) if mask >> i & 1]
-    chains = [(c, sid) for g in chosen for c, sid in zip(g.chains, g.site_ids, strict=True)]
-    sites = [SiteLine(fast.name, c, f"site {sid}") for c, sid in chains]
-    return PlacementFile(
-        tiers=[fast, slow],
-        depth=max([len(frames(c)) for c, _ in chains] or [1]),
-        size_window=(0, max([g.max_size for g in chosen] or [0])),
-        sites=sites, generated_by=f"hmtune explore ({label})")
 
 
 def name_of(mask: int, width: int) -> str:
@@ -147,29 +82,30 @@ def advisor_bytes(placement: Path, groups: list[Group]) -> tuple[int, int | None
     return nbytes, mask
 
 
-def summary_rows(rows: dict[tuple[str, int], dict[str, str]], names: list[str],
-                 planned: dict[str, int], labels: dict[str, str], foot: int,
-                 higher: bool) -> list[dict[str, str]]:
-    base = statistics.median(float(r["fom"]) for (v, _), r in rows.items() if v == names[0])
+def summary_rows(summary: list[Summary], planned: dict[str, int], labels: dict[str, str],
+                 foot: int) -> list[dict[str, str]]:
+    """summary.csv's rows (docs/formats.md §9)."""
     out = []
-    for n in names:
-        st = compare.variant_stats(rows, n, base, higher)
-        if st is None:
-            continue
-        out.append({"variant": n, "groups": labels[n], "planned_bytes": str(planned[n]),
-                    "fraction": f"{planned[n] / foot:.4f}" if foot else "0",
-                    "runs": str(st.runs), "median_fom": f"{st.median:.6g}",
-                    "min_fom": f"{st.lo:.6g}", "max_fom": f"{st.hi:.6g}",
-                    "speedup": f"{st.speedup or 0:.4f}",
-                    "fast_bytes": str(int(st.fast_bytes)),
-                    "dfom_per_mib": f"{st.dfom_per_mib:.6g}"})
+    for s in summary:
+        c = measure.csv_columns(s, ".4f")
+        out.append({"variant": s.name, "groups": labels[s.name],
+                    "planned_bytes": str(planned[s.name]),
+                    "fraction": f"{planned[s.name] / foot:.4f}" if foot else "0",
+                    **{k: c[k] for k in measure.SHARED_COLUMNS[:12]},
+                    "fast_bytes": str(int(s.fast_bytes)),
+                    **{k: c[k] for k in measure.SHARED_COLUMNS[12:]}})
     return out
 
 
-def spread(row: dict[str, str], base: float, higher: bool) -> str:
-    lo, hi = float(row["min_fom"]), float(row["max_fom"])
-    a, b = (lo / base, hi / base) if higher else (base / hi, base / lo)
-    return f"{row['runs']} run{'s' if row['runs'] != '1' else ''}, {a:.2f}-{b:.2f}x"
+def said(s: Summary) -> str:
+    """`1.81x [1.70-1.93], 94 % [88-99 %] of the achievable gain` (or the verdict)."""
+    e = s.est
+    text = measure.fmt_speedup(e)
+    if e.verdict in (measure.stats.SAME, measure.stats.UNSUPPORTED):
+        text += f", {e.verdict}"
+    if e.share is not None:
+        text += f", {measure.fmt_share(e)} of the achievable gain"
+    return text
 
 
 def plot(summary: list[dict[str, str]], result: dict[str, object]) -> bytes:
@@ -180,8 +116,15 @@ def plot(summary: list[dict[str, str]], result: dict[str, object]) -> bytes:
 
     pts = [r for r in summary if r["variant"] != "advisor"]
     fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=110)
-    ax.scatter([100 * float(r["fraction"]) for r in pts], [float(r["speedup"]) for r in pts],
-               s=18, color="tab:blue", label=f"the {len(pts)} placements", zorder=3)
+    xs = [100 * float(r["fraction"]) for r in pts]
+    ys = [float(r["speedup"]) for r in pts]
+    if all(r["speedup_lo"] and r["speedup_hi"] for r in pts):
+        err = [[max(0.0, y - float(r["speedup_lo"])) for y, r in zip(ys, pts, strict=True)],
+               [max(0.0, float(r["speedup_hi"]) - y) for y, r in zip(ys, pts, strict=True)]]
+        ax.errorbar(xs, ys, yerr=err, fmt="none", ecolor="tab:blue", alpha=0.4, lw=0.8,
+                    zorder=2)
+    ax.scatter(xs, ys, s=18, color="tab:blue", zorder=3,
+               label=f"the {len(pts)} placements (bars: 95 % intervals)")
     best = float(result["best_speedup"])                              # type: ignore[arg-type]
     ax.axhline(best, color="tab:green", lw=1, label=f"maximum {best:.2f}x")
     ax.axhline(0.9 * best, color="tab:orange", lw=1, ls="--",
@@ -190,6 +133,7 @@ def plot(summary: list[dict[str, str]], result: dict[str, object]) -> bytes:
     ax.axvline(f90, color="tab:orange", lw=1, ls=":")
     ax.annotate(f"{f90:.1f} % of the data\nreaches 90 %", (f90, 0.9 * best),
                 textcoords="offset points", xytext=(8, -28), fontsize=8, color="tab:orange")
+    ax.axhline(1.0, color="black", lw=0.6)
     adv = [r for r in summary if r["variant"] == "advisor"]
     if adv:
         ax.scatter([100 * float(adv[0]["fraction"])], [float(adv[0]["speedup"])], marker="*",
@@ -212,27 +156,42 @@ def plot(summary: list[dict[str, str]], result: dict[str, object]) -> bytes:
 
 
 def conclude(summary: list[dict[str, str]], mem: int, foot: int, strategy: str, k: int,
-             rest: bool, advisor_as: str | None) -> dict[str, object]:
+             rest: bool, advisor_as: str | None, upper: str) -> dict[str, object]:
     pts = [r for r in summary if r["variant"] != "advisor"]
+    by = {r["variant"]: r for r in summary}
     best = max(pts, key=lambda r: float(r["speedup"]))
     top = float(best["speedup"])
     reach = [r for r in pts if float(r["speedup"]) >= 0.9 * top]
     r90 = min(reach, key=lambda r: (int(r["planned_bytes"]), -float(r["speedup"])))
     fits = [r for r in pts if int(r["planned_bytes"]) <= mem]
     cap_best = max(fits, key=lambda r: float(r["speedup"]))
+
+    def num(r: dict[str, str], key: str) -> float | None:
+        return float(r[key]) if r.get(key) else None
+
     res: dict[str, object] = {
         "top": k, "rest_group": rest, "strategy": strategy, "placements": len(pts),
         "capacity_bytes": mem, "capacity_fraction": mem / foot if foot else 0.0,
         "footprint_bytes": foot,
         "best": best["variant"], "best_groups": best["groups"], "best_speedup": top,
+        "best_speedup_lo": num(best, "speedup_lo"), "best_speedup_hi": num(best, "speedup_hi"),
+        "best_verdict": best["verdict"], "best_share": num(best, "share_of_gain"),
         "best_fraction": float(best["fraction"]),
         "fraction_for_90": float(r90["fraction"]), "variant_for_90": r90["variant"],
         "best_within_capacity": cap_best["variant"],
-        "best_within_capacity_speedup": float(cap_best["speedup"])}
-    adv = [r for r in summary if r["variant"] == "advisor"]
+        "best_within_capacity_speedup": float(cap_best["speedup"]),
+        "all_fast": upper, "all_fast_speedup": float(by[upper]["speedup"]),
+        "all_fast_speedup_lo": num(by[upper], "speedup_lo"),
+        "all_fast_speedup_hi": num(by[upper], "speedup_hi"),
+        "all_fast_verdict": by[upper]["verdict"]}
+    adv = by.get("advisor")
     if adv:
-        s = float(adv[0]["speedup"])
+        s = float(adv["speedup"])
         res["advisor_speedup"] = s
+        res["advisor_speedup_lo"] = num(adv, "speedup_lo")
+        res["advisor_speedup_hi"] = num(adv, "speedup_hi")
+        res["advisor_verdict"] = adv["verdict"]
+        res["advisor_share"] = num(adv, "share_of_gain")
         res["advisor_ratio"] = s / float(cap_best["speedup"])
         res["advisor_placement"] = advisor_as
     return res
@@ -245,22 +204,20 @@ def run(args: argparse.Namespace) -> int:
     setup = compare.prepare(args, "explore")
     if isinstance(setup, int):
         return setup
-    work = setup.work
+    work, plan = setup.work, setup.plan
     groups, foot = load_groups(setup.stage / "sites.csv", args.top)
     if not groups:
         return launch.fail("explore", f"{setup.stage / 'sites.csv'} lists no site")
     rest = len(groups) > args.top
     k = min(args.top, len(groups))
     setup.config.update({"top": args.top, "strategy": args.strategy})
-    rc = compare.open_runs(setup, "explore", args.force)
-    if rc is not None:
-        return rc
+    done = compare.open_runs(setup, "explore", args.force)
+    if isinstance(done, int):
+        return done
 
     from advisor.placement import TierLine, write_placement
 
-    page = 2 << 20
-    whole = sum(-(-g.nbytes // page) * page for g in groups) + page * sum(
-        len(g.chains) for g in groups)
+    whole = room_for_all(groups)
     first, last = setup.tiers[0], setup.tiers[-1]
     fast = TierLine(first.name, first.backend, whole)
     slow = TierLine(last.name, last.backend, last.capacity)
@@ -276,12 +233,14 @@ def run(args: argparse.Namespace) -> int:
         planned[n] = sum(g.nbytes for i, g in enumerate(groups) if mask >> i & 1)
         d = work / n
         d.mkdir(exist_ok=True)
-        write_placement(d / "placement.txt", placement_for(mask, groups, fast, slow, n))
+        write_placement(d / "placement.txt",
+                        placement_for(mask, groups, fast, slow, f"explore ({n})"))
         names.append(n)
         table.append({"variant": n, "mask": str(mask), "groups": labels[n],
                       "planned_bytes": str(planned[n])})
-    compare.write_csv(work / "placements.csv", list(table[0]), table)
-    variants = [compare.Variant(n, work / n / "placement.txt") for n in names]
+    write_csv(work / "placements.csv", list(table[0]), table)
+    upper = names[-1]                       # every group in the fast tier
+    variants = [Variant(n, work / n / "placement.txt") for n in names]
     advisor_as: str | None = None
     why = compare.advise(setup.stage, work / "advisor", setup.machine, setup.mem,
                          args.strategy)
@@ -289,51 +248,84 @@ def run(args: argparse.Namespace) -> int:
         print(f"{who}: the advisor ({args.strategy}) gave no placement: {why}",
               file=sys.stderr)
     else:
-        variants.append(compare.Variant("advisor", work / "advisor" / "placement.txt"))
+        variants.append(Variant("advisor", work / "advisor" / "placement.txt"))
         names.append("advisor")
         planned["advisor"], same = advisor_bytes(work / "advisor" / "placement.txt", groups)
         advisor_as = None if same is None else name_of(same, width)
         labels["advisor"] = f"{args.strategy} at {human(setup.mem)}"
+    rounds = "auto" if plan.repeats is None else str(plan.repeats)
     print(f"{who}: {len(names) - (0 if why else 1)} placements of "
           f"{'the top ' + str(k) + ' sites + the rest' if rest else 'all ' + str(k) + ' sites'}"
           f" ({human(foot)} in all), fast tier {first.name} "
-          f"({setup.machine.name}); {args.repeats} run(s) each, interleaved", file=sys.stderr)
+          f"({setup.machine.name}); rounds: {rounds}, every placement once a round, "
+          "interleaved", file=sys.stderr)
 
-    done = compare.read_runs(work / "runs.csv")
-    reserve = args.reserve_hugepages and compare.pending(variants, args.repeats, done)
-    with compare.fast_tier_pool(first, whole, reserve, who):
-        rows = compare.run_all(variants, args.repeats, setup.app, work, setup.fom_re, who,
-                               done)
-    if rows is None:
+    @contextlib.contextmanager
+    def pools() -> Iterator[None]:
+        with compare.fast_tier_pool(first, whole * setup.procs, args.reserve_hugepages, who):
+            dead = compare.cannot_place(
+                [work / upper / "placement.txt"] + ([] if why else
+                                                    [work / "advisor" / "placement.txt"]),
+                setup.procs)
+            if dead:
+                raise compare.Refused(f"{dead}; nothing measured")
+            yield
+
+    try:
+        out = measure.measure(variants, plan, setup.app, work, setup.fom_re, who, done,
+                              upper, pools)
+    except compare.Refused as e:
+        return launch.fail("explore", str(e))
+    if out is None:
         return 1
-    summary = summary_rows(rows, names, planned, labels, foot, args.higher_is_better)
-    compare.write_csv(work / "summary.csv", list(summary[0]), summary)
-    res = conclude(summary, setup.mem, foot, args.strategy, k, rest, advisor_as)
+    summary = measure.summarize(out.rows, names, upper, plan.higher)
+    if not summary:
+        return launch.fail("explore", "no complete round to summarize", 1)
+    rows = summary_rows(summary, planned, labels, foot)
+    write_csv(work / "summary.csv", list(rows[0]), rows)
+    res = conclude(rows, setup.mem, foot, args.strategy, k, rest, advisor_as, upper)
+    stop = measure.stop_message(out, plan, summary)
+    res.update({"rounds": summary[0].runs, "stopped_by": out.stopped_by, "stop": stop,
+                "repeats": rounds, "target": plan.target, "budget_s": plan.budget,
+                "method": measure.method_note(summary[0].runs),
+                "load_warning": out.load_warning})
     write_atomic(work / "result.json", json.dumps(res, indent=1) + "\n")
-    (work / "summary.png").write_bytes(plot(summary, res))
-    base = float(summary[0]["median_fom"])
-    by = {r["variant"]: r for r in summary}
-    h = args.higher_is_better
+    (work / "summary.png").write_bytes(plot(rows, res))
+    by = {s.name: s for s in summary}
+    frac = {r["variant"]: float(r["fraction"]) for r in rows}
     best = by[str(res["best"])]
-    print(f"best placement: {best['variant']} ({best['groups']}): "
-          f"{float(best['speedup']):.2f}x with {100 * float(best['fraction']):.1f} % of the "
-          f"footprint in the fast tier ({spread(best, base, h)})")
+    print(f"best placement: {best.name} ({labels[best.name]}): {said(best)}, with "
+          f"{100 * frac[best.name]:.1f} % of the footprint in the fast tier")
+    up = by[upper]
+    print(f"all-fast ({upper}, every group in the fast tier): {said(up)}")
     r90 = by[str(res["variant_for_90"])]
-    print(f"90 % of the best ({0.9 * float(best['speedup']):.2f}x) needs "
+    print(f"90 % of the best ({0.9 * best.est.speedup:.2f}x) needs "
           f"{100 * float(res['fraction_for_90']):.1f} % of the footprint in the fast tier: "
-          f"{r90['variant']} ({r90['groups']}) {float(r90['speedup']):.2f}x")
+          f"{r90.name} ({labels[r90.name]}) {said(r90)}")
     cb = by[str(res["best_within_capacity"])]
     print(f"best within {human(setup.mem)} ({100 * float(res['capacity_fraction']):.0f} %): "
-          f"{cb['variant']} ({cb['groups']}) {float(cb['speedup']):.2f}x ({spread(cb, base, h)})")
+          f"{cb.name} ({labels[cb.name]}) {said(cb)}")
     if "advisor" in by:
         a = by["advisor"]
         same = (f"the same sites as {advisor_as}" if advisor_as
                 else "sites that split the rest group")
         twice = (" (the same placement measured twice: the ratio is run-to-run spread)"
-                 if advisor_as == cb["variant"] else "")
-        print(f"advisor ({args.strategy}, {human(setup.mem)}): {same}, "
-              f"{float(a['speedup']):.2f}x ({spread(a, base, h)}); advisor / exhaustive best "
-              f"at the same capacity: {float(res['advisor_ratio']):.2f}{twice}")
+                 if advisor_as == cb.name else "")
+        print(f"advisor ({args.strategy}, {human(setup.mem)}): {same}, {said(a)}; advisor / "
+              f"exhaustive best at the same capacity: {float(res['advisor_ratio']):.2f}{twice}")
+    print()
+    print("medians per run:")
+    shown = list(dict.fromkeys([names[0], best.name, cb.name, upper]
+                               + (["advisor"] if "advisor" in by else [])))
+    for line in measure.resource_table([by[n] for n in shown], max(14, len(upper))):
+        print(line)
+    print()
+    print(stop[0].upper() + stop[1:] + ".")
+    note = measure.method_note(summary[0].runs)
+    if note:
+        print(note + "; speedups over " + names[0] + " (nothing in the fast tier).")
+    if out.load_warning:
+        print(f"warning: the machine was busy ({out.load_warning}).")
     print(f"{who}: runs in {work / 'runs.csv'}, table in {work / 'summary.csv'}, plot in "
           f"{work / 'summary.png'}", file=sys.stderr)
     return 0

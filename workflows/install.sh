@@ -4,7 +4,8 @@
 #
 #   PREFIX/bin/hmtune, hmtune-demo          the CLI and the demo (shell launchers)
 #   PREFIX/lib/libhmtrace.so, libhmalloc.so the preload libraries
-#   PREFIX/libexec/hmtune/                  hmtune-finalize, hmtune-probe, hmtune-prvscan
+#   PREFIX/libexec/hmtune/                  hmtune-finalize, hmtune-probe, hmtune-prvscan,
+#                                           hmtune-rusage
 #   PREFIX/libexec/hmtune/examples/         latency, stream, histogram
 #   PREFIX/lib/hmtune/python/               the Python packages (analyze, advisor, workflows)
 #   PREFIX/lib/hmtune/venv/                 their requirements (only without PYTHON=)
@@ -31,7 +32,7 @@ dest=$destdir$prefix
 version=$(sed -n 's/^version *= *"\(.*\)"/\1/p' "$root/pyproject.toml")
 
 libs=(libhmtrace.so libhmalloc.so)
-helpers=(hmtune-finalize hmtune-probe hmtune-prvscan)
+helpers=(hmtune-finalize hmtune-probe hmtune-prvscan hmtune-rusage)
 examples=(latency stream histogram)
 for f in "${libs[@]/#/lib/}" "${helpers[@]/#/bin/}" "${examples[@]/#/examples/}"; do
   [ -f "$build/$f" ] || die "$build/$f is not built: run 'make' first"

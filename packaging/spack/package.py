@@ -42,7 +42,8 @@ class Hmtune(MakefilePackage):
     depends_on("c", type="build")
     depends_on("gmake", type="build")
 
-    # C: the preload libraries and helper programs (collect/, interpose/, analyze/prvscan/).
+    # C: the preload libraries and helper programs (collect/, interpose/, analyze/prvscan/,
+    # workflows/rusage.c).
     depends_on("libunwind")
     depends_on("capstone")                 # the software sampler's instruction decoder
     depends_on("binutils+libiberty")       # libbfd: hmtune-finalize's symbol tables
@@ -66,6 +67,7 @@ class Hmtune(MakefilePackage):
         "libexec/hmtune/hmtune-finalize",
         "libexec/hmtune/hmtune-probe",
         "libexec/hmtune/hmtune-prvscan",
+        "libexec/hmtune/hmtune-rusage",
         "lib/hmtune/python/hmtune-installed",
     ]
     sanity_check_is_dir = ["share/hmtune/configs"]

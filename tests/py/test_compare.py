@@ -4,6 +4,9 @@ the requested number of times, the results are kept as they come and not redone,
 
 from __future__ import annotations
 
+import csv
+import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -11,6 +14,8 @@ from pathlib import Path
 import pytest
 from advisefix import STANDARD, write_sites
 from clistage import CRASH, FOM, LATENCY, THP, hmtune, latency_stage, rows
+
+from workflows.compare import footprint
 
 
 @pytest.fixture(scope="module")
@@ -24,22 +29,58 @@ def compare(d: Path, *extra: str, app: tuple[str, ...] = (str(LATENCY), "-q")
                   "--strategies", "ilp,density", "--fom", FOM, *extra, "--", *app)
 
 
+NAMES = ["all-slow", "first-come", "size-window", "ilp", "density", "all-fast"]
+
+
 def test_variants_runs_and_resume(stage: Path) -> None:
     r = compare(stage)
     assert r.returncode == 0, r.stderr
     runs = rows(stage / "compare" / "runs.csv")
-    names = ["all-slow", "first-come", "size-window", "ilp", "density"]
     assert sorted((x["variant"], x["repeat"]) for x in runs) == sorted(
-        (n, str(k)) for n in names for k in range(2))
-    assert all(float(x["fom"]) > 0 for x in runs)
+        (n, str(k)) for n in NAMES for k in range(2))
+    assert all(float(x["fom"]) > 0 and x["rc"] == "0" for x in runs)
+    # every run's resources: the application's own (hmtune-rusage), not Python's
+    for x in runs:
+        assert float(x["wall_s"]) > 0 and float(x["user_s"]) + float(x["sys_s"]) > 0, x
+        assert int(x["minflt"]) > 0 and int(x["majflt"]) >= 0 and int(x["hugepages"]) >= 0
+        assert 0 < int(x["maxrss_kib"]) < 60 << 10, x        # latency -q: about 18 MiB
     by = {x["variant"]: x for x in runs}
-    assert by["all-slow"]["fast_bytes"] == "0"
-    for n in names[1:]:                         # every other variant used the fast tier
+    assert by["all-slow"]["fast_bytes"] == "0" and by["all-slow"]["hugepages"] == "0"
+    for n in NAMES[1:]:                         # every other variant used the fast tier
         assert int(by[n]["fast_bytes"]) > 0, n
+    # all-fast: every site with a chain in the fast tier, room for all
+    from advisor.placement import read_placement
+
+    pf = read_placement(stage / "compare" / "all-fast" / "placement.txt")
+    chains = {x["callstack_raw"] for x in csv_rows(stage / "sites.csv") if x["callstack_raw"]}
+    assert {s.chain for s in pf.sites} == chains and pf.tiers[0].name == "thp"
+    assert (pf.tiers[0].capacity or 0) >= footprint(stage / "sites.csv")
     summary = {x["variant"]: x for x in rows(stage / "compare" / "summary.csv")}
-    assert list(summary) == names
+    assert list(summary) == NAMES
     assert float(summary["all-slow"]["speedup"]) == 1.0
+    assert summary["all-slow"]["verdict"] == "reference"
     assert all(x["runs"] == "2" for x in summary.values())
+    for n, x in summary.items():
+        lo, s, hi = float(x["speedup_lo"]), float(x["speedup"]), float(x["speedup_hi"])
+        assert lo <= s <= hi, n
+        want = "faster" if lo > 1 else "slower" if hi < 1 else \
+            "indistinguishable from all-slow"
+        assert x["verdict"] == (want if n != "all-slow" else "reference"), n
+        if n != "all-slow":       # dFOM/MiB: positive exactly when faster (a time here)
+            assert (float(x["dfom_per_mib"]) > 0) == (s > 1), n
+        assert float(x["minflt"]) > 0 and float(x["maxrss_mib"]) > 0
+    up = summary["all-fast"]
+    if up["share_of_gain"]:                     # all-fast measurably faster: shares
+        assert float(up["share_of_gain"]) == 1.0
+        s_all = float(up["speedup"])
+        for n, x in summary.items():
+            assert float(x["share_of_gain"]) == pytest.approx(
+                (float(x["speedup"]) - 1) / (s_all - 1), abs=0.02), n
+    res = json.loads((stage / "compare" / "result.json").read_text())
+    assert res["stopped_by"] == "repeats" and res["rounds"] == 2
+    assert res["upper_bound"] == "all-fast" and "bootstrap" in res["method"]
+    assert "speedup [95 % interval]" in r.stdout and "minor faults" in r.stdout
+    assert "2 rounds (--repeats 2)" in r.stdout
     # again: nothing is run (the runs file is the same, byte for byte)
     before = (stage / "compare" / "runs.csv").read_bytes()
     assert compare(stage).returncode == 0
@@ -53,13 +94,115 @@ def test_variants_runs_and_resume(stage: Path) -> None:
     assert len(again) == len(runs) and [x["wall_s"] for x in again] != [x["wall_s"] for x in runs]
 
 
+def csv_rows(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def copy_stage(stage: Path, d: Path) -> Path:
+    d.mkdir(parents=True)
+    for f in ("sites.csv", "allocs.csv"):
+        shutil.copy(stage / f, d / f)
+    return d
+
+
+def test_one_round_warmup_and_pinning(stage: Path, tmp_path: Path) -> None:
+    """--repeats 1: every speedup unsupported (no interval); --warmup runs all-slow once
+    more, unrecorded; --pin runs the application on those CPUs only."""
+    d = copy_stage(stage, tmp_path / "one")
+    app = ("/bin/sh", "-c", "grep Cpus_allowed_list /proc/self/status")
+    r = hmtune("compare", "-o", str(d), "--machine", str(THP), "--repeats", "1",
+               "--strategies", "ilp", "--warmup", "--pin", "0", "--", *app)
+    assert r.returncode == 0, r.stderr
+    runs = rows(d / "compare" / "runs.csv")
+    assert sorted(x["repeat"] for x in runs) == ["0"] * 5
+    assert (d / "compare" / "all-slow" / "run.warmup.log").is_file()
+    for x in runs:
+        log = (d / "compare" / x["variant"] / "run.0.log").read_text()
+        assert re.search(r"Cpus_allowed_list:\s+0$", log, re.M), log
+    for x in rows(d / "compare" / "summary.csv"):
+        assert x["speedup_lo"] == x["speedup_hi"] == "" or x["variant"] == "all-slow"
+        assert x["verdict"] in ("reference", "unsupported (1 round: no interval)")
+    assert "1 round (--repeats 1): no interval, every speedup is unsupported" in r.stdout
+    assert json.loads((d / "compare" / "result.json").read_text())["rounds"] == 1
+
+
+def test_auto_ends_at_the_budget_or_the_target(stage: Path, tmp_path: Path) -> None:
+    """--repeats auto (the default) says what ended it: a budget too small for more than
+    the two rounds an interval needs, or a target every interval meets."""
+    d = copy_stage(stage, tmp_path / "auto")
+    r = hmtune("compare", "-o", str(d), "--machine", str(THP), "--strategies", "ilp",
+               "--fom", FOM, "--budget", "0.01s", "--", str(LATENCY), "-q")
+    assert r.returncode == 0, r.stderr
+    res = json.loads((d / "compare" / "result.json").read_text())
+    assert res["stopped_by"] == "budget" and res["rounds"] == 2 and res["repeats"] == "auto"
+    assert "budget ran out" in r.stdout and "fewer than the 5 the target needs" in r.stdout
+    r = hmtune("compare", "-o", str(d), "--machine", str(THP), "--strategies", "ilp",
+               "--fom", FOM, "--target", "99", "--min-rounds", "3", "--budget", "5m", "--",
+               str(LATENCY), "-q")
+    assert r.returncode == 0, r.stderr
+    res = json.loads((d / "compare" / "result.json").read_text())
+    assert res["stopped_by"] == "target" and res["rounds"] >= 3
+    summary = rows(d / "compare" / "summary.csv")
+    assert all(float(x["halfwidth"]) <= 0.99 for x in summary)
+    assert all(x["runs"] == str(res["rounds"]) for x in summary)
+    assert "every speedup's 95 % interval is within +-99 %" in r.stdout
+
+
+def test_exit_status_is_compared_with_all_slow(stage: Path, tmp_path: Path) -> None:
+    """An application that always exits 3 is compared (every run exits as all-slow's);
+    one that exits otherwise under the interposer stops the comparison, unless --ok-rc
+    accepts that status."""
+    d = copy_stage(stage, tmp_path / "rc3")
+    r = hmtune("compare", "-o", str(d), "--machine", str(THP), "--repeats", "1",
+               "--strategies", "ilp", "--", str(CRASH), "exit3")
+    assert r.returncode == 0, r.stderr
+    assert {x["rc"] for x in rows(d / "compare" / "runs.csv")} == {"3"}
+    d = copy_stage(stage, tmp_path / "rc4")
+    app = ("/bin/sh", "-c", 'test -z "$LD_PRELOAD" || exit 4')
+    r = hmtune("compare", "-o", str(d), "--machine", str(THP), "--repeats", "1",
+               "--strategies", "ilp", "--", *app)
+    assert r.returncode == 1
+    assert "exit status 4 where all-slow exited 0 (--ok-rc 4 accepts it)" in r.stderr
+    r = hmtune("compare", "-o", str(d), "--machine", str(THP), "--repeats", "1",
+               "--strategies", "ilp", "--ok-rc", "4", "--", *app)
+    assert r.returncode == 0, r.stderr
+    assert {x["variant"]: x["rc"] for x in rows(d / "compare" / "runs.csv")}["ilp"] == "4"
+
+
+def test_runs_of_an_earlier_hmtune_are_refused(stage: Path, tmp_path: Path) -> None:
+    """runs.csv without the exit status and resource columns (and a config.json without
+    runs_format) is refused with what to do; --force measures again."""
+    d = copy_stage(stage, tmp_path / "old")
+    (d / "compare").mkdir()
+    (d / "compare" / "config.json").write_text('{"app": ["x"], "mem": 1}\n')
+    (d / "compare" / "runs.csv").write_text(
+        "variant,repeat,fom,wall_s,fast_bytes,fast_bytes_intended\nall-slow,0,1.5,1.6,0,0\n")
+    r = compare(d)
+    assert r.returncode == 2 and "earlier hmtune" in r.stderr and "--force" in r.stderr
+    assert compare(d, "--force").returncode == 0
+    assert "rc" in rows(d / "compare" / "runs.csv")[0]
+
+
 def test_failing_application(stage: Path, tmp_path: Path) -> None:
     d = tmp_path / "crash"
     d.mkdir()
     shutil.copy(stage / "sites.csv", d / "sites.csv")
-    r = compare(d, app=(str(CRASH), "exit3"))
-    assert r.returncode == 1
+    r = compare(d, app=(str(CRASH), "segv"))
+    assert r.returncode == 1 and "killed by SIGSEGV" in r.stderr
     assert not (d / "compare" / "runs.csv").exists()         # no run was recorded
+
+
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="Open MPI not installed")
+def test_under_mpirun(stage: Path, tmp_path: Path) -> None:
+    """--mpirun: the interposer on each rank, each rank's statistics read."""
+    d = copy_stage(stage, tmp_path / "mpi")
+    r = compare(d, "--repeats", "1", "--mpirun",
+                "mpirun --allow-run-as-root --oversubscribe -np 2")
+    assert r.returncode == 0, r.stderr
+    by = {x["variant"]: x for x in rows(d / "compare" / "runs.csv")}
+    assert int(by["all-fast"]["fast_bytes"]) > 0
+    assert len(list((d / "compare" / "all-fast").glob("stats.0.*.json"))) == 2
 
 
 def test_bad_input(stage: Path, tmp_path: Path) -> None:
@@ -69,6 +212,12 @@ def test_bad_input(stage: Path, tmp_path: Path) -> None:
     assert compare(stage, "--fom", "(").returncode == 2
     assert compare(stage, "--strategies", "best").returncode == 2
     assert compare(stage, "--repeats", "0").returncode == 2
+    assert compare(stage, "--repeats", "some").returncode == 2
+    assert compare(stage, "--budget", "soon").returncode == 2
+    assert compare(stage, "--target", "0").returncode == 2
+    assert compare(stage, "--min-rounds", "1").returncode == 2
+    assert compare(stage, "--ok-rc", "300").returncode == 2
+    assert compare(stage, "--pin", "4096").returncode == 2
     blocked = tmp_path / "blocked"
     blocked.mkdir()
     shutil.copy(stage / "sites.csv", blocked / "sites.csv")
@@ -92,13 +241,17 @@ def test_fraction_out_of_range(tmp_path: Path, value: str) -> None:
 
 def test_footprint_is_one_process(tmp_path: Path) -> None:
     """--fraction sizes a per-process tier: with one row per (site, rank) the footprint
-    is the largest rank's sum, not the sum over ranks."""
-    from workflows.compare import footprint
+    is the sum over the sites of each site's largest peak of any rank (what every site
+    in the fast tier needs in the rank that needs most of it), not the sum over ranks;
+    explore's fractions divide by the same number (one function)."""
+    from workflows import explore, sitegroups
 
+    assert explore.load_groups.__module__ == "workflows.sitegroups"
+    assert footprint is sitegroups.footprint
     p = tmp_path / "sites.csv"
     p.write_text("# hmtune sites v1\nsite_id,peak_live_bytes,rank\n"
                  "1,100,0\n2,50,0\n1,300,1\n2,20,1\n")
-    assert footprint(p) == 320
+    assert footprint(p) == 350
     p.write_text("# hmtune sites v1\nsite_id,peak_live_bytes\n1,100\n2,50\n")
     assert footprint(p) == 150
 
@@ -122,6 +275,6 @@ def test_memkind_tier_keeps_stdout(stage: Path, tmp_path: Path,
                "--strategies", "ilp", "--fom", FOM, "--", str(LATENCY), "-q")
     assert r.returncode == 0, r.stderr
     runs = {x["variant"]: x for x in rows(d / "compare" / "runs.csv")}
-    assert set(runs) == {"all-slow", "first-come", "size-window", "ilp"}
+    assert set(runs) == {"all-slow", "first-come", "size-window", "ilp", "all-fast"}
     assert all(float(x["fom"]) > 0 for x in runs.values())
     assert int(runs["first-come"]["fast_bytes"]) > 0

@@ -70,10 +70,23 @@ def test_every_placement_measured_and_resumed(stage: Path) -> None:
     for n, s in summary.items():
         assert float(s["speedup"]) == pytest.approx(base / float(by[n]["fom"]), rel=1e-3)
         fast = int(by[n]["fast_bytes"])
-        if fast:
+        if fast:        # FOM gained (a time: base - FOM) per MiB: positive when faster
             assert float(s["dfom_per_mib"]) == pytest.approx(
-                (float(by[n]["fom"]) - base) / (fast / 2**20), rel=1e-3, abs=1e-9)
+                (base - float(by[n]["fom"])) / (fast / 2**20), rel=1e-3, abs=1e-9)
+        # one round: no interval
+        assert s["speedup_lo"] == "" if n != name_of(0, 3) else s["verdict"] == "reference"
+        assert s["verdict"] in ("reference", "unsupported (1 round: no interval)")
+        assert int(s["minflt"]) > 0 and float(s["maxrss_mib"]) > 0
     res = json.loads((work / "result.json").read_text())
+    assert res["all_fast"] == name_of(7, 3) and res["rounds"] == 1
+    assert res["stopped_by"] == "repeats" and res["best_speedup_lo"] is None
+    assert res["all_fast_speedup"] == pytest.approx(float(summary[name_of(7, 3)]["speedup"]))
+    s_all = res["all_fast_speedup"]
+    if s_all > 1:       # one round: the share of the gain, a point without an interval
+        for s in summary.values():
+            assert float(s["share_of_gain"]) == pytest.approx(
+                (float(s["speedup"]) - 1) / (s_all - 1), abs=0.01)
+    assert "no interval, every speedup is unsupported" in r.stdout
     pts = {n: float(s["speedup"]) for n, s in summary.items() if n != "advisor"}
     assert res["placements"] == 8 and res["top"] == 2 and res["rest_group"] is True
     assert res["best_speedup"] == pytest.approx(max(pts.values()), rel=1e-3)
@@ -153,6 +166,7 @@ def test_bad_input(stage: Path, tmp_path: Path) -> None:
     assert explore(stage, "-k", "0").returncode == 2
     assert explore(stage, "-k", "11").returncode == 2
     assert explore(stage, "--repeats", "0").returncode == 2
+    assert explore(stage, "--budget", "-1m").returncode == 2
     assert explore(stage, "--machine", str(tmp_path / "none.toml")).returncode == 2
     blocked = tmp_path / "blocked"
     blocked.mkdir()
@@ -164,9 +178,11 @@ def test_bad_input(stage: Path, tmp_path: Path) -> None:
 
 
 def test_sites_without_a_chain_are_left_out(tmp_path: Path) -> None:
-    """A site with no callstack_raw cannot be named in a placement: not in any group."""
+    """A site with no callstack_raw cannot be named in a placement: not in any group,
+    but in the footprint the fractions divide by."""
     p = tmp_path / "sites.csv"
     p.write_text("site_id,callstack_raw,weight,peak_live_bytes,max_size\n"
                  "1,a+0x1,5,100,100\n2,,50,1000,1000\n3,a+0x3,1,10,10\n")
     groups, foot = load_groups(p, 1)
-    assert [g.site_ids for g in groups] == [[1], [3]] and foot == 110
+    assert [g.site_ids for g in groups] == [[1], [3]]
+    assert foot == 1110                 # the footprint is every site's (compare's)

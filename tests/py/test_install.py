@@ -67,7 +67,8 @@ def prefix(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_layout(prefix: Path) -> None:
     for f in ("bin/hmtune", "bin/hmtune-demo", "lib/libhmtrace.so", "lib/libhmalloc.so",
               "libexec/hmtune/hmtune-finalize", "libexec/hmtune/hmtune-probe",
-              "libexec/hmtune/hmtune-prvscan", "libexec/hmtune/examples/latency",
+              "libexec/hmtune/hmtune-prvscan", "libexec/hmtune/hmtune-rusage",
+              "libexec/hmtune/examples/latency",
               "share/hmtune/configs/machines/vm-thp.toml",
               "share/hmtune/configs/paraver/sampled_refs_per_object.cfg",
               "lib/hmtune/python/workflows/cli.py", "lib/hmtune/python/hmtune-installed"):
@@ -200,7 +201,7 @@ def test_demo_from_install(prefix: Path, tmp_path: Path) -> None:
     with open(out / "compare" / "summary.csv", newline="") as fh:
         variants = [row["variant"] for row in csv.DictReader(fh)]
     assert variants == ["all-slow", "first-come", "size-window", "ilp", "ilp-lifetime",
-                        "misses", "density"]
+                        "misses", "density", "all-fast"]
     assert changed(before[0], snapshot(ROOT)) == [], "the demo wrote into the checkout"
     assert changed(before[1], snapshot(prefix)) == [], "the demo wrote into PREFIX"
     if hugepages_before is not None:

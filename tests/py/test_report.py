@@ -48,7 +48,7 @@ def test_with_advise_and_compare(stage: Path) -> None:
     pics = images(md, stage / "report")
     assert len(pics) == 2 and all(p.is_file() and p.stat().st_size > 1000 for p in pics)
     variants = re.findall(r"^\| ([a-z-]+) \| \d+ \|", md, re.M)
-    assert variants == ["all-slow", "first-come", "size-window", "ilp"]
+    assert variants == ["all-slow", "first-come", "size-window", "ilp", "all-fast"]
     placed = re.findall(r"^- `([^`]+)`:", md, re.M)
     listed = [ln.split()[1] for ln in (stage / "placement.txt").read_text().splitlines()
               if ln.startswith("site ")]
