@@ -189,6 +189,15 @@ bench-collect: deps build
 bench-sampling: deps build
 	@$(PY) $(ROOT)/bench/bench_sampling.py
 
+# Real applications from Debian packages (LAMMPS LJ and EAM, HPC Challenge on 2 ranks,
+# NWChem SCF), end to end with 95 % intervals: bench/results/apps-DATE-HOST.md/.png.
+# BENCH_ARGS: e.g. --only hpcc, --quick (small inputs), --budget 8m (per capacity).
+BENCH_ARGS ?=
+.PHONY: bench-apps
+bench-apps: deps build
+	@bash $(ROOT)/bench/apps/deps.sh
+	@$(PY) $(ROOT)/bench/bench_apps.py $(BENCH_ARGS)
+
 # Placement strategies on seeded random instances: time, value, bound, gap per target.
 bench-advise: deps
 	@$(PY) $(ROOT)/bench/bench_advise.py

@@ -1,0 +1,451 @@
+"""`make bench-apps`: hmtune on real applications no one here wrote (Debian packages),
+end to end, with stated confidence (never part of `make test`).
+
+For each code: a bare run (its figure of merit and correctness lines); the tracer's
+overhead from interleaved bare and traced runs; where the samples fell (heap sites,
+statics, stack, no address); analyze; then `hmtune compare` at 25 % and 50 % of the
+traced heap footprint: all-slow, first-come, size-window, the advisor (ilp) and every
+site in the fast tier (the upper bound), interleaved, with 95 % intervals. Every run's
+correctness lines (energies, validity checks) must equal the bare run's.
+
+Codes (why each): LAMMPS Lennard-Jones melt (the classic MD benchmark: neighbour lists
+and per-atom arrays, C++), LAMMPS EAM copper (a many-body potential with more per-atom
+state and tabulated splines), HPC Challenge on 2 MPI ranks (RandomAccess, STREAM, FFT:
+latency-, bandwidth- and FFT-bound kernels in one MPI code, C), NWChem SCF of a water
+dimer with the integrals kept in memory (Fortran, its MA heap, a quantum chemistry
+production code with offline inputs from nwchem-data).
+
+Output: bench/results/apps-<date>-<host>.md (table) and .png (speedups with intervals),
+one summary line per code on stdout. Work files in bench/work/ (not committed)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import datetime as dt
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchlib import HMTUNE, ROOT, require
+
+sys.path.insert(0, str(ROOT))
+from workflows import stats  # noqa: E402
+
+NAME = "bench-apps"
+WORK = ROOT / "bench" / "work"
+RESULTS = ROOT / "bench" / "results"
+FRACTIONS = (0.25, 0.5)
+
+LJ = """# 3d Lennard-Jones melt: LAMMPS examples/melt/in.melt with the box and the run length
+# set by variables (-var n N -var steps S)
+variable	n index 20
+variable	steps index 250
+units		lj
+atom_style	atomic
+lattice		fcc 0.8442
+region		box block 0 $n 0 $n 0 $n
+create_box	1 box
+create_atoms	1 box
+mass		1 1.0
+velocity	all create 3.0 87287 loop geom
+pair_style	lj/cut 2.5
+pair_coeff	1 1 1.0 1.0 2.5
+neighbor	0.3 bin
+neigh_modify	every 20 delay 0 check no
+fix		1 all nve
+thermo		50
+run		${steps}
+"""
+
+EAM = """# Cu EAM (the settings of LAMMPS's bench/in.eam: fcc 3.615, Cu_u3.eam, 1600 K, NVE,
+# 5 fs steps) with the box and the run length set by variables
+variable	n index 20
+variable	steps index 100
+units		metal
+atom_style	atomic
+lattice		fcc 3.615
+region		box block 0 $n 0 $n 0 $n
+create_box	1 box
+create_atoms	1 box
+pair_style	eam
+pair_coeff	1 1 /usr/share/lammps/potentials/Cu_u3.eam
+velocity	all create 1600.0 376847 loop geom
+neighbor	1.0 bin
+neigh_modify	every 1 delay 5 check yes
+fix		1 all nve
+timestep	0.005
+thermo		50
+run		${steps}
+"""
+
+NWCHEM = """start water2
+memory total 1600 mb
+title "water dimer SCF, aug-cc-pVTZ, integrals in memory"
+geometry units angstrom noautoz
+  O   -1.551007  -0.114520   0.000000
+  H   -1.934259   0.762503   0.000000
+  H   -0.599677   0.040712   0.000000
+  O    1.350625   0.111469   0.000000
+  H    1.680398  -0.373741  -0.758561
+  H    1.680398  -0.373741   0.758561
+end
+basis spherical
+  * library aug-cc-pvtz
+end
+scf
+  semidirect memsize 150000000 filesize 0
+end
+task scf energy
+"""
+
+THERMO = r"^\s*\d+(\s+-?\d[\d.e+-]*){5}\s*$"      # a thermo line: step and five values
+
+
+def hpcc_input(n: int) -> str:
+    """hpccinf.txt: Debian's example with problem size n on a 1 x 2 process grid."""
+    lines = Path("/usr/share/doc/hpcc/examples/_hpccinf.txt").read_text().splitlines()
+    lines[5] = f"{n:<13d}Ns"
+    lines[10] = "1            Ps"
+    lines[11] = "2            Qs"
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class App:
+    name: str
+    cmd: list[str]
+    fom: str                          # regex, group 1 the figure of merit
+    higher_is_better: bool
+    checks: list[str]                 # regexes (multiline) whose matches must not change
+    files: dict[str, str] = field(default_factory=dict)
+    mpirun: str = ""
+    links: dict[str, str] = field(default_factory=dict)
+    extra_foms: dict[str, str] = field(default_factory=dict)
+
+
+def apps(quick: bool) -> list[App]:
+    lj_n, eam_n, hpcc_n = (16, 14, 2000) if quick else (30, 26, 6000)
+    return [
+        App("lammps-lj", ["lmp", "-in", "in.lj", "-var", "n", str(lj_n), "-log", "none"],
+            r"Loop time of ([0-9.]+)", False, [THERMO], {"in.lj": LJ}),
+        App("lammps-eam", ["lmp", "-in", "in.eam", "-var", "n", str(eam_n), "-log", "none"],
+            r"Loop time of ([0-9.]+)", False, [THERMO], {"in.eam": EAM}),
+        App("hpcc", ["hpcc"], r"StarRandomAccess_GUPs=([0-9.]+)", True,
+            [r"^Success=\d+", r"^Failure=\d+", r"FAILED"],
+            {"hpccinf.txt": hpcc_input(hpcc_n)},
+            mpirun="mpirun --allow-run-as-root -np 2",
+            links={"hpccoutf.txt": "/dev/stdout"},      # hpcc's results on stdout
+            extra_foms={"StarSTREAM_Triad": r"StarSTREAM_Triad=([0-9.]+)",
+                        "StarFFT_Gflops": r"StarFFT_Gflops=([0-9.]+)",
+                        "MPIRandomAccess_GUPs": r"MPIRandomAccess_GUPs=([0-9.]+)"}),
+        App("nwchem-scf", ["nwchem", "scf.nw"], r"Time for solution =\s+([0-9.]+)s", False,
+            [r"Total SCF energy =\s+\S+"], {"scf.nw": NWCHEM}),
+    ]
+
+
+def say(msg: str) -> None:
+    print(f"{NAME}: {msg}", file=sys.stderr, flush=True)
+
+
+def prepare(app: App) -> Path:
+    d = WORK / app.name
+    d.mkdir(parents=True, exist_ok=True)
+    for name, text in app.files.items():
+        (d / name).write_text(text)
+    for name, target in app.links.items():
+        p = d / name
+        if p.is_symlink() or p.exists():
+            p.unlink()
+        p.symlink_to(target)
+    return d
+
+
+def command(app: App) -> list[str]:
+    return [*app.mpirun.split(), *app.cmd] if app.mpirun else list(app.cmd)
+
+
+def checks_of(app: App, text: str) -> list[str]:
+    return [m.group(0).strip() for rx in app.checks
+            for m in re.finditer(rx, text, re.MULTILINE)]
+
+
+def fom_of(rx: str, text: str) -> float | None:
+    m = re.search(rx, text, re.MULTILINE)
+    return float(m.group(1)) if m else None
+
+
+def bare(app: App, d: Path) -> tuple[float, str]:
+    t0 = time.monotonic()
+    r = subprocess.run(command(app), cwd=d, capture_output=True, text=True, timeout=3600)
+    wall = time.monotonic() - t0
+    if r.returncode != 0 or fom_of(app.fom, r.stdout) is None:
+        sys.exit(f"{NAME}: {app.name}: the bare run failed (rc {r.returncode}, FOM "
+                 f"{'missing' if fom_of(app.fom, r.stdout) is None else 'found'}); "
+                 f"stderr: {r.stderr.strip()[-300:]}")
+    return wall, r.stdout
+
+
+def trace_overhead(app: App, d: Path, rounds: int) -> dict:
+    """Interleaved bare and traced runs (the last trace is kept for analyze)."""
+    plain: list[float] = []
+    traced: list[float] = []
+    tdir = d / "stage"
+    for i in range(rounds):
+        order = ("bare", "trace") if i % 2 == 0 else ("trace", "bare")
+        for what in order:
+            cmd = command(app) if what == "bare" else [
+                str(HMTUNE), "trace", "-q", "-o", str(tdir),
+                *(["--mpirun", app.mpirun] if app.mpirun else []), "--", *app.cmd]
+            t0 = time.monotonic()
+            r = subprocess.run(cmd, cwd=d, capture_output=True, text=True, timeout=3600)
+            wall = time.monotonic() - t0
+            if r.returncode != 0:
+                sys.exit(f"{NAME}: {app.name}: {what} run failed (rc {r.returncode}): "
+                         f"{r.stderr.strip()[-300:]}")
+            (plain if what == "bare" else traced).append(wall)
+        say(f"{app.name}: trace overhead round {i + 1}/{rounds}: bare {plain[-1]:.1f} s, "
+            f"traced {traced[-1]:.1f} s")
+    # the statistics of hmtune compare (workflows/stats.py): the traced run's speedup
+    # over the bare one, as a slowdown
+    est = stats.estimate([{"bare": a, "trace": b} for a, b in zip(plain, traced, strict=True)],
+                         ["bare", "trace"], "bare", None, higher=False)["trace"]
+    lo = 1.0 / est.hi if est.hi else None
+    hi = 1.0 / est.lo if est.lo else None
+    summary = json.loads((tdir / "trace.summary.json").read_text())
+    return {"overhead": 1.0 / est.speedup, "overhead_lo": lo, "overhead_hi": hi,
+            "rounds": rounds,
+            "samples": summary.get("samples", {}), "stage": tdir}
+
+
+def analyze(app: App, stage: Path) -> dict:
+    r = subprocess.run([str(HMTUNE), "analyze", str(stage)], capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"{NAME}: {app.name}: hmtune analyze failed: {r.stderr.strip()[-300:]}")
+    with open(stage / "sites.csv", newline="") as f:
+        rows = [row for row in csv.reader(line for line in f if not line.startswith("#"))]
+    head, body = rows[0], rows[1:]
+    peak = head.index("peak_live_bytes")
+    return {"sites": len(body), "footprint": sum(int(r[peak]) for r in body)}
+
+
+def compare(app: App, d: Path, stage: Path, frac: float, budget: str) -> Path:
+    out = d / f"compare-{int(frac * 100)}"
+    if out.exists():
+        shutil.rmtree(out)
+    shutil.copytree(stage, out, ignore=shutil.ignore_patterns("raw", "compare*", "stale"))
+    cmd = [str(HMTUNE), "compare", "-o", str(out), "--fraction", str(frac),
+           "--strategies", "ilp", "--fom", app.fom, "--budget", budget,
+           "--reserve-hugepages",
+           *(["--higher-is-better"] if app.higher_is_better else []),
+           *(["--mpirun", app.mpirun] if app.mpirun else []), "--", *app.cmd]
+    say(f"{app.name}: compare at {frac:.0%} of the footprint (budget {budget})")
+    r = subprocess.run(cmd, cwd=d, text=True, stdout=subprocess.PIPE, timeout=7200)
+    (out / "compare.stdout.txt").write_text(r.stdout)
+    if r.returncode != 0:
+        sys.exit(f"{NAME}: {app.name}: hmtune compare failed (rc {r.returncode}); see "
+                 f"{out}/compare")
+    return out / "compare"
+
+
+def correctness(app: App, cdir: Path, want: list[str]) -> tuple[int, list[str]]:
+    """Runs checked and those whose correctness lines differ from the bare run's."""
+    n, bad = 0, []
+    for log in sorted(cdir.glob("*/run.*.log")):
+        n += 1
+        if checks_of(app, log.read_text(errors="replace")) != want:
+            bad.append(str(log.relative_to(cdir)))
+    return n, bad
+
+
+def read_summary(cdir: Path) -> list[dict[str, str]]:
+    with open(cdir / "summary.csv", newline="") as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--only", metavar="NAMES", help="comma-separated codes to run")
+    ap.add_argument("--quick", action="store_true", help="small inputs (a smoke test)")
+    ap.add_argument("--budget", default="8m", help="compare's time budget per capacity")
+    ap.add_argument("--trace-rounds", type=int, default=3)
+    args = ap.parse_args()
+    require(NAME, HMTUNE)
+    todo = apps(args.quick)
+    if args.only:
+        names = set(args.only.split(","))
+        unknown = names - {a.name for a in todo}
+        if unknown:
+            sys.exit(f"{NAME}: unknown code(s) {', '.join(sorted(unknown))} (have "
+                     f"{', '.join(a.name for a in todo)})")
+        todo = [a for a in todo if a.name in names]
+    results = []
+    for app in todo:
+        d = prepare(app)
+        wall, out = bare(app, d)
+        want = checks_of(app, out)
+        say(f"{app.name}: bare run {wall:.1f} s, FOM {fom_of(app.fom, out)}, "
+            f"{len(want)} correctness line(s)")
+        tr = trace_overhead(app, d, args.trace_rounds)
+        an = analyze(app, tr["stage"])
+        res = {"app": app, "bare_s": wall, "trace": tr, "analyze": an, "compares": {}}
+        for frac in FRACTIONS:
+            cdir = compare(app, d, tr["stage"], frac, args.budget)
+            n, bad = correctness(app, cdir, want)
+            res["compares"][frac] = {"dir": cdir, "rows": read_summary(cdir),
+                                     "checked": n, "bad": bad}
+        results.append(res)
+    write_results(results, args)
+    return 0
+
+
+VARIANTS = ("all-fast", "ilp", "first-come", "size-window")
+
+
+def _f(x: str | None, fmt: str = "{:.2f}") -> str:
+    return fmt.format(float(x)) if x not in (None, "") else "–"
+
+
+def _speedup(row: dict[str, str]) -> str:
+    if not row.get("speedup"):
+        return "–"
+    if not row.get("speedup_lo"):
+        return f"{_f(row['speedup'])}x (no interval)"
+    return f"{_f(row['speedup'])}x [{_f(row['speedup_lo'])}, {_f(row['speedup_hi'])}]"
+
+
+def _share(row: dict[str, str]) -> str:
+    if not row.get("share_of_gain"):
+        return "–"
+    pct = "{:.0f}%"
+    lo, hi = row.get("share_lo"), row.get("share_hi")
+    inner = f" [{_f(lo, pct)}, {_f(hi, pct)}]" if lo and hi else ""
+    return f"{float(row['share_of_gain']):.0%}{inner}".replace("%%", "%")
+
+
+def _pct(x: float) -> str:
+    return f"{x:.0%}"
+
+
+def _result_json(cdir: Path) -> dict:
+    try:
+        return json.loads((cdir / "result.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def write_results(results: list[dict], args: argparse.Namespace) -> None:
+    """bench/results/apps-DATE-HOST.md and .png; one summary line per code on stdout."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    now = dt.datetime.now(dt.UTC)
+    host = platform.node() or "host"
+    stem = RESULTS / f"apps-{now:%Y-%m-%d}-{host}{'-quick' if args.quick else ''}"
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip() or "?"
+    machine = subprocess.run([str(HMTUNE), "machine"], capture_output=True, text=True).stdout
+    fast = next((ln for ln in machine.splitlines() if ln.startswith("fast tier")), "?")
+    md = [f"# hmtune on real applications ({now:%Y-%m-%d %H:%M} UTC, {host})", "",
+          f"`make bench-apps` at commit {commit}; {os.cpu_count()} CPUs, Linux "
+          f"{platform.release()}; {fast}. Speedups are over all-slow (times: how many times "
+          "faster), geometric means of interleaved paired rounds with 95 % bootstrap "
+          "intervals (docs/formats.md §7); share of gain = (S-1)/(S_all-fast-1). "
+          f"Budget per capacity: {args.budget}"
+          f"{'; quick inputs (a smoke test)' if args.quick else ''}.",
+          "", "| code | bare run | trace overhead [95 %] | samples: heap / static / stack / "
+          "unknown / no address | sites | heap footprint |", "|---|---|---|---|---|---|"]
+    for r in results:
+        t, s = r["trace"], r["trace"]["samples"]
+        total = sum(s.values()) or 1
+        split = " / ".join(_pct(s.get(k, 0) / total) for k in
+                           ("heap", "static", "stack", "unknown", "no_address"))
+        ci = (f"[{t['overhead_lo']:.2f}, {t['overhead_hi']:.2f}]" if t["overhead_lo"]
+              else "(no interval)")
+        md.append(f"| {r['app'].name} | {r['bare_s']:.1f} s | {t['overhead']:.2f}x "
+                  f"{ci} ({t['rounds']} rounds) | "
+                  f"{split} ({total} samples) | {r['analyze']['sites']} | "
+                  f"{r['analyze']['footprint'] / 2**20:.0f} MiB |")
+    lines: list[str] = []
+    for r in results:
+        app = r["app"]
+        md += ["", f"## {app.name}", "", f"`{' '.join(command(app))}` in "
+               f"bench/work/{app.name}/; FOM `{app.fom}` "
+               f"({'higher' if app.higher_is_better else 'lower'} is better).", ""]
+        md += ["| capacity | variant | speedup [95 %] | verdict | share of gain [95 %] | "
+               "fast MiB | wall s | minor faults | hugepages |", "|---" * 9 + "|"]
+        summary = [app.name + ":"]
+        for frac, c in r["compares"].items():
+            rows = {row["variant"]: row for row in c["rows"]}
+            res = _result_json(c["dir"])
+            for v in VARIANTS:
+                row = rows.get(v)
+                if row is None:
+                    continue
+                md.append(f"| {frac:.0%} | {v} | {_speedup(row)} | {row.get('verdict', '')} | "
+                          f"{_share(row) if v != 'all-fast' else '(the bound)'} | "
+                          f"{_f(row.get('fast_mib'), '{:.0f}')} | {_f(row.get('wall_s'))} | "
+                          f"{_f(row.get('minflt'), '{:.0f}')} | "
+                          f"{_f(row.get('hugepages'), '{:.0f}')} |")
+            ok = "all equal to the bare run's" if not c["bad"] else \
+                f"{len(c['bad'])} differ: {', '.join(c['bad'][:5])}"
+            md.append(f"| {frac:.0%} | | {res.get('rounds', '?')} rounds, ended by "
+                      f"{res.get('stopped_by', '?')} | correctness: {c['checked']} runs, {ok} "
+                      "| | | | | |")
+            ilp, top = rows.get("ilp", {}), rows.get("all-fast", {})
+            summary.append(f"{frac:.0%}: advisor {_speedup(ilp)} ({ilp.get('verdict', '?')}; "
+                           f"share {_share(ilp)}), all-fast {_speedup(top)};")
+        summary.append(f"trace overhead {r['trace']['overhead']:.2f}x; correctness "
+                       f"{sum(c['checked'] - len(c['bad']) for c in r['compares'].values())}/"
+                       f"{sum(c['checked'] for c in r['compares'].values())} runs equal")
+        lines.append(" ".join(summary))
+    md += ["", "## Summary", "", *[f"- {ln}" for ln in lines], "",
+           f"![speedups]({stem.name}.png)", ""]
+    stem.with_suffix(".md").write_text("\n".join(md))
+    plot(results, stem.with_suffix(".png"))
+    for ln in lines:
+        print(ln)
+    say(f"results: {stem.with_suffix('.md')} and .png")
+
+
+def plot(results: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bars = [("all-fast", 0.5), ("ilp", 0.5), ("ilp", 0.25), ("first-come", 0.5),
+            ("size-window", 0.5)]
+    fig, ax = plt.subplots(figsize=(max(6.0, 2.2 * len(results)), 4))
+    width = 0.8 / len(bars)
+    for j, (v, frac) in enumerate(bars):
+        xs, ys, err = [], [], [[], []]
+        for i, r in enumerate(results):
+            row = {x["variant"]: x for x in r["compares"].get(frac, {}).get("rows", [])}.get(v)
+            if not row or not row.get("speedup"):
+                continue
+            y = float(row["speedup"])
+            lo = float(row["speedup_lo"] or y)
+            hi = float(row["speedup_hi"] or y)
+            xs.append(i + (j - len(bars) / 2 + 0.5) * width)
+            ys.append(y)
+            err[0].append(y - lo)
+            err[1].append(hi - y)
+        label = v if v == "all-fast" else f"{v} at {frac:.0%}"
+        ax.bar(xs, ys, width, yerr=err, capsize=3, label=label)
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(range(len(results)), [r["app"].name for r in results])
+    ax.set_ylabel("speedup over all-slow (95 % interval)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
