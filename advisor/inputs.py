@@ -8,6 +8,9 @@ recomputed with a note. A `--per-rank` sites.csv is
 folded back to one row per site the way analyze does it across ranks: counts and
 weights summed, sizes the maximum.
 
+Every site has a `label` (analyze.shortlabels): sites.csv's, or made from the chains
+when the file has none.
+
 Sites whose `callstack_raw` is empty (Extrae traces labelled with file:line) cannot be
 matched by the interposer: they stay out of the Problem, but their weight stays in the
 total, and `Sites.unplaceable` lists them for the report.
@@ -29,7 +32,8 @@ import numpy as np
 import pandas as pd
 
 from advisor.placement import chain_ok
-from analyze.sites_io import SitesFormatError, read_allocs, read_sites
+from analyze.shortlabels import labels_for_rows
+from analyze.sites_io import LABEL_COLUMN, SitesFormatError, read_allocs, read_sites
 
 _INT_COLS = ("site_id", "n_allocs", "max_size", "peak_live_bytes", "total_bytes",
              "samples", "loads", "stores", "misses")
@@ -139,6 +143,20 @@ def _merge_chains(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, int]]:
     return out, merged
 
 
+def _fill_labels(df: pd.DataFrame) -> None:
+    """The `label` column (analyze.shortlabels): kept where sites.csv has one, made
+    from the chains of all its sites where it has none (an older hmtune analyze)."""
+    if LABEL_COLUMN not in df.columns:
+        df[LABEL_COLUMN] = ""
+    label = df[LABEL_COLUMN].astype(str).str.strip()
+    missing = label == ""
+    if missing.any():
+        made = labels_for_rows(zip(df["site_id"], df["callstack"], df["callstack_raw"],
+                                   strict=True))
+        label = label.where(~missing, df["site_id"].map(made))
+    df[LABEL_COLUMN] = label
+
+
 # A share more than this far from weight / total is "far off" (rounding to 4 decimals
 # or more never is); it is only ever a note: weight is the data, share is derived.
 SHARE_ABS_TOL = 5e-5
@@ -196,6 +214,7 @@ def load_sites(path: str | Path) -> Sites:
                          "than once")
     df["callstack"] = df["callstack"].astype(str).str.strip()
     df["callstack_raw"] = df["callstack_raw"].astype(str).str.strip()
+    _fill_labels(df)
     total = _total_weight(df, p, notes)
     bad_raw = df["callstack_raw"].str.contains(r"[#\n\r\t]", regex=True)
     if bad_raw.any():

@@ -40,7 +40,6 @@ from advisor.report import (
     curve_csv,
     curve_png,
     report_text,
-    short_label,
     terminal_summary,
     tier_use,
 )
@@ -63,8 +62,7 @@ def _placement_file(sites: Sites, problem: Problem, placement: Placement,
     placed = np.flatnonzero(placement.tier_of != last)
     site_lines = [SiteLine(problem.tiers[int(placement.tier_of[i])].name,
                            str(table["callstack_raw"].iloc[i]),
-                           f"{short_label(str(table['callstack'].iloc[i]))} "
-                           f"(site {int(table['site_id'].iloc[i])})")
+                           f"{table['label'].iloc[i]} (site {int(table['site_id'].iloc[i])})")
                   for i in placed]
     depth_of = [len(frames(c)) for c in table["callstack_raw"]]
     depth = max([depth_of[i] for i in placed] or depth_of or [1])

@@ -10,7 +10,6 @@ weight a placement reaches (from `advisor.strategies.capacity_curve`).
 from __future__ import annotations
 
 import io
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,20 +21,7 @@ from analyze.traceid import FIELD as TRACE_ID
 from analyze.traceid import PNG_SOFTWARE
 from workflows.units import human
 
-_SYSTEM_SOURCES = ("/usr/", "./", "../", "/build/")
 _FALLBACK_ROWS = 20
-
-
-def short_label(callstack: str) -> str:
-    """`file.c:line` of the innermost frame in the application's own sources (skipping
-    `??` and system/library source paths), else of the innermost known frame."""
-    known = [f.strip() for f in callstack.split(" > ") if f.strip() and
-             not f.strip().startswith("??")]
-    if not known:
-        return "??"
-    own = [f for f in known if not f.startswith(_SYSTEM_SOURCES)]
-    path, sep, line = (own or known)[0].rpartition(":")
-    return f"{os.path.basename(path)}:{line}" if sep else (own or known)[0]
 
 
 @dataclass
@@ -55,7 +41,7 @@ def tier_use(sites: Sites, problem: Problem, placement: Placement) -> list[TierU
         sizes = problem.rounded_sizes(t)[idx]
         rows = pd.DataFrame({
             "site_id": problem.site_ids[idx],
-            "label": [short_label(c) for c in table["callstack"].to_numpy()[idx]],
+            "label": table["label"].to_numpy()[idx],
             "weight": problem.weights[idx],
             "share": problem.weights[idx] / total,
             "bytes": sizes,
@@ -130,7 +116,7 @@ def report_text(sites: Sites, problem: Problem, placement: Placement, uses: list
             f"match them): {len(un)}"]
     for r in un.itertuples():
         out.append(f"    {r.site_id:>6}  {_pct(r.weight / total if total else 0):>7}  "
-                   f"{human(r.peak_live_bytes):>10}  {short_label(r.callstack)}")
+                   f"{human(r.peak_live_bytes):>10}  {r.label}")
     inside = float(problem.weights.sum() + un["weight"].sum())
     out.append(f"\nweight outside any site (stack, statics, untraced memory): "
                f"{_pct(1 - inside / total) if total else 'n/a'}")

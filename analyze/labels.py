@@ -11,9 +11,16 @@ A site id (the value of 32000009 / 32000007) can be labelled in three forms:
 
 `load_labels` returns, per site id, `callstack` (the chain a person reads) and
 `callstack_raw` (the module+offset chain, "" when the trace has none), and names the
-form the trace's raw labels take. `callstack` is the file:line chain when the trace
-has one; otherwise the function chain (41000011) when present; otherwise the raw
-chain itself (an untranslated trace has nothing better).
+form the trace's raw labels take. In hmtune's traces `callstack` is the 32000009 label
+(`file:line` frames, `symbol+0xOFF` or `module+0xOFF` where no line is known); a `??`
+frame of an older trace is replaced by its function (41000011) or its module+offset
+frame when those line up with it. In other traces `callstack` is the file:line chain
+when there is one; otherwise the function chain (41000011) when present; otherwise the
+raw chain itself (an untranslated trace has nothing better).
+
+`SiteLabels.chain` gives a site's frames with their functions and modules (41000011,
+and 41000012: how many 32000009 frames each raw frame gave), which
+`analyze.shortlabels.short_labels` turns into the short labels of sites.csv.
 """
 
 from __future__ import annotations
@@ -26,11 +33,13 @@ from pathlib import Path
 
 from analyze.prv_io import TraceFormatError
 from analyze.prv_tables import Pcf, parse_pcf
+from analyze.shortlabels import SiteChain, chain_of
 
 SITE_TYPE = 32000009        # allocation memory object (Extrae's table, file:line in hmtune's)
 OBJECT_TYPE = 32000007      # object of a sampled address; shares 32000009's table
 RAW_TYPE = 41000010         # hmtune: module+0xoffset chains
 FUNC_TYPE = 41000011        # hmtune: function chains
+LEVELS_TYPE = 41000012      # hmtune: 32000009 frames per raw frame (inlining levels)
 
 FORM_RAW = "module+0xoffset"
 FORM_BANG = "module!hexoffset"
@@ -50,6 +59,7 @@ class SiteLabels:
     callstack: dict[int, str] = field(default_factory=dict)
     callstack_raw: dict[int, str] = field(default_factory=dict)
     functions: dict[int, str] = field(default_factory=dict)
+    levels: dict[int, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     # The .pcf is there but is not one that labels sites: it cannot be read or parsed
     # ("unreadable"), or it has no allocation-site table ("no-table"); None otherwise.
@@ -62,6 +72,11 @@ class SiteLabels:
     def raw(self, site_id: int) -> str:
         """The module+0xoffset chain of a site, "" when unknown."""
         return self.callstack_raw.get(site_id, "")
+
+    def chain(self, site_id: int) -> SiteChain:
+        """A site's frames, with functions and modules where the trace gives them."""
+        return chain_of(self.symbolized(site_id), self.raw(site_id),
+                        self.functions.get(site_id, ""), self.levels.get(site_id, ""))
 
 
 def frame_form(frame: str) -> str | None:
@@ -113,6 +128,25 @@ def to_raw_chain(label: str) -> str:
     return SEP.join(out) if known else ""
 
 
+def _fill_unknown(label: str, functions: str, raw: str) -> str:
+    """`??` frames of a label replaced by the function of that frame (the function
+    chain has one frame per label frame), else by its module+offset frame when the
+    raw chain has as many frames as the label."""
+    frames = [f.strip() for f in label.split(SEP)]
+    if not any(f in _UNKNOWN for f in frames):
+        return label
+    funcs = [f.strip() for f in functions.split(SEP)] if functions else []
+    raws = [f.strip() for f in raw.split(SEP)] if raw else []
+    for i, f in enumerate(frames):
+        if f not in _UNKNOWN:
+            continue
+        if len(funcs) == len(frames) and funcs[i] not in _UNKNOWN:
+            frames[i] = funcs[i]
+        elif len(raws) == len(frames) and raws[i]:
+            frames[i] = raws[i]
+    return SEP.join(frames)
+
+
 def _site_ids(*tables: dict[int, str]) -> list[int]:
     """Ids labelled in any table, without 0 (Paraver's `End` value)."""
     return sorted({k for t in tables for k in t if k > 0})
@@ -123,9 +157,10 @@ def labels_from_pcf(pcf: Pcf) -> SiteLabels:
     site = pcf.values.get(SITE_TYPE) or pcf.values.get(OBJECT_TYPE) or {}
     raw_table = pcf.values.get(RAW_TYPE, {})
     funcs = {k: v for k, v in pcf.values.get(FUNC_TYPE, {}).items() if k > 0}
+    levels = {k: v for k, v in pcf.values.get(LEVELS_TYPE, {}).items() if k > 0}
     site_form = table_form({k: v for k, v in site.items() if k > 0})
     has_raw_table = RAW_TYPE in pcf.event_types or bool(raw_table)
-    out = SiteLabels(FORM_NONE, functions=funcs)
+    out = SiteLabels(FORM_NONE, functions=funcs, levels=levels)
     if has_raw_table:
         form = table_form(raw_table)
         out.form = FORM_RAW if form == FORM_NONE else form
@@ -135,7 +170,9 @@ def labels_from_pcf(pcf: Pcf) -> SiteLabels:
         label = site.get(sid, "")
         raw_label = raw_table.get(sid) if has_raw_table else label
         out.callstack_raw[sid] = to_raw_chain(raw_label or "")
-        if site_form == FORM_FILELINE or not out.callstack_raw[sid]:
+        if has_raw_table and label:      # hmtune: the readable table, whatever its form
+            text = _fill_unknown(label, funcs.get(sid, ""), out.callstack_raw[sid])
+        elif site_form == FORM_FILELINE or not out.callstack_raw[sid]:
             text = label
         else:                    # untranslated labels: a function chain reads better
             text = funcs.get(sid) or out.callstack_raw[sid]

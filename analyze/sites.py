@@ -26,7 +26,8 @@ from typing import Any
 
 from analyze.labels import SiteLabels
 from analyze.scan_io import Row, Scan
-from analyze.sites_io import SITES_COLUMNS
+from analyze.shortlabels import short_labels
+from analyze.sites_io import LABEL_COLUMN, SITES_WRITTEN
 
 MIB = 1 << 20
 SUMMED = ["n_allocs", "total_bytes", "samples", "loads", "stores", "misses", "weight"]
@@ -78,7 +79,8 @@ def _across_tasks(rows: list[Row]) -> list[Row]:
 
 
 def site_table(scan: Scan, labels: SiteLabels, per_rank: bool = False) -> SiteTable:
-    """The sites.csv rows: SITES_COLUMNS, plus `rank` after `site_id` when per_rank."""
+    """The sites.csv rows: SITES_WRITTEN (the short labels of analyze.shortlabels, told
+    apart among this table's sites, last), plus `rank` after `site_id` when per_rank."""
     rows = per_task_table(scan)
     if per_rank:
         for r in rows:
@@ -86,14 +88,16 @@ def site_table(scan: Scan, labels: SiteLabels, per_rank: bool = False) -> SiteTa
     else:
         rows = _across_tasks(rows)
     total = scan.total_weight
+    short = short_labels({int(r["site_id"]): labels.chain(int(r["site_id"])) for r in rows})
     for r in rows:
+        r[LABEL_COLUMN] = short[int(r["site_id"])]
         r["callstack"] = labels.symbolized(int(r["site_id"]))
         r["callstack_raw"] = labels.raw(int(r["site_id"]))
         r["share"] = r["weight"] / total if total > 0 else 0.0
         peak = float(r["peak_live_bytes"])
         r["density"] = r["weight"] / (peak / MIB) if peak > 0 else 0.0
     rows.sort(key=lambda r: (-r["weight"], r["site_id"], r.get("rank", 0)))
-    columns = list(SITES_COLUMNS)
+    columns = list(SITES_WRITTEN)
     if per_rank:
         columns.insert(1, "rank")
     return SiteTable(columns, [{c: r[c] for c in columns} for r in rows])

@@ -26,6 +26,10 @@ ALLOCS_VERSION = 1
 SITES_COLUMNS = ["site_id", "callstack", "callstack_raw", "n_allocs", "max_size",
                  "peak_live_bytes", "total_bytes", "first_alloc_ns", "last_free_ns", "live_ns",
                  "samples", "loads", "stores", "misses", "weight", "share", "density"]
+# Written after SITES_COLUMNS by hmtune analyze; readers do not require it (older
+# files lack it: analyze.shortlabels.labels_for_rows makes it from the chains).
+LABEL_COLUMN = "label"
+SITES_WRITTEN = [*SITES_COLUMNS, LABEL_COLUMN]
 ALLOCS_COLUMNS = ["site_id", "rank", "thread", "ptr", "size", "t_alloc", "t_free"]
 
 _VERSION_LINE = re.compile(r"^# hmtune (?P<kind>\w+) v(?P<version>\d+)(?P<rest>.*)$")
@@ -92,7 +96,7 @@ def read_sites(path: str | Path) -> pd.DataFrame:
     missing columns. A `rank` column is present when the file was written per rank.
     """
     return _read(path, "sites", SITES_VERSION, SITES_COLUMNS,
-                 {"callstack": str, "callstack_raw": str})
+                 {"callstack": str, "callstack_raw": str, LABEL_COLUMN: str})
 
 
 def read_allocs(path: str | Path) -> pd.DataFrame:

@@ -128,8 +128,16 @@ int fin_write_prv(struct fin_ctx *c, const char *prv_path);
 /* fin_pcf.c */
 int fin_write_pcf(struct fin_ctx *c, const char *pcf_path);
 int fin_write_row(struct fin_ctx *c, const char *row_path);
-/* fin_symbols.c: "file:line" and "function" for a frame (return address). */
-void fin_symbolize(const struct fin_frame *f, const char **fileline, const char **func);
+/* fin_symbols.c: what a frame is, for people. fileline: "file:line" per inlining
+ * level (" > " between levels), else "symbol+0xOFF" (ELF .symtab/.dynsym), else
+ * "module+0xOFF" (the module's file name); func: the function per level (same number
+ * of levels), else the symbol, else the fileline text. Never "??" alone. symbol: the
+ * ELF function symbol holding the address (demangled) or NULL; module: the module's
+ * file name (NULL outside every module). is_return: f->off is a return address (look
+ * up off - 1); 0 for an instruction address. */
+enum { FIN_KNOWN_NONE = 0, FIN_KNOWN_SYMBOL = 1, FIN_KNOWN_LINE = 2 };
+struct fin_where { const char *fileline, *func, *symbol, *module; int known; };
+void fin_symbolize(const struct fin_frame *f, int is_return, struct fin_where *w);
 /* The static (data/bss) symbol of a module containing offset off; NULL if none. */
 const char *fin_data_symbol(const char *path, uint64_t off, uint64_t *sym_off);
 void fin_symbols_close(void);

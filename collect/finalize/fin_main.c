@@ -97,7 +97,8 @@ static void layout(struct fin_ctx *c)
             if (p->streams[k].nchunks)
                 prescan(&p->streams[k]);
         }
-        qsort(p->streams, p->nstreams, sizeof(*p->streams), cmp_stream);
+        if (p->nstreams > 1)         /* (a process that wrote no stream has none) */
+            qsort(p->streams, p->nstreams, sizeof(*p->streams), cmp_stream);
         /* the main thread (tid == pid) is Paraver thread 1 when it traced anything */
         for (size_t k = 1; k < p->nstreams; k++) {
             if (p->streams[k].tid == p->hdr.pid && p->streams[k].nchunks) {

@@ -96,9 +96,17 @@ void fin_sample_code(struct fin_ctx *c, struct fin_proc *p, uint64_t ip, uint32_
         }
         j = (j + 1) & (g_capcode - 1);
     }
+    /* f.off is ip + 1 so that a missing module still gets a non-zero key; the
+     * instruction itself is looked up (not a return address) */
     const char *fl = "??", *fn = "??";
-    if (f.path)   /* +1 above: the symbolizer looks up off - 1 (return addresses) */
-        fin_symbolize(&f, &fl, &fn);
+    if (f.path) {
+        struct fin_where w;
+        struct fin_frame at = { f.path, f.off - 1 };
+        fin_symbolize(&at, 0, &w);
+        fl = w.fileline;
+        /* no function known: the module, so that its samples still add up per module */
+        fn = w.known == FIN_KNOWN_NONE ? w.module : w.func;
+    }
     /* inlined code: the innermost level names the instruction's own line */
     char buf[4200];
     const char *sep = strstr(fl, " > ");

@@ -1,6 +1,9 @@
 /* fin_pcf.c — the .pcf (event types and labels) and .row (resource names). Site
  * labels come in three tables with the same ids (DESIGN.md §3): 32000009/32000007
- * "file:line > ...", 41000010 "module+0xoffset > ...", 41000011 function chain. */
+ * "file:line > ..." (symbol+0xOFF or module+0xOFF frames where no line is known),
+ * 41000010 "module+0xoffset > ...", 41000011 function chain (one frame per frame of
+ * the 32000009 label), 41000012 per 41000010 frame the number of 32000009 frames it
+ * gave ("1 > 3 > 1": the second is an inlined call, three levels). */
 #include "fin.h"
 
 #include <stdlib.h>
@@ -32,7 +35,7 @@ static void site_labels(struct fin_ctx *c, FILE *f, int which)
             const char *base = strrchr(s->module, '/');
             if (which == 0)
                 fprintf(f, "%u %s [static, %s]\n", s->id, s->sym, base ? base + 1 : s->module);
-            else
+            else if (which != 3)
                 fprintf(f, "%u %s\n", s->id, which == 1 ? s->raw_label : s->sym);
             continue;
         }
@@ -43,10 +46,17 @@ static void site_labels(struct fin_ctx *c, FILE *f, int which)
         size_t n = 0;
         buf[0] = 0;
         for (int k = 0; k < s->nframes && n < (1 << 16) - 4200; k++) {
-            const char *fl, *fn;
-            fin_symbolize(&s->frames[k], &fl, &fn);
+            struct fin_where w;
+            fin_symbolize(&s->frames[k], 1, &w);
+            if (which == 3) {     /* the levels of this frame in the other two tables */
+                int levels = 1;
+                for (const char *q = w.fileline; (q = strstr(q, " > ")); q += 3)
+                    levels++;
+                n += (size_t)snprintf(buf + n, (1 << 16) - n, "%s%d", k ? " > " : "", levels);
+                continue;
+            }
             n += (size_t)snprintf(buf + n, (1 << 16) - n, "%s%s", k ? " > " : "",
-                                  which == 0 ? fl : fn);
+                                  which == 0 ? w.fileline : w.func);
         }
         fprintf(f, "%u %s\n", s->id, buf);
     }
@@ -111,6 +121,8 @@ int fin_write_pcf(struct fin_ctx *c, const char *path)
     site_labels(c, f, 1);
     fprintf(f, "EVENT_TYPE\n0    41000011    hmtune allocation site (function chain)\n");
     site_labels(c, f, 2);
+    fprintf(f, "EVENT_TYPE\n0    41000012    hmtune allocation site (inlining levels per frame)\n");
+    site_labels(c, f, 3);
     return fclose(f) == 0 ? 0 : -1;
 }
 

@@ -1,25 +1,54 @@
-/* fin_symbols.c — frame (module path, offset) → "file:line" and function, with
- * libbfd. Frames are return addresses (DESIGN.md §2), so the lookup uses
- * offset - 1 to name the line of the call. One bfd per module, opened once. */
+/* fin_symbols.c — frame (module path, offset) → "file:line" and function, never "??"
+ * alone. Frames are return addresses (DESIGN.md §2), so lookups use offset - 1 to
+ * name the line of the call. Per frame, the first of:
+ *   1. file:line from DWARF (libbfd; an inlined call gives one level per inlining
+ *      depth, as addr2line -i), in the module or in its separate debug file, found by
+ *      build-id (ROOT/.build-id/xx/yyyy.debug) or .gnu_debuglink under the debug roots
+ *      (HMTUNE_DEBUG_ROOT, a colon-separated list, default /usr/lib/debug);
+ *   2. `symbol+0xOFF`: the ELF function symbol (.symtab of the module or of its debug
+ *      file, else .dynsym: what a stripped library still exports) whose range holds
+ *      the address, demangled;
+ *   3. `module+0xOFF` with the module's file name (`liblammps.so.0+0x1234`).
+ * Every module is opened, and its symbol tables read, once. */
 #define PACKAGE "hmtune"
 #define PACKAGE_VERSION "1"
 #include "fin.h"
 
 #include <bfd.h>
+#include <elf.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DEMANGLE_FLAGS (1 | 2)            /* DMGL_PARAMS | DMGL_ANSI */
+#define MAX_LEVELS 16                     /* inlining levels kept per frame */
 
 struct dsym { bfd_vma value; asection *sec; const char *name; };
 
+/* An ELF function symbol: [value, value + size) in the module's addresses. */
+struct fsym { uint64_t value, size; const char *name; };
+
+struct map { void *addr; size_t len; };
+
 struct mod {
     const char *path;
-    bfd *abfd;
+    const char *base;            /* file name of path */
+    bfd *abfd;                   /* the module */
+    bfd *dbg;                    /* its separate debug file, or NULL */
+    bfd *lines;                  /* where DWARF and .symtab are read: dbg, else abfd */
     asymbol **syms;
     long nsyms;
     int tried;
     struct dsym *data;           /* data/bss symbols by address, built on first use */
     long ndata;
     int data_built;
+    struct fsym *funcs;          /* function symbols by address, built on first use */
+    size_t nfuncs;
+    int funcs_built;
+    struct map maps[2];          /* the ELF files the function names point into */
 };
 
 static struct mod *g_mods;
@@ -34,7 +63,68 @@ static struct mod *get_mod(const char *path)
     struct mod *m = &g_mods[g_nmods++];
     memset(m, 0, sizeof(*m));
     m->path = path;
+    const char *slash = strrchr(path, '/');
+    m->base = slash && slash[1] ? slash + 1 : path;
     return m;
+}
+
+static bfd *open_object(const char *path)
+{
+    bfd *b = bfd_openr(path, NULL);
+    if (!b)
+        return NULL;
+    b->flags |= BFD_DECOMPRESS;           /* SHF_COMPRESSED DWARF (Debian's debug files) */
+    char **matching;
+    if (!bfd_check_format_matches(b, bfd_object, &matching)) {
+        bfd_close(b);
+        return NULL;
+    }
+    return b;
+}
+
+/* The separate debug file of b under one of the debug roots: by build-id first,
+ * then by .gnu_debuglink (whose CRC libbfd checks). NULL when none is installed. */
+static bfd *find_debug_file(bfd *b)
+{
+    const char *env = getenv("HMTUNE_DEBUG_ROOT");
+    const char *roots = env && *env ? env : "/usr/lib/debug";
+    char root[4096];
+    for (const char *p = roots; *p;) {
+        size_t n = strcspn(p, ":");
+        if (n > 0 && n < sizeof(root)) {
+            memcpy(root, p, n);
+            root[n] = 0;
+            char *file = bfd_follow_build_id_debuglink(b, root);
+            if (!file)
+                file = bfd_follow_gnu_debuglink(b, root);
+            bfd *d = file ? open_object(file) : NULL;
+            free(file);
+            if (d && bfd_get_section_by_name(d, ".debug_info"))
+                return d;
+            if (d)
+                bfd_close(d);
+        }
+        p += n;
+        if (*p == ':')
+            p++;
+    }
+    return NULL;
+}
+
+static asymbol **read_symtab(bfd *b, int dynamic, long *count)
+{
+    long n = dynamic ? bfd_get_dynamic_symtab_upper_bound(b) : bfd_get_symtab_upper_bound(b);
+    *count = 0;
+    if (n <= 0)
+        return NULL;
+    asymbol **syms = fin_xmalloc((size_t)n);
+    *count = dynamic ? bfd_canonicalize_dynamic_symtab(b, syms) : bfd_canonicalize_symtab(b, syms);
+    if (*count <= 0) {
+        free(syms);
+        *count = 0;
+        return NULL;
+    }
+    return syms;
 }
 
 static void load(struct mod *m)
@@ -47,51 +137,227 @@ static void load(struct mod *m)
     }
     if (m->path[0] != '/')
         return;                           /* linux-vdso.so.1 and friends */
-    bfd *b = bfd_openr(m->path, NULL);
+    bfd *b = open_object(m->path);
     if (!b)
         return;
-    char **matching;
-    if (!bfd_check_format_matches(b, bfd_object, &matching)) {
-        bfd_close(b);
-        return;
-    }
-    long n = bfd_get_symtab_upper_bound(b), count = 0;
-    asymbol **syms = NULL;
-    if (n > 0) {
-        syms = fin_xmalloc((size_t)n);
-        if ((count = bfd_canonicalize_symtab(b, syms)) <= 0) {
-            free(syms);
-            syms = NULL;
-        }
-    }
-    if (!syms) {
-        n = bfd_get_dynamic_symtab_upper_bound(b);
-        if (n > 0) {
-            syms = fin_xmalloc((size_t)n);
-            if ((count = bfd_canonicalize_dynamic_symtab(b, syms)) <= 0) {
-                free(syms);
-                syms = NULL;
-            }
-        }
-    }
     m->abfd = b;
-    m->syms = syms;
-    m->nsyms = syms ? count : 0;
+    m->lines = b;
+    if (!bfd_get_section_by_name(b, ".debug_info") && (m->dbg = find_debug_file(b)))
+        m->lines = m->dbg;
+    m->syms = read_symtab(m->lines, 0, &m->nsyms);
+    if (!m->syms && m->lines != b)
+        m->syms = read_symtab(b, 0, &m->nsyms);
+    if (!m->syms)
+        m->syms = read_symtab(b, 1, &m->nsyms);
 }
 
-void fin_symbolize(const struct fin_frame *f, const char **fileline, const char **func)
+/* ---- ELF function symbols (.symtab, .dynsym) ----------------------------------- */
+
+static int cmp_fsym(const void *a, const void *b)
 {
-    *fileline = "??";
-    *func = "??";
-    if (!f->path)
+    const struct fsym *x = a, *y = b;
+    if (x->value != y->value)
+        return x->value < y->value ? -1 : 1;
+    return x->size > y->size ? -1 : x->size < y->size;      /* larger first */
+}
+
+/* Function symbols of the ELF file at path (.symtab and .dynsym) appended to m->funcs;
+ * the file stays mapped (the names point into it) until fin_symbols_close. */
+static void add_elf_funcs(struct mod *m, const char *path, struct map *keep)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
         return;
+    struct stat st;
+    void *addr = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size >= sizeof(Elf64_Ehdr))
+        addr = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (addr == MAP_FAILED)
+        return;
+    size_t len = (size_t)st.st_size;
+    const unsigned char *img = addr;
+    const Elf64_Ehdr *eh = addr;
+    size_t added = 0;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff == 0 || eh->e_shoff > len ||
+        eh->e_shnum > (len - eh->e_shoff) / sizeof(Elf64_Shdr))
+        goto done;
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(img + eh->e_shoff);
+    for (unsigned i = 0; i < eh->e_shnum; i++) {
+        if (sh[i].sh_type != SHT_SYMTAB && sh[i].sh_type != SHT_DYNSYM)
+            continue;
+        if (sh[i].sh_link >= eh->e_shnum || sh[i].sh_entsize != sizeof(Elf64_Sym))
+            continue;
+        const Elf64_Shdr *str = &sh[sh[i].sh_link];
+        if (sh[i].sh_offset > len || sh[i].sh_size > len - sh[i].sh_offset ||
+            str->sh_type != SHT_STRTAB || str->sh_offset > len ||
+            str->sh_size > len - str->sh_offset || str->sh_size == 0 ||
+            img[str->sh_offset + str->sh_size - 1] != 0)
+            continue;
+        const Elf64_Sym *sym = (const Elf64_Sym *)(img + sh[i].sh_offset);
+        const char *names = (const char *)img + str->sh_offset;
+        size_t n = sh[i].sh_size / sizeof(*sym);
+        m->funcs = fin_xrealloc(m->funcs, (m->nfuncs + n) * sizeof(*m->funcs));
+        for (size_t k = 0; k < n; k++) {
+            int type = ELF64_ST_TYPE(sym[k].st_info);
+            if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym[k].st_shndx == SHN_UNDEF ||
+                sym[k].st_value == 0 || sym[k].st_size == 0 || sym[k].st_name >= str->sh_size ||
+                !names[sym[k].st_name])
+                continue;
+            m->funcs[m->nfuncs++] = (struct fsym){ sym[k].st_value, sym[k].st_size,
+                                                   names + sym[k].st_name };
+            added++;
+        }
+    }
+done:
+    if (added) {
+        keep->addr = addr;
+        keep->len = len;
+    } else {
+        munmap(addr, len);
+    }
+}
+
+static void build_funcs(struct mod *m)
+{
+    m->funcs_built = 1;
+    if (!m->abfd)
+        return;
+    if (m->dbg)
+        add_elf_funcs(m, bfd_get_filename(m->dbg), &m->maps[0]);
+    add_elf_funcs(m, m->path, &m->maps[1]);
+    if (m->nfuncs)
+        qsort(m->funcs, m->nfuncs, sizeof(*m->funcs), cmp_fsym);
+}
+
+/* The function symbol whose range holds pc (the nearest one starting at or below it,
+ * or an alias or enclosing symbol just before), NULL when none does. */
+static const struct fsym *func_at(struct mod *m, uint64_t pc)
+{
+    if (!m->funcs_built)
+        build_funcs(m);
+    size_t lo = 0, hi = m->nfuncs;
+    while (lo < hi) {                     /* first symbol above pc */
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->funcs[mid].value <= pc)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (size_t k = lo, tries = 0; k-- > 0 && tries < 8; tries++)
+        if (pc - m->funcs[k].value < m->funcs[k].size)
+            return &m->funcs[k];
+    return NULL;
+}
+
+/* name demangled, with the demangler's "> >" written ">>": frames are joined by
+ * " > ", which "a<b<c> > >" would otherwise contain. */
+static const char *demangled(struct mod *m, const char *name)
+{
+    char *dem = bfd_demangle(m->abfd, name, DEMANGLE_FLAGS);
+    const char *text = dem ? dem : name;
+    if (!strstr(text, "> >")) {
+        const char *out = fin_intern(text);
+        free(dem);
+        return out;
+    }
+    size_t len = strlen(text);
+    char *tight = fin_xmalloc(len + 1), *o = tight;
+    for (size_t i = 0; i < len; i++) {
+        *o++ = text[i];
+        if (text[i] == '>' && text[i + 1] == ' ' && text[i + 2] == '>')
+            i++;                          /* drop the space */
+    }
+    *o = 0;
+    const char *out = fin_intern(tight);
+    free(tight);
+    free(dem);
+    return out;
+}
+
+/* ---- frames -------------------------------------------------------------------- */
+
+static size_t put(char *buf, size_t n, size_t cap, int level, const char *text)
+{
+    if (n >= cap)
+        return n;
+    int w = snprintf(buf + n, cap - n, "%s%s", level ? " > " : "", text);
+    return w < 0 ? n : n + (size_t)w;
+}
+
+/* Frames already symbolized: each site's frames are asked for by three label tables,
+ * and the outer frames are shared by many sites. */
+struct memo { const char *path; uint64_t off; int is_return; struct fin_where w; };
+static struct memo *g_memo;
+static size_t g_nmemo, g_capmemo;
+
+static size_t memo_slot(const struct memo *tab, size_t cap, const char *path, uint64_t off,
+                        int is_return)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)path * 0x100000001b3ull) ^ (off * 0x9e3779b97f4a7c15ull)
+                 ^ (uint64_t)is_return;
+    size_t j = (size_t)(h >> 17) & (cap - 1);
+    while (tab[j].path && (tab[j].path != path || tab[j].off != off ||
+                           tab[j].is_return != is_return))
+        j = (j + 1) & (cap - 1);
+    return j;
+}
+
+static void symbolize(const struct fin_frame *f, int is_return, struct fin_where *w);
+
+void fin_symbolize(const struct fin_frame *f, int is_return, struct fin_where *w)
+{
+    if (!f->path) {
+        symbolize(f, is_return, w);
+        return;
+    }
+    if ((g_nmemo + 1) * 2 > g_capmemo) {
+        size_t ncap = g_capmemo ? g_capmemo * 2 : 1024;
+        struct memo *n = calloc(ncap, sizeof(*n));
+        if (!n)
+            fin_die("out of memory");
+        for (size_t i = 0; i < g_capmemo; i++)
+            if (g_memo[i].path)
+                n[memo_slot(n, ncap, g_memo[i].path, g_memo[i].off, g_memo[i].is_return)] =
+                    g_memo[i];
+        free(g_memo);
+        g_memo = n;
+        g_capmemo = ncap;
+    }
+    size_t j = memo_slot(g_memo, g_capmemo, f->path, f->off, is_return);
+    if (!g_memo[j].path) {
+        symbolize(f, is_return, &g_memo[j].w);
+        g_memo[j].path = f->path;
+        g_memo[j].off = f->off;
+        g_memo[j].is_return = is_return;
+        g_nmemo++;
+    }
+    *w = g_memo[j].w;
+}
+
+static void symbolize(const struct fin_frame *f, int is_return, struct fin_where *w)
+{
+    char text[4200];
+    w->known = FIN_KNOWN_NONE;
+    w->symbol = NULL;
+    if (!f->path) {                       /* outside every module: the raw frame's text */
+        snprintf(text, sizeof(text), "??+0x%llx", (unsigned long long)f->off);
+        w->fileline = w->func = fin_intern(text);
+        w->module = NULL;
+        return;
+    }
     struct mod *m = get_mod(f->path);
     if (!m->tried)
         load(m);
-    if (!m->abfd)
-        return;
-    bfd_vma pc = f->off ? f->off - 1 : 0;
-    for (asection *s = m->abfd->sections; s; s = s->next) {
+    w->module = m->base;
+    uint64_t pc = is_return && f->off ? f->off - 1 : f->off;
+
+    /* 1. DWARF: one level per inlining depth */
+    const char *files[MAX_LEVELS], *fns[MAX_LEVELS];
+    unsigned int lines[MAX_LEVELS];
+    int nlev = 0, nfile = 0;
+    for (asection *s = m->lines ? m->lines->sections : NULL; s; s = s->next) {
         if (!(bfd_section_flags(s) & SEC_ALLOC))
             continue;
         bfd_vma vma = bfd_section_vma(s);
@@ -99,33 +365,56 @@ void fin_symbolize(const struct fin_frame *f, const char **fileline, const char 
             continue;
         const char *file = NULL, *fn = NULL;
         unsigned int line = 0;
-        if (bfd_find_nearest_line(m->abfd, s, m->syms, pc - vma, &file, &fn, &line)) {
-            /* An inlined call gives one logical frame per inlining level (as
-             * addr2line -i): innermost first, so the user's own line is there too. */
-            char buf[4200], fbuf[4200];
-            size_t n = 0, fnl = 0;
-            for (int depth = 0; depth < 16; depth++) {
-                if (file && *file)
-                    n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s%s:%u", depth ? " > " : "",
-                                          file, line);
-                else
-                    n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s??", depth ? " > " : "");
-                char *dem = fn && *fn ? bfd_demangle(m->abfd, fn, 1 | 2) : NULL;  /* PARAMS|ANSI */
-                fnl += (size_t)snprintf(fbuf + fnl, sizeof(fbuf) - fnl, "%s%s", depth ? " > " : "",
-                                        dem ? dem : (fn && *fn ? fn : "??"));
-                free(dem);
-                if (n >= sizeof(buf) - 512 || fnl >= sizeof(fbuf) - 512 ||
-                    !bfd_find_inliner_info(m->abfd, &file, &fn, &line))
-                    break;
-            }
-            if (strcmp(buf, "??") != 0)
-                *fileline = fin_intern(buf);
-            if (strcmp(fbuf, "??") != 0)
-                *func = fin_intern(fbuf);
+        if (bfd_find_nearest_line(m->lines, s, m->syms, pc - vma, &file, &fn, &line)) {
+            do {
+                files[nlev] = file && *file ? file : NULL;
+                fns[nlev] = fn && *fn ? fn : NULL;
+                lines[nlev] = line;
+                nfile += files[nlev] != NULL;
+                nlev++;
+            } while (nlev < MAX_LEVELS && bfd_find_inliner_info(m->lines, &file, &fn, &line));
         }
+        break;
+    }
+
+    /* 2. the ELF symbol holding pc, 3. the module's name and offset */
+    const struct fsym *sym = func_at(m, pc);
+    char fallback[4200];
+    if (sym) {
+        w->symbol = demangled(m, sym->name);
+        snprintf(fallback, sizeof(fallback), "%s+0x%llx", w->symbol,
+                 (unsigned long long)(f->off - sym->value));
+    } else {
+        snprintf(fallback, sizeof(fallback), "%s+0x%llx", m->base, (unsigned long long)f->off);
+    }
+
+    if (nfile == 0) {
+        /* no line: one level, the symbol or the module. (Without DWARF, libbfd's
+         * function is the nearest symbol below, whatever its size: in a stripped
+         * library that is the exported function before a hidden one, a wrong name.) */
+        w->known = sym ? FIN_KNOWN_SYMBOL : FIN_KNOWN_NONE;
+        w->fileline = fin_intern(fallback);
+        w->func = sym ? w->symbol : w->fileline;
         return;
     }
+    char fbuf[4200];
+    size_t n = 0, fnl = 0;
+    for (int k = 0; k < nlev; k++) {
+        const char *fn = fns[k] ? demangled(m, fns[k]) : NULL;
+        char loc[4200];
+        if (files[k])
+            snprintf(loc, sizeof(loc), "%s:%u", files[k], lines[k]);
+        else
+            snprintf(loc, sizeof(loc), "%s", fn ? fn : fallback);
+        n = put(text, n, sizeof(text) - 512, k, loc);
+        fnl = put(fbuf, fnl, sizeof(fbuf) - 512, k, fn ? fn : k == 0 ? fallback : "??");
+    }
+    w->known = FIN_KNOWN_LINE;
+    w->fileline = fin_intern(text);
+    w->func = fin_intern(fbuf);
 }
+
+/* ---- static variables ---------------------------------------------------------- */
 
 static int cmp_dsym(const void *a, const void *b)
 {
@@ -184,21 +473,28 @@ const char *fin_data_symbol(const char *path, uint64_t off, uint64_t *sym_off)
     if (off >= end)
         return NULL;
     *sym_off = m->data[best].value;
-    char *dem = bfd_demangle(m->abfd, m->data[best].name, 1 | 2);
-    const char *name = fin_intern(dem ? dem : m->data[best].name);
-    free(dem);
-    return name;
+    return demangled(m, m->data[best].name);
 }
 
 void fin_symbols_close(void)
 {
     for (size_t i = 0; i < g_nmods; i++) {
-        free(g_mods[i].data);
-        if (g_mods[i].abfd)
-            bfd_close(g_mods[i].abfd);
-        free(g_mods[i].syms);
+        struct mod *m = &g_mods[i];
+        free(m->data);
+        free(m->funcs);
+        for (int k = 0; k < 2; k++)
+            if (m->maps[k].addr)
+                munmap(m->maps[k].addr, m->maps[k].len);
+        free(m->syms);
+        if (m->dbg)
+            bfd_close(m->dbg);
+        if (m->abfd)
+            bfd_close(m->abfd);
     }
     free(g_mods);
     g_mods = NULL;
     g_nmods = 0;
+    free(g_memo);
+    g_memo = NULL;
+    g_nmemo = g_capmemo = 0;
 }

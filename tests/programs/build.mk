@@ -38,6 +38,20 @@ $(TP_OUTDIR)/cxx_new: $(TP_SRCDIR)/cxx_new.cpp $(TP_DEPS)
 	@mkdir -p $(@D)
 	$(TP_CXX) $(TP_OPT) -o $@ $<
 
+# Sites that share their inner frames (a template and a wrapper in a shared library,
+# like liblammps.so); the tests strip copies of both (labels from .dynsym, build-id
+# debug files).
+TP_BINS += $(TP_OUTDIR)/libcxxsites.so $(TP_OUTDIR)/cxx_sites
+$(TP_OUTDIR)/libcxxsites.so: $(TP_SRCDIR)/cxx_sites_lib.cpp $(TP_SRCDIR)/cxx_sites.h $(TP_DEPS)
+	@mkdir -p $(@D)
+	$(TP_CXX) $(TP_OPT) -fPIC -shared -Wl,--build-id -o $@ $<
+
+$(TP_OUTDIR)/cxx_sites: $(TP_SRCDIR)/cxx_sites.cpp $(TP_SRCDIR)/cxx_sites.h \
+                        $(TP_OUTDIR)/libcxxsites.so $(TP_DEPS)
+	@mkdir -p $(@D)
+	$(TP_CXX) $(TP_OPT) -Wl,--build-id -o $@ $< -L$(TP_OUTDIR) -lcxxsites \
+	  -Wl,-rpath,'$$ORIGIN'
+
 $(TP_OUTDIR)/fortran_alloc: $(TP_SRCDIR)/fortran_alloc.f90 $(TP_DEPS)
 	@mkdir -p $(@D)
 	$(TP_FC) $(TP_OPT) -o $@ $<

@@ -17,7 +17,7 @@ from analyze.labels import (
     table_form,
     to_raw_chain,
 )
-from analyze.report import short_site
+from analyze.shortlabels import fit_label
 
 DATA = Path(__file__).resolve().parent / "data" / "extrae-malloc-trace"
 
@@ -109,7 +109,7 @@ def test_bang_to_raw() -> None:
 def test_hmtune_labels(tmp_path: Path) -> None:
     labels = load_labels(write_trace(tmp_path, HMTUNE_PCF))
     assert labels.form == FORM_RAW and labels.warnings == []
-    assert labels.symbolized(3) == "/src/app.c:94 > ./csu/../sysdeps/x86/libc-start.c:58 > ??"
+    assert labels.symbolized(3) == "/src/app.c:94 > ./csu/../sysdeps/x86/libc-start.c:58 > _start"
     assert labels.raw(3) == ("/opt/app+0x1188 > /lib/x86_64-linux-gnu/libc.so.6+0x2724a"
                              " > ??+0x7ffd0000")
     assert labels.functions[4] == "_IO_file_doallocate > printf > main"
@@ -166,11 +166,16 @@ def test_pcf_next_to_gzipped_trace() -> None:
     assert pcf_path_for("t.prv") == Path("t.pcf")
 
 
-def test_short_site_starts_at_the_user_frame() -> None:
-    chain = ("./libio/filedoalloc.c:101 > ./stdio-common/printf.c:33 > /src/app.c:130 > "
-             "./csu/../sysdeps/x86/libc-start.c:58")
-    assert short_site(chain, 60) == "app.c:130 > libc-start.c:58"
-    assert short_site(chain, 12) == "app.c:130 >…"
-    assert short_site("/lib/x/libc.so.6+0x75 > /opt/app+0x16cb", 40) == "app+0x16cb"
-    assert short_site("??", 10) == "??"
-    assert short_site("site 7", 10) == "site 7"
+def test_fit_label_keeps_both_ends() -> None:
+    label = "memory.h:66 Memory::create<double> > … > neighbor.cpp:300 Neighbor::init"
+    assert fit_label(label, 200) == label
+    cut = fit_label(label, 40)
+    assert len(cut) == 40 and cut.startswith("memory.h:66") and cut.endswith("Neighbor::init")
+    assert fit_label("site 7", 10) == "site 7"
+
+
+def test_hmtune_labels_fill_unknown_frames(tmp_path: Path) -> None:
+    """An older trace's `??` frames: the function of that frame, else its raw frame."""
+    labels = load_labels(write_trace(tmp_path, HMTUNE_PCF))
+    assert "??" not in labels.symbolized(3).split(" > ")
+    assert labels.symbolized(3).endswith(" > _start")

@@ -16,6 +16,7 @@ from analyze.sites import SiteTable, site_table
 from analyze.sites_io import (
     ALLOCS_COLUMNS,
     SITES_COLUMNS,
+    SITES_WRITTEN,
     SitesFormatError,
     read_allocs,
     read_sites,
@@ -60,7 +61,7 @@ def row(table: SiteTable, site: int, **where: int) -> dict:
 def test_two_ranks_summed_and_max(tmp_path: Path) -> None:
     scan = run_scan(two_ranks(), tmp_path)
     s = site_table(scan, NOLABELS)
-    assert s.columns == SITES_COLUMNS and list(s.rows[0]) == SITES_COLUMNS
+    assert s.columns == SITES_WRITTEN and list(s.rows[0]) == SITES_WRITTEN
     r3 = row(s, 3)
     assert r3["n_allocs"] == 4 and r3["total_bytes"] == 900             # summed
     assert r3["max_size"] == 500 and r3["peak_live_bytes"] == 500       # max over ranks
@@ -95,7 +96,7 @@ def test_zero_peak_and_no_weight(tmp_path: Path) -> None:
 
 def test_per_rank_rows(tmp_path: Path) -> None:
     s = site_table(run_scan(two_ranks(), tmp_path), NOLABELS, per_rank=True)
-    assert s.columns == SITES_COLUMNS[:1] + ["rank"] + SITES_COLUMNS[1:]
+    assert s.columns == SITES_WRITTEN[:1] + ["rank"] + SITES_WRITTEN[1:]
     assert [(r["site_id"], r["rank"]) for r in s.rows] == [(4, 1), (3, 1), (3, 0)]
     assert row(s, 3, rank=0)["peak_live_bytes"] == 300
     assert row(s, 3, rank=1)["peak_live_bytes"] == 500
@@ -168,7 +169,7 @@ def test_sites_roundtrip_and_version_line(tmp_path: Path) -> None:
     back = read_sites(path)
     assert back.attrs["meta"] == {"version": "1", "trace": "out dir/trace.prv",
                                   "sampler": "soft_250_Hz", "label_form": FORM_RAW}
-    assert list(back.columns) == SITES_COLUMNS
+    assert list(back.columns) == SITES_WRITTEN
     assert back.loc[back["site_id"] == 3, "callstack"].item() == "a b.c:1 > x,y.c:2"
     assert back.loc[back["site_id"] == 4, "callstack"].item() == 'q"uote.c:1'
     assert back.loc[back["site_id"] == 4, "callstack_raw"].item() == ""
@@ -215,7 +216,7 @@ def test_empty_tables(tmp_path: Path) -> None:
     tr.sample(10, STACK, 30)
     scan = run_scan(tr, tmp_path)
     s = site_table(scan, NOLABELS)
-    assert len(s) == 0 and s.columns == SITES_COLUMNS and scan.alloc_rows == 0
+    assert len(s) == 0 and s.columns == SITES_WRITTEN and scan.alloc_rows == 0
     write_sites(tmp_path / "sites.csv", s, "t.prv", "none", FORM_NONE)
     assert read_sites(tmp_path / "sites.csv").empty
     assert len(scan.allocs_csv.read_text().splitlines()) == 2
