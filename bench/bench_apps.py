@@ -132,7 +132,7 @@ class App:
 
 
 def apps(quick: bool) -> list[App]:
-    lj_n, eam_n, hpcc_n = (16, 14, 2000) if quick else (30, 26, 6000)
+    lj_n, eam_n, hpcc_n = (16, 14, 2000) if quick else (26, 22, 3000)
     return [
         App("lammps-lj", ["lmp", "-in", "in.lj", "-var", "n", str(lj_n), "-log", "none"],
             r"Loop time of ([0-9.]+)", False, [THERMO], {"in.lj": LJ}),
@@ -276,6 +276,9 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="small inputs (a smoke test)")
     ap.add_argument("--budget", default="8m", help="compare's time budget per capacity")
     ap.add_argument("--trace-rounds", type=int, default=3)
+    ap.add_argument("--commit", default="", help="with --render: the commit measured")
+    ap.add_argument("--render", action="store_true",
+                    help="only write the table and plot again from bench/work/")
     args = ap.parse_args()
     require(NAME, HMTUNE)
     todo = apps(args.quick)
@@ -286,6 +289,9 @@ def main() -> int:
             sys.exit(f"{NAME}: unknown code(s) {', '.join(sorted(unknown))} (have "
                      f"{', '.join(a.name for a in todo)})")
         todo = [a for a in todo if a.name in names]
+    if args.render:
+        write_results([load_result(app) for app in todo], args)
+        return 0
     results = []
     for app in todo:
         d = prepare(app)
@@ -295,15 +301,32 @@ def main() -> int:
             f"{len(want)} correctness line(s)")
         tr = trace_overhead(app, d, args.trace_rounds)
         an = analyze(app, tr["stage"])
-        res = {"app": app, "bare_s": wall, "trace": tr, "analyze": an, "compares": {}}
+        saved = {"bare_s": wall, "checks": want, "analyze": an,
+                 "trace": {k: v for k, v in tr.items() if k != "stage"}}
+        (d / "bench.json").write_text(json.dumps(saved, indent=1) + "\n")
         for frac in FRACTIONS:
-            cdir = compare(app, d, tr["stage"], frac, args.budget)
-            n, bad = correctness(app, cdir, want)
-            res["compares"][frac] = {"dir": cdir, "rows": read_summary(cdir),
-                                     "checked": n, "bad": bad}
-        results.append(res)
+            compare(app, d, tr["stage"], frac, args.budget)
+        results.append(load_result(app))
     write_results(results, args)
     return 0
+
+
+def load_result(app: App) -> dict:
+    """One code's figures from bench/work/CODE/ (bench.json, the compare directories)."""
+    d = WORK / app.name
+    try:
+        saved = json.loads((d / "bench.json").read_text())
+    except (OSError, ValueError):
+        sys.exit(f"{NAME}: {app.name}: no measurements in {d}: run make bench-apps first")
+    res = {"app": app, "bare_s": saved["bare_s"], "analyze": saved["analyze"],
+           "trace": saved["trace"], "compares": {}}
+    for frac in FRACTIONS:
+        cdir = d / f"compare-{int(frac * 100)}" / "compare"
+        if (cdir / "summary.csv").exists():
+            n, bad = correctness(app, cdir, saved["checks"])
+            res["compares"][frac] = {"dir": cdir, "rows": read_summary(cdir), "checked": n,
+                                     "bad": bad}
+    return res
 
 
 VARIANTS = ("all-fast", "ilp", "first-come", "size-window")
@@ -324,10 +347,9 @@ def _speedup(row: dict[str, str]) -> str:
 def _share(row: dict[str, str]) -> str:
     if not row.get("share_of_gain"):
         return "–"
-    pct = "{:.0f}%"
     lo, hi = row.get("share_lo"), row.get("share_hi")
-    inner = f" [{_f(lo, pct)}, {_f(hi, pct)}]" if lo and hi else ""
-    return f"{float(row['share_of_gain']):.0%}{inner}".replace("%%", "%")
+    inner = f" [{_f(lo, '{:.0%}')}, {_f(hi, '{:.0%}')}]" if lo and hi else ""
+    return f"{float(row['share_of_gain']):.0%}{inner}"
 
 
 def _pct(x: float) -> str:
@@ -347,8 +369,9 @@ def write_results(results: list[dict], args: argparse.Namespace) -> None:
     now = dt.datetime.now(dt.UTC)
     host = platform.node() or "host"
     stem = RESULTS / f"apps-{now:%Y-%m-%d}-{host}{'-quick' if args.quick else ''}"
-    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip() or "?"
+    commit = args.commit or subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+        capture_output=True, text=True).stdout.strip() or "?"
     machine = subprocess.run([str(HMTUNE), "machine"], capture_output=True, text=True).stdout
     fast = next((ln for ln in machine.splitlines() if ln.startswith("fast tier")), "?")
     md = [f"# hmtune on real applications ({now:%Y-%m-%d %H:%M} UTC, {host})", "",
@@ -423,6 +446,7 @@ def plot(results: list[dict], path: Path) -> None:
             ("size-window", 0.5)]
     fig, ax = plt.subplots(figsize=(max(6.0, 2.2 * len(results)), 4))
     width = 0.8 / len(bars)
+    ends: list[float] = [1.0]
     for j, (v, frac) in enumerate(bars):
         xs, ys, err = [], [], [[], []]
         for i, r in enumerate(results):
@@ -436,9 +460,11 @@ def plot(results: list[dict], path: Path) -> None:
             ys.append(y)
             err[0].append(y - lo)
             err[1].append(hi - y)
+            ends += [lo, hi]
         label = v if v == "all-fast" else f"{v} at {frac:.0%}"
         ax.bar(xs, ys, width, yerr=err, capsize=3, label=label)
     ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_ylim(min(ends) - 0.03, max(ends) + 0.03)      # bars start below: differences show
     ax.set_xticks(range(len(results)), [r["app"].name for r in results])
     ax.set_ylabel("speedup over all-slow (95 % interval)")
     ax.legend(fontsize=8)

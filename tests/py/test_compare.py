@@ -73,9 +73,12 @@ def test_variants_runs_and_resume(stage: Path) -> None:
     if up["share_of_gain"]:                     # all-fast measurably faster: shares
         assert float(up["share_of_gain"]) == 1.0
         s_all = float(up["speedup"])
+        # speedups are written to 3 decimals: (s - 1) / (s_all - 1) from them is off by up
+        # to about 0.001 / (s_all - 1), much more than 0.02 when all-fast gains little
+        tol = 0.02 + 0.0011 / (s_all - 1)
         for n, x in summary.items():
             assert float(x["share_of_gain"]) == pytest.approx(
-                (float(x["speedup"]) - 1) / (s_all - 1), abs=0.02), n
+                (float(x["speedup"]) - 1) / (s_all - 1), abs=tol), n
     res = json.loads((stage / "compare" / "result.json").read_text())
     assert res["stopped_by"] == "repeats" and res["rounds"] == 2
     assert res["upper_bound"] == "all-fast" and "bootstrap" in res["method"]
