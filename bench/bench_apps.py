@@ -368,7 +368,8 @@ def write_results(results: list[dict], args: argparse.Namespace) -> None:
     RESULTS.mkdir(parents=True, exist_ok=True)
     now = dt.datetime.now(dt.UTC)
     host = platform.node() or "host"
-    stem = RESULTS / f"apps-{now:%Y-%m-%d}-{host}{'-quick' if args.quick else ''}"
+    only = "-" + args.only.replace(",", "-") if args.only else ""
+    stem = RESULTS / f"apps-{now:%Y-%m-%d}-{host}{only}{'-quick' if args.quick else ''}"
     commit = args.commit or subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
         capture_output=True, text=True).stdout.strip() or "?"
