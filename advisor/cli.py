@@ -134,23 +134,22 @@ def _host_machine(mem: int) -> Machine:
 
 
 def _tier_warnings(machine: Machine) -> list[str]:
-    """A note for each fast tier that cannot place anything on this host, naming the one
-    that can (a machine file for another host is legal: a note, not an error)."""
-    from workflows.host import HostError, choose, detect, env_root
-    from workflows.hostcheck import backend_problem
+    """A note for each fast tier of a machine file that cannot place anything on this
+    host, naming the one that can (a machine file for another host is legal: a note, not
+    an error). memkind is asked only about the kinds the tiers name."""
+    from workflows.host import HostError, detect, env_root
+    from workflows.hostcheck import backend_problem, fast_tier_here
 
     try:
-        host = detect(env_root())
+        host = detect(env_root(), probe=False)
     except HostError:
         return []
-    out = []
+    out: list[str] = []
+    here = ""                           # what can: from memkind's answers too, asked once
     for t in machine.tiers[:-1]:
         why = backend_problem(host, t.backend)
         if why:
-            try:
-                here = choose(host).why.replace("fast tier: ", "")
-            except HostError as e:
-                here = str(e)
+            here = here or fast_tier_here(detect(env_root()))
             out.append(f"tier '{t.name}' ({t.backend}) cannot place anything on this host "
                        f"({why}); what can: {here} (hmtune advise --mem SIZE without "
                        "--machine uses it; see hmtune machine)")
@@ -256,8 +255,9 @@ def _run(args: argparse.Namespace) -> int:
                              "allocs.csv; give --allocs FILE)")
     except (InputError, TierFileError) as e:
         raise Failure(str(e), 1) from None
-    notes = [*machine.notes, *_tier_warnings(machine), *sites.notes,
-             *_trace_check(sites_path, sites.meta, allocs)]
+    # --mem alone took this host's own tier: only a machine file's tiers need checking
+    notes = [*machine.notes, *(_tier_warnings(machine) if args.machine else []),
+             *sites.notes, *_trace_check(sites_path, sites.meta, allocs)]
     nprocs = allocs.attrs.get("nprocs") if allocs is not None else None
     tiers, tier_notes = per_process(machine, nprocs)
     notes += tier_notes

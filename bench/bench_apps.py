@@ -281,19 +281,19 @@ def main() -> int:
                     help="only write the table and plot again from bench/work/")
     args = ap.parse_args()
     require(NAME, HMTUNE)
-    todo = apps(args.quick)
+    codes = apps(args.quick)
     if args.only:
         names = set(args.only.split(","))
-        unknown = names - {a.name for a in todo}
+        unknown = names - {a.name for a in codes}
         if unknown:
             sys.exit(f"{NAME}: unknown code(s) {', '.join(sorted(unknown))} (have "
-                     f"{', '.join(a.name for a in todo)})")
-        todo = [a for a in todo if a.name in names]
+                     f"{', '.join(a.name for a in codes)})")
+        codes = [a for a in codes if a.name in names]
     if args.render:
-        write_results([load_result(app) for app in todo], args)
+        write_results([load_result(app) for app in codes], args)
         return 0
     results = []
-    for app in todo:
+    for app in codes:
         d = prepare(app)
         wall, out = bare(app, d)
         want = checks_of(app, out)

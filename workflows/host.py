@@ -610,27 +610,28 @@ def choose(host: Host) -> Choice:
         why_none = "no HBM, CXL or NVM"
     if host.default_hugepage:
         page = host.default_hugepage
-        fast = Tier("huge", _pool_capacity(host, page), "hugetlb", 1.0, 1.0, page, True)
-        cost = FALLBACK_COST["hugetlb"]
-        rest = Tier("small", None, "default", cost, cost)
-        return Choice(_machine(host, [fast, rest], "2 MiB pages against 4 KiB ones, measured "
-                               "on a Zen 4 VM (configs/machines/vm-hugetlb.toml)"),
-                      f"fast tier: hugetlb, {human(page).replace('.0 ', ' ')} pages "
-                      f"({why_none} on {_where(host)})")
+        return _page_tier(host, "huge", "hugetlb", page,
+                          f"fast tier: hugetlb, {human(page).replace('.0 ', ' ')} pages "
+                          f"({why_none} on {_where(host)})")
     if host.thp and host.thp != "never":
-        fast = Tier("thp", _pool_capacity(host, 2 * MIB), "thp", 1.0, 1.0, 2 * MIB, True)
-        cost = FALLBACK_COST["thp"]
-        rest = Tier("small", None, "default", cost, cost)
-        return Choice(_machine(host, [fast, rest], "2 MiB pages against 4 KiB ones, measured "
-                               "on a Zen 4 VM (configs/machines/vm-hugetlb.toml)"),
-                      f"fast tier: transparent hugepages ({why_none} and no hugetlbfs on "
-                      f"{_where(host)})")
+        return _page_tier(host, "thp", "thp", 2 * MIB,
+                          f"fast tier: transparent hugepages ({why_none} and no hugetlbfs "
+                          f"on {_where(host)})")
     raise HostError(f"{_where(host)} has no memory hmtune can place faster than the default: "
                     f"{why_none}, no hugetlbfs, THP off; give --machine FILE.toml")
 
 
 def _nodes(nodes: list[Node]) -> str:
     return f"node{'s' if len(nodes) > 1 else ''} {format_list([n.index for n in nodes])}"
+
+
+def _page_tier(host: Host, name: str, backend: str, page: int, why: str) -> Choice:
+    """Large pages (hugetlb or THP) as the fast tier, ordinary pages as the fallback."""
+    fast = Tier(name, _pool_capacity(host, page), backend, 1.0, 1.0, page, True)
+    cost = FALLBACK_COST[backend]
+    rest = Tier("small", None, "default", cost, cost)
+    return Choice(_machine(host, [fast, rest], "2 MiB pages against 4 KiB ones, measured on "
+                           "a Zen 4 VM (configs/machines/vm-hugetlb.toml)"), why)
 
 
 def _tier_name(kind: str) -> str:

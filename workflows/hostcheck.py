@@ -7,7 +7,7 @@ the THP mode. None means the backend can place here.
 
 from __future__ import annotations
 
-from workflows.host import Host, memkind_reach, parse_list
+from workflows.host import Host, HostError, choose, memkind_reach, parse_list
 
 NR_HUGEPAGES = "/proc/sys/vm/nr_hugepages"
 
@@ -52,3 +52,12 @@ def backend_problem(host: Host, backend: str, need_pages: bool = False) -> str |
                     "(/sys/kernel/mm/transparent_hugepage/enabled is never)")
         return None
     return f"unknown backend '{backend}'"
+
+
+def fast_tier_here(host: Host) -> str:
+    """What this host's fastest tier is, as `hmtune advise --mem` would take it (or why
+    there is none): the hint after a tier that cannot place."""
+    try:
+        return choose(host).why.replace("fast tier: ", "")
+    except HostError as e:
+        return str(e)

@@ -34,7 +34,7 @@ from workflows.reserve import uses_hugetlb
 from workflows.units import human
 
 if TYPE_CHECKING:
-    from advisor.placement import PlacementFile
+    from advisor.placement import PlacementFile, TierLine
 
 RANK = "%r"                          # HMTUNE_STATS: replaced by the rank (hmi_report.c)
 MPI_STATS = f"run-stats.{RANK}.json"
@@ -176,6 +176,12 @@ def _is_hbw(backend: str) -> bool:
     return backend.startswith("memkind:MEMKIND_HBW")
 
 
+def capacity_pages(tiers: list[TierLine], page: int) -> int:
+    """Pages of `page` bytes the tiers' capacities come to, per process (an upper bound of
+    what they take; --reserve-hugepages computes the exact need)."""
+    return sum(math.ceil((t.capacity or 0) / page) for t in tiers)
+
+
 def tier_warnings(pf: PlacementFile, nprocs: int, pool: HugePages | None,
                   memory_only: set[int] | None, environ: dict[str, str],
                   reserving: bool = False) -> list[str]:
@@ -190,8 +196,7 @@ def tier_warnings(pf: PlacementFile, nprocs: int, pool: HugePages | None,
             out.append(f"warning: tier {names} needs hugepages and this kernel has none: "
                        "its sites will go to the default allocator")
         else:
-            per_proc = sum(math.ceil((t.capacity or 0) / pool.page) for t in huge)
-            need = per_proc * nprocs
+            need = capacity_pages(huge, pool.page) * nprocs
             if need > pool.free:
                 procs = f" for {nprocs} processes" if nprocs > 1 else ""
                 out.append(
@@ -489,8 +494,8 @@ def mpi_summary(stats: dict[int | None, dict], files: dict[int | None, Path],
 def unplaceable(pf: PlacementFile, environ: dict[str, str], nprocs: int = 1) -> list[str]:
     """One line per tier with sites that cannot place anything on this host now (after
     any hugepage reservation), saying what to change."""
-    from workflows.host import HostError, choose, detect, env_root
-    from workflows.hostcheck import backend_problem
+    from workflows.host import HostError, detect, env_root
+    from workflows.hostcheck import backend_problem, fast_tier_here
 
     used = {s.tier for s in pf.sites}
     tiers = [t for t in pf.tiers if t.name in used and t.backend != "default"]
@@ -511,19 +516,15 @@ def unplaceable(pf: PlacementFile, environ: dict[str, str], nprocs: int = 1) -> 
             if pool is None:
                 fix = "advise again for this host (hmtune machine shows what it has)"
             else:
-                need = sum(math.ceil((x.capacity or 0) / pool.page) for x in tiers
-                           if x.backend == "hugetlb") * nprocs
+                need = capacity_pages([x for x in tiers if x.backend == "hugetlb"],
+                                      pool.page) * nprocs
                 fix = ("give --reserve-hugepages (make rerun RESERVE=1) as root, or reserve "
                        f"them as root: echo {pool.total + need} > /proc/sys/vm/nr_hugepages")
         elif kind == "thp":
             fix = "as root: echo madvise > /sys/kernel/mm/transparent_hugepage/enabled"
         else:
-            try:
-                here = choose(host).why.replace("fast tier: ", "")
-            except HostError:
-                here = "none found"
             fix = (f"advise again for this host (hmtune advise --mem SIZE without --machine; "
-                   f"its fast tier: {here})")
+                   f"its fast tier: {fast_tier_here(host)})")
             if t.backend.startswith("memkind:MEMKIND_HBW") and \
                     not environ.get("MEMKIND_HBW_NODES"):
                 fix += ", or set MEMKIND_HBW_NODES to the nodes to use"
