@@ -37,7 +37,7 @@ from pathlib import Path
 from benchlib import HMTUNE, ROOT, require
 
 sys.path.insert(0, str(ROOT))
-from workflows import stats  # noqa: E402
+from workflows import sitegroups, stats  # noqa: E402
 
 NAME = "bench-apps"
 WORK = ROOT / "bench" / "work"
@@ -230,10 +230,10 @@ def analyze(app: App, stage: Path) -> dict:
     if r.returncode != 0:
         sys.exit(f"{NAME}: {app.name}: hmtune analyze failed: {r.stderr.strip()[-300:]}")
     with open(stage / "sites.csv", newline="") as f:
-        rows = [row for row in csv.reader(line for line in f if not line.startswith("#"))]
-    head, body = rows[0], rows[1:]
-    peak = head.index("peak_live_bytes")
-    return {"sites": len(body), "footprint": sum(int(r[peak]) for r in body)}
+        ids = {row["site_id"] for row in csv.DictReader(
+            line for line in f if not line.startswith("#"))}
+    # the footprint compare takes its fractions of (one process's)
+    return {"sites": len(ids), "footprint": sitegroups.footprint(stage / "sites.csv")}
 
 
 def compare(app: App, d: Path, stage: Path, frac: float, budget: str) -> Path:
@@ -383,7 +383,7 @@ def write_results(results: list[dict], args: argparse.Namespace) -> None:
           f"Budget per capacity: {args.budget}"
           f"{'; quick inputs (a smoke test)' if args.quick else ''}.",
           "", "| code | bare run | trace overhead [95 %] | samples: heap / static / stack / "
-          "unknown / no address | sites | heap footprint |", "|---|---|---|---|---|---|"]
+          "unknown / no address | sites | heap footprint per process |", "|---" * 6 + "|"]
     for r in results:
         t, s = r["trace"], r["trace"]["samples"]
         total = sum(s.values()) or 1
