@@ -79,13 +79,22 @@ def test_every_placement_measured_and_resumed(stage: Path) -> None:
         assert int(s["minflt"]) > 0 and float(s["maxrss_mib"]) > 0
     res = json.loads((work / "result.json").read_text())
     assert res["all_fast"] == name_of(7, 3) and res["rounds"] == 1
-    assert res["stopped_by"] == "repeats" and res["best_speedup_lo"] is None
+    assert res["stopped_by"] == "repeats"
+    # one round gives no interval, except the reference's own (exactly 1 by definition),
+    # which is the best placement when every other one ran slower
+    if res["best"] == name_of(0, 3):
+        assert res["best_speedup_lo"] == pytest.approx(1.0)
+    else:
+        assert res["best_speedup_lo"] is None
     assert res["all_fast_speedup"] == pytest.approx(float(summary[name_of(7, 3)]["speedup"]))
     s_all = res["all_fast_speedup"]
     if s_all > 1:       # one round: the share of the gain, a point without an interval
         for s in summary.values():
-            assert float(s["share_of_gain"]) == pytest.approx(
-                (float(s["speedup"]) - 1) / (s_all - 1), abs=0.01)
+            # speedups are written to 3 decimals: their rounding (5e-4 each) is
+            # amplified by 1 / (s_all - 1) when the all-fast gain is small
+            share = (float(s["speedup"]) - 1) / (s_all - 1)
+            tol = max(0.01, 6e-4 * (1 + abs(share)) / (s_all - 1))
+            assert float(s["share_of_gain"]) == pytest.approx(share, abs=tol)
     assert "no interval, every speedup is unsupported" in r.stdout
     pts = {n: float(s["speedup"]) for n, s in summary.items() if n != "advisor"}
     assert res["placements"] == 8 and res["top"] == 2 and res["rest_group"] is True
