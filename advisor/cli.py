@@ -248,7 +248,8 @@ def _run(args: argparse.Namespace) -> int:
         sites = load_sites(sites_path)
         allocs = None
         if args.allocs or allocs_path.exists():
-            allocs = load_allocs(allocs_path, set(sites.table["site_id"]), full=lifetime,
+            # every strategy: the blocks give each site's exact size in a tier
+            allocs = load_allocs(allocs_path, set(sites.table["site_id"]), full=True,
                                  merged=sites.merged)
         elif lifetime:
             raise InputError(f"{allocs_path}: no such file (--strategy ilp-lifetime needs "
@@ -268,7 +269,11 @@ def _run(args: argparse.Namespace) -> int:
                       loads=table["loads"].to_numpy(np.int64),
                       stores=table["stores"].to_numpy(np.int64),
                       tiers=tiers, total_weight=sites.total_weight,
-                      allocs=allocs if lifetime else None)
+                      allocs=allocs if lifetime else None,
+                      max_sizes=table["max_size"].to_numpy(np.int64),
+                      n_allocs=table["n_allocs"].to_numpy(np.int64),
+                      total_bytes=table["total_bytes"].to_numpy(np.int64),
+                      blocks=allocs)
     if problem.n == 0:
         placement = Placement(np.zeros(0, np.int64), opts.strategy, 0.0, 0.0, "none",
                               ["no placeable site in the input: nothing to place"])

@@ -29,8 +29,8 @@ def misses_order(problem: Problem, threshold_pct: float) -> np.ndarray:
 
 
 def density_order(problem: Problem) -> np.ndarray:
-    """Sites by weight per page (tier 0's page size) of peak_live_bytes, densest first."""
-    pages = np.maximum(problem.rounded_sizes(0) // problem.tiers[0].page_size, 1)
+    """Sites by weight per unit of their size in tier 0, densest first."""
+    pages = np.maximum(problem.units(0), 1)
     return np.argsort(-(problem.weights / pages), kind="stable")
 
 

@@ -45,8 +45,8 @@ def timeline_of(problem: Problem, lim: Limited) -> Timeline:
     if problem.allocs is None or len(problem.allocs) == 0:
         raise ValueError("ilp-lifetime needs the per-allocation table (allocs.csv); "
                          "it is missing or empty")
-    pages = [problem.tiers[t].page_size for t in lim.limited]
-    return Timeline(problem.allocs, problem.site_ids, problem.sizes, pages)
+    return Timeline(problem.allocs, problem.site_ids, problem.sizes,
+                    [problem.block_units(t) for t in lim.limited])
 
 
 class _Fitter:
@@ -151,7 +151,7 @@ def density_lifetime(problem: Problem, lim: Limited) -> Placement:
     tl = timeline_of(problem, lim)
     tp = lim.tp
     fit = _Fitter(tl, tp.cap)
-    pages0 = np.maximum(problem.rounded_sizes(0) // problem.tiers[0].page_size, 1)
+    pages0 = np.maximum(problem.units(0), 1)
     order = np.argsort(-(problem.weights / pages0), kind="stable")
     tiers = np.tile(np.arange(tp.k), (tp.n, 1))
     assign = fit.fill(np.full(tp.n, -1, np.int64), order, tiers, tp.profit > 0)

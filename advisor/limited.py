@@ -39,8 +39,8 @@ class Limited:
         cap = np.zeros(k, np.int64)
         for j, t in enumerate(self.limited):
             profit[:, j] = self.values[:, t] - self.base_value
-            weight[:, j] = problem.rounded_sizes(t) // tiers[t].page_size
-            cap[j] = int(tiers[t].capacity) // tiers[t].page_size
+            weight[:, j] = problem.units(t)
+            cap[j] = problem.capacity_units(t)
         self.tp = TierProblem(profit, weight, cap)
 
     def tier_of(self, assign: np.ndarray) -> np.ndarray:

@@ -14,16 +14,27 @@ part shrinks by the ratio of the tier's cost to the fallback's:
                          + f_store_i * (1 - store_cost_t / store_cost_fb))
 
 so the fallback's value is 0 and a tier no faster than the fallback is worth
-nothing. The size a site needs in a tier is its `peak_live_bytes` rounded up to the
-tier's page size.
+nothing.
+
+The size a site needs in a tier is what libhmalloc charges the tier for it at the
+site's peak (advisor/granularity.py: objects up to the backend's arena limit take their
+size class, larger ones their size rounded up to the mapping's page): exactly, from
+the site's blocks in allocs.csv (the most charged at once in one process); else
+estimated from sites.csv (`peak_live_bytes` in objects of the site's mean size, or
+blocks rounded up); then rounded up to UNIT (4 KiB), the unit in which the strategies
+count sizes and capacities. A `default` tier (which places nothing) takes the peak
+rounded up to its page.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+
+from advisor import granularity
 
 KIB = 1 << 10
 MIB = 1 << 20
@@ -57,15 +68,68 @@ class Problem:
     total_weight: float = 0.0   # all sampled weight of the trace (share denominator)
     # ilp-lifetime only: allocs.csv rows (site_id, rank, size, t_alloc, t_free)
     allocs: pd.DataFrame | None = None
+    # the granularity model's inputs (sites.csv's columns; None: one object of the
+    # peak's size per site) and allocs.csv's rows for exact charges (None: estimated)
+    max_sizes: np.ndarray | None = None
+    n_allocs: np.ndarray | None = None
+    total_bytes: np.ndarray | None = None
+    blocks: pd.DataFrame | None = None
+    _charged: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
     def n(self) -> int:
         return len(self.site_ids)
 
+    @staticmethod
+    def unit(tier: Tier) -> int:
+        """The unit in which a tier's sizes and capacity are counted."""
+        return tier.page_size if tier.backend == "default" else granularity.UNIT
+
     def rounded_sizes(self, tier: int) -> np.ndarray:
-        """Sizes rounded up to tier `tier`'s page size."""
-        page = np.int64(self.tiers[tier].page_size)
-        return ((self.sizes + page - 1) // page) * page
+        """What each site needs in tier `tier` (module doc), a multiple of its unit."""
+        t = self.tiers[tier]
+        unit = np.int64(self.unit(t))
+        if t.backend == "default":
+            return ((self.sizes + unit - 1) // unit) * unit
+        got = self._charged.get(t.backend)
+        if got is None:
+            got = self._charges(t.backend)
+            got = ((got + unit - 1) // unit) * unit
+            self._charged[t.backend] = got
+        return got
+
+    def units(self, tier: int) -> np.ndarray:
+        """rounded_sizes in the tier's units."""
+        return self.rounded_sizes(tier) // self.unit(self.tiers[tier])
+
+    def block_units(self, tier: int) -> Callable[[np.ndarray], np.ndarray]:
+        """Block sizes -> what tier `tier` charges for each block, in its units (rounded
+        up)."""
+        t = self.tiers[tier]
+        unit = np.int64(self.unit(t))
+
+        def f(sizes: np.ndarray) -> np.ndarray:
+            c = sizes if t.backend == "default" else granularity.charges(sizes, t.backend)
+            return -(-np.asarray(c, np.int64) // unit)
+        return f
+
+    def capacity_units(self, tier: int) -> int:
+        t = self.tiers[tier]
+        assert t.capacity is not None
+        return int(t.capacity) // self.unit(t)
+
+    def _charges(self, backend: str) -> np.ndarray:
+        peak = self.sizes.astype(np.int64)
+        mx = self.max_sizes if self.max_sizes is not None else peak
+        na = self.n_allocs if self.n_allocs is not None else np.ones(self.n, np.int64)
+        tb = self.total_bytes if self.total_bytes is not None else peak
+        out = np.array([granularity.estimate(int(p), int(m), int(k), int(b), backend)
+                        for p, m, k, b in zip(peak, mx, na, tb, strict=True)], np.int64)
+        if self.blocks is not None and len(self.blocks):
+            exact = charged_peaks(self.blocks, self.site_ids, backend)
+            known = exact >= 0
+            out[known] = exact[known]
+        return out
 
     def values(self) -> np.ndarray:
         """value[i, t] for every site and tier (the fallback column is 0)."""
@@ -79,6 +143,39 @@ class Problem:
             gain_s = max(0.0, 1.0 - tier.store_cost / fb.store_cost)
             out[:, t] = self.weights * (f_load * gain_l + f_store * gain_s)
         return out
+
+
+def charged_peaks(blocks: pd.DataFrame, site_ids: np.ndarray, backend: str) -> np.ndarray:
+    """Per site, the most the backend charges for its live blocks at once in one
+    process (frees before allocations at equal times, as analyze orders them); -1 for
+    a site without blocks. blocks: site_id, rank, size, t_alloc, t_free (-1: never)."""
+    site = pd.Index(np.asarray(site_ids)).get_indexer(blocks["site_id"].to_numpy())
+    keep = site >= 0
+    site = site[keep].astype(np.int64)
+    rank = blocks["rank"].to_numpy(np.int64)[keep]
+    cost = granularity.charges(blocks["size"].to_numpy(np.int64)[keep], backend)
+    t0 = blocks["t_alloc"].to_numpy(np.float64)[keep]
+    t1 = blocks["t_free"].to_numpy(np.float64)[keep]
+    freed = t1 >= 0
+    ev_site = np.concatenate([site, site[freed]])
+    ev_rank = np.concatenate([rank, rank[freed]])
+    ev_time = np.concatenate([t0, t1[freed]])
+    ev_kind = np.concatenate([np.ones(site.size, np.int8), np.zeros(int(freed.sum()), np.int8)])
+    ev_delta = np.concatenate([cost, -cost[freed]])
+    order = np.lexsort((ev_kind, ev_time, ev_rank, ev_site))
+    ev_site, ev_rank, ev_delta = ev_site[order], ev_rank[order], ev_delta[order]
+    out = np.full(len(site_ids), -1, np.int64)
+    if not ev_site.size:
+        return out
+    # running sum per (site, rank): a cumulative sum restarted at each group's start
+    cum = np.cumsum(ev_delta)
+    start = np.flatnonzero(np.concatenate([[True], (ev_site[1:] != ev_site[:-1])
+                                           | (ev_rank[1:] != ev_rank[:-1])]))
+    before = np.concatenate([[0], cum[start[1:] - 1]])
+    group = np.repeat(np.arange(start.size), np.diff(np.append(start, ev_site.size)))
+    live = cum - before[group]
+    np.maximum.at(out, ev_site, live)
+    return np.maximum(out, np.where(np.isin(np.arange(len(site_ids)), site), 0, -1))
 
 
 @dataclass

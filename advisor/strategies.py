@@ -98,10 +98,10 @@ def capacity_curve(problem: Problem, points: int = 64) -> pd.DataFrame:
     the capacity, plus the points where the captured weight crosses CURVE_SHARES,
     0 and the total. Columns: capacity_bytes, value, weight (sampled weight of the
     placed sites), share (weight / total weight), sites."""
-    page = problem.tiers[0].page_size
+    page = problem.unit(problem.tiers[0])
     fb = len(problem.tiers) - 1
     v = problem.values()[:, 0] - problem.values()[:, fb]
-    pages = problem.rounded_sizes(0) // page
+    pages = problem.units(0)
     pos = np.flatnonzero(v > 0)
     order = pos[np.lexsort((-v[pos], -(v[pos] / np.maximum(pages[pos], 1))))]
     cum_pages = np.concatenate([[0], np.cumsum(pages[order])])

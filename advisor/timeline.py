@@ -7,12 +7,14 @@ moment's live set is contained in the one just before the next free (or at the e
 of the rank's events): those moments, the peaks, are the only ones to check.
 
 Peaks are numbered over all ranks (rank-major, in time order), so a block is live
-on a contiguous range [lo, hi) of peak numbers. Sizes are rounded up to each
-limited tier's pages per block (conservative: the sum of rounded blocks is at
-least the rounded sum).
+on a contiguous range [lo, hi) of peak numbers. Each block counts what its limited
+tier would charge for it (advisor/granularity.py), in that tier's units, rounded up
+per block (conservative: the sum of rounded blocks is at least the rounded sum).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -24,7 +26,8 @@ class Timeline:
     """Blocks of the placeable sites as ranges of peaks, pages per limited tier."""
 
     def __init__(self, allocs: pd.DataFrame, site_ids: np.ndarray, sizes: np.ndarray,
-                 page_sizes: list[int]) -> None:
+                 units: list[Callable[[np.ndarray], np.ndarray]]) -> None:
+        """units: per limited tier, block sizes -> what the tier charges, in its units."""
         missing = [c for c in ALLOC_COLUMNS if c not in allocs.columns]
         if missing:
             raise ValueError(f"allocs table lacks column(s) {', '.join(missing)}")
@@ -77,7 +80,7 @@ class Timeline:
         self.site = site
         self.lo = np.searchsorted(peak_pos, alloc_pos, side="left")
         self.hi = np.searchsorted(peak_pos, free_pos, side="left")
-        self.pages = [-(-size // pg) for pg in page_sizes]      # per tier, per block
+        self.pages = [f(size) for f in units]                    # per tier, per block
         self._by_site = np.argsort(site, kind="stable")
         self._site_start = np.searchsorted(site[self._by_site], np.arange(n + 1))
 

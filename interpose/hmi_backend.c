@@ -163,13 +163,13 @@ void hmi_uncharge(struct hmi_bk *b, uint64_t n)
     __atomic_fetch_sub(&b->used, n, __ATOMIC_RELAXED);
 }
 
-enum { C_PLACED, C_FREED, C_NOT_FITTING, C_SMALL };
+enum { C_PLACED, C_FREED, C_NOT_FITTING };
 
 static void count(const struct hmi_bk *b, int which)
 {
     struct hmi_bk_counts *c = &hmi_bk_counts[b - hmi_bks][hm_stripe()];
     uint64_t *f = which == C_PLACED ? &c->placed : which == C_FREED ? &c->freed
-                : which == C_NOT_FITTING ? &c->not_fitting : &c->small;
+                : &c->not_fitting;
     hm_stripe_add(f, 1);
 }
 
@@ -180,7 +180,6 @@ static void count_sum(uint32_t index, struct hmi_backend_stats *out)
         out->placed += __atomic_load_n(&c->placed, __ATOMIC_RELAXED);
         out->freed += __atomic_load_n(&c->freed, __ATOMIC_RELAXED);
         out->not_fitting += __atomic_load_n(&c->not_fitting, __ATOMIC_RELAXED);
-        out->small += __atomic_load_n(&c->small, __ATOMIC_RELAXED);
     }
 }
 
@@ -371,24 +370,27 @@ int hmi_backend_open(uint32_t index, const char *name, const char *spec,
     } else if (!strcmp(spec, "hugetlb")) {
         b->kind = HMI_BK_HUGETLB;
         b->map_huge = 1;
-        rc = pagemap_init(&why) ? -1 : hmi_probe_map(b, &why);
+        rc = pagemap_init(&why) || chunks_init(&why) ? -1 : hmi_probe_map(b, &why);
     } else if (!strcmp(spec, "thp")) {
         b->kind = HMI_BK_THP;
         b->thp = 1;
-        rc = pagemap_init(&why);
+        rc = pagemap_init(&why) || chunks_init(&why) ? -1 : 0;
     } else if (!strncmp(spec, "numa:", 5)) {
         b->kind = HMI_BK_NUMA;
-        rc = pagemap_init(&why) ? -1 : numa_open(b, spec + 5, &why);
+        rc = pagemap_init(&why) || chunks_init(&why) ? -1 : numa_open(b, spec + 5, &why);
     } else if (!strncmp(spec, "memkind:", 8)) {
-        /* small objects packed in 2 MiB chunks: up to 1 MiB on 2 MiB pages (a block
-         * of its own would round to a whole page), up to 256 KiB on 4 KiB pages
-         * (larger blocks of their own waste < 4 KiB, an arena class up to 25 %) */
         b->kind = HMI_BK_MEMKIND;
         rc = pagemap_init(&why) || chunks_init(&why) ? -1 : hmi_mk_open(b, spec + 8, &why);
-        b->arena_max = b->map_huge ? HMI_ARENA_MAX : HMI_ARENA_MAX / 4;
     } else {
         hmi_msg_str(&why, "unknown backend (want memkind:KIND, numa:NODES, hugetlb, thp or default)");
     }
+    /* Small objects are packed in 2 MiB chunks (hmi_arena.h): up to 1 MiB where a
+     * block of its own would take a whole 2 MiB page (hugetlb, the memkind hugepage
+     * kinds) or would get none (thp: the kernel backs only 2 MiB-aligned ranges a
+     * mapping covers whole), up to 256 KiB on 4 KiB pages (larger blocks of their own
+     * waste < 4 KiB, an arena class up to 25 %). */
+    if (rc == 0 && b->kind != HMI_BK_DEFAULT)
+        b->arena_max = b->map_huge || b->thp ? HMI_ARENA_MAX : HMI_ARENA_MAX / 4;
     if (rc == 0 && hmi_arena_reset(index, b->arena_max != 0) != 0) {
         hmi_msg_str(&why, "cannot map the small-object arena's state");
         rc = -1;
@@ -540,10 +542,6 @@ static void *arena_alloc(struct hmi_bk *b, uint32_t index, unsigned cls, size_t 
 static void *mmap_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t align)
 {
     int huge = b->map_huge;
-    if (b->kind == HMI_BK_HUGETLB && size < HMI_HUGETLB_MIN) {
-        count(b, C_SMALL);
-        return NULL;
-    }
     if (size > (1ull << ADDR_BITS))
         return NULL;
     uint64_t len = round_up(size, huge ? PAGE_2M : PAGE_4K);

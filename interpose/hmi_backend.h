@@ -3,17 +3,17 @@
  * capacity is in use, and which allocator owns a pointer.
  *
  * Backends (the BACKEND field of a `tier` line):
- *   hugetlb        2 MiB hugepages from the reserved pool, one mmap(MAP_HUGETLB) per
- *                  block, the length rounded up to 2 MiB (nothing else is carved from
- *                  the pool, so none of it is held by an allocator's free lists).
- *                  Policy for small objects: requests under HMI_HUGETLB_MIN (1 MiB)
- *                  are refused and counted as not fitting (and as `small`): rounding
- *                  them to a whole hugepage would waste more than half of it, and a
- *                  sub-allocator would keep pool pages held after their objects die.
- *                  The interposer sends refused requests to the fallback.
- *   thp            anonymous mmap + madvise(MADV_HUGEPAGE), 2 MiB-aligned start.
+ *   hugetlb        2 MiB hugepages from the reserved pool: one mmap(MAP_HUGETLB) per
+ *                  block over 1 MiB, the length rounded up to 2 MiB; objects up to
+ *                  1 MiB packed into 2 MiB hugepage chunks (hmi_arena.h), so a small
+ *                  object takes its size class, not a whole page. Chunks are never
+ *                  given back: the pool pages they hold stay the tier's.
+ *   thp            anonymous mmap + madvise(MADV_HUGEPAGE), 2 MiB-aligned start;
+ *                  objects up to 1 MiB packed into 2 MiB chunks (a mapping of their own
+ *                  would never be backed by a huge page).
  *   numa:LIST      anonymous mmap + mbind(MPOL_BIND) to the nodes of LIST ("0",
- *                  "8-15", "0,2,4-7"; raw syscall, no libnuma at link time).
+ *                  "8-15", "0,2,4-7"; raw syscall, no libnuma at link time); objects up
+ *                  to 256 KiB packed into 2 MiB chunks.
  *   memkind:KIND   memory where the memkind kind puts it (MEMKIND_HBW, MEMKIND_HBW_ALL,
  *                  MEMKIND_HBW_PREFERRED, MEMKIND_HBW_INTERLEAVE, MEMKIND_HBW_HUGETLB,
  *                  MEMKIND_HUGETLB, MEMKIND_REGULAR, MEMKIND_DAX_KMEM, MEMKIND_DEFAULT,
@@ -35,7 +35,7 @@
  *     2 MiB of the 47-bit address space (256 MiB of MAP_NORESERVE address space,
  *     touched only where blocks live), holds the tier and, on a block's first
  *     granule, its length. One relaxed load answers the lookup.
- *   - arena chunks (memkind): the chunk's granule holds its tier and size class;
+ *   - arena chunks: the chunk's granule holds its tier and size class;
  *     an object's start is a multiple of the class size into the chunk.
  *   Everything else (including NULL) is glibc's: HMI_OWNER_LIBC.
  *
@@ -57,7 +57,6 @@
 
 #define HMI_MAX_TIERS   16          /* tier indexes 0..15 */
 #define HMI_OWNER_LIBC  (-1)
-#define HMI_HUGETLB_MIN (1u << 20)  /* smaller hugetlb requests are refused */
 #define HMI_REASON_MAX  192
 
 enum hmi_backend_kind {
@@ -74,9 +73,7 @@ struct hmi_backend_stats {
     uint64_t high_water;    /* largest `used` seen */
     uint64_t placed;        /* blocks handed out */
     uint64_t freed;         /* blocks given back */
-    uint64_t not_fitting;   /* requests refused: capacity, too small (hugetlb), or the
-                               kernel/memkind had no memory */
-    uint64_t small;         /* of not_fitting: under HMI_HUGETLB_MIN on hugetlb */
+    uint64_t not_fitting;   /* requests refused: capacity, or the kernel had no memory */
 };
 
 /* Set up tier `index` (< HMI_MAX_TIERS) as `spec` with `capacity` bytes (0 and

@@ -32,7 +32,7 @@ struct hmi_bk {
 
 /* Block counts, striped (hm_util.h). */
 struct hmi_bk_counts {
-    uint64_t placed, freed, not_fitting, small;
+    uint64_t placed, freed, not_fitting;
 } __attribute__((aligned(64)));
 
 /* Capacity reserves, striped: a charge of at most HMI_CREDIT_SMALL bytes comes out

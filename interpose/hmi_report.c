@@ -361,11 +361,10 @@ static void write_summary(int fd, const struct hmi_placement *pl, const char *pa
         struct hmi_residency r;
         hmi_report_tier_residency((int)t, &r);
         outf(&o, "hmalloc%s: tier %s (%s, %s): %llu blocks placed (%s), high-water %s, "
-             "%llu not fitting%s\n", who, ti->name, ti->backend,
+             "%llu not fitting\n", who, ti->name, ti->backend,
              ti->unlimited ? "unlimited" : human(ti->capacity, a, sizeof a),
              (unsigned long long)s.placed, human(tier_bytes(pl, t), b, sizeof b),
-             human(s.high_water, c, sizeof c), (unsigned long long)s.not_fitting,
-             s.small ? " (hugetlb: under 1 MiB)" : "");
+             human(s.high_water, c, sizeof c), (unsigned long long)s.not_fitting);
         if (r.blocks_checked)
             outf(&o, "hmalloc%s: tier %s residency: %s of %s checked as intended, %s elsewhere, "
                  "%s never touched (%llu blocks sampled%s)\n", who, ti->name,
@@ -436,13 +435,13 @@ static void write_json(struct out *o, const struct hmi_placement *pl, const char
             outf(o, "%llu", (unsigned long long)ti->capacity);
         outf(o, ", \"available\": %s, \"placed_blocks\": %llu, \"placed_bytes\": %llu, "
              "\"freed_blocks\": %llu, \"high_water_bytes\": %llu, \"used_bytes_at_exit\": %llu, "
-             "\"not_fitting\": %llu, \"too_small\": %llu,\n     \"residency\": {"
+             "\"not_fitting\": %llu,\n     \"residency\": {"
              "\"blocks_checked\": %llu, \"blocks_unchecked\": %llu, \"bytes_checked\": %llu, "
              "\"bytes_intended\": %llu, \"bytes_elsewhere\": %llu, \"bytes_absent\": %llu}}",
              hmi_backend_available(t) ? "true" : "false", (unsigned long long)s.placed,
              (unsigned long long)tier_bytes(pl, t), (unsigned long long)s.freed,
              (unsigned long long)s.high_water, (unsigned long long)s.used,
-             (unsigned long long)s.not_fitting, (unsigned long long)s.small,
+             (unsigned long long)s.not_fitting,
              (unsigned long long)r.blocks_checked, (unsigned long long)r.blocks_unchecked,
              (unsigned long long)r.bytes_checked, (unsigned long long)r.bytes_intended,
              (unsigned long long)r.bytes_elsewhere, (unsigned long long)r.bytes_absent);

@@ -7,17 +7,15 @@ Per tier of the placement that maps hugepages and has sites:
   default_hugepagesz=1G); the memkind hugepage kinds (MEMKIND_HUGETLB, ...) use 2 MiB
   pages (libhmalloc refuses kinds of other sizes).
 - What one process needs: each placed site's blocks laid out as libhmalloc lays them
-  (interpose/hmi_backend.c, hmi_arena.c). On `hugetlb` a request under 1 MiB is refused
-  (it stays in ordinary memory) and every other one is a mapping of its own, its size
-  rounded up to 2 MiB (what the library charges) and by the kernel to whole pages. On
-  the memkind hugepage kinds a request of up to 1 MiB is an object of its size class,
+  (interpose/hmi_backend.c, hmi_arena.c; advisor/granularity.py). On `hugetlb` and the
+  memkind hugepage kinds a request of up to 1 MiB is an object of its size class,
   packed into 2 MiB chunks (one being filled per class and thread; chunks are never
-  given back), and larger ones are mappings of their own. A site needs the most pages
-  its live blocks held at once in the trace (allocs.csv, per rank); the tier needs the
-  sum over its sites plus its chunks, but never more than its capacity can hold (the
-  library's charges, whole 2 MiB units for mappings, in whole pages). Without
-  allocs.csv, sites.csv's sizes bound it; a site found in neither, or a memkind
-  hugepage tier without allocs.csv, counts as the whole capacity.
+  given back), and a larger one is a mapping of its own, its size rounded up to 2 MiB
+  (what the library charges) and by the kernel to whole pages. A site needs the most
+  pages its live blocks held at once in the trace (allocs.csv, per rank); the tier needs
+  the sum over its sites plus its chunks, but never more than its capacity can hold
+  (in whole pages). Without allocs.csv (which objects are packed is then unknown), or
+  for a site found in neither file, the tier counts as its whole capacity.
 - How many processes place: 1, or under an MPI launcher its ranks on this node
   (`--npernode N`, else `-np N`); each needs the largest traced rank's pages (the
   placement's capacity is per process, per-node tiers already divided by the ranks).
@@ -35,21 +33,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from advisor.granularity import ARENA_MAX, CHUNK, HUGE_BLOCK, class_size, uses_hugetlb
+
 if TYPE_CHECKING:
     from advisor.placement import PlacementFile
 
-CHARGE = 2 << 20                # hmi_backend.c PAGE_2M: mappings are charged in these
-HUGETLB_MIN = 1 << 20           # HMI_HUGETLB_MIN: smaller hugetlb requests are refused
-ARENA_MAX = 1 << 20             # HMI_ARENA_MAX: the largest small-object class
-CHUNK = 2 << 20                 # HMI_ARENA_CHUNK
+CHARGE = HUGE_BLOCK             # mappings are charged in these
 MEMKIND_PAGE = 2 << 20          # the only hugepage size memkind kinds may use here
 STATUS = Path("/proc/self/status")
 NODE_DIR = Path("/sys/devices/system/node")
-
-
-def uses_hugetlb(backend: str) -> bool:
-    """Whether a tier of this backend maps hugepages from a reserved pool."""
-    return backend == "hugetlb" or (backend.startswith("memkind:") and "HUGETLB" in backend)
 
 
 def tier_page(backend: str, default_page: int | None) -> int | None:
@@ -59,35 +51,22 @@ def tier_page(backend: str, default_page: int | None) -> int | None:
     return MEMKIND_PAGE if uses_hugetlb(backend) else None
 
 
-def class_size(n: int) -> int:
-    """The size of the arena class an n-byte object takes (hmi_arena.c's class_of and
-    hmi_arena_class_size: 16..128 in steps of 16, then four classes per doubling)."""
-    if n <= 128:
-        return max(16, (n + 15) // 16 * 16)
-    k = (n - 1).bit_length() - 8                      # n in (128 << k, 256 << k]
-    step = 32 << k
-    return (128 << k) + -(-(n - (128 << k)) // step) * step
-
-
 def capacity_pages(capacity: int | None, backend: str, page: int) -> int | None:
     """The most pages a tier of this capacity (bytes per process) can take."""
     if capacity is None:
         return None
-    if backend == "hugetlb":        # whole 2 MiB charges only
-        return -(-(capacity // CHARGE * CHARGE) // page)
     return -(-capacity // page)
 
 
-def block_pages(size: int, backend: str, page: int) -> int:
+def block_pages(size: int, page: int) -> int:
     """Pages a block of its own takes: its mapping, size rounded up to 2 MiB, in whole
-    pages; 0 for a hugetlb request under 1 MiB (refused)."""
-    if backend == "hugetlb" and size < HUGETLB_MIN:
-        return 0
+    pages."""
     return -(-(-(-size // CHARGE) * CHARGE) // page)
 
 
-def in_arena(size: int, backend: str) -> bool:
-    return backend != "hugetlb" and size <= ARENA_MAX
+def in_arena(size: int) -> bool:
+    """Whether a hugepage tier packs an object of this size into its chunks."""
+    return size <= ARENA_MAX
 
 
 # ---- the sizes of the sites, from sites.csv and allocs.csv ----
@@ -192,33 +171,26 @@ def _events(b: Block, pages: int) -> list[tuple[int, int, int]]:
     return ev
 
 
-def site_pages(s: SiteSizes, backend: str, page: int) -> dict[int, int] | None:
+def site_pages(s: SiteSizes, page: int) -> dict[int, int] | None:
     """Pages the site's blocks of their own need at most at once, per traced rank
-    (objects packed in the arena apart: arena_pages); None when unknown."""
-    if s.blocks is not None:
-        per_rank: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
-        for b in s.blocks:
-            if not in_arena(b.size, backend):
-                per_rank[b.rank] += _events(b, block_pages(b.size, backend, page))
-        return {r: _peak(ev) for r, ev in per_rank.items()}
-    if backend != "hugetlb":
-        return None                 # which objects went to the arena: unknown
-    if s.max_size < HUGETLB_MIN or s.n_allocs <= 0:
-        return {0: 0}
-    # at most k blocks of 1 MiB or more live at once, each of at most max_size; each
-    # rounds up by less than a page
-    k = max(1, min(s.n_allocs, s.peak_live // HUGETLB_MIN))
-    return {0: min(k * block_pages(s.max_size, backend, page),
-                   -(-s.peak_live // page) + k - 1)}
+    (objects packed in the arena apart: arena_pages); None when unknown (no allocs.csv:
+    which objects went to the arena is not known)."""
+    if s.blocks is None:
+        return None
+    per_rank: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
+    for b in s.blocks:
+        if not in_arena(b.size):
+            per_rank[b.rank] += _events(b, block_pages(b.size, page))
+    return {r: _peak(ev) for r, ev in per_rank.items()}
 
 
-def arena_pages(sites: list[SiteSizes], backend: str) -> dict[int, int]:
+def arena_pages(sites: list[SiteSizes]) -> dict[int, int]:
     """2 MiB chunks the tier's small objects take per rank: per size class and thread,
     enough chunks for the most objects live at once (chunks are never given back)."""
     per_key: dict[tuple[int, int, int], list[tuple[int, int, int]]] = defaultdict(list)
     for s in sites:
         for b in s.blocks or []:
-            if in_arena(b.size, backend):
+            if in_arena(b.size):
                 cs = class_size(b.size)
                 per_key[(b.rank, b.thread, cs)] += _events(b, 1)
     out: dict[int, int] = defaultdict(int)
@@ -236,7 +208,7 @@ class TierNeed:
     per_process: int                # pages
     processes: int
     nodes: tuple[int, ...]          # empty: the machine's pool
-    sized_by: str                   # "allocs.csv", "sites.csv" or "capacity"
+    sized_by: str                   # "allocs.csv" or "capacity"
     capped: bool                    # the sites need more than the capacity holds
 
     @property
@@ -258,7 +230,7 @@ def tier_needs(pf: PlacementFile, sizes: dict[str, SiteSizes], processes: int,
             continue
         cap = capacity_pages(t.capacity, t.backend, page)
         known = [sizes.get(s.chain) for s in sites]
-        per_site = [site_pages(k, t.backend, page) if k else None for k in known]
+        per_site = [site_pages(k, page) if k else None for k in known]
         if any(p is None for p in per_site):
             need, by = cap, "capacity"
         else:
@@ -266,10 +238,10 @@ def tier_needs(pf: PlacementFile, sizes: dict[str, SiteSizes], processes: int,
             for p in per_site:
                 for r, n in (p or {}).items():
                     ranks[r] += n
-            for r, n in arena_pages([k for k in known if k], t.backend).items():
+            for r, n in arena_pages([k for k in known if k]).items():
                 ranks[r] += n
             need = max(ranks.values(), default=0)
-            by = "allocs.csv" if all(k and k.blocks is not None for k in known) else "sites.csv"
+            by = "allocs.csv"
         capped = cap is not None and (need is None or need > cap)
         per_process = cap if capped or need is None else need
         if per_process is None:         # an unlimited tier of unknown sizes: not a fast tier
@@ -379,7 +351,7 @@ def describe(n: TierNeed) -> str:
 
     procs = f" x {n.processes} processes" if n.processes > 1 else ""
     why = {"capacity": "its capacity: the sites' sizes are unknown",
-           "sites.csv": "from sites.csv", "allocs.csv": "from allocs.csv"}[n.sized_by]
+           "allocs.csv": "from allocs.csv"}[n.sized_by]
     capped = ", capped at the capacity" if n.capped else ""
     return (f"tier {n.tier} ({n.backend}): {n.per_process}{procs} pages of "
             f"{human(n.page)} ({why}{capped})")

@@ -163,13 +163,14 @@ static void test_thp(void)
     CHECK(s.high_water == 15 * MiB);
     p = hmi_backend_alloc(T_THP, 17 * MiB, 0);       /* larger than the capacity */
     CHECK(p == NULL);
-    /* small blocks are charged from per-thread reserves: still exactly 4096 blocks
-     * of 4 KiB fit (reserves go back before a refusal), mixed with large ones */
+    /* small objects (the arena's 4 KiB class) are charged from per-thread reserves:
+     * still exactly 4096 of them fit (reserves go back before a refusal), mixed with
+     * large ones */
     static char *small[4100];
     char *big = hmi_backend_alloc(T_THP, 2 * MiB, 0);
     CHECK(big != NULL);
     int n = 0;
-    while (n < 4100 && (small[n] = hmi_backend_alloc(T_THP, 100, 0)) != NULL)
+    while (n < 4100 && (small[n] = hmi_backend_alloc(T_THP, 4000, 0)) != NULL)
         n++;
     CHECK(n == 4096 - 512);
     hmi_backend_stats(T_THP, &s);
@@ -423,12 +424,28 @@ static void test_hugetlb(void)
     CHECK(open_tier(T_HUGE, "hugetlb", 6 * MiB) == 0);
     CHECK(hmi_backend_kind(T_HUGE) == HMI_BK_HUGETLB);
     struct hmi_backend_stats s;
-    /* small objects are refused and counted */
-    CHECK(hmi_backend_alloc(T_HUGE, 100000, 0) == NULL);
-    hmi_backend_stats(T_HUGE, &s);
-    CHECK(s.small == 1 && s.not_fitting == 1 && s.placed == 0);
-    /* 2 MiB rounding */
+    /* objects up to 1 MiB share a hugepage chunk per class (100000 bytes: the
+     * 114688-byte class, 18 to a chunk), charged by their class */
     long f0 = huge_free();
+    char *so[10];
+    for (int k = 0; k < 10; k++) {
+        so[k] = hmi_backend_alloc(T_HUGE, 100000, 0);
+        CHECK(so[k] && hmi_owner(so[k]) == T_HUGE);
+        CHECK(hmi_backend_usable_size(T_HUGE, so[k]) == 114688);
+        if (so[k])
+            memset(so[k], k + 1, 100000);
+    }
+    CHECK(huge_free() == f0 - 1);
+    hmi_backend_stats(T_HUGE, &s);
+    CHECK(s.placed == 10 && s.not_fitting == 0 && s.used == 10 * 114688ull);
+    for (int k = 0; k < 10; k++) {
+        CHECK(so[k] && so[k][0] == k + 1 && so[k][99999] == k + 1);
+        hmi_backend_free(T_HUGE, so[k]);
+    }
+    hmi_backend_stats(T_HUGE, &s);
+    CHECK(s.used == 0 && s.freed == 10);
+    /* 2 MiB rounding (the chunk above stays the tier's) */
+    f0 = huge_free();
     char *p = hmi_backend_alloc(T_HUGE, MiB + 1, 0);
     CHECK(p && hmi_owner(p) == T_HUGE);
     CHECK(hmi_backend_usable_size(T_HUGE, p) == 2 * MiB);

@@ -108,7 +108,7 @@ def test_blocks_are_rounded_to_pages_one_by_one():
 def test_timeline_peaks_are_just_before_frees():
     allocs = allocs_frame([(1, 0, PAGE, 0, 10), (2, 0, PAGE, 5, 20), (1, 0, PAGE, 10, -1),
                            (2, 0, PAGE, 30, 40)])
-    tl = Timeline(allocs, np.array([1, 2]), np.array([PAGE, PAGE]), [PAGE])
+    tl = Timeline(allocs, np.array([1, 2]), np.array([PAGE, PAGE]), [lambda s: -(-s // PAGE)])
     # Events: a0 a5 | f10 a10 | f20 | a30 | f40 : peaks after a5, after a10, after a30.
     assert tl.n_peaks == 3
     assert tl.usage(np.array([0, 0]), 0).tolist() == [2, 2, 2]

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 from clistage import HMTUNE, LATENCY, ROOT, hmtune
 
+from advisor.granularity import class_size
 from advisor.placement import PlacementFile, SiteLine, TierLine, frames, write_placement
 from analyze.sites_io import ALLOCS_COLUMNS, SITES_COLUMNS, version_line
 from workflows import hugepages, reserve
@@ -58,10 +59,10 @@ def one(pf: PlacementFile, sizes: dict[str, SiteSizes], processes: int = 1,
 
 def test_arena_class_sizes() -> None:
     """hmi_arena.c's classes: 16..128 in steps of 16, then four per doubling."""
-    assert [reserve.class_size(n) for n in (0, 1, 16, 17, 128, 129, 160, 161, 256, 257)] == \
+    assert [class_size(n) for n in (0, 1, 16, 17, 128, 129, 160, 161, 256, 257)] == \
         [16, 16, 16, 32, 128, 160, 160, 192, 256, 320]
-    assert reserve.class_size(100 << 10) == 114688
-    assert reserve.class_size(1000000) == reserve.class_size(MIB) == MIB
+    assert class_size(100 << 10) == 114688
+    assert class_size(1000000) == class_size(MIB) == MIB
 
 
 def test_sizes_round_up_to_pages_as_the_library_maps_them() -> None:
@@ -69,11 +70,11 @@ def test_sizes_round_up_to_pages_as_the_library_maps_them() -> None:
                    sites=[("fast", c) for c in ("/a+0x1", "/a+0x2", "/a+0x3", "/a+0x4", "/a+0x5")])
     sizes = {"/a+0x1": blocks((2 * MIB, 0, 9)),            # 1 page
              "/a+0x2": blocks((2 * MIB + 1, 0, 9)),        # 2
-             "/a+0x3": blocks((512 << 10, 0, 9)),          # under 1 MiB: refused, 0
-             "/a+0x4": blocks((MIB, 0, 9)),                # 1
+             "/a+0x3": blocks((512 << 10, 0, 9)),          # a chunk of its class: 1
+             "/a+0x4": blocks((MIB, 0, 9)),                # a chunk of its class: 1
              "/a+0x5": blocks((5 * MIB + MIB // 2, 0, -1))}   # 3, never freed
     n = one(pf, sizes)
-    assert (n.per_process, n.pages, n.page, n.sized_by, n.capped) == (7, 7, PAGE, "allocs.csv",
+    assert (n.per_process, n.pages, n.page, n.sized_by, n.capped) == (8, 8, PAGE, "allocs.csv",
                                                                      False)
 
 
@@ -86,14 +87,14 @@ def test_a_site_needs_its_most_pages_live_at_once() -> None:
 
 
 def test_capacity_caps_the_pages() -> None:
-    """Never more than the capacity holds: whole 2 MiB charges, in whole pages."""
+    """Never more than the capacity holds, in whole pages."""
     sites = [("fast", "/a+0x1"), ("fast", "/a+0x2")]
     sizes = {"/a+0x1": blocks((6 * MIB, 0, 9)), "/a+0x2": blocks((6 * MIB, 0, 9))}
     n = one(placement(("fast", "hugetlb", 5 * MIB), sites=sites), sizes)
-    assert (n.per_process, n.capped) == (2, True)
+    assert (n.per_process, n.capped) == (3, True)
     n = one(placement(("fast", "hugetlb", 5 * MIB), sites=sites), sizes, default_page=GIB)
     assert (n.per_process, n.capped) == (1, True)       # two 1 GiB pages; 4 MiB charged
-    assert reserve.capacity_pages(5 * MIB, "hugetlb", PAGE) == 2
+    assert reserve.capacity_pages(5 * MIB, "hugetlb", PAGE) == 3
     assert reserve.capacity_pages(3 * GIB + 3 * MIB, "hugetlb", GIB) == 4
     assert reserve.capacity_pages(5 * MIB, "memkind:MEMKIND_HUGETLB", PAGE) == 3
 
@@ -155,12 +156,12 @@ def test_memkind_hugepage_kind_packs_small_objects_in_chunks() -> None:
 
 
 def test_sites_csv_alone_and_unknown_sites() -> None:
+    """Without allocs.csv which objects are packed into chunks is unknown: the tier
+    counts as its capacity, as for a site of unknown size."""
     pf = placement(("fast", "hugetlb", 64 * MIB), sites=[("fast", "/a+0x1")])
-    assert one(pf, {"/a+0x1": SiteSizes(1, 3 * MIB, 3 * MIB)}).per_process == 2
-    # 4 blocks of at most 3 MiB, 6 MiB at once: at most 3 + 4 - 1 pages
-    n = one(pf, {"/a+0x1": SiteSizes(4, 3 * MIB, 6 * MIB)})
-    assert (n.per_process, n.sized_by) == (6, "sites.csv")
-    assert one(pf, {"/a+0x1": SiteSizes(9, 900 << 10, 8 * MIB)}).per_process == 0
+    for s in (SiteSizes(1, 3 * MIB, 3 * MIB), SiteSizes(9, 900 << 10, 8 * MIB)):
+        n = one(pf, {"/a+0x1": s})
+        assert (n.per_process, n.sized_by, n.capped) == (32, "capacity", False)
     n = one(pf, {})                                         # a site of unknown size
     assert (n.per_process, n.sized_by, n.capped) == (32, "capacity", False)
 

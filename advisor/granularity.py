@@ -1,0 +1,114 @@
+"""What a tier charges for an object: libhmalloc's granularity, per backend.
+
+One model for the advisor (a site's size in a tier), `hmtune run --reserve-hugepages`
+(the pages a tier needs) and the report, kept equal to interpose/hmi_backend.c and
+hmi_arena.c:
+
+- Objects up to the backend's arena limit are packed into 2 MiB chunks and charged
+  their size class (16..128 bytes in steps of 16, then four classes per doubling: at
+  most 25 % over the request). The limit is 1 MiB where a block of its own would take
+  a whole 2 MiB page (`hugetlb`, the memkind hugepage kinds) or would never get one
+  (`thp`), 256 KiB on 4 KiB pages (`numa:NODES`, the other memkind kinds).
+- Larger objects are mappings of their own, charged their size rounded up to the
+  mapping's page: 2 MiB on `hugetlb` and the memkind hugepage kinds, else 4 KiB.
+- `default` places nothing: objects are charged their size.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:       # numpy only where arrays are used: hmtune run stays light
+    import numpy as np
+
+KIB = 1 << 10
+MIB = 1 << 20
+ARENA_MAX = MIB                 # HMI_ARENA_MAX: the largest class
+ARENA_MAX_4K = 256 * KIB        # on 4 KiB pages
+CHUNK = 2 * MIB                 # HMI_ARENA_CHUNK
+HUGE_BLOCK = 2 * MIB            # hmi_backend.c PAGE_2M: hugepage mappings are rounded to it
+SMALL_PAGE = 4 * KIB
+UNIT = 4 * KIB                  # the advisor counts sizes and capacities in these
+
+
+def uses_hugetlb(backend: str) -> bool:
+    """Whether a tier of this backend maps hugepages from a reserved pool."""
+    return backend == "hugetlb" or (backend.startswith("memkind:") and "HUGETLB" in backend)
+
+
+def arena_max(backend: str) -> int:
+    """The largest object the backend packs into chunks (0: none)."""
+    if backend == "default":
+        return 0
+    return ARENA_MAX if uses_hugetlb(backend) or backend == "thp" else ARENA_MAX_4K
+
+
+def block_page(backend: str) -> int:
+    """What a mapping of its own is rounded up to."""
+    return HUGE_BLOCK if uses_hugetlb(backend) else SMALL_PAGE
+
+
+def class_size(n: int) -> int:
+    """The size of the arena class an n-byte object takes (hmi_arena.c's class_of and
+    hmi_arena_class_size: 16..128 in steps of 16, then four classes per doubling)."""
+    if n <= 128:
+        return max(16, (n + 15) // 16 * 16)
+    k = (n - 1).bit_length() - 8                      # n in (128 << k, 256 << k]
+    step = 32 << k
+    return (128 << k) + -(-(n - (128 << k)) // step) * step
+
+
+def class_sizes(n: np.ndarray) -> np.ndarray:
+    """class_size over an int64 array."""
+    import numpy as np
+
+    n = np.maximum(np.asarray(n, np.int64), 1)
+    small = np.maximum(16, (n + 15) // 16 * 16)
+    # k = bit_length(n - 1) - 8 for n > 128 (frexp's exponent is the bit length of an
+    # integer below 2^53)
+    bits = np.frexp((n - 1).astype(np.float64))[1].astype(np.int64)
+    k = np.maximum(bits - 8, 0)
+    base = np.int64(128) << k
+    step = np.int64(32) << k
+    big = base + -(-(n - base) // step) * step
+    return np.where(n <= 128, small, big)
+
+
+def charge(size: int, backend: str) -> int:
+    """Bytes the tier charges for one object of size bytes."""
+    if backend == "default":
+        return size
+    size = max(size, 1)
+    if size <= arena_max(backend):
+        return class_size(size)
+    page = block_page(backend)
+    return -(-size // page) * page
+
+
+def charges(sizes: np.ndarray, backend: str) -> np.ndarray:
+    """charge over an int64 array of object sizes."""
+    import numpy as np
+
+    sizes = np.asarray(sizes, np.int64)
+    if backend == "default":
+        return sizes.copy()
+    page = np.int64(block_page(backend))
+    blocks = -(-np.maximum(sizes, 1) // page) * page
+    return np.where(sizes <= arena_max(backend), class_sizes(sizes), blocks)
+
+
+def estimate(peak: int, max_size: int, n_allocs: int, total_bytes: int, backend: str) -> int:
+    """A site's charge at its peak from sites.csv alone (no allocs.csv): its live bytes
+    at the peak, each object taken at the site's mean size (objects of the arena) or
+    rounded up to the mapping's page (the rest)."""
+    if peak <= 0 or backend == "default":
+        return max(peak, 0)
+    mean = max(1, total_bytes // n_allocs) if n_allocs > 0 else max(1, max_size)
+    if max_size <= arena_max(backend):
+        return -(-peak * class_size(mean) // mean)
+    page = block_page(backend)
+    # about k objects over the arena limit live at once (the peak in objects of the
+    # mean size, or of just over the limit), each rounded up by less than a page
+    k = max(1, min(max(n_allocs, 1), peak // max(mean, arena_max(backend) + 1)))
+    return max(-(-peak // page) * page,
+               min(k * (-(-max_size // page) * page), -(-peak // page) * page + (k - 1) * page))
