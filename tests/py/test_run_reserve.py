@@ -543,3 +543,50 @@ def test_imports_stay_light() -> None:
             "print(sorted(m for m in ('pandas', 'numpy') if m in sys.modules))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert r.stdout.strip() == "[]", r.stderr
+
+
+SMALL_OBJECTS = ROOT / "build" / "tests" / "programs" / "small_objects"
+
+
+@root_pool
+def test_small_objects_fill_the_planned_capacity(tmp_path: Path, empty_pool: None) -> None:
+    """Sites of objects under 1 MiB (400 x 24 KiB, 12 x 600 KiB) planned into an 18 MiB
+    hugetlb tier by their size classes are placed whole: no object of a planned site
+    falls back, and the tier's high-water mark is at least 90 % of what was planned."""
+    import json
+
+    import numpy as np
+    import pandas as pd
+
+    from advisor.model import charged_peaks
+    from advisor.placement import read_placement
+
+    d = tmp_path / "stage"
+    r = hmtune("trace", "-q", "-o", str(d), "--", str(SMALL_OBJECTS), "100")
+    assert r.returncode == 0, r.stderr
+    assert hmtune("analyze", str(d)).returncode == 0
+    m = tmp_path / "m.toml"
+    m.write_text((ROOT / "configs" / "machines" / "vm-hugetlb.toml").read_text()
+                 .replace('capacity = "4G"', 'capacity = "18M"').replace('per = "node"', ""))
+    r = hmtune("advise", str(d), "--machine", str(m))
+    assert r.returncode == 0, r.stderr
+    pf = read_placement(d / "placement.txt")
+    sites = pd.read_csv(d / "sites.csv", comment="#")
+    by_chain = {c: int(i) for i, c in zip(sites["site_id"], sites["callstack_raw"], strict=True)}
+    placed = [by_chain[s.chain] for s in pf.sites if s.tier == "huge"]
+    small = sites[sites["max_size"] < MIB]["site_id"].tolist()
+    assert set(placed) & set(small), "no site of small objects was placed"
+    allocs = pd.read_csv(d / "allocs.csv", comment="#")
+    planned = int(charged_peaks(allocs, np.array(placed), "hugetlb").sum())
+    assert 15 * MIB < planned <= 18 * MIB
+    out = tmp_path / "run"
+    r = run_latency(d, "-q", "--reserve-hugepages", app=(str(SMALL_OBJECTS), "100"), out=out)
+    assert r.returncode == 0, r.stderr
+    stats = json.loads((out / "run-stats.json").read_text())
+    tier = next(t for t in stats["tiers"] if t["name"] == "huge")
+    assert tier["available"] and tier["not_fitting"] == 0
+    assert tier["high_water_bytes"] >= 0.9 * planned
+    assert tier["high_water_bytes"] <= 18 * MIB
+    for s in stats["sites"]:
+        if s["tier"] == "huge":
+            assert s["matches"] > 0 and s["fell_back"] == 0, s
