@@ -2,6 +2,7 @@
 per-moment brute force written independently of the peak logic."""
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -135,3 +136,28 @@ def test_lifetime_time_limit_returns_valid_placement():
     check_placement(problem, p, lifetime=True)
     assert p.bound >= p.value
     assert any("time limit" in n for n in p.notes)
+
+
+def test_time_shared_capacity_is_reported_as_such():
+    """Two sites of 3 pages that never coexist, both in a 4-page tier: the tier holds
+    3 pages at once (within its capacity), while their own peaks add up to 6."""
+    import pandas as pd
+
+    from advisor.inputs import Sites
+    from advisor.report import tier_use
+
+    problem = two_sites(10, 20)
+    problem.blocks = problem.allocs
+    life = solve(problem, "ilp-lifetime")
+    assert life.tier_of.tolist() == [0, 0]
+    table = pd.DataFrame({"site_id": [3, 4], "label": ["a", "b"]})
+    sites = Sites(Path("sites.csv"), {}, table, table.iloc[:0], 18.0)
+    fast = tier_use(sites, problem, life)[0]
+    assert fast.used == 6 * PAGE and fast.at_once == 3 * PAGE
+    assert fast.tier.capacity is not None and fast.at_once <= fast.tier.capacity < fast.used
+    # overlapping: at once is the sum
+    problem = two_sites(9, 20)
+    problem.blocks = problem.allocs
+    both = replace(life, tier_of=np.array([0, 0]))
+    fast = tier_use(sites, problem, both)[0]
+    assert fast.used == fast.at_once == 6 * PAGE
