@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:                   # pandas loads only when advise runs
     import pandas as pd
 
+    from advisor.model import Placement, Problem
     from advisor.tiers import Machine
 
 STRATEGIES = ("ilp", "ilp-lifetime", "misses", "density")
@@ -156,6 +157,33 @@ def _tier_warnings(machine: Machine) -> list[str]:
     return out
 
 
+def _forecast(sites_path: Path, meta: dict[str, str], problem: Problem,
+              placement: Placement, notes: list[str]) -> list[str]:
+    """The predicted speedups' lines (advisor/predict.py), calibrated by the
+    calibration.json next to sites.csv when it holds for this trace and machine."""
+    from advisor import predict
+    from analyze.traceid import FIELD as TRACE_ID
+
+    if problem.n == 0:
+        return []
+    cal, path = None, sites_path.parent / "calibration.json"
+    if path.is_file():
+        try:
+            got = predict.read_calibration(path)
+        except (OSError, ValueError) as e:
+            notes.append(f"{path} not used: {e}")
+        else:
+            why = predict.matches(got, meta.get(TRACE_ID, ""), meta.get("sampler", "?"),
+                                  problem.tiers)
+            if why:
+                notes.append(f"{path} not used: {why}")
+            else:
+                cal = got
+    mine = predict.predict(problem, placement.tier_of, cal)
+    every = predict.predict(problem, predict.all_fast(problem), cal)
+    return predict.lines(mine, every, cal, problem.tiers[0].name)
+
+
 def _command(args: argparse.Namespace) -> str:
     parts = ["hmtune", "advise", args.sites]
     for flag, value in (("--mem", args.mem), ("--machine", args.machine),
@@ -270,6 +298,7 @@ def _run(args: argparse.Namespace) -> int:
                       stores=table["stores"].to_numpy(np.int64),
                       tiers=tiers, total_weight=sites.total_weight,
                       allocs=allocs if lifetime else None,
+                      samples=table["samples"].to_numpy(np.int64),
                       max_sizes=table["max_size"].to_numpy(np.int64),
                       n_allocs=table["n_allocs"].to_numpy(np.int64),
                       total_bytes=table["total_bytes"].to_numpy(np.int64),
@@ -293,8 +322,9 @@ def _run(args: argparse.Namespace) -> int:
     if sites.total_weight <= 0:
         notes.append("the trace has no sampled weight: no site gains from fast memory "
                      "(trace again with a sampler, e.g. hmtune trace --sampler soft)")
+    forecast = _forecast(sites_path, sites.meta, problem, placement, notes)
     files = outputs.render(args, sites, machine, problem, placement, allocs, notes,
-                           _command(args), out, strategies)
+                           _command(args), out, strategies, forecast)
     files.placement_text = with_trace_id(files.placement_text, sites.meta)
     outputs.write_all(files)
     print(outputs.summary(files))

@@ -70,6 +70,7 @@ class Problem:
     allocs: pd.DataFrame | None = None
     # the granularity model's inputs (sites.csv's columns; None: one object of the
     # peak's size per site) and allocs.csv's rows for exact charges (None: estimated)
+    samples: np.ndarray | None = None   # sampled accesses per site (the weight's precision)
     max_sizes: np.ndarray | None = None
     n_allocs: np.ndarray | None = None
     total_bytes: np.ndarray | None = None

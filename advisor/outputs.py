@@ -103,7 +103,8 @@ def _curve(problem: Problem, strategies: ModuleType) -> Curve:
 
 def render(args: argparse.Namespace, sites: Sites, machine: Machine, problem: Problem,
            placement: Placement, allocs: pd.DataFrame | None, notes: list[str],
-           command: str, out: Path, strategies: ModuleType) -> Files:
+           command: str, out: Path, strategies: ModuleType,
+           forecast: list[str] | None = None) -> Files:
     pf = _placement_file(sites, problem, placement, allocs, command)
     if allocs is None and len(pf.sites):
         notes = [*notes, "no allocs.csv: size-window starts at 0 (every request is looked up)"]
@@ -125,14 +126,14 @@ def render(args: argparse.Namespace, sites: Sites, machine: Machine, problem: Pr
                         f"{sites.meta.get('label_form', '?')})"),
               ("machine", f"{machine.name} ({machine.source})"),
               ("command", command)]
-    text = report_text(sites, problem, placement, uses, curve, header, notes)
+    text = report_text(sites, problem, placement, uses, curve, header, notes, forecast or [])
     contents[outdir / "report.txt"] = text
     contents[outdir / "capacity_curve.csv"] = curve_csv(curve)
     fast = problem.tiers[0].capacity if len(problem.tiers) > 1 else None
     contents[outdir / "capacity_curve.png"] = curve_png(curve, fast)
     files = Files(out, contents, format_placement(pf), notes=[*placement.notes, *notes])
     names = [out.name, *(p.name for p in contents)]
-    files.summary_lines = terminal_summary(uses, placement, curve, names)
+    files.summary_lines = terminal_summary(uses, placement, curve, names, forecast or [])
     return files
 
 

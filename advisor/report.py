@@ -98,7 +98,8 @@ class Curve:
 
 
 def report_text(sites: Sites, problem: Problem, placement: Placement, uses: list[TierUse],
-                curve: Curve, header: list[tuple[str, str]], notes: list[str]) -> str:
+                curve: Curve, header: list[tuple[str, str]], notes: list[str],
+                forecast: list[str]) -> str:
     total = problem.total_weight
     out = ["hmtune advise report", "=" * 20]
     out += [f"{k + ':':<16}{v}" for k, v in header]
@@ -111,6 +112,7 @@ def report_text(sites: Sites, problem: Problem, placement: Placement, uses: list
     out.append(f"{'weight:':<16}{total:.6g} sampled in the trace; {_pct(placeable)} of it "
                f"in {problem.n} placeable site(s), {_pct(curve.capturable)} capturable "
                "(in sites that gain from a faster tier)")
+    out += [f"{k + ':':<16}{v}" for k, _, v in (x.partition(": ") for x in forecast)]
     for i, u in enumerate(uses):
         fb = i == len(uses) - 1
         live = u.rows[u.rows["weight"] > 0]
@@ -152,8 +154,8 @@ def report_text(sites: Sites, problem: Problem, placement: Placement, uses: list
 
 
 def terminal_summary(uses: list[TierUse], placement: Placement, curve: Curve,
-                     written: list[str]) -> str:
-    out = []
+                     written: list[str], forecast: list[str]) -> str:
+    out = list(forecast)
     for i, u in enumerate(uses):
         if i == len(uses) - 1:
             out.append(f"tier {u.tier.name} (fallback): {len(u.rows)} site(s), "

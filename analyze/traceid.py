@@ -20,7 +20,8 @@ from pathlib import Path
 
 FIELD = "trace-id"                   # key of the version line / placement comment
 STALE_DIR = "stale"                  # DIR/stale/: outputs of an earlier trace
-_IN_TEXT = re.compile(r"\btrace-id[=:]\s*([0-9a-f]{16})\b")
+# `trace-id=ID` in the text outputs, `"trace_id": "ID"` in calibration.json
+_IN_TEXT = re.compile(r"\btrace[-_]id\"?[=:]\s*\"?([0-9a-f]{16})\b")
 _CURVE_HEADER = b"capacity_bytes,share_of_capturable,share_of_total"
 _PNG = b"\x89PNG\r\n\x1a\n"
 PNG_SOFTWARE = "hmtune advise"       # capacity_curve.png's Software text chunk
@@ -78,19 +79,21 @@ def _png_by_hmtune(path: Path) -> bool:
 
 def written_by_hmtune(path: Path) -> bool:
     """Whether path is one of the derived outputs of a stage directory as hmtune
-    writes it (sites.csv, allocs.csv, placement.txt, report.txt, capacity_curve.*)."""
+    writes it (sites.csv, allocs.csv, placement.txt, report.txt, capacity_curve.*,
+    calibration.json)."""
     name = path.name
     if name == "capacity_curve.png":     # older ones carry no mark: go by their csv
         return _png_by_hmtune(path) or (
             _starts(path, _PNG) and written_by_hmtune(path.with_name("capacity_curve.csv")))
     prefix = {"sites.csv": b"# hmtune sites v", "allocs.csv": b"# hmtune allocs v",
               "placement.txt": b"# hmtune placement v", "report.txt": b"hmtune advise report",
-              "capacity_curve.csv": _CURVE_HEADER}.get(name)
+              "capacity_curve.csv": _CURVE_HEADER,
+              "calibration.json": b'{\n "format": "hmtune calibration v'}.get(name)
     return prefix is not None and _starts(path, prefix)
 
 
 DERIVED = ("sites.csv", "allocs.csv", "placement.txt", "report.txt", "capacity_curve.csv",
-           "capacity_curve.png")
+           "capacity_curve.png", "calibration.json")
 
 
 def stale_outputs(directory: Path, new_id: str | None) -> list[Path]:

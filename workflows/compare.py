@@ -372,13 +372,23 @@ def run(args: argparse.Namespace) -> int:
     fields = ["variant", *measure.SHARED_COLUMNS[:12], "fast_mib",
               *measure.SHARED_COLUMNS[12:]]
     write_csv(work / "summary.csv", fields, rows)
+    from workflows.calibrate import calibrate
+
+    cal = calibrate(stage, machine, work, summary, UPPER,
+                    {v.name: v.placement for v in variants
+                     if v.name in strategies and v.placement is not None}) \
+        if top else None
     stop = measure.stop_message(out, plan, summary)
     write_atomic(work / "result.json", json.dumps({
         "rounds": summary[0].runs, "stopped_by": out.stopped_by, "stop": stop,
         "repeats": rounds, "target": plan.target, "budget_s": plan.budget,
         "min_rounds": plan.min_rounds, "reference": REFERENCE, "upper_bound": top,
         "method": measure.method_note(summary[0].runs), "load_warning": out.load_warning,
-        "ran": out.ran, "seconds": round(out.seconds, 1)}, indent=1) + "\n")
+        "ran": out.ran, "seconds": round(out.seconds, 1),
+        "calibration": str(stage / "calibration.json") if cal and cal.calibration else None,
+        "predicted": {n: [round(p.speedup, 4), round(p.lo, 4), round(p.hi, 4)]
+                      for n, p in (cal.predicted if cal else {}).items()}},
+        indent=1) + "\n")
     print_table(summary)
     print()
     print("medians per run:")
@@ -397,6 +407,16 @@ def run(args: argparse.Namespace) -> int:
     if up is not None and up.est.share is None and summary[0].runs > 1:
         print(f"no share of gain: {UPPER} itself is {up.est.verdict} "
               f"({measure.fmt_speedup(up.est)}), so there is no gain to share.")
+    if cal and cal.calibration:
+        k = cal.calibration
+        print(f"calibration ({stage / 'calibration.json'}, for hmtune advise): every site "
+              f"fast gains k = {k.k:.2f} [{k.k_lo:.2f}-{k.k_hi:.2f}] of what the sampled "
+              "weight predicts; with it, predicted vs measured:")
+        for n, p in cal.predicted.items():
+            print(f"  {n:<14} predicted {p.text():<24} measured "
+                  f"{measure.fmt_speedup(next(s.est for s in summary if s.name == n))}")
+    for note in cal.notes if cal else []:
+        print(f"note: {note}.")
     if out.load_warning:
         print(f"warning: the machine was busy ({out.load_warning}).")
     print(f"{who}: runs in {work / 'runs.csv'}, table in {work / 'summary.csv'}",

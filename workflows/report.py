@@ -258,14 +258,31 @@ def compare_section(d: Path, out_dir: Path) -> list[str]:
     if any(_num(r, "speedup") is not None for r in summary):
         (out_dir / "compare.png").write_bytes(compare_png(summary, higher))
         out += ["![speedups](compare.png)", ""]
-    out += ["| variant | runs | median FOM | min-max | speedup | fast tier | dFOM/MiB |",
-            "|---|---:|---:|---:|---:|---:|---:|"]
+    predicted = _predicted(d / "compare" / "result.json")
+    out += ["| variant | runs | median FOM | min-max | speedup | predicted | fast tier | "
+            "dFOM/MiB |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in summary:
         g = r.get
+        p = predicted.get(g("variant", ""))
+        pred = f"{p[0]:.2f}x [{p[1]:.2f}-{p[2]:.2f}]" if p else ""
         out.append(f"| {g('variant', '?')} | {g('runs', '')} | {g('median_fom', '')} | "
-                   f"{g('min_fom', '')}-{g('max_fom', '')} | {_speedup(r)} | "
+                   f"{g('min_fom', '')}-{g('max_fom', '')} | {_speedup(r)} | {pred} | "
                    f"{g('fast_mib', '')} MiB | {g('dfom_per_mib', '')} |")
-    return out + ["", "dFOM/MiB = (median FOM - all-slow's) / MiB in the fast tier.", ""]
+    out += ["", "dFOM/MiB = (median FOM - all-slow's) / MiB in the fast tier."]
+    if predicted:
+        out += ["predicted: the advisor's model (advisor/predict.py) calibrated on all-fast's "
+                "measured speedup in this comparison (DIR/calibration.json)."]
+    return out + [""]
+
+
+def _predicted(result: Path) -> dict[str, list[float]]:
+    """compare's predicted speedups per advisor variant (result.json), {} without."""
+    try:
+        got = json.loads(result.read_text()).get("predicted") or {}
+    except (OSError, ValueError, AttributeError):
+        return {}
+    return {k: v for k, v in got.items() if isinstance(v, list) and len(v) == 3
+            and all(isinstance(x, int | float) for x in v)}
 
 
 def _group_legend(groups: list[str], by_id: dict[int, str]) -> list[str]:

@@ -81,6 +81,26 @@ def test_variants_runs_and_resume(stage: Path) -> None:
                 (float(x["speedup"]) - 1) / (s_all - 1), abs=tol), n
     res = json.loads((stage / "compare" / "result.json").read_text())
     assert res["stopped_by"] == "repeats" and res["rounds"] == 2
+    # the calibration: k fitted so that every site fast is predicted as measured, and
+    # each strategy's placement predicted with it
+    from advisor import predict
+    from workflows.calibrate import stage_problem, tier_of
+
+    cal = predict.read_calibration(stage / "calibration.json")
+    up = summary["all-fast"]
+    assert cal.rounds == 2 and cal.backend == "thp"
+    assert cal.measured == pytest.approx(float(up["speedup"]), rel=2e-3)
+    problem, _, chains = stage_problem(stage / "sites.csv", THP)
+    f_all, _ = predict.saved(problem, predict.all_fast(problem))
+    assert cal.fraction_all == pytest.approx(f_all)
+    assert predict.speedup(f_all, cal.k) == pytest.approx(cal.measured)
+    assert cal.k_lo <= cal.k <= cal.k_hi
+    assert sorted(res["predicted"]) == ["density", "ilp"]
+    for n in ("ilp", "density"):
+        tier = tier_of(problem, chains, stage / "compare" / n / "placement.txt")
+        p = predict.predict(problem, tier, cal)
+        assert res["predicted"][n] == pytest.approx([p.speedup, p.lo, p.hi], abs=1e-4)
+        assert p.lo <= p.speedup <= p.hi
     assert res["upper_bound"] == "all-fast" and "bootstrap" in res["method"]
     assert "speedup [95 % interval]" in r.stdout and "minor faults" in r.stdout
     assert "2 rounds (--repeats 2)" in r.stdout

@@ -41,16 +41,21 @@ def test_before_advise_and_compare(stage: Path) -> None:
 
 def test_with_advise_and_compare(stage: Path) -> None:
     assert hmtune("advise", str(stage), "--machine", str(THP), "--mem", "8M").returncode == 0
-    r = hmtune("compare", "-o", str(stage), "--machine", str(THP), "--repeats", "1",
+    r = hmtune("compare", "-o", str(stage), "--machine", str(THP), "--repeats", "2",
                "--strategies", "ilp", "--fom", FOM, "--",
                str(LATENCY), "-q")
     assert r.returncode == 0, r.stderr
+    import json
+
+    pred = json.loads((stage / "compare" / "result.json").read_text())["predicted"]["ilp"]
     assert hmtune("report", str(stage)).returncode == 0
     md = (stage / "report" / "report.md").read_text()
     pics = images(md, stage / "report")
     assert len(pics) == 2 and all(p.is_file() and p.stat().st_size > 1000 for p in pics)
     variants = re.findall(r"^\| ([a-z-]+) \| \d+ \|", md, re.M)
     assert variants == ["all-slow", "first-come", "size-window", "ilp", "all-fast"]
+    ilp = next(ln for ln in md.splitlines() if ln.startswith("| ilp |")).split(" | ")
+    assert ilp[5] == f"{pred[0]:.2f}x [{pred[1]:.2f}-{pred[2]:.2f}]"    # predicted
     advised = md.split("### `placement.txt`", 1)[1].split("###", 1)[0]
     placed = re.findall(r"^- `([^`]+)`:", advised, re.M)
     listed = [ln.split()[1] for ln in (stage / "placement.txt").read_text().splitlines()

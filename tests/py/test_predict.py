@@ -1,0 +1,142 @@
+"""The advisor's predicted speedup (advisor/predict.py): the model's arithmetic, its
+calibration by a measured every-site-fast speedup, and what advise does with a
+calibration file that is there, bad, or for another trace."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from advisefix import STANDARD, STANDARD_TOTAL, advise, site, write_sites
+
+from advisor import predict
+from advisor.model import MIB, Problem, Tier
+
+
+def problem(weights: list[float], samples: list[int], total: float,
+            fast_cost: float = 1.0, slow_cost: float = 2.0) -> Problem:
+    n = len(weights)
+    tiers = [Tier("fast", 64 * MIB, "numa:0", fast_cost, fast_cost),
+             Tier("slow", None, "default", slow_cost, slow_cost)]
+    return Problem(np.arange(3, 3 + n), np.full(n, MIB, np.int64), np.asarray(weights, float),
+                   np.asarray(samples, np.int64), np.zeros(n, np.int64), tiers,
+                   total_weight=total, samples=np.asarray(samples, np.int64))
+
+
+def test_uncalibrated_speedup_is_the_time_the_costs_save() -> None:
+    """Fast tier half the fallback's cost: a site with 40 of 100 units of weight saves
+    20, so S = 1 / (1 - 0.2) = 1.25; with many samples the range is narrow."""
+    p = problem([40.0, 10.0], [10**6, 10**6], 100.0)
+    only_first = np.array([0, 1])
+    f, sd = predict.saved(p, only_first)
+    assert f == pytest.approx(0.2) and sd < 1e-3
+    got = predict.predict(p, only_first, None)
+    assert got.speedup == pytest.approx(1.25)
+    assert got.lo <= 1.25 <= got.hi and got.hi - got.lo < 0.01
+    every = predict.predict(p, predict.all_fast(p), None)
+    assert every.speedup == pytest.approx(1 / (1 - 0.25))
+
+
+def test_few_samples_give_a_wide_range() -> None:
+    """The same weight from 4 samples: relative error 1/2, so f = 0.2 +- 0.196."""
+    p = problem([40.0], [4], 100.0)
+    got = predict.predict(p, np.array([0]), None)
+    assert got.lo == pytest.approx(1 / (1 - max(0.0, 0.2 - 1.96 * 0.1)))
+    assert got.hi == pytest.approx(1 / (1 - (0.2 + 1.96 * 0.1)))
+
+
+def test_calibration_reproduces_the_measured_bound_and_scales_the_rest() -> None:
+    p = problem([40.0, 10.0], [10**6, 10**6], 100.0)
+    f_all, _ = predict.saved(p, predict.all_fast(p))
+    k, k_lo, k_hi = predict.fit(1.10, 1.05, 1.16, f_all)
+    cal = predict.Calibration(k, k_lo, k_hi, 1.10, 1.05, 1.16, f_all, "", "soft", "numa:0",
+                              1.0, 2.0, 8, "x/compare")
+    every = predict.predict(p, predict.all_fast(p), cal)
+    assert every.speedup == pytest.approx(1.10)
+    assert every.lo == pytest.approx(1.05, abs=2e-3) and every.hi == pytest.approx(1.16, abs=2e-3)
+    # the first site holds 4/5 of the value: 1 / (1 - 0.8 (1 - 1/1.1))
+    first = predict.predict(p, np.array([0, 1]), cal)
+    assert first.speedup == pytest.approx(1 / (1 - 0.8 * (1 - 1 / 1.10)))
+    # a measured slowdown fits a negative k: predictions below 1
+    k, k_lo, k_hi = predict.fit(0.9, 0.85, 0.95, f_all)
+    slow = predict.predict(p, np.array([0, 1]), replace(cal, k=k, k_lo=k_lo, k_hi=k_hi))
+    assert slow.hi < 1.0
+
+
+def test_no_placement_worth_making() -> None:
+    p = problem([0.5, 0.3], [10**4, 10**4], 1000.0)       # 0.08 % of the time in sites
+    every = predict.predict(p, predict.all_fast(p), None)
+    assert not predict.worth_making(every)
+    text = predict.lines(every, every, None, "fast")
+    assert any(line.startswith("no placement worth making") for line in text)
+    p = problem([300.0], [10**4], 1000.0)
+    assert predict.worth_making(predict.predict(p, predict.all_fast(p), None))
+
+
+def test_calibration_file_round_trip_and_bad_files(tmp_path: Path) -> None:
+    cal = predict.Calibration(0.8, 0.5, 1.1, 1.1, 1.05, 1.16, 0.12, "3f2a9c0d5e7b1a46",
+                              "soft", "hugetlb", 1.0, 1.55, 8, "d/compare")
+    path = tmp_path / "calibration.json"
+    predict.write_calibration(path, cal)
+    assert predict.read_calibration(path) == cal
+    from analyze.traceid import recorded_id, written_by_hmtune
+
+    assert recorded_id(path) == "3f2a9c0d5e7b1a46" and written_by_hmtune(path)
+    for text in ("", "[]", '{"format": "something else"}',
+                 json.dumps({"format": predict.FORMAT, "k": 1.0}),
+                 path.read_text().replace('"k": 0.8', '"k": NaN')):
+        path.write_text(text)
+        with pytest.raises(ValueError):
+            predict.read_calibration(path)
+
+
+def test_advise_uses_a_matching_calibration_only(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture) -> None:
+    """A calibration for this trace and tier changes the prediction; one for another
+    trace, or a corrupt file, is left out with a note and nothing else changes."""
+    d = tmp_path / "s"
+    write_sites(d / "sites.csv", STANDARD, STANDARD_TOTAL)
+    rc, _, err = advise(capsys, str(d), "--mem", "80M")
+    assert rc == 0, err
+    before = (d / "placement.txt").read_text()
+    uncalibrated = (d / "report.txt").read_text()
+    tiers = [Tier("fast", 80 * MIB, "memkind:MEMKIND_HBW", 1.0, 1.0),
+             Tier("default", None, "default", 5.3, 5.3)]
+    cal = predict.Calibration(0.5, 0.4, 0.6, 1.2, 1.1, 1.3, 0.3, "", "soft",
+                              tiers[0].backend, 1.0, 5.3, 6, "s/compare")
+    predict.write_calibration(d / "calibration.json", cal)
+    rc, _, err = advise(capsys, str(d), "--mem", "80M")
+    assert rc == 0, err
+    assert (d / "placement.txt").read_text().splitlines()[3:] == before.splitlines()[3:]
+    calibrated = (d / "report.txt").read_text()
+    assert calibrated != uncalibrated and "s/compare (6 rounds)" in calibrated
+    for bad in (replace(cal, sampler="pebs"), replace(cal, fallback_cost=2.0)):
+        predict.write_calibration(d / "calibration.json", bad)
+        rc, _, err = advise(capsys, str(d), "--mem", "80M")
+        assert rc == 0 and "calibration.json not used" in err
+        assert "s/compare" not in (d / "report.txt").read_text()
+    (d / "calibration.json").write_text("{")
+    rc, _, err = advise(capsys, str(d), "--mem", "80M")
+    assert rc == 0 and "calibration.json not used" in err
+
+
+def test_advise_predicts_from_the_sites_weights(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture) -> None:
+    """The standard case on two-tier-memkind (fast 1.0, fallback 5.3): the placed sites 3
+    and 4 hold 800 of 1500 units, each saving 1 - 1/5.3 of its weight."""
+    from advisor.inputs import load_sites
+
+    d = tmp_path / "s"
+    write_sites(d / "sites.csv", [*STANDARD, site(9, MIB, 0.0)], STANDARD_TOTAL)
+    rc, _, err = advise(capsys, str(d), "--mem", "80M")
+    assert rc == 0, err
+    s = load_sites(d / "sites.csv")
+    assert s.total_weight == pytest.approx(STANDARD_TOTAL)
+    f = 800 / 1500 * (1 - 1 / 5.3)
+    want = predict.Prediction(1 / (1 - f), 0, 0, f).text().split(" ")[0]
+    line = next(x for x in (d / "report.txt").read_text().splitlines()
+                if x.startswith("predicted:"))
+    assert line.split()[1] == want

@@ -1,0 +1,100 @@
+"""`hmtune compare`'s calibration of the advisor's prediction (advisor/predict.py):
+every-site-fast's measured speedup fits the coefficient k, written to DIR/calibration.json
+for `hmtune advise`, and each advisor placement's predicted speedup is set beside its
+measured one (the check that the model transfers from all sites to the chosen ones)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from advisor.model import Problem
+    from advisor.predict import Calibration, Prediction
+    from workflows.measure import Summary
+
+
+@dataclass
+class Outcome:
+    calibration: Calibration | None
+    predicted: dict[str, Prediction]        # advisor variants, with the calibration
+    notes: list[str]
+
+
+def stage_problem(sites_csv: Path, machine: Path) -> tuple[Problem, dict[str, str], list[str]]:
+    """The advisor's problem for a stage's sites and a machine file (values only: the
+    tiers' capacities do not matter here), its sites.csv fields and its chains."""
+    import numpy as np
+
+    from advisor.inputs import load_sites
+    from advisor.model import Problem
+    from advisor.tiers import load_machine
+
+    sites = load_sites(sites_csv)
+    tiers = load_machine(machine).tiers
+    t = sites.table
+    problem = Problem(site_ids=t["site_id"].to_numpy(np.int64),
+                      sizes=t["peak_live_bytes"].to_numpy(np.int64),
+                      weights=t["weight"].to_numpy(np.float64),
+                      loads=t["loads"].to_numpy(np.int64), stores=t["stores"].to_numpy(np.int64),
+                      tiers=tiers, total_weight=sites.total_weight,
+                      samples=t["samples"].to_numpy(np.int64))
+    return problem, sites.meta, t["callstack_raw"].tolist()
+
+
+def tier_of(problem: Problem, chains: list[str], placement: Path) -> np.ndarray:
+    """The placement's tier index per site (sites it does not list: the fallback)."""
+    import numpy as np
+
+    from advisor.placement import read_placement
+
+    pf = read_placement(placement)
+    index = {t.name: i for i, t in enumerate(problem.tiers)}
+    fb = len(problem.tiers) - 1
+    where = {s.chain: index.get(s.tier, fb) for s in pf.sites}
+    return np.asarray([where.get(c, fb) for c in chains], np.int64)
+
+
+def calibrate(stage: Path, machine: Path, work: Path, summary: list[Summary], upper: str,
+              placements: dict[str, Path]) -> Outcome:
+    """Fit k from `upper`'s measured speedup, write stage/calibration.json, and predict
+    `placements` (name -> placement.txt) with it."""
+    from advisor import predict
+    from analyze.traceid import FIELD as TRACE_ID
+
+    by = {s.name: s for s in summary}
+    up = by.get(upper)
+    if up is None or up.est.lo is None or up.est.hi is None:
+        return Outcome(None, {}, ["no calibration: every site fast has no measured interval "
+                                  "(at least 2 rounds are needed)"])
+    try:
+        problem, meta, chains = stage_problem(stage / "sites.csv", machine)
+    except (OSError, ValueError) as e:
+        return Outcome(None, {}, [f"no calibration: {e}"])
+    f_all, _ = predict.saved(problem, predict.all_fast(problem))
+    if f_all <= 0:
+        return Outcome(None, {}, ["no calibration: the trace's sampled weight predicts no "
+                                  "gain at all from the fast tier"])
+    k, k_lo, k_hi = predict.fit(up.est.speedup, up.est.lo, up.est.hi, f_all)
+    tiers = problem.tiers
+    cal = predict.Calibration(
+        k=k, k_lo=min(k_lo, k_hi), k_hi=max(k_lo, k_hi), measured=up.est.speedup,
+        measured_lo=up.est.lo, measured_hi=up.est.hi, fraction_all=f_all,
+        trace_id=meta.get(TRACE_ID, ""), sampler=meta.get("sampler", "?"),
+        backend=tiers[0].backend, load_cost=tiers[0].load_cost,
+        fallback_cost=tiers[-1].load_cost, rounds=up.est.rounds, source=str(work))
+    notes: list[str] = []
+    try:
+        predict.write_calibration(stage / "calibration.json", cal)
+    except OSError as e:
+        notes.append(f"cannot write {stage / 'calibration.json'}: {e.strerror or e}")
+    out: dict[str, Prediction] = {}
+    for name, pl in placements.items():
+        try:
+            out[name] = predict.predict(problem, tier_of(problem, chains, pl), cal)
+        except (OSError, ValueError) as e:
+            notes.append(f"no prediction for {name}: {e}")
+    return Outcome(cal, out, notes)
