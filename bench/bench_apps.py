@@ -352,6 +352,34 @@ def _share(row: dict[str, str]) -> str:
     return f"{float(row['share_of_gain']):.0%}{inner}"
 
 
+# issue 15's targets: the advisor's share of every-site-fast's gain, where that gain is
+# real (its interval excludes 1), per capacity; predictions within 5 points of measured
+SHARE_TARGET = {0.25: 0.60, 0.5: 0.80}
+PREDICTION_POINTS = 0.05
+
+
+def target_verdict(frac: float, ilp: dict[str, str], top: dict[str, str],
+                   pred: list[float] | None) -> str:
+    """Whether the advisor's row meets issue 15's targets at this capacity, in words."""
+    out = []
+    if ilp.get("verdict") == "slower":
+        out.append("MISSED: measurably slower than all-slow")
+    lo = top.get("speedup_lo")
+    if not lo or float(lo) <= 1.0:
+        out.append("no real gain to share (every site fast is not measurably faster)")
+    elif ilp.get("share_of_gain"):
+        want = SHARE_TARGET.get(frac)
+        got = float(ilp["share_of_gain"])
+        if want is not None:
+            out.append(f"share {got:.0%} {'meets' if got >= want else 'MISSES'} "
+                       f"the {want:.0%} target")
+    if pred and ilp.get("speedup"):
+        off = pred[0] - float(ilp["speedup"])
+        out.append(f"predicted {pred[0]:.2f}x, {abs(off) * 100:.0f} points "
+                   f"{'within' if abs(off) <= PREDICTION_POINTS else 'OUTSIDE'} 5")
+    return ", ".join(out) or "no verdict"
+
+
 def _pct(x: float) -> str:
     return f"{x:.0%}"
 
@@ -402,17 +430,22 @@ def write_results(results: list[dict], args: argparse.Namespace) -> None:
                f"bench/work/{app.name}/; FOM `{app.fom}` "
                f"({'higher' if app.higher_is_better else 'lower'} is better).", ""]
         md += ["| capacity | variant | speedup [95 %] | verdict | share of gain [95 %] | "
-               "fast MiB | wall s | minor faults | hugepages |", "|---" * 9 + "|"]
+               "predicted [95 %] | fast MiB | wall s | minor faults | hugepages |",
+               "|---" * 10 + "|"]
         summary = [app.name + ":"]
         for frac, c in r["compares"].items():
             rows = {row["variant"]: row for row in c["rows"]}
             res = _result_json(c["dir"])
+            pred = res.get("predicted") or {}
             for v in VARIANTS:
                 row = rows.get(v)
                 if row is None:
                     continue
+                p = pred.get(v)
+                ptext = f"{p[0]:.2f}x [{p[1]:.2f}, {p[2]:.2f}]" if p else \
+                    ("(calibrated here)" if v == "all-fast" and pred else "–")
                 md.append(f"| {frac:.0%} | {v} | {_speedup(row)} | {row.get('verdict', '')} | "
-                          f"{_share(row) if v != 'all-fast' else '(the bound)'} | "
+                          f"{_share(row) if v != 'all-fast' else '(the bound)'} | {ptext} | "
                           f"{_f(row.get('fast_mib'), '{:.0f}')} | {_f(row.get('wall_s'))} | "
                           f"{_f(row.get('minflt'), '{:.0f}')} | "
                           f"{_f(row.get('hugepages'), '{:.0f}')} |")
@@ -420,10 +453,11 @@ def write_results(results: list[dict], args: argparse.Namespace) -> None:
                 f"{len(c['bad'])} differ: {', '.join(c['bad'][:5])}"
             md.append(f"| {frac:.0%} | | {res.get('rounds', '?')} rounds, ended by "
                       f"{res.get('stopped_by', '?')} | correctness: {c['checked']} runs, {ok} "
-                      "| | | | | |")
+                      "| | | | | | |")
             ilp, top = rows.get("ilp", {}), rows.get("all-fast", {})
             summary.append(f"{frac:.0%}: advisor {_speedup(ilp)} ({ilp.get('verdict', '?')}; "
-                           f"share {_share(ilp)}), all-fast {_speedup(top)};")
+                           f"share {_share(ilp)}), all-fast {_speedup(top)}; "
+                           f"{target_verdict(frac, ilp, top, pred.get('ilp'))};")
         summary.append(f"trace overhead {r['trace']['overhead']:.2f}x; correctness "
                        f"{sum(c['checked'] - len(c['bad']) for c in r['compares'].values())}/"
                        f"{sum(c['checked'] for c in r['compares'].values())} runs equal")
