@@ -12,7 +12,8 @@ TP_MPICC  ?= mpicc
 TP_DEPS   := $(TP_SRCDIR)/build.mk
 
 # Plain C programs: name -> name.c, extra link flags per program below.
-TP_C_PROGS := allfamily threads omp forker dlopen_main realloc_chain crash stress echo_io
+TP_C_PROGS := allfamily threads omp forker dlopen_main realloc_chain crash stress echo_io \
+              refault no_perf
 TP_LDLIBS_threads     := -pthread
 TP_LDLIBS_stress      := -pthread
 TP_LDLIBS_dlopen_main := -ldl
