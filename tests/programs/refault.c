@@ -34,9 +34,10 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < pn; i++)
         persist[i] = i * 2654435761u;
     uint64_t sum = 0, x = 88172645463325252ull;
+    volatile int ntransient = NTRANSIENT;   /* one call site: the loop is not unrolled */
     for (uint64_t it = 0; it < iters; it++) {
         volatile uint64_t *t[NTRANSIENT];
-        for (int k = 0; k < NTRANSIENT; k++) {
+        for (int k = 0; k < ntransient; k++) {
             t[k] = malloc(tn * sizeof(uint64_t)); /* SITE:transient */
             if (!t[k])
                 return 1;
