@@ -70,7 +70,7 @@ trace: deps build
 	@$(HMTUNE) trace $(if $(OUT),-o "$(OUT)") $(if $(MPIRUN),--mpirun "$(MPIRUN)") \
 	  $(if $(MIN_SIZE),--min-size $(MIN_SIZE)) $(if $(DEPTH),--depth $(DEPTH)) \
 	  $(if $(SAMPLER),--sampler $(SAMPLER)) $(if $(PERIOD),--period $(PERIOD)) \
-	  $(if $(RATE),--rate $(RATE)) -- $(APP)
+	  $(if $(RATE),--rate $(RATE)) $(if $(FAULT_PERIOD),--fault-period $(FAULT_PERIOD)) -- $(APP)
 
 # trace → sites.csv + allocs.csv, next to the trace. Which trace: TRACE, else the one
 # in OUT, else hmtune-out/<APP's name>/, else the most recently written hmtune-out/*/.

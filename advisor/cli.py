@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:                   # pandas loads only when advise runs
+    import numpy as np
     import pandas as pd
 
-    from advisor.model import Placement, Problem
+    from advisor.inputs import Sites
+    from advisor.model import Placement, Problem, Tier
     from advisor.tiers import Machine
 
 STRATEGIES = ("ilp", "ilp-lifetime", "misses", "density")
@@ -235,6 +237,28 @@ def with_trace_id(placement_text: str, meta: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
+def first_touch_notes(sites: Sites, tiers: list[Tier], faults: np.ndarray | None,
+                      weight_per_ns: float) -> list[str]:
+    """Why a tier that speeds up first touch gains nothing from it with these sites."""
+    names = [t.name for t in tiers[:-1] if "first_touch" in t.speeds_up]
+    if not names:
+        return []
+    which = f"tier{'s' if len(names) > 1 else ''} {', '.join(repr(n) for n in names)}"
+    if faults is None:
+        return [f"{sites.path.name} has no page-fault columns (an older hmtune analyze): the "
+                f"first-touch gains of {which} are not counted; run hmtune analyze again "
+                "(on a trace of this hmtune, which samples page faults)"]
+    if not faults.sum():
+        return [f"no page faults were sampled in the trace (traced with --fault-period 0, "
+                f"--sampler none, or by another tool): the first-touch gains of {which} are "
+                "not counted"]
+    if weight_per_ns <= 0:
+        return [f"the weights of {sites.path.name} are sampler "
+                f"'{sites.meta.get('sampler', '?')}' latency cycles, which the ns of a page "
+                f"fault do not convert to: the first-touch gains of {which} are not counted"]
+    return []
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
@@ -247,7 +271,7 @@ def _run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from advisor.inputs import InputError, load_allocs, load_sites, resolve
-    from advisor.model import Placement, Problem
+    from advisor.model import Placement, Problem, ns_weight
     from advisor.tiers import (
         TierFileError,
         load_machine,
@@ -291,13 +315,17 @@ def _run(args: argparse.Namespace) -> int:
     tiers, tier_notes = per_process(machine, nprocs)
     notes += tier_notes
     table = sites.table
+    faults = table["faults"].to_numpy(np.float64) if sites.has_faults else None
+    weight_per_ns = ns_weight(str(sites.meta.get("sampler", "none")))
+    notes += first_touch_notes(sites, tiers, faults, weight_per_ns)
     problem = Problem(site_ids=table["site_id"].to_numpy(np.int64),
                       sizes=table["peak_live_bytes"].to_numpy(np.int64),
                       weights=table["weight"].to_numpy(np.float64),
                       loads=table["loads"].to_numpy(np.int64),
                       stores=table["stores"].to_numpy(np.int64),
                       tiers=tiers, total_weight=sites.total_weight,
-                      allocs=allocs if lifetime else None,
+                      allocs=allocs if lifetime else None, faults=faults,
+                      ns_weight=weight_per_ns,
                       samples=table["samples"].to_numpy(np.int64),
                       max_sizes=table["max_size"].to_numpy(np.int64),
                       n_allocs=table["n_allocs"].to_numpy(np.int64),

@@ -9,7 +9,9 @@ folded back to one row per site the way analyze does it across ranks: counts and
 weights summed, sizes the maximum.
 
 Every site has a `label` (analyze.shortlabels): sites.csv's, or made from the chains
-when the file has none.
+when the file has none. The first-touch columns (`fault_samples`, `faults`,
+`bytes_touched`, `allocs_per_s`) are optional: a file without them (an older hmtune
+analyze) has no page-fault data (`Sites.has_faults` False) and is advised as before.
 
 Sites whose `callstack_raw` is empty (Extrae traces labelled with file:line) cannot be
 matched by the interposer: they stay out of the Problem, but their weight stays in the
@@ -38,8 +40,10 @@ from analyze.sites_io import LABEL_COLUMN, SitesFormatError, read_allocs, read_s
 _INT_COLS = ("site_id", "n_allocs", "max_size", "peak_live_bytes", "total_bytes",
              "samples", "loads", "stores", "misses")
 _FLOAT_COLS = ("weight", "share")
+_FAULT_INT_COLS = ("fault_samples", "faults", "bytes_touched")   # optional (newer files)
+_FAULT_FLOAT_COLS = ("allocs_per_s",)
 _SUM_COLS = ("n_allocs", "total_bytes", "samples", "loads", "stores", "misses", "weight",
-             "share")
+             "share", *_FAULT_INT_COLS, *_FAULT_FLOAT_COLS)
 _MAX_COLS = ("max_size", "peak_live_bytes", "live_ns", "last_free_ns")
 
 
@@ -58,6 +62,7 @@ class Sites:
     total_weight: float             # all sampled weight of the trace (share denominator)
     notes: list[str] = field(default_factory=list)
     merged: dict[int, int] = field(default_factory=dict)   # site id -> the id it joined
+    has_faults: bool = False        # the file has the `faults` column (page-fault data)
 
 
 def resolve(arg: str | Path, name: str = "sites.csv") -> Path:
@@ -203,6 +208,8 @@ def load_sites(path: str | Path) -> Sites:
     per_rank = "rank" in df.columns
     _numeric(df, _INT_COLS + (("rank",) if per_rank else ()), p, integer=True)
     _numeric(df, _FLOAT_COLS, p, integer=False)
+    _numeric(df, _FAULT_INT_COLS, p, integer=True)
+    _numeric(df, _FAULT_FLOAT_COLS, p, integer=False)
     notes: list[str] = []
     if per_rank:
         df = _fold_ranks(df, p)
@@ -240,7 +247,8 @@ def load_sites(path: str | Path) -> Sites:
     placeable = ~empty & ~odd
     return Sites(path=p, meta=meta, table=df[placeable].reset_index(drop=True),
                  unplaceable=df[~placeable].reset_index(drop=True),
-                 total_weight=total, notes=notes, merged=merged)
+                 total_weight=total, notes=notes, merged=merged,
+                 has_faults="faults" in df.columns)
 
 
 def load_allocs(path: str | Path, site_ids: set[int], full: bool,

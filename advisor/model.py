@@ -4,17 +4,30 @@ A `Problem` is the sites of one `sites.csv` (sizes already per process) plus the
 tiers, fastest first; a `Placement` says which tier each site goes to and how good
 that choice is known to be.
 
-Value of a site in a tier: the sampled cost the site would no longer pay there,
-relative to the fallback tier (the last one, where everything was when the trace
-was taken). A site's weight is split into a load part and a store part in
-proportion to its sampled loads and stores (all loads when it has neither), and each
-part shrinks by the ratio of the tier's cost to the fallback's:
+Value of a site in a tier: the cost the site would no longer pay there, relative to
+the fallback tier (the last one, where everything was when the trace was taken), for
+each thing the tier speeds up (`Tier.speeds_up`):
 
-    value(i, t) = w_i * (f_load_i * (1 - load_cost_t / load_cost_fb)
-                         + f_store_i * (1 - store_cost_t / store_cost_fb))
+- access (sampled access stalls): a site's weight is split into a load part and a
+  store part in proportion to its sampled loads and stores (all loads when it has
+  neither), and each part shrinks by the ratio of the tier's cost to the fallback's:
 
-so the fallback's value is 0 and a tier no faster than the fallback is worth
-nothing.
+      access(i, t) = w_i * (f_load_i * (1 - load_cost_t / load_cost_fb)
+                            + f_store_i * (1 - store_cost_t / store_cost_fb))
+
+- first_touch (page faults): the site's estimated minor faults F_i (sites.csv
+  `faults`), of which the tier keeps the fraction faults_kept_t, each avoided one
+  saving fault_cost_ns_t:
+
+      first_touch(i, t) = F_i * (1 - faults_kept_t) * fault_cost_ns_t * ns_weight
+
+  ns_weight converts ns into the unit of the weights: 1 for the software sampler
+  (weights are CPU ns) and for traces without access samples; 0 for PEBS/IBS (their
+  weights are sampled latency cycles, which ns do not convert to), where first touch
+  is left out with a note.
+
+value(i, t) = access(i, t) + first_touch(i, t), so the fallback's value is 0 and a
+tier no faster than the fallback is worth nothing.
 
 The size a site needs in a tier is what libhmalloc charges the tier for it at the
 site's peak (advisor/granularity.py: objects up to the backend's arena limit take their
@@ -38,6 +51,15 @@ from advisor import granularity
 
 KIB = 1 << 10
 MIB = 1 << 20
+SPEEDS_UP = ("access", "first_touch")   # what a tier can speed up (Tier.speeds_up)
+
+
+def ns_weight(sampler: str) -> float:
+    """Weight units per ns of first-touch time for sites.csv's `sampler`: 1 where the
+    weights are ns (the software sampler) or where there are none; 0 where they are
+    PEBS/IBS latency cycles or of an unknown sampler (first touch is then left out)."""
+    name = (sampler or "none").strip().lower()
+    return 1.0 if name.startswith("soft") or name in ("none", "") else 0.0
 
 
 @dataclass(frozen=True)
@@ -49,6 +71,9 @@ class Tier:
     store_cost: float = 1.0
     page_size: int = 4 * KIB    # sizes are rounded up to this in the tier
     per_node: bool = False      # capacity shared by the ranks of one node
+    speeds_up: tuple[str, ...] = ("access",)   # of SPEEDS_UP
+    fault_cost_ns: float = 0.0  # first_touch: ns saved per minor fault avoided
+    faults_kept: float = 1.0    # first_touch: fraction of a site's faults still taken here
 
     @property
     def unlimited(self) -> bool:
@@ -68,6 +93,10 @@ class Problem:
     total_weight: float = 0.0   # all sampled weight of the trace (share denominator)
     # ilp-lifetime only: allocs.csv rows (site_id, rank, size, t_alloc, t_free)
     allocs: pd.DataFrame | None = None
+    # first touch: estimated minor faults per site (None: sites.csv has none) and
+    # weight units per ns (module docstring)
+    faults: np.ndarray | None = None
+    ns_weight: float = 1.0
     # the granularity model's inputs (sites.csv's columns; None: one object of the
     # peak's size per site) and allocs.csv's rows for exact charges (None: estimated)
     samples: np.ndarray | None = None   # sampled accesses per site (the weight's precision)
@@ -133,16 +162,36 @@ class Problem:
         return out
 
     def values(self) -> np.ndarray:
-        """value[i, t] for every site and tier (the fallback column is 0)."""
+        """value[i, t] for every site and tier (the fallback column is 0): access plus
+        first touch."""
+        return self.access_values() + self.first_touch_values()
+
+    def access_values(self) -> np.ndarray:
+        """The access part of value[i, t] (0 in tiers that do not speed up access)."""
         fb = self.tiers[-1]
         acc = (self.loads + self.stores).astype(np.float64)
         f_store = np.divide(self.stores, acc, out=np.zeros(self.n), where=acc > 0)
         f_load = 1.0 - f_store
         out = np.zeros((self.n, len(self.tiers)))
         for t, tier in enumerate(self.tiers[:-1]):
+            if "access" not in tier.speeds_up:
+                continue
             gain_l = max(0.0, 1.0 - tier.load_cost / fb.load_cost)
             gain_s = max(0.0, 1.0 - tier.store_cost / fb.store_cost)
             out[:, t] = self.weights * (f_load * gain_l + f_store * gain_s)
+        return out
+
+    def first_touch_values(self) -> np.ndarray:
+        """The first-touch part of value[i, t]: page faults avoided times what each
+        costs, in weight units (0 without fault data or a unit to convert ns into)."""
+        out = np.zeros((self.n, len(self.tiers)))
+        if self.faults is None or self.ns_weight <= 0:
+            return out
+        for t, tier in enumerate(self.tiers[:-1]):
+            if "first_touch" not in tier.speeds_up:
+                continue
+            saved = self.faults * max(0.0, 1.0 - tier.faults_kept) * tier.fault_cost_ns
+            out[:, t] = saved * self.ns_weight
         return out
 
 

@@ -5,6 +5,11 @@ denominator of sites.csv's `share`) unless they say "of the capturable weight": 
 weight of the sites the interposer can match, which is the most any placement captures.
 The capacity curve gives, per fast-tier capacity, the best share of the capturable
 weight a placement reaches (from `advisor.strategies.capacity_curve`).
+
+When a tier speeds up first touch (page faults) and the sites have fault data, each
+site row also gives its value (in the weight's unit: what the site saves in that
+tier, or for the fallback's rows in the fastest tier) and the part of it that comes
+from first touch; the header says how the placement's value splits.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ _FALLBACK_ROWS = 20
 @dataclass
 class TierUse:
     tier: Tier                    # per-process capacity (what the solver used)
-    rows: pd.DataFrame            # site_id, label, weight, share, bytes (rounded), zero
+    rows: pd.DataFrame            # site_id, label, weight, share, bytes (rounded), value, ft
     used: int                     # bytes: the sum of the sites' own peaks in the tier
     share: float                  # fraction of the trace's weight in this tier
     # the most the tier holds at once in one process (allocs.csv known), else None; less
@@ -46,18 +51,26 @@ class TierUse:
 
 
 def tier_use(sites: Sites, problem: Problem, placement: Placement) -> list[TierUse]:
+    """Per tier its sites; `value` is a site's value in that tier (in the fastest tier
+    for the fallback's sites: what placing it would give) and `ft` the first-touch
+    part of it."""
     out: list[TierUse] = []
     table = sites.table
     total = problem.total_weight or 1.0
+    access, first = problem.access_values(), problem.first_touch_values()
+    fb = len(problem.tiers) - 1
     for t, tier in enumerate(problem.tiers):
         idx = np.flatnonzero(placement.tier_of == t)
         sizes = problem.rounded_sizes(t)[idx]
+        col = 0 if t == fb else t
         rows = pd.DataFrame({
             "site_id": problem.site_ids[idx],
             "label": table["label"].to_numpy()[idx],
             "weight": problem.weights[idx],
             "share": problem.weights[idx] / total,
             "bytes": sizes,
+            "value": access[idx, col] + first[idx, col],
+            "ft": first[idx, col],
         }).sort_values(["weight", "site_id"], ascending=[False, True], kind="stable")
         at_once = None
         if problem.blocks is not None and len(problem.blocks) and t < len(problem.tiers) - 1:
@@ -79,11 +92,16 @@ def _cap(t: Tier) -> str:
     return "unlimited" if t.capacity is None else human(t.capacity)
 
 
-def _site_rows(rows: pd.DataFrame, limit: int | None = None) -> list[str]:
-    out = [f"    {'site':>6}  {'weight':>7}  {'size':>10}  call site"]
+def _site_rows(rows: pd.DataFrame, limit: int | None = None, values: bool = False) -> list[str]:
+    """Site lines; with `values`, each site's value and the first-touch part of it."""
+    extra = f"  {'value':>8}  {'1st touch':>9}" if values else ""
+    out = [f"    {'site':>6}  {'weight':>7}  {'size':>10}{extra}  call site"]
     shown = rows if limit is None else rows.head(limit)
     for r in shown.itertuples():
-        out.append(f"    {r.site_id:>6}  {_pct(r.share):>7}  {human(r.bytes):>10}  {r.label}")
+        v = (f"  {r.value:>8.3g}  {_pct(r.ft / r.value) if r.value > 0 else '-':>9}"
+             if values else "")
+        out.append(f"    {r.site_id:>6}  {_pct(r.share):>7}  {human(r.bytes):>10}{v}  "
+                   f"{r.label}")
     if limit is not None and len(rows) > limit:
         out.append(f"    ... {len(rows) - limit} more (weight "
                    f"{_pct(float(rows['share'].iloc[limit:].sum()))})")
@@ -113,6 +131,18 @@ def report_text(sites: Sites, problem: Problem, placement: Placement, uses: list
                f"in {problem.n} placeable site(s), {_pct(curve.capturable)} capturable "
                "(in sites that gain from a faster tier)")
     out += [f"{k + ':':<16}{v}" for k, _, v in (x.partition(": ") for x in forecast)]
+    first = problem.first_touch_values()
+    values = bool(first.any())
+    if values:
+        rows = np.arange(problem.n)
+        got = problem.values()[rows, placement.tier_of]
+        ft = first[rows, placement.tier_of]
+        faults = float(problem.faults.sum()) if problem.faults is not None else 0.0
+        share = _pct(float(ft.sum()) / float(got.sum())) if got.sum() > 0 else "-"
+        out.append(f"{'first touch:':<16}{faults:.6g} minor page faults estimated in the "
+                   f"placeable sites; of the placement's value {placement.value:.6g}, "
+                   f"{share} comes from page faults avoided (first touch), the rest "
+                   "from sampled access stalls")
     for i, u in enumerate(uses):
         fb = i == len(uses) - 1
         live = u.rows[u.rows["weight"] > 0]
@@ -123,11 +153,16 @@ def report_text(sites: Sites, problem: Problem, placement: Placement, uses: list
         out.append(f"  {len(u.rows)} site(s)" + (f" ({zero} without weight)" if zero else "")
                    + f", {u.occupancy()}, {_pct(u.share)} of the weight "
                    + ("stays here" if fb else "captured"))
+        if values:                      # sites that gain by first touch alone count too
+            live = u.rows[(u.rows["weight"] > 0) | (u.rows["value"] > 0)]
         if len(live):
-            out += _site_rows(live, _FALLBACK_ROWS if fb else None)
-    zero_rows = pd.concat([u.rows[u.rows["weight"] == 0].assign(tier=u.tier.name)
-                           for u in uses])
-    out += ["", f"zero-weight sites (no sampled access fell in them): {len(zero_rows)}"]
+            out += _site_rows(live, _FALLBACK_ROWS if fb else None, values)
+        if values and fb and len(live):
+            out.append(f"    (value: what the site would save in tier {uses[0].tier.name})")
+    zero_rows = pd.concat([u.rows[(u.rows["weight"] == 0) & ~(u.rows["value"] > 0)]
+                           .assign(tier=u.tier.name) for u in uses])
+    out += ["", "zero-weight sites (no sampled access fell in them"
+            + (", no page fault avoided" if values else "") + f"): {len(zero_rows)}"]
     for r in zero_rows.itertuples():
         out.append(f"    {r.site_id:>6}  {human(r.bytes):>10}  {r.label}  -> {r.tier}")
     un = sites.unplaceable
@@ -148,6 +183,9 @@ def report_text(sites: Sites, problem: Problem, placement: Placement, uses: list
     rows = [f"    {human(r.capacity):>10}  {_pct(r.share):>7}"
             for r in curve.table.iloc[pick].itertuples()]
     out += list(dict.fromkeys(rows))
+    if values:
+        out.append("  (the curve counts sampled access weight; first-touch value is in the "
+                   "value column above)")
     if notes or placement.notes:
         out += ["", "notes:"] + [f"  - {n}" for n in [*placement.notes, *notes]]
     return "\n".join(out) + "\n"
@@ -163,6 +201,12 @@ def terminal_summary(uses: list[TierUse], placement: Placement, curve: Curve,
         else:
             out.append(f"tier {u.tier.name}: {len(u.rows)} site(s), {u.occupancy()}, "
                        f"{_pct(u.share)} of the weight captured")
+    placed = [u.rows for u in uses[:-1]]
+    value = sum(float(r["value"].sum()) for r in placed)
+    first = sum(float(r["ft"].sum()) for r in placed)
+    if first > 0:
+        out.append(f"{_pct(first / value)} of the placed sites' value comes from page faults "
+                   "avoided (first touch), the rest from sampled access stalls")
     out.append(f"90% of the capturable weight ({_pct(curve.capturable)} of all) needs "
                f"{human(curve.cap90)} of fast memory")
     out.append(f"strategy {placement.strategy}, solver {placement.solver or '?'}, proven gap "

@@ -12,6 +12,13 @@ the fallback, where everything not placed stays, and must be unlimited:
     store_cost = 1.0
     per = "process"                  # optional: "process" (default) or "node"
     page = "4K"                      # optional: default 2M for hugetlb, 4K otherwise
+    speeds_up = ["access"]           # optional: what the tier speeds up, of "access"
+                                     # (sampled access stalls, the costs above; the
+                                     # default) and "first_touch" (page faults)
+    fault_cost_ns = 1200.0           # first_touch: ns saved per minor fault avoided
+    faults_kept = 0.001953125        # first_touch: fraction of the faults still taken
+                                     # here (default 4K / page for hugetlb; needed
+                                     # for every other backend)
 
 Every problem is reported as one line `FILE: ...` naming the tier and key at fault
 (TierFileError). `--mem SIZE` alone stands for this host's tiers (workflows/host.py,
@@ -27,11 +34,13 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from advisor.model import KIB, MIB, Tier
+from advisor.model import KIB, MIB, SPEEDS_UP, Tier
 from workflows.units import human, parse_size
 
 BACKENDS = ("memkind:KIND", "numa:NODES", "hugetlb", "thp", "default")
-_KEYS = {"name", "capacity", "backend", "load_cost", "store_cost", "per", "page"}
+_KEYS = {"name", "capacity", "backend", "load_cost", "store_cost", "per", "page",
+         "speeds_up", "fault_cost_ns", "faults_kept"}
+_FIRST_TOUCH_KEYS = ("fault_cost_ns", "faults_kept")
 _REQUIRED = ("name", "capacity", "backend", "load_cost", "store_cost")
 # ASCII only and \Z, not $ (which also matches before a final newline): a backend or
 # tier name is written into placement.txt, whose C reader takes exactly these.
@@ -116,6 +125,37 @@ def _page(value: object, where: str) -> int:
     return page
 
 
+def _speeds_up(value: object, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value or \
+            not all(isinstance(v, str) for v in value):
+        raise TierFileError(f"{where}: speeds_up must be a list of names such as "
+                            f"[\"access\", \"first_touch\"] (known: {', '.join(SPEEDS_UP)})")
+    unknown = [v for v in value if v not in SPEEDS_UP]
+    if unknown:
+        raise TierFileError(f"{where}: speeds_up: unknown {unknown[0]!r} (known: "
+                            f"{', '.join(SPEEDS_UP)})")
+    if len(set(value)) != len(value):
+        raise TierFileError(f"{where}: speeds_up names {value!r}: each at most once")
+    return tuple(v for v in SPEEDS_UP if v in value)
+
+
+def _faults_kept(raw: dict, backend: str, page: int, where: str) -> float:
+    """The fraction of a site's faults still taken in the tier: the file's, else one
+    fault per page of a hugetlb tier instead of one per 4 KiB."""
+    if "faults_kept" not in raw:
+        if backend == "hugetlb":
+            return 4 * KIB / page
+        raise TierFileError(f"{where}: speeds_up has \"first_touch\" but no faults_kept: "
+                            f"give the fraction of a site's page faults still taken in this "
+                            f"tier (0 to below 1; the default is 4K / page for hugetlb only)")
+    value = raw["faults_kept"]
+    if isinstance(value, bool) or not isinstance(value, int | float) or \
+            not math.isfinite(float(value)) or not 0 <= float(value) < 1:
+        raise TierFileError(f"{where}: faults_kept must be a number from 0 to below 1 (the "
+                            f"fraction of page faults still taken here), not {value!r}")
+    return float(value)
+
+
 def parse_tier(raw: object, where: str) -> Tier:
     """One `[[tier]]` table → Tier."""
     if not isinstance(raw, dict):
@@ -142,11 +182,25 @@ def parse_tier(raw: object, where: str) -> Tier:
     if per not in ("process", "node"):
         raise TierFileError(f"{where}: per must be \"process\" or \"node\", not {per!r}")
     default_page = 2 * MIB if backend == "hugetlb" else 4 * KIB
+    page = _page(raw["page"], where) if "page" in raw else default_page
+    speeds = _speeds_up(raw["speeds_up"], where) if "speeds_up" in raw else ("access",)
+    fault_cost, kept = 0.0, 1.0
+    if "first_touch" in speeds:
+        if "fault_cost_ns" not in raw:
+            raise TierFileError(f"{where}: speeds_up has \"first_touch\" but no fault_cost_ns "
+                                "(ns saved per page fault avoided)")
+        fault_cost = _cost(raw["fault_cost_ns"], f"{where}: fault_cost_ns")
+        kept = _faults_kept(raw, backend, page, where)
+    else:
+        extra = [k for k in _FIRST_TOUCH_KEYS if k in raw]
+        if extra:
+            raise TierFileError(f"{where}: {', '.join(extra)} without \"first_touch\" in "
+                                "speeds_up (add it, or remove the key)")
     return Tier(name=name, capacity=parse_capacity(raw["capacity"], where), backend=backend,
                 load_cost=_cost(raw["load_cost"], f"{where}: load_cost"),
                 store_cost=_cost(raw["store_cost"], f"{where}: store_cost"),
-                page_size=_page(raw["page"], where) if "page" in raw else default_page,
-                per_node=per == "node")
+                page_size=page, per_node=per == "node", speeds_up=speeds,
+                fault_cost_ns=fault_cost, faults_kept=kept)
 
 
 def check_tiers(tiers: list[Tier], where: str) -> list[str]:
@@ -171,7 +225,9 @@ def check_tiers(tiers: list[Tier], where: str) -> list[str]:
     return [f"tier '{t.name}' is no faster than the fallback '{fb.name}' (costs "
             f"{t.load_cost:g}/{t.store_cost:g} vs {fb.load_cost:g}/{fb.store_cost:g}): "
             "nothing gains from being placed there"
-            for t in tiers[:-1] if t.load_cost >= fb.load_cost and t.store_cost >= fb.store_cost]
+            for t in tiers[:-1] if "first_touch" not in t.speeds_up and
+            ("access" not in t.speeds_up or
+             (t.load_cost >= fb.load_cost and t.store_cost >= fb.store_cost))]
 
 
 def load_machine(path: str | Path) -> Machine:

@@ -33,7 +33,8 @@ RULES: dict[str, tuple[str, str]] = {
     "pcf-type": ("warning", "every event type used is declared in the .pcf"),
     "pcf-type-required": ("error", "types 32000007/32000009/41000010/41000011 used are"
                                    " declared in the .pcf"),
-    "site-label": ("error", "every site id in 32000009/32000007 has a 32000009 label"),
+    "site-label": ("error", "every site id in 32000009/32000007/41000032 has a 32000009"
+                            " label"),
     "site-raw-label": ("error", "every site id has a 41000010 (module+0xoffset) label"
                                 " [hmtune only]"),
     "site-reserved": ("error", "the 32000009 table labels reserved ids 1 (unknown"

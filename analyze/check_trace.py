@@ -34,6 +34,8 @@ __all__ = ["RULES", "CheckResult", "Problem", "check_trace", "companion_paths", 
 
 EV_CALL, EV_SIZE, EV_RET = 40000040, 40000041, 40000043
 EV_SITE, EV_SAMPLE_OBJECT, EV_RAW_SITE = 32000009, 32000007, 41000010
+EV_FAULT_OBJECT = 41000032      # object of a sampled page fault: ids as 32000007
+OBJECT_TYPES = frozenset({EV_SITE, EV_SAMPLE_OBJECT, EV_FAULT_OBJECT})
 REQUIRED_TYPES = frozenset({EV_SITE, EV_SAMPLE_OBJECT, EV_RAW_SITE, 41000011})
 SIZED_KINDS = frozenset({1, 3, 4, 5})    # malloc, realloc, calloc, posix_memalign
 U64 = 1 << 64
@@ -162,7 +164,7 @@ class _Checker:
                     rule = "pcf-type-required" if type_ in REQUIRED_TYPES else "pcf-type"
                     self.report(event.lineno, rule, f"event type {type_} is not in the .pcf"
                                 " (reported once)")
-            if (type_ == EV_SITE or type_ == EV_SAMPLE_OBJECT) and value:
+            if type_ in OBJECT_TYPES and value:
                 if value not in self.seen_sites:
                     self.seen_sites.add(value)
                     self.check_site_labels(event.lineno, type_, value)

@@ -147,4 +147,10 @@ def _print_summary(scan: Scan, sites: SiteTable, form: str, sampler: str, out: P
              "(stack, static variables, untraced memory, no address)")
     else:
         _say("no sampled weight in the trace: the advisor can only rank by size and lifetime")
+    faults = scan.faults
+    if faults > 0:
+        in_sites = sum(int(r["faults"]) for r in sites.rows)
+        _say(f"~{faults} minor page faults (from {scan.meta.get('fault_samples', 0)} "
+             f"samples), {100.0 * in_sites / faults:.1f}% of them in allocation sites' "
+             "blocks (first touch)")
     _say(f"wrote {out / 'sites.csv'} and {out / 'allocs.csv'} in {elapsed:.1f} s")

@@ -6,10 +6,11 @@ directory:
 - `sites.tsv`: one row per (task, site) that allocated or was sampled, tab-separated,
   header row, sorted by (task, site_id):
   `task site_id n_allocs max_size peak_live_bytes total_bytes first_alloc_ns
-  last_free_ns live_ns samples loads stores misses weight`. The lifetime columns
-  have the meanings of sites.csv (DESIGN.md §4) for that one process, and are 0 when
-  the site allocated nothing there; site 0 collects the samples that no allocation
-  site owns (stack, statics without an id, unknown memory, no address).
+  last_free_ns live_ns samples loads stores misses weight fault_samples faults`. The
+  lifetime columns have the meanings of sites.csv (DESIGN.md §4) for that one process,
+  and are 0 when the site allocated nothing there; site 0 collects the samples (and
+  sampled page faults) that no allocation site owns (stack, statics without an id,
+  unknown memory, no address).
 - `allocs.csv`: the per-allocation table in its final form (DESIGN.md §4; written by
   the scanner because it grows with the trace). `hmtune analyze` moves it into place.
 - `scan.json`: counters of the whole trace (records, tasks, end_time_ns,
@@ -35,7 +36,8 @@ SITE_KEYS = ["task", "site_id"]
 LIFETIME_COLUMNS = ["n_allocs", "max_size", "peak_live_bytes", "total_bytes",
                     "first_alloc_ns", "last_free_ns", "live_ns"]
 SAMPLE_COLUMNS = ["samples", "loads", "stores", "misses", "weight"]
-SITES_TSV_COLUMNS = SITE_KEYS + LIFETIME_COLUMNS + SAMPLE_COLUMNS
+FAULT_COLUMNS = ["fault_samples", "faults"]     # sampled minor page faults (41000030-31)
+SITES_TSV_COLUMNS = SITE_KEYS + LIFETIME_COLUMNS + SAMPLE_COLUMNS + FAULT_COLUMNS
 META_REQUIRED = ("total_weight", "alloc_rows")
 
 
@@ -56,6 +58,12 @@ class Scan:
     @property
     def alloc_rows(self) -> int:
         return int(self.meta["alloc_rows"])
+
+    @property
+    def faults(self) -> int:
+        """Estimated minor page faults of the whole trace (0 when it has no fault
+        samples: traced without them, or by another tool)."""
+        return int(self.meta.get("faults", 0))
 
     @property
     def sampler(self) -> str:

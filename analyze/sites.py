@@ -16,6 +16,12 @@ denominator of `share` (scan.json's total_weight).
 
 share = weight / total weight of the trace (0 when the trace has none).
 density = weight per MiB of peak_live_bytes (0 when the peak is 0).
+faults = the sampled minor page faults in the site's blocks, each sample counted as
+the faults of its sampling period (the estimator: with one sample per P faults of a
+thread, a site's faults are P times its samples, give or take P per thread);
+bytes_touched = faults x 4 KiB, the bytes those faults mapped when each maps one
+base page; allocs_per_s = n_allocs per second of live_ns (0 when live_ns is 0),
+computed on the row's own (summed or per-rank) counts.
 Rows are sorted by weight (descending), then site_id (then rank).
 """
 
@@ -30,7 +36,9 @@ from analyze.shortlabels import short_labels
 from analyze.sites_io import LABEL_COLUMN, SITES_WRITTEN
 
 MIB = 1 << 20
-SUMMED = ["n_allocs", "total_bytes", "samples", "loads", "stores", "misses", "weight"]
+BASE_PAGE = 4096          # bytes one minor fault maps (x86-64's base page)
+SUMMED = ["n_allocs", "total_bytes", "samples", "loads", "stores", "misses", "weight",
+          "fault_samples", "faults"]
 MAXED = ["max_size", "peak_live_bytes", "last_free_ns", "live_ns"]
 MINNED = ["first_alloc_ns"]
 
@@ -96,6 +104,9 @@ def site_table(scan: Scan, labels: SiteLabels, per_rank: bool = False) -> SiteTa
         r["share"] = r["weight"] / total if total > 0 else 0.0
         peak = float(r["peak_live_bytes"])
         r["density"] = r["weight"] / (peak / MIB) if peak > 0 else 0.0
+        r["bytes_touched"] = int(r["faults"]) * BASE_PAGE
+        live = float(r["live_ns"])
+        r["allocs_per_s"] = round(r["n_allocs"] * 1e9 / live, 3) if live > 0 else 0.0
     rows.sort(key=lambda r: (-r["weight"], r["site_id"], r.get("rank", 0)))
     columns = list(SITES_WRITTEN)
     if per_rank:

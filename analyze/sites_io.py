@@ -29,7 +29,10 @@ SITES_COLUMNS = ["site_id", "callstack", "callstack_raw", "n_allocs", "max_size"
 # Written after SITES_COLUMNS by hmtune analyze; readers do not require it (older
 # files lack it: analyze.shortlabels.labels_for_rows makes it from the chains).
 LABEL_COLUMN = "label"
-SITES_WRITTEN = [*SITES_COLUMNS, LABEL_COLUMN]
+# What first-touch cost needs (docs/formats.md §4), written last; readers do not
+# require them (older files lack them: no page-fault data).
+FIRST_TOUCH_COLUMNS = ["fault_samples", "faults", "bytes_touched", "allocs_per_s"]
+SITES_WRITTEN = [*SITES_COLUMNS, LABEL_COLUMN, *FIRST_TOUCH_COLUMNS]
 ALLOCS_COLUMNS = ["site_id", "rank", "thread", "ptr", "size", "t_alloc", "t_free"]
 
 _VERSION_LINE = re.compile(r"^# hmtune (?P<kind>\w+) v(?P<version>\d+)(?P<rest>.*)$")

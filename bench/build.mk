@@ -26,3 +26,11 @@ BUILD_TARGETS += $(BUILD)/bench/hmallocbench
 .PHONY: bench-interpose
 bench-interpose: deps build
 	@$(PY) $(ROOT)/bench/bench_interpose.py
+
+# faultcost: first-touch cost per page size and what a 2 MiB page saves per 4 KiB fault
+# (the fault_cost_ns of configs/machines/vm-*.toml).
+$(BUILD)/bench/faultcost: $(ROOT)/bench/faultcost.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g $(WARN) -o $@ $<
+
+BUILD_TARGETS += $(BUILD)/bench/faultcost

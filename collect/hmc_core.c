@@ -8,7 +8,10 @@
  * longest copy of each (stream, seq) chunk, so a buffer written twice is harmless.
  *
  * Memory per thread is fixed: the record buffer plus (2 + depth) * 8 bytes per
- * stack slot (1024 slots: 80 KiB at depth 8), whatever the run length. */
+ * stack slot (1024 slots: 80 KiB at depth 8), whatever the run length, plus two
+ * buffers its signal handlers write: sampled accesses and sampled page faults, each
+ * its own stream so that each is in time order by itself (the faults come out of the
+ * kernel's ring a tick late, between access samples taken at the tick). */
 #include "hmc_core.h"
 #include "hm_env.h"
 #include "hm_modmap.h"
@@ -28,6 +31,18 @@
 __thread int hmc_busy __attribute__((tls_model("initial-exec")));
 static __thread struct hmc_thread *t_self __attribute__((tls_model("initial-exec")));
 
+/* A buffer of records written by the thread's signal handlers. */
+struct hbuf {
+    uint32_t seq, pos;
+    _Atomic uint32_t committed;
+    _Atomic int claim;                /* held while a record is added or the buffer written */
+    struct hmr_chunk chunk;           /* written just before rec[] */
+    unsigned char rec[HMC_SBUF_BYTES];
+};
+enum { HB_SAMPLES = 0, HB_FAULTS = 1, HB_N = 2 };
+static const uint32_t hb_stream_bits[HB_N] = { HMR_SAMPLE_STREAM,
+                                               HMR_SAMPLE_STREAM | HMR_FAULT_STREAM };
+
 struct hmc_thread {
     struct hmc_thread *next;          /* registry link, never removed */
     _Atomic int in_use;               /* owned by a live thread */
@@ -41,13 +56,9 @@ struct hmc_thread {
     size_t map_bytes;
     struct hmr_chunk chunk;           /* written just before rec[] */
     unsigned char rec[HMC_BUF_BYTES];
-    /* Samples, written only by this thread's signal handlers (their own stream,
-     * stream | HMR_SAMPLE_STREAM, so a handler never touches rec[]). */
-    uint32_t sseq, spos;
-    _Atomic uint32_t scommitted;
-    _Atomic int sclaim;
-    struct hmr_chunk schunk;
-    unsigned char srec[HMC_SBUF_BYTES];
+    /* Samples and page faults, written only by this thread's signal handlers (their
+     * own streams, so a handler never touches rec[]). */
+    struct hbuf hb[HB_N];
     void *sampler;                    /* hmc_sampler.c's per-thread state */
 };
 
@@ -61,8 +72,10 @@ static _Atomic uint32_t g_proc_seq;
 static _Atomic(struct hmc_thread *) g_threads;
 static pthread_key_t g_key;
 static void (*g_exit_hook)(struct hmc_thread *);
+static void (*g_finish_hook)(void);
 
 void hmc_set_thread_exit_hook(void (*fn)(struct hmc_thread *)) { g_exit_hook = fn; }
+void hmc_set_finish_hook(void (*fn)(void)) { g_finish_hook = fn; }
 static char g_path[PATH_MAX];
 static char g_host[256];
 
@@ -275,45 +288,57 @@ static inline void commit(struct hmc_thread *t, uint32_t bytes)
         flush_own(t);
 }
 
-/* Write the sample buffer as chunk sseq (the claim keeps the exit path and the
+/* Write handler buffer i as its chunk seq (the claim keeps the exit path and the
  * handler from writing it at once). */
-static void write_samples(struct hmc_thread *t, int reset)
+static void write_hbuf(struct hmc_thread *t, int i, int reset)
 {
-    uint32_t bytes = atomic_load_explicit(&t->scommitted, memory_order_acquire);
+    struct hbuf *b = &t->hb[i];
+    uint32_t bytes = atomic_load_explicit(&b->committed, memory_order_acquire);
     if (bytes) {
-        t->schunk = (struct hmr_chunk){ HMR_MAGIC, t->stream | HMR_SAMPLE_STREAM, bytes, t->sseq,
-                                        hm_ticks(), hm_now_ns() };
+        b->chunk = (struct hmr_chunk){ HMR_MAGIC, t->stream | hb_stream_bits[i], bytes, b->seq,
+                                       hm_ticks(), hm_now_ns() };
         if (g_fd < 0 || atomic_load(&g_broken))
             t->n_lost += 1;
         else {
-            int err = hm_write_all(g_fd, &t->schunk, sizeof(t->schunk) + bytes);
+            int err = hm_write_all(g_fd, &b->chunk, sizeof(b->chunk) + bytes);
             if (err)
                 broken(err);
         }
     }
     if (reset) {
-        t->sseq++;
-        t->spos = 0;
-        atomic_store_explicit(&t->scommitted, 0, memory_order_release);
+        b->seq++;
+        b->pos = 0;
+        atomic_store_explicit(&b->committed, 0, memory_order_release);
     }
+}
+
+static void record_hbuf(struct hmc_thread *t, int i, const void *rec, uint32_t bytes)
+{
+    struct hbuf *b = &t->hb[i];
+    int z = 0;
+    if (!atomic_compare_exchange_strong(&b->claim, &z, 1))
+        return;                       /* the exit path is writing it: drop this one */
+    if (b->pos + bytes > HMC_SBUF_BYTES)
+        write_hbuf(t, i, 1);
+    memcpy(b->rec + b->pos, rec, bytes);
+    b->pos += bytes;
+    atomic_store_explicit(&b->committed, b->pos, memory_order_release);
+    atomic_store_explicit(&b->claim, 0, memory_order_release);
 }
 
 void hmc_record_sample(struct hmc_thread *t, const void *rec, uint32_t bytes)
 {
-    int z = 0;
-    if (!atomic_compare_exchange_strong(&t->sclaim, &z, 1))
-        return;                       /* the exit path is writing it: drop this one */
-    if (t->spos + bytes > HMC_SBUF_BYTES)
-        write_samples(t, 1);
-    memcpy(t->srec + t->spos, rec, bytes);
-    t->spos += bytes;
-    atomic_store_explicit(&t->scommitted, t->spos, memory_order_release);
-    atomic_store_explicit(&t->sclaim, 0, memory_order_release);
+    record_hbuf(t, HB_SAMPLES, rec, bytes);
 }
 
-/* The sample stream's first record: the thread and its stack (so finalize can
- * tell stack addresses from unknown ones). */
-void hmc_samples_begin(struct hmc_thread *t, uint64_t stack_lo, uint64_t stack_hi)
+void hmc_record_fault(struct hmc_thread *t, const void *rec, uint32_t bytes)
+{
+    record_hbuf(t, HB_FAULTS, rec, bytes);
+}
+
+/* A handler stream's first record: the thread and its stack (so finalize can tell
+ * stack addresses from unknown ones). */
+static void hbuf_begin(struct hmc_thread *t, int i, uint64_t stack_lo, uint64_t stack_hi)
 {
     struct hmr_thread r;
     memset(&r, 0, sizeof(r));
@@ -323,20 +348,32 @@ void hmc_samples_begin(struct hmc_thread *t, uint64_t stack_lo, uint64_t stack_h
     r.tid = t->tid;
     r.stack_lo = stack_lo;
     r.stack_hi = stack_hi;
-    t->sseq = 0;
-    t->spos = 0;
-    atomic_store(&t->scommitted, 0);
-    hmc_record_sample(t, &r, sizeof(r));
+    t->hb[i].seq = 0;
+    t->hb[i].pos = 0;
+    atomic_store(&t->hb[i].committed, 0);
+    record_hbuf(t, i, &r, sizeof(r));
+}
+
+void hmc_samples_begin(struct hmc_thread *t, uint64_t stack_lo, uint64_t stack_hi)
+{
+    hbuf_begin(t, HB_SAMPLES, stack_lo, stack_hi);
+}
+
+void hmc_faults_begin(struct hmc_thread *t, uint64_t stack_lo, uint64_t stack_hi)
+{
+    hbuf_begin(t, HB_FAULTS, stack_lo, stack_hi);
 }
 
 /* Write what the handlers recorded (thread exit, process exit; never from a handler). */
 void hmc_samples_flush(struct hmc_thread *t)
 {
-    int z = 0;
-    if (!atomic_compare_exchange_strong(&t->sclaim, &z, 1))
-        return;
-    write_samples(t, 1);
-    atomic_store(&t->sclaim, 0);
+    for (int i = 0; i < HB_N; i++) {
+        int z = 0;
+        if (!atomic_compare_exchange_strong(&t->hb[i].claim, &z, 1))
+            continue;
+        write_hbuf(t, i, 1);
+        atomic_store(&t->hb[i].claim, 0);
+    }
 }
 
 void *hmc_thread_sampler(struct hmc_thread *t) { return t->sampler; }
@@ -354,9 +391,11 @@ static void begin_stream(struct hmc_thread *t)
     t->nstacks = 0;
     t->stack_gen = hm_modmap_generation();
     t->tracer_ns = t->n_calls = t->n_traced = t->n_lost = 0;
-    t->sseq = t->spos = 0;
-    atomic_store(&t->scommitted, 0);
-    atomic_store(&t->sclaim, 0);
+    for (int i = 0; i < HB_N; i++) {
+        t->hb[i].seq = t->hb[i].pos = 0;
+        atomic_store(&t->hb[i].committed, 0);
+        atomic_store(&t->hb[i].claim, 0);
+    }
     t->sampler = NULL;
     memset(t->stacks, 0, HMC_STACK_SLOTS * (2 + (size_t)g_cfg.depth) * 8);
     struct hmr_thread *r = reserve(t, sizeof(*r));
@@ -526,6 +565,8 @@ void hmc_finish(int end_kind, int signo)
 {
     if (!atomic_load(&g_active))
         return;
+    if (!signo && g_finish_hook)
+        g_finish_hook();
     atomic_store(&g_exiting, 1);
     struct hmc_thread *self = t_self;
     if (self)
@@ -557,10 +598,12 @@ void hmc_finish(int end_kind, int signo)
         if (!signo)
             spin_claim(t);
         write_buffer(t, atomic_load_explicit(&t->committed, memory_order_acquire));
-        int sz = 0;
-        if (atomic_compare_exchange_strong(&t->sclaim, &sz, 1)) {
-            write_samples(t, t == self);
-            atomic_store(&t->sclaim, 0);
+        for (int i = 0; i < HB_N; i++) {
+            int sz = 0;
+            if (atomic_compare_exchange_strong(&t->hb[i].claim, &sz, 1)) {
+                write_hbuf(t, i, t == self);
+                atomic_store(&t->hb[i].claim, 0);
+            }
         }
         if (t == self) {
             t->seq++;

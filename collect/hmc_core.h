@@ -49,12 +49,18 @@ void hmc_module_cb(const struct hm_module *m) HM_HIDDEN;
  * thread's sample stream; the stream's THREAD record; flush outside handlers. */
 void hmc_record_sample(struct hmc_thread *t, const void *rec, uint32_t bytes) HM_HIDDEN;
 void hmc_samples_begin(struct hmc_thread *t, uint64_t stack_lo, uint64_t stack_hi) HM_HIDDEN;
+/* The same for sampled page faults, on a stream of their own (HMR_FAULT_STREAM). */
+void hmc_record_fault(struct hmc_thread *t, const void *rec, uint32_t bytes) HM_HIDDEN;
+void hmc_faults_begin(struct hmc_thread *t, uint64_t stack_lo, uint64_t stack_hi) HM_HIDDEN;
 void hmc_samples_flush(struct hmc_thread *t) HM_HIDDEN;
 void *hmc_thread_sampler(struct hmc_thread *t) HM_HIDDEN;
 void hmc_thread_set_sampler(struct hmc_thread *t, void *s) HM_HIDDEN;
 struct hmc_thread *hmc_thread_self(void) HM_HIDDEN;
 /* Called at the start of hmc_thread_exit (the sampler stops its timer there). */
 void hmc_set_thread_exit_hook(void (*fn)(struct hmc_thread *)) HM_HIDDEN;
+/* Called by hmc_finish before it writes anything, except on a crash signal (the
+ * sampler drains the calling thread's rings there). */
+void hmc_set_finish_hook(void (*fn)(void)) HM_HIDDEN;
 /* One record on the process stream (stream 0), written at once. */
 void hmc_write_process_record(const void *rec, uint32_t bytes) HM_HIDDEN;
 /* Path of this process's stream file (for tests). */

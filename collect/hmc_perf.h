@@ -28,6 +28,11 @@
 #define HMC_PEBS_STORE_MULT     16u
 #define HMC_IBS_DEFAULT_PERIOD  0xFFFF0u   /* 1048560 cycles */
 #define HMC_PERF_RING_PAGES     32u        /* data pages per ring (a power of 2) */
+/* Page faults (hmc_perf_open_faults): one sample per HMC_FAULT_DEFAULT_PERIOD minor
+ * faults of the thread, into a ring of HMC_FAULT_RING_PAGES pages (arithmetic in
+ * hmc_perf.c). */
+#define HMC_FAULT_DEFAULT_PERIOD 61u
+#define HMC_FAULT_RING_PAGES     16u
 
 /* Bits of hmc_perf_detect()'s result. */
 #define HMC_PERF_PEBS (1 << HMS_SRC_PEBS)
@@ -80,11 +85,12 @@ struct hmc_perf_ring {
     unsigned char *data;   /* data area: map + data_offset */
     uint64_t data_size;    /* a power of 2 */
     uint64_t sample_type;  /* attr.sample_type the event was opened with */
-    uint8_t kind;          /* HMS_SRC_PEBS or HMS_SRC_IBS */
+    uint8_t kind;          /* HMS_SRC_PEBS, HMS_SRC_IBS or HMS_SRC_FAULT */
     uint8_t store;         /* 1: the PEBS store event */
     uint8_t sample_id_all; /* attr.sample_id_all: non-sample records end with sample_id */
     uint8_t user_only;     /* drop kernel-mode samples (IBS opened without exclude_kernel) */
     uint64_t last_t;       /* time of the last record, for LOST records without one */
+    uint64_t period;       /* HMS_SRC_FAULT rings: faults per sample, each sample's weight */
     /* counters, for the thread's end record and for tests */
     uint64_t n_samples, n_lost, n_kernel, n_throttle, n_other, n_corrupt;
 };
@@ -111,6 +117,12 @@ int hmc_perf_field_put(const struct hmc_perf_field *f, uint64_t value, uint64_t 
  * the kind is not usable). Never signals per sample. One thread drains a ring. */
 int hmc_perf_open(const struct hmc_perf_caps *caps, int kind, uint64_t period, uint32_t ldlat,
                   pid_t tid, struct hmc_perf_ring *rings, int max_rings) HM_HIDDEN;
+/* Open the minor page-fault software event for thread tid, sampling one fault in
+ * `period` (0: HMC_FAULT_DEFAULT_PERIOD) with its data address and time, into r
+ * (a ring of `pages` data pages, halved while the pinned-memory limits refuse it).
+ * 0, or -errno. Works without a PMU (PERF_TYPE_SOFTWARE). */
+int hmc_perf_open_faults(uint64_t period, pid_t tid, unsigned pages, struct hmc_perf_ring *r)
+    HM_HIDDEN;
 /* Unmap and close rings[0..n) as filled by hmc_perf_open() (safe to repeat). */
 void hmc_perf_close(struct hmc_perf_ring *rings, int n) HM_HIDDEN;
 

@@ -254,6 +254,8 @@ static int decode_sample(struct hmc_perf_ring *r, const unsigned char *rec, uint
     }
     if (r->store)
         s->h.aux |= HMS_STORE;
+    if (r->kind == HMS_SRC_FAULT)
+        s->weight = r->period ? r->period : 1;   /* the faults this sample stands for */
     r->n_samples++;
     return 1;
 }

@@ -12,6 +12,11 @@
  * PEBS/IBS: the same per-thread timer, slower, drains the kernel's ring buffers in
  * bulk (hmc_sampler_perf.c); the kernel never signals per sample.
  *
+ * Page faults: alongside either, each thread samples its minor page faults (perf's
+ * software event, which needs no PMU; hmc_perf_open_faults) into a ring of its own
+ * that the same timer drains. A process where the kernel refuses the event goes on
+ * without it and says so once.
+ *
  * Everything in the handlers is async-signal-safe: per-thread state from mmap,
  * capstone warmed up before the timer is armed, records appended to the thread's
  * own sample buffer. The handlers are reached through hmc_signal.c's dispatcher,
@@ -61,17 +66,29 @@ struct samp {
     struct hmr_sample pending;    /* waiting for the breakpoint */
     int pending_on;
     struct hmc_perf_thread perf;
+    struct hmc_perf_ring fault;   /* minor page faults (fault_on) */
+    int fault_on;
 };
 
 static struct hmc_sampler_cfg g_cfg;
 static uint64_t g_period_ns;
 static int g_ready;
+static _Atomic int g_fault_said;      /* the page-fault sampler's record is written */
+static _Atomic int g_fault_refused;   /* a thread could not open the fault event */
 
 int hmc_sampler_config(struct hmc_sampler_cfg *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
     cfg->rate_hz = 250;
     cfg->signo = SIGRTMIN + 5;
+    uint64_t fp;
+    if (hm_env_size("HMTUNE_FAULT_PERIOD", HMC_FAULT_DEFAULT_PERIOD, &fp) != 0 ||
+        fp > UINT32_MAX) {
+        hm_log("hmtune: ", "HMTUNE_FAULT_PERIOD must be a number of page faults per sample "
+               "(0: off); not sampling page faults", NULL);
+        fp = 0;
+    }
+    cfg->fault_period = fp;
     const char *k = getenv("HMTUNE_SAMPLER");
     if (!k || !*k || strcmp(k, "none") == 0)
         cfg->kind = HMS_SRC_NONE;
@@ -113,6 +130,11 @@ int hmc_sampler_config(struct hmc_sampler_cfg *cfg)
 static void record(struct hmc_thread *t, const struct hmr_sample *r)
 {
     hmc_record_sample(t, r, sizeof(*r));
+}
+
+static void emit_fault(const struct hmr_sample *r, void *t)
+{
+    hmc_record_fault(t, r, sizeof(*r));
 }
 
 static int bp_attr(struct perf_event_attr *a, uint64_t addr)
@@ -223,6 +245,8 @@ static int on_timer(int sig, siginfo_t *si, void *uc)
         soft_sample(t, s, si, uc);
     else
         hmc_perf_thread_drain(&s->perf, t);
+    if (s->fault_on)                  /* one load of data_head when nothing is new */
+        hmc_perf_drain(&s->fault, emit_fault, t);
     s->in_handler = 0;
     return 1;
 }
@@ -277,7 +301,7 @@ static int on_trap(int sig, siginfo_t *si, void *uc)
     return 1;
 }
 
-static void write_sampler_record(const char *name)
+static void write_sampler_record(int kind, const char *name)
 {
     unsigned char buf[1024];
     struct hmr_hdr *h = (struct hmr_hdr *)buf;
@@ -287,7 +311,7 @@ static void write_sampler_record(const char *name)
     uint32_t bytes = (uint32_t)((sizeof(*h) + n + 8) & ~7u);
     memset(buf, 0, bytes);
     h->type = HMR_SAMPLER;
-    h->kind = (uint8_t)g_cfg.kind;
+    h->kind = (uint8_t)kind;
     h->len8 = HMR_LEN8(bytes);
     memcpy(buf + sizeof(*h), name, n);
     hmc_write_process_record(buf, bytes);
@@ -297,11 +321,11 @@ int hmc_sampler_init(const struct hmc_sampler_cfg *cfg)
 {
     g_cfg = *cfg;
     if (cfg->kind == HMS_SRC_NONE) {
-        write_sampler_record("none");
+        write_sampler_record(HMS_SRC_NONE, "none");
         return 0;
     }
     if (cfg->kind != HMS_SRC_SOFT && hmc_perf_process_init(cfg) != 0) {
-        write_sampler_record("none (the PMU could not be opened)");
+        write_sampler_record(HMS_SRC_NONE, "none (the PMU could not be opened)");
         g_cfg.kind = HMS_SRC_NONE;
         return -1;
     }
@@ -322,7 +346,7 @@ int hmc_sampler_init(const struct hmc_sampler_cfg *cfg)
     n += hm_fmt_u64(name + n, cfg->kind == HMS_SRC_SOFT ? cfg->rate_hz : cfg->period);
     n += hm_fmt_str(name + n, cfg->kind == HMS_SRC_SOFT ? " Hz" : "");
     name[n] = 0;
-    write_sampler_record(name);
+    write_sampler_record(g_cfg.kind, name);
     g_ready = 1;
     return 0;
 }
@@ -340,6 +364,40 @@ static void stack_range(uint64_t *lo, uint64_t *hi)
         *hi = *lo + size;
     }
     pthread_attr_destroy(&a);
+}
+
+/* The thread's page-fault ring. The process's fault sampler record says what the
+ * first thread got; a refusal is said once per process, and sampling goes on
+ * without it. */
+static void fault_open(struct hmc_thread *t, struct samp *s, uint64_t stack_lo,
+                       uint64_t stack_hi)
+{
+    int rc = hmc_perf_open_faults(g_cfg.fault_period, (pid_t)syscall(SYS_gettid),
+                                  HMC_FAULT_RING_PAGES, &s->fault);
+    s->fault_on = rc == 0;
+    if (rc == 0)
+        hmc_faults_begin(t, stack_lo, stack_hi);
+    int z = 0;
+    if (atomic_compare_exchange_strong(&g_fault_said, &z, 1)) {
+        char name[128];
+        size_t n = hm_fmt_str(name, rc == 0 ? "faults period " : "none (perf_event_open: ");
+        if (rc == 0) {
+            n += hm_fmt_u64(name + n, g_cfg.fault_period);
+        } else {
+            const char *why = strerror(-rc);
+            size_t wl = strlen(why) < 80 ? strlen(why) : 80;
+            memcpy(name + n, why, wl);
+            n += wl;
+            name[n++] = ')';
+        }
+        name[n] = 0;
+        write_sampler_record(HMS_SRC_FAULT, name);
+    }
+    z = 0;
+    if (rc != 0 && atomic_compare_exchange_strong(&g_fault_refused, &z, 1))
+        hm_log("hmtune: page faults are not sampled (perf_event_open(page-faults): ",
+               strerror(-rc), "); the access sampler goes on (HMTUNE_FAULT_PERIOD=0 "
+               "turns fault sampling off)");
 }
 
 void hmc_sampler_thread_start(void)
@@ -378,6 +436,8 @@ void hmc_sampler_thread_start(void)
         hmc_busy--;
         return;
     }
+    if (g_cfg.fault_period)
+        fault_open(t, s, lo, hi);
     hmc_thread_set_sampler(t, s);
     struct sigevent sev;
     memset(&sev, 0, sizeof(sev));
@@ -415,9 +475,28 @@ void hmc_sampler_thread_stop(struct hmc_thread *t)
         hmc_perf_thread_drain(&s->perf, t);
         hmc_perf_thread_close(&s->perf);
     }
+    if (s->fault_on) {
+        hmc_perf_drain(&s->fault, emit_fault, t);
+        hmc_perf_close(&s->fault, 1);
+        s->fault_on = 0;
+    }
     hmc_decoder_free(s->dec);
     hmc_thread_set_sampler(t, NULL);
     munmap(s, sizeof(*s));
+}
+
+void hmc_sampler_drain_self(void)
+{
+    struct hmc_thread *t = hmc_thread_self();
+    struct samp *s = t ? hmc_thread_sampler(t) : NULL;
+    if (!s || s->in_handler)
+        return;
+    s->in_handler = 1;                /* the timer's handler leaves the rings alone */
+    if (g_cfg.kind == HMS_SRC_PEBS || g_cfg.kind == HMS_SRC_IBS)
+        hmc_perf_thread_drain(&s->perf, t);
+    if (s->fault_on)
+        hmc_perf_drain(&s->fault, emit_fault, t);
+    s->in_handler = 0;
 }
 
 void hmc_sampler_atfork_child(void)

@@ -14,10 +14,14 @@ struct hmc_sampler_cfg {
     uint64_t period;     /* PEBS/IBS: events per sample */
     uint32_t ldlat;      /* PEBS: load-latency threshold, cycles */
     int signo;           /* timer signal */
+    uint64_t fault_period;   /* minor page faults per fault sample; 0: no fault sampling */
 };
 
 /* Read HMTUNE_SAMPLER (none|soft|pebs|ibs), HMTUNE_SAMPLE_RATE, HMTUNE_SAMPLE_PERIOD,
- * HMTUNE_LDLAT and HMTUNE_SAMPLE_SIGNAL into cfg; -1 (message printed) when malformed. */
+ * HMTUNE_LDLAT and HMTUNE_SAMPLE_SIGNAL into cfg; -1 (message printed) when malformed.
+ * HMTUNE_FAULT_PERIOD (default HMC_FAULT_DEFAULT_PERIOD, 0 off): page faults sampled
+ * alongside the access sampler; a malformed value prints one line and turns only the
+ * fault sampling off. */
 int hmc_sampler_config(struct hmc_sampler_cfg *cfg) HM_HIDDEN;
 /* Process-wide setup (signal handlers); 0, or -1 with sampling off. Writes the
  * HMR_SAMPLER record. */
@@ -26,6 +30,9 @@ int hmc_sampler_init(const struct hmc_sampler_cfg *cfg) HM_HIDDEN;
 void hmc_sampler_thread_start(void) HM_HIDDEN;
 /* Stop sampling t (the calling thread), drain and flush its samples. */
 void hmc_sampler_thread_stop(struct hmc_thread *t) HM_HIDDEN;
+/* Move what the calling thread's rings hold to its sample stream (normal exit, exec:
+ * the last samples since the timer's previous tick). Not from a signal handler. */
+void hmc_sampler_drain_self(void) HM_HIDDEN;
 /* After fork, in the child: the forking thread samples again into the new file. */
 void hmc_sampler_atfork_child(void) HM_HIDDEN;
 

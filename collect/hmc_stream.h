@@ -34,11 +34,16 @@ enum hmr_type {
     HMR_TEND   = 7,  /* stream end with the thread's counters */
     HMR_PEND   = 8,  /* process end: kind = enum hmr_end */
     HMR_SAMPLE = 9,  /* a sampled memory access: kind = enum hmr_src, aux = HMS_* flags */
-    HMR_SAMPLER = 10, /* the sampler in use: kind = enum hmr_src, then its name */
+    HMR_SAMPLER = 10, /* the sampler in use: kind = enum hmr_src, then its name
+                       * (kind HMS_SRC_FAULT: the page-fault sampler, a record of its own) */
 };
 
-/* Where a sample came from. */
-enum hmr_src { HMS_SRC_NONE = 0, HMS_SRC_PEBS = 1, HMS_SRC_IBS = 2, HMS_SRC_SOFT = 3 };
+/* Where a sample came from. HMS_SRC_FAULT samples are minor page faults (perf's
+ * software event), taken alongside the access sampler: addr is the faulting data
+ * address and weight the faults the sample stands for (the sampling period). It is
+ * never a process's access sampler (event 41000021). */
+enum hmr_src { HMS_SRC_NONE = 0, HMS_SRC_PEBS = 1, HMS_SRC_IBS = 2, HMS_SRC_SOFT = 3,
+               HMS_SRC_FAULT = 4 };
 
 /* struct hmr_sample flags (in aux) */
 #define HMS_STORE      0x1u    /* the access is a store (else a load) */
@@ -102,8 +107,12 @@ struct hmr_thread {
     uint64_t stack_lo, stack_hi;   /* the thread's stack, when known (sample streams) */
 };
 
-/* A thread's samples go to their own stream: its allocation stream's id | this. */
+/* A thread's samples go to their own stream: its allocation stream's id | this;
+ * its sampled page faults to another: id | HMR_SAMPLE_STREAM | HMR_FAULT_STREAM.
+ * HMR_STREAM_BASE gives the allocation stream's id back. */
 #define HMR_SAMPLE_STREAM 0x80000000u
+#define HMR_FAULT_STREAM  0x40000000u
+#define HMR_STREAM_BASE(id) ((id) & ~(HMR_SAMPLE_STREAM | HMR_FAULT_STREAM))
 
 struct hmr_stack {
     struct hmr_hdr h;
@@ -145,7 +154,7 @@ struct hmr_sample {
     uint64_t t;            /* ticks, or ns with HMS_TIME_NS */
     uint64_t ip;           /* the sampled instruction */
     uint64_t addr;         /* data address (HMS_ADDR_OK) */
-    uint64_t weight;       /* PEBS/IBS: latency in cycles; soft: stall ns */
+    uint64_t weight;       /* PEBS/IBS: latency in cycles; soft: stall ns; fault: faults */
     uint64_t data_src;     /* perf's raw data_src (PEBS/IBS), else 0 */
 };
 

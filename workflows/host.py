@@ -60,6 +60,14 @@ from workflows.units import human
 #   (/work/shared/MACHINE-NOTES.md, vm-hugetlb.toml).
 FALLBACK_COST = {"HBM": 5.3, "MCDRAM": 5.0, "CXL-DRAM": 2.0, "CXL-NVM": 3.0, "NVM": 3.0,
                  "slow": 2.0, "hugetlb": 1.55, "thp": 1.55}
+# What large pages save at first touch (speeds_up "first_touch", docs/formats.md §5):
+# ns saved per 4 KiB page fault avoided, measured on this project's VM with
+# bench/faultcost (1190-1330 ns; vm-hugetlb.toml), and the fraction of the faults a
+# THP tier still takes (0.5: a real code's THP run, vm-thp.toml); a hugetlb tier keeps
+# one fault per page instead of one per 4 KiB. Other fast tiers (HBM, MCDRAM, DRAM in
+# front of CXL or NVM) fault in 4 KiB pages like their fallback: access only.
+FAULT_COST_NS = 1200.0
+THP_FAULTS_KEPT = 0.5
 HBW_KINDS = ("HBM", "MCDRAM")
 SLOW_KINDS = ("CXL-DRAM", "CXL-NVM", "NVM", "slow")
 # Subtypes hwloc documents for NUMA nodes and hmtune takes as they are (SPM is not among
@@ -627,7 +635,9 @@ def _nodes(nodes: list[Node]) -> str:
 
 def _page_tier(host: Host, name: str, backend: str, page: int, why: str) -> Choice:
     """Large pages (hugetlb or THP) as the fast tier, ordinary pages as the fallback."""
-    fast = Tier(name, _pool_capacity(host, page), backend, 1.0, 1.0, page, True)
+    kept = 4 * KIB / page if backend == "hugetlb" else THP_FAULTS_KEPT
+    fast = Tier(name, _pool_capacity(host, page), backend, 1.0, 1.0, page, True,
+                ("access", "first_touch"), FAULT_COST_NS, kept)
     cost = FALLBACK_COST[backend]
     rest = Tier("small", None, "default", cost, cost)
     return Choice(_machine(host, [fast, rest], "2 MiB pages against 4 KiB ones, measured on "
@@ -662,6 +672,11 @@ def machine_toml(host: Host, choice: Choice) -> str:
             lines.append(f'per = "{"node" if t.per_node else "process"}"')
         if t.backend in ("hugetlb", "thp"):
             lines.append(f'page = "{_capacity(t.page_size)}"')
+        if t.capacity is not None:
+            lines.append("speeds_up = [" + ", ".join(f'"{s}"' for s in t.speeds_up) + "]")
+        if "first_touch" in t.speeds_up:
+            lines += [f"fault_cost_ns = {float(t.fault_cost_ns)!r}",
+                      f"faults_kept = {float(t.faults_kept)!r}"]
         lines.append("")
     return "\n".join(lines)
 

@@ -44,6 +44,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     rate.add_argument("--rate", type=int, metavar="HZ",
                       help="software sampler: samples per second of thread CPU time "
                            "(default 250, the kernel tick here)")
+    p.add_argument("--fault-period", type=int, metavar="N",
+                   help="sample one minor page fault in N, with its address, alongside the "
+                        "access sampler (default 61; 0: no page-fault sampling)")
     p.add_argument("-q", "--quiet", action="store_true", help="print no summary")
     p.add_argument("app", nargs=argparse.REMAINDER, help="-- APP [ARGS...]")
     p.set_defaults(func=run)
@@ -107,6 +110,12 @@ def print_summary(s: dict, out: Path, wall_s: float) -> None:
               f"{n['static']} static, {n['stack']} stack, {n['unknown']} unknown, "
               f"{n['no_address']} without a data address; {s['lost_samples']} lost",
               file=sys.stderr)
+    f = s.get("faults", {})
+    if sum(f.values()):
+        print(f"hmtune: ~{sum(f.values())} minor page faults ({s['fault_sampler']}): "
+              f"{f['heap']} in traced objects, {f['static']} static, {f['stack']} stack, "
+              f"{f['unknown']} elsewhere; {s['lost_fault_samples']} samples lost",
+              file=sys.stderr)
     print(f"hmtune: trace {prv} ({human(prv.stat().st_size)}); time in the tracer "
           f"{tracer_s * 1e3:.1f} ms ({share:.2f}% of the run's thread time)", file=sys.stderr)
 
@@ -125,6 +134,9 @@ def run(args: argparse.Namespace) -> int:
         return _fail("--period must be a positive number of events")
     if args.rate is not None and not 1 <= args.rate <= 100000:
         return _fail("--rate must be between 1 and 100000 Hz")
+    if args.fault_period is not None and not 0 <= args.fault_period <= 0xFFFFFFFF:
+        return _fail("--fault-period must be a number of page faults per sample "
+                     "(0: no page-fault sampling)")
     lib, fin = paths.tracer_lib(), paths.finalize_bin()
     if not lib.exists() or not fin.exists() or not paths.probe_bin().exists():
         return _fail(paths.not_built(lib))
@@ -150,6 +162,8 @@ def run(args: argparse.Namespace) -> int:
         tracer_env["HMTUNE_SAMPLE_PERIOD"] = str(args.period)
     if args.rate is not None:
         tracer_env["HMTUNE_SAMPLE_RATE"] = str(args.rate)
+    if args.fault_period is not None:
+        tracer_env["HMTUNE_FAULT_PERIOD"] = str(args.fault_period)
     # The launcher itself runs untraced; the tracer is applied to each rank.
     cmd, env = launch.command(launcher, app, tracer_env)
     t0 = time.monotonic()

@@ -7,7 +7,7 @@
  * allocs.csv's version line and header, its rows aggregated per (task, site) against
  * the expected counts and bytes, rows in allocation-time order, t_free never before
  * t_alloc, the number of never-freed rows; scan.json's record, weight, class and
- * unknown-free totals. Exit 0 when everything matches, 1 with one line per mismatch. */
+ * unknown-free totals, and its sampled page faults (samples, faults, faults by class). Exit 0 when everything matches, 1 with one line per mismatch. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,11 +17,12 @@ int gen_check(const char *prv, const char *outdir);
 
 #define MAXT 64
 #define MAXS 4096
-#define NV 12            /* the sites.tsv columns after task and site_id */
+#define NV 14            /* the sites.tsv columns after task and site_id */
 
 static const char *g_names[NV] = { "n_allocs", "max_size", "peak_live_bytes", "total_bytes",
                                    "first_alloc_ns", "last_free_ns", "live_ns", "samples",
-                                   "loads", "stores", "misses", "weight" };
+                                   "loads", "stores", "misses", "weight", "fault_samples",
+                                   "faults" };
 
 struct agg {
     int64_t want[NV], got[NV];
@@ -196,6 +197,15 @@ int gen_check(const char *prv, const char *outdir)
         } else {
             same(key, jget(exp, key), jget(scan, key));
         }
+    }
+    same("fault_samples", jget(exp, "fault_samples"), jget(scan, "fault_samples"));
+    same("faults", jget(exp, "faults"), jget(scan, "faults"));
+    static const char *fcls[] = { "1", "3", "4" };
+    const char *fe = strstr(exp, "\"fault_classes\""), *fs = strstr(scan, "\"fault_classes\"");
+    for (size_t k = 0; k < sizeof(fcls) / sizeof(*fcls); k++) {
+        char what[64];
+        snprintf(what, sizeof(what), "faults of class %s", fcls[k]);
+        same(what, fe ? jget(fe, fcls[k]) : -2, fs ? jget(fs, fcls[k]) : -3);
     }
     same("bad_lines", 0, jget(scan, "bad_lines"));
     same("late_endpoints", 0, jget(scan, "late_endpoints"));

@@ -17,6 +17,8 @@
  * address: unattributed), on a stack, or without an address; half the heap samples
  * carry finalize's 32000007 object and half must be attributed by address. A quarter
  * of the calls are written the way Extrae splits them (size line, state, call line).
+ * Some records are sampled page faults (41000030-41000033), on lines of their own or
+ * on an access sample's line, attributed by the same rules.
  * --alloc-heavy: mostly calls (45% allocations, 40% frees, 10% reallocs, 5% samples),
  * for the analyzer's memory with many blocks. */
 #include <errno.h>
@@ -34,7 +36,7 @@ int gen_check(const char *prv, const char *outdir);
 #define NSITES   64u
 
 struct exp_site {
-    uint64_t n_allocs, bytes, samples, loads, stores, misses, weight;
+    uint64_t n_allocs, bytes, samples, loads, stores, misses, weight, fault_samples, faults;
     uint64_t max_size, peak, first_alloc, last_free, live_ns;
     uint64_t live_bytes, live_blocks, since;   /* the sweep, in time order */
 };
@@ -60,6 +62,7 @@ static FILE *g_out;
 static uint64_t g_records, g_events, g_states, g_now = 1000;
 static struct exp_site *g_exp;          /* [task][site] */
 static uint64_t g_allocs, g_frees, g_unknown_frees, g_weight, g_samples, g_classes[6];
+static uint64_t g_fault_samples, g_faults, g_fault_classes[6];
 static unsigned g_ntasks, g_nthreads;
 
 static unsigned g_pct_alloc = 6, g_pct_free = 5, g_pct_realloc = 2;
@@ -242,6 +245,46 @@ static void do_realloc(unsigned task, unsigned thr, struct gtask *tk)
     g_allocs++;
 }
 
+/* A sampled page fault's pairs: in a live block (half of them naming its site in
+ * 41000032, as finalize writes them), in a free slot (unattributed) or on a stack;
+ * each stands for 1-100 faults (41000031). */
+static void fault_pairs(unsigned task, struct gtask *tk)
+{
+    uint64_t r = below(100), addr, site = 0, cls, n = 1 + below(100);
+    int give_obj = 0;
+    if (r < 70 && tk->nlive) {
+        uint32_t i = tk->live[below(tk->nlive)];
+        addr = BASE + i * SLOT_SZ + below(tk->s[i].size);
+        site = tk->s[i].site;
+        cls = 1;
+        give_obj = below(2);
+    } else if (r < 90) {
+        addr = BASE + free_slot(tk) * SLOT_SZ + below(SLOT_SZ);
+        cls = 4;
+    } else {
+        addr = STACK + below(1 << 20);
+        cls = 3;
+    }
+    pair(41000030, addr);
+    if (give_obj)
+        pair(41000032, site);
+    pair(41000031, n);
+    pair(41000033, cls);
+    E(task, site)->fault_samples++;
+    E(task, site)->faults += n;
+    g_fault_samples++;
+    g_faults += n;
+    g_fault_classes[cls] += n;
+}
+
+static void do_fault(unsigned task, unsigned thr, struct gtask *tk)
+{
+    ev(task, thr, g_now);
+    fault_pairs(task, tk);
+    fputc('\n', g_out);
+    g_now += 1 + below(200);
+}
+
 static void do_sample(unsigned task, unsigned thr, struct gtask *tk)
 {
     uint64_t r = below(100), addr = 0, site = 0, cls;
@@ -283,6 +326,8 @@ static void do_sample(unsigned task, unsigned thr, struct gtask *tk)
     } else {
         w = lat;
     }
+    if (below(8) == 0)                  /* a fault at the same time, fused with it */
+        fault_pairs(task, tk);
     fputc('\n', g_out);
     struct exp_site *x = E(task, site);
     x->samples++;
@@ -332,8 +377,12 @@ static void write_side_files(const char *prv)
           "0    32000002    Memory level\n0    32000003    Hit or miss\n0    32000006    Latency\n"
           "0    30000000    Sampled function\n0    30000100    Sampled line\n"
           "0    41000020    hmtune sample weight\n0    41000021    hmtune sampler\n"
-          "0    41000023    hmtune sampled address class\n0    41000002    OS thread id\n\n"
+          "0    41000023    hmtune sampled address class\n0    41000002    OS thread id\n"
+          "0    41000030    hmtune sampled minor page fault\n"
+          "0    41000031    hmtune page faults the fault sample stands for\n"
+          "0    41000033    hmtune page-fault address class\n\n"
           "EVENT_TYPE\n0    32000009    Allocation object\n0    32000007    Memory object referenced by sampled address\n"
+          "0    41000032    hmtune memory object of a sampled page fault\n"
           "VALUES\n1    ??\n2    ??\n", f);
     for (unsigned s = 3; s < NSITES + 3; s++)
         fprintf(f, "%u    gen.c:%u\n", s, s);
@@ -353,24 +402,29 @@ static void write_expected(const char *prv, uint64_t never_freed)
             ",\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"never_freed\":%" PRIu64
             ",\"unknown_frees\":%" PRIu64 ",\"samples\":%" PRIu64 ",\"total_weight\":%" PRIu64
             ",\"sampler\":1,\"classes\":{\"1\":%" PRIu64 ",\"2\":0,\"3\":%" PRIu64 ",\"4\":%" PRIu64
-            ",\"5\":%" PRIu64 "},\n\"sites\":[\n",
+            ",\"5\":%" PRIu64 "},\"fault_samples\":%" PRIu64 ",\"faults\":%" PRIu64
+            ",\"fault_classes\":{\"1\":%" PRIu64 ",\"3\":%" PRIu64 ",\"4\":%" PRIu64
+            "},\n\"sites\":[\n",
             g_records, g_events, g_states, g_allocs, g_frees, never_freed, g_unknown_frees,
-            g_samples, g_weight, g_classes[1], g_classes[3], g_classes[4], g_classes[5]);
+            g_samples, g_weight, g_classes[1], g_classes[3], g_classes[4], g_classes[5],
+            g_fault_samples, g_faults, g_fault_classes[1], g_fault_classes[3],
+            g_fault_classes[4]);
     int first = 1;
     for (unsigned t = 0; t < g_ntasks; t++)
         for (unsigned s = 0; s < NSITES + 3; s++) {
             const struct exp_site *x = E(t, s);
-            if (!x->n_allocs && !x->samples)
+            if (!x->n_allocs && !x->samples && !x->fault_samples)
                 continue;
             fprintf(f, "%s{\"task\":%u,\"site_id\":%u,\"n_allocs\":%" PRIu64
                     ",\"max_size\":%" PRIu64 ",\"peak_live_bytes\":%" PRIu64
                     ",\"total_bytes\":%" PRIu64 ",\"first_alloc_ns\":%" PRIu64
                     ",\"last_free_ns\":%" PRIu64 ",\"live_ns\":%" PRIu64
                     ",\"samples\":%" PRIu64 ",\"loads\":%" PRIu64 ",\"stores\":%" PRIu64
-                    ",\"misses\":%" PRIu64 ",\"weight\":%" PRIu64 "}",
+                    ",\"misses\":%" PRIu64 ",\"weight\":%" PRIu64
+                    ",\"fault_samples\":%" PRIu64 ",\"faults\":%" PRIu64 "}",
                     first ? "" : ",\n", t + 1, s, x->n_allocs, x->max_size, x->peak, x->bytes,
                     x->first_alloc, x->last_free, x->live_ns, x->samples, x->loads, x->stores,
-                    x->misses, x->weight);
+                    x->misses, x->weight, x->fault_samples, x->faults);
             first = 0;
         }
     fputs("\n]}\n", f);
@@ -449,6 +503,8 @@ int main(int argc, char **argv)
             do_free(task, thr, tk);
         else if (r < g_pct_alloc + g_pct_free + g_pct_realloc)
             do_realloc(task, thr, tk);
+        else if (below(10) == 0)
+            do_fault(task, thr, tk);
         else
             do_sample(task, thr, tk);
     }

@@ -79,6 +79,7 @@ struct ps_site {
     uint64_t n_allocs, max_size, total_bytes, first_alloc, last_free;
     int64_t live_bytes, live_blocks;     /* sweep state (ps_life.c) */
     uint64_t peak, live_ns, sweep_t;
+    uint64_t fault_samples, faults;      /* sampled page faults, the faults they stand for */
 };
 /* Entries keep their index (the group id) for the whole scan. */
 struct ps_sites {
@@ -170,6 +171,7 @@ struct ps_stats {
     uint64_t allocs, frees, unknown_frees, unknown_realloc_inputs, failed_calls;
     uint64_t evictions, unmatched_ends, unterminated_calls, nested_calls;
     uint64_t late_records, time_regressions, max_time;
+    uint64_t fault_samples, faults, lost_fault_samples, fault_classes[6];
     int has_object_events, has_sampler;
     uint64_t sampler;
     uint32_t threads_seen, tasks_seen;
@@ -199,6 +201,14 @@ enum { PS_SA_ADDR = 1, PS_SA_OBJ = 2, PS_SA_W = 4, PS_SA_LAT = 8, PS_SA_HIT = 16
 /* Count a sample in group grp (its task and the site its address fell in; site 0
  * when unattributed). */
 void ps_sample_count(struct ps_site *g, struct ps_stats *st, const struct ps_sample *x);
+
+/* A sampled page fault (41000030-41000033), gathered like a sample. */
+struct ps_fault {
+    unsigned seen;           /* PS_FA_* bits */
+    uint64_t addr, object, faults, cls;
+};
+enum { PS_FA_ADDR = 1, PS_FA_OBJ = 2, PS_FA_N = 4, PS_FA_CLS = 8 };
+void ps_fault_count(struct ps_site *g, struct ps_stats *st, const struct ps_fault *f);
 
 /* ---- outputs (ps_output.c) ---- */
 char *ps_fmt_u64(char *p, uint64_t v);   /* decimal digits at p; returns the end */

@@ -320,27 +320,58 @@ static void call_end(struct ps_model *m, struct thr *th, int has_ret, uint64_t r
     start_block(m, th, ret);
 }
 
+/* The group a sampled address belongs to in task tk: the object the trace names
+ * (finalize or Extrae resolved it), else the live block holding the address, else
+ * the task's site 0. */
+static uint32_t attribute(struct ps_model *m, struct task *tk, int has_obj, uint64_t object,
+                          int has_addr, uint64_t addr)
+{
+    if (has_obj) {
+        if (!tk->has_obj || tk->obj_site != object) {
+            tk->obj_grp = ps_sites_id(m->sites, tk->task_no, object);
+            tk->obj_site = object;
+            tk->has_obj = 1;
+        }
+        return tk->obj_grp;
+    }
+    if (has_addr) {
+        const struct ps_block *b = ps_map_find(tk->map, addr);
+        if (b)
+            return b->grp;                  /* the block's own (task, site) */
+    }
+    return tk->grp0;
+}
+
 static void sample_done(struct ps_model *m, struct thr *th, const struct ps_sample *x)
 {
     if (!(x->seen & (PS_SA_ADDR | PS_SA_W)))   /* stray attributes alone are no sample */
         return;
     struct task *tk = &m->tasks[th->task];
-    uint32_t grp = tk->grp0;
-    if (x->seen & PS_SA_OBJ) {
-        /* finalize (or Extrae) already resolved it */
-        if (!tk->has_obj || tk->obj_site != x->object) {
-            tk->obj_grp = ps_sites_id(m->sites, tk->task_no, x->object);
-            tk->obj_site = x->object;
-            tk->has_obj = 1;
-        }
-        grp = tk->obj_grp;
-    } else if (x->seen & PS_SA_ADDR) {
-        const struct ps_block *b = ps_map_find(tk->map, x->addr);
-        if (b)
-            grp = b->grp;                   /* the block's own (task, site) */
-    }
+    uint32_t grp = attribute(m, tk, (x->seen & PS_SA_OBJ) != 0, x->object,
+                             (x->seen & PS_SA_ADDR) != 0, x->addr);
     ps_sample_count(ps_site_at(m->sites, grp), m->st, x);
 }
+
+/* A sampled page fault: attributed by the same rules as an access sample. */
+static void fault_done(struct ps_model *m, struct thr *th, const struct ps_fault *f)
+{
+    if (!(f->seen & (PS_FA_ADDR | PS_FA_N)))
+        return;
+    struct task *tk = &m->tasks[th->task];
+    uint32_t grp = attribute(m, tk, (f->seen & PS_FA_OBJ) != 0, f->object,
+                             (f->seen & PS_FA_ADDR) != 0, f->addr);
+    ps_fault_count(ps_site_at(m->sites, grp), m->st, f);
+}
+
+#define FAULT_ATTR(bit, fieldname)                  \
+    do {                                            \
+        if (fa.seen & (bit)) {                      \
+            fault_done(m, th, &fa);                 \
+            memset(&fa, 0, sizeof(fa));             \
+        }                                           \
+        fa.seen |= (bit);                           \
+        fa.fieldname = v;                           \
+    } while (0)
 
 #define SAMPLE_ATTR(bit, fieldname)                 \
     do {                                            \
@@ -393,7 +424,9 @@ static void group_calls(struct ps_model *m, struct thr *th)
 static void group_samples(struct ps_model *m, struct thr *th)
 {
     struct ps_sample x;
+    struct ps_fault fa;
     memset(&x, 0, sizeof(x));
+    memset(&fa, 0, sizeof(fa));
     for (size_t i = 0; i < th->gn; i++) {
         uint64_t v = th->g[i].value;
         switch (th->g[i].type) {
@@ -415,10 +448,24 @@ static void group_samples(struct ps_model *m, struct thr *th)
         case 32000007: SAMPLE_ATTR(PS_SA_OBJ, object); m->st->has_object_events = 1; break;
         case 41000020: SAMPLE_ATTR(PS_SA_W, weight); break;
         case 41000023: SAMPLE_ATTR(PS_SA_CLS, cls); break;
+        /* page faults: the same shape with their own types, apart from the samples */
+        case 41000030:
+            if (fa.seen & PS_FA_ADDR) {
+                fault_done(m, th, &fa);
+                memset(&fa, 0, sizeof(fa));
+            }
+            fa.seen |= PS_FA_ADDR;
+            fa.addr = v;
+            break;
+        case 41000031: FAULT_ATTR(PS_FA_N, faults); break;
+        case 41000032: FAULT_ATTR(PS_FA_OBJ, object); break;
+        case 41000033: FAULT_ATTR(PS_FA_CLS, cls); break;
+        case 41000034: m->st->lost_fault_samples += v; break;
         default: break;
         }
     }
     sample_done(m, th, &x);
+    fault_done(m, th, &fa);
 }
 
 /* Calls before samples: a block lives on [t_alloc, t_free), so a sample taken at the

@@ -118,3 +118,16 @@ void ps_sample_count(struct ps_site *c, struct ps_stats *st, const struct ps_sam
     if ((x->seen & PS_SA_CLS) && x->cls >= 1 && x->cls <= 5)
         st->classes[x->cls]++;
 }
+
+void ps_fault_count(struct ps_site *c, struct ps_stats *st, const struct ps_fault *f)
+{
+    /* each sample stands for the faults of its sampling period (41000031); 1 when a
+     * trace does not say */
+    uint64_t n = (f->seen & PS_FA_N) ? f->faults : 1;
+    c->fault_samples++;
+    c->faults += n;
+    st->fault_samples++;
+    st->faults += n;
+    if ((f->seen & PS_FA_CLS) && f->cls >= 1 && f->cls <= 5)
+        st->fault_classes[f->cls] += n;
+}

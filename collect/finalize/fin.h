@@ -66,6 +66,10 @@ struct fin_proc {
     uint64_t n_allocs, n_frees, n_dropped_frees, n_events;
     uint64_t n_samples[8];       /* by enum fin_class */
     uint64_t n_lost_samples;
+    char fault_name[128];        /* the page-fault sampler ("faults period 61", "none (..)") */
+    uint64_t n_fault_samples[8]; /* page-fault samples by enum fin_class */
+    uint64_t n_faults[8];        /* faults they stand for (sum of their periods) by class */
+    uint64_t n_lost_faults;      /* page-fault samples the kernel dropped */
     /* ticks → ns: the earliest and latest (ticks, ns) pairs seen */
     uint64_t cal_tk0, cal_ns0, cal_tk1, cal_ns1;
     int ncal;

@@ -119,7 +119,7 @@ static void layout(struct fin_ctx *c)
             struct fin_stream *base = NULL;
             if (s->id & HMR_SAMPLE_STREAM)
                 for (size_t b = 0; b < p->nstreams; b++)
-                    if (p->streams[b].id == (s->id & ~HMR_SAMPLE_STREAM) && p->streams[b].nchunks)
+                    if (p->streams[b].id == HMR_STREAM_BASE(s->id) && p->streams[b].nchunks)
                         base = &p->streams[b];
             if (base && base->thread) {
                 s->merged = 1;
@@ -142,7 +142,7 @@ static void layout(struct fin_ctx *c)
             if (!s->nchunks || s->thread || !(s->id & HMR_SAMPLE_STREAM))
                 continue;
             for (size_t b = 0; b < p->nstreams; b++)
-                if (p->streams[b].id == (s->id & ~HMR_SAMPLE_STREAM)) {
+                if (p->streams[b].id == HMR_STREAM_BASE(s->id)) {
                     s->merged = 1;
                     s->started = 1;
                     s->thread = p->streams[b].thread;
@@ -188,6 +188,22 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* ", fault_samples": {by class}, "faults": {by class}, "lost_fault_samples": N */
+static void json_faults(FILE *f, const uint64_t *n, const uint64_t *est, uint64_t lost)
+{
+    static const char *const names[] = { "heap", "static", "stack", "unknown", "no_address" };
+    static const int cls[] = { FC_HEAP, FC_STATIC, FC_STACK, FC_UNKNOWN, FC_NOADDR };
+    for (int which = 0; which < 2; which++) {
+        const uint64_t *v = which ? est : n;
+        fprintf(f, ", \"%s\": {", which ? "faults" : "fault_samples");
+        for (int k = 0; k < 5; k++)
+            fprintf(f, "%s\"%s\": %llu", k ? ", " : "", names[k],
+                    (unsigned long long)v[cls[k]]);
+        fputc('}', f);
+    }
+    fprintf(f, ", \"lost_fault_samples\": %llu", (unsigned long long)lost);
+}
+
 static void report(struct fin_ctx *c, const char *summary, const char *stem)
 {
     FILE *f = summary ? fopen(summary, "w") : NULL;
@@ -195,7 +211,8 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
         fin_die("cannot write %s", summary);
     uint64_t allocs = 0, frees = 0, tracer_ns = 0, calls = 0, lost = 0, tbytes = 0;
     uint64_t samples[8] = { 0 }, lost_samples = 0;
-    const char *sampler = "none";
+    uint64_t fsamples[8] = { 0 }, faults[8] = { 0 }, lost_faults = 0;
+    const char *sampler = "none", *fault_sampler = "none";
     if (f)
         fprintf(f, "{\n  \"trace\": ");
     if (f)
@@ -217,9 +234,15 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
             no_tend += !s->has_tend;
             gaps += (int)s->seq_gaps;
         }
-        for (int k = 0; k < 8; k++)
+        for (int k = 0; k < 8; k++) {
             samples[k] += p->n_samples[k];
+            fsamples[k] += p->n_fault_samples[k];
+            faults[k] += p->n_faults[k];
+        }
         lost_samples += p->n_lost_samples;
+        lost_faults += p->n_lost_faults;
+        if (p->fault_name[0] && strncmp(p->fault_name, "none", 4) != 0)
+            fault_sampler = p->fault_name;
         if (p->sampler_name[0] && strcmp(p->sampler_name, "none") != 0)
             sampler = p->sampler_name;
         allocs += p->n_allocs;
@@ -259,6 +282,9 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
                 (unsigned long long)p->n_samples[FC_HEAP], (unsigned long long)p->n_samples[FC_STATIC],
                 (unsigned long long)p->n_samples[FC_STACK], (unsigned long long)p->n_samples[FC_UNKNOWN],
                 (unsigned long long)p->n_samples[FC_NOADDR], (unsigned long long)p->n_lost_samples);
+        fprintf(f, ", \"fault_sampler\": ");
+        json_str(f, p->fault_name[0] ? p->fault_name : "none");
+        json_faults(f, p->n_fault_samples, p->n_faults, p->n_lost_faults);
         fprintf(f, ", \"threads\": %d, \"allocs\": %llu, \"frees\": %llu, \"calls_seen\": %llu, "
                 "\"tracer_ns\": %llu, \"end\": \"%s\", \"signal\": %d, \"truncated_bytes\": %llu, "
                 "\"missing_chunks\": %d, \"bad_records\": %u, \"threads_without_end\": %d, "
@@ -278,7 +304,10 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
             (unsigned long long)samples[FC_HEAP], (unsigned long long)samples[FC_STATIC],
             (unsigned long long)samples[FC_STACK], (unsigned long long)samples[FC_UNKNOWN],
             (unsigned long long)samples[FC_NOADDR], (unsigned long long)lost_samples);
-    fprintf(f, "  \"tasks\": %zu, \"threads\": %d, \"allocs\": %llu, \"frees\": %llu, "
+    fprintf(f, "  \"fault_sampler\": ");
+    json_str(f, fault_sampler);
+    json_faults(f, fsamples, faults, lost_faults);
+    fprintf(f, ",\n  \"tasks\": %zu, \"threads\": %d, \"allocs\": %llu, \"frees\": %llu, "
             "\"sites\": %zu, \"calls_seen\": %llu, \"tracer_ns\": %llu, \"lost_buffers\": %llu, "
             "\"raw_bytes\": %llu, \"prv_bytes\": %llu, \"duration_ns\": %llu\n}\n",
             c->nprocs, c->total_threads, (unsigned long long)allocs, (unsigned long long)frees,

@@ -321,6 +321,32 @@ static enum fin_class classify(struct fin_ctx *c, struct fin_proc *p, uint64_t a
     return FC_UNKNOWN;
 }
 
+/* A sampled minor page fault: its address, the object (site) live there, the faults
+ * the sample stands for, the address class; or a count of fault samples lost. */
+static void emit_fault(struct fin_ctx *c, struct out *o, struct fin_proc *p,
+                       const struct hmr_sample *x)
+{
+    if (x->h.aux & HMS_LOST) {
+        p->n_lost_faults += x->weight;
+        out_ev(o, 41000034, x->weight);
+        out_ch(o, '\n');
+        return;
+    }
+    uint32_t obj = 0;
+    enum fin_class cls = FC_NOADDR;
+    if (x->h.aux & HMS_ADDR_OK) {
+        cls = classify(c, p, x->addr, &obj);
+        out_ev(o, 41000030, x->addr);
+        if (obj)
+            out_ev(o, 41000032, obj);
+    }
+    p->n_fault_samples[cls]++;
+    p->n_faults[cls] += x->weight;
+    out_ev(o, 41000031, x->weight);
+    out_ev(o, 41000033, cls);
+    out_ch(o, '\n');
+}
+
 static void emit_sample(struct fin_ctx *c, struct out *o, struct fin_stream *s, struct cur *u)
 {
     struct fin_proc *p = s->proc;
@@ -328,6 +354,10 @@ static void emit_sample(struct fin_ctx *c, struct out *o, struct fin_stream *s, 
     uint32_t flags = x->h.aux;
     out_head(o, 2, s);
     out_u64(o, rel(c, u->t_next));
+    if (x->h.kind == HMS_SRC_FAULT) {
+        emit_fault(c, o, p, x);
+        return;
+    }
     if (flags & HMS_LOST) {                   /* the kernel dropped this many samples */
         p->n_lost_samples += x->weight;
         out_ev(o, 41000025, x->weight);

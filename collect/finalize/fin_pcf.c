@@ -97,7 +97,10 @@ int fin_write_pcf(struct fin_ctx *c, const char *path)
                "0    32000001    Sampled address (store)\n"
                "0    32000006    Sampled access latency (cycles)\n"
                "0    41000020    hmtune sample weight (PEBS/IBS: cycles; software sampler: ns)\n"
-               "0    41000025    hmtune samples lost by the kernel\n\n\n"
+               "0    41000025    hmtune samples lost by the kernel\n"
+               "0    41000030    hmtune sampled minor page fault (data address)\n"
+               "0    41000031    hmtune page faults the fault sample stands for\n"
+               "0    41000034    hmtune page-fault samples lost by the kernel\n\n\n"
                "EVENT_TYPE\n0    32000002    Sampled address memory level\nVALUES\n"
                "0 Unknown\n1 L1\n2 Line fill buffer\n3 L2\n4 L3\n5 Local DRAM\n6 Remote DRAM\n"
                "7 Remote cache\n8 PMEM\n9 CXL\n10 I/O\n11 Uncached\n\n\n"
@@ -105,7 +108,8 @@ int fin_write_pcf(struct fin_ctx *c, const char *path)
                "0 Unknown\n1 Hit\n2 Miss\n\n\n"
                "EVENT_TYPE\n0    41000021    hmtune sampler\nVALUES\n"
                "0 None\n1 PEBS\n2 IBS\n3 Software (CPU-time timer)\n\n\n"
-               "EVENT_TYPE\n0    41000023    hmtune sampled address class\nVALUES\n"
+               "EVENT_TYPE\n0    41000023    hmtune sampled address class\n"
+               "0    41000033    hmtune page-fault address class\nVALUES\n"
                "0 None\n1 Traced heap object\n2 Static variable\n3 Stack\n"
                "4 Unknown (untraced heap, mmap, other)\n5 No data address\n\n\n"
                "EVENT_TYPE\n0    41000024    hmtune address recovered by breakpoint\nVALUES\n"
@@ -115,7 +119,8 @@ int fin_write_pcf(struct fin_ctx *c, const char *path)
     fprintf(f, "EVENT_TYPE\n0    30000100    Sampled line functions (depth 0)\n");
     fin_code_labels(f, 1);
     fprintf(f, "EVENT_TYPE\n0    32000007    Memory object referenced by sampled address\n"
-               "0    32000009    Allocation memory object\n");
+               "0    32000009    Allocation memory object\n"
+               "0    41000032    hmtune memory object of a sampled page fault\n");
     site_labels(c, f, 0);
     fprintf(f, "EVENT_TYPE\n0    41000010    hmtune allocation site (module+offset chain)\n");
     site_labels(c, f, 1);

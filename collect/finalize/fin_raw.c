@@ -230,6 +230,13 @@ static void read_proc_record(struct fin_proc *p, const struct hmr_hdr *h, uint32
         break;
     }
     case HMR_SAMPLER: {
+        if (h->kind == HMS_SRC_FAULT) {    /* the page-fault sampler, next to the access one */
+            size_t n = len - sizeof(*h) < sizeof(p->fault_name) - 1 ? len - sizeof(*h)
+                                                                     : sizeof(p->fault_name) - 1;
+            memcpy(p->fault_name, h + 1, n);
+            p->fault_name[n] = 0;
+            break;
+        }
         p->sampler = h->kind;
         size_t n = len - sizeof(*h) < sizeof(p->sampler_name) - 1 ? len - sizeof(*h)
                                                                   : sizeof(p->sampler_name) - 1;

@@ -606,6 +606,80 @@ static void test_kernel_ring(void)
     munmap(m, len);
 }
 
+/* Page-fault rings (hmc_perf_open_faults): 32-byte records {header, pid/tid, time,
+ * addr}; every sample weighs the ring's period; LOST records keep their count. */
+static void test_fault_ring_decode(void)
+{
+    struct fake f;
+    struct sink k = { .n = 0 };
+    uint64_t st = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR;
+    CHECK(fake_init(&f, HMS_SRC_FAULT, 0, st, 4080) == 0);   /* the first record wraps */
+    f.r.period = 61;
+    uint64_t a[4] = { hdr(PERF_RECORD_SAMPLE, USR, 32), 1234ull << 32 | 1235, 5000,
+                      0x7f0000003008 };
+    uint64_t b[4] = { hdr(PERF_RECORD_SAMPLE, USR, 32), 1234ull << 32 | 1235, 6000,
+                      0x7f0000004000 };
+    /* LOST {id, lost} + sample_id {tid, time} */
+    uint64_t lost[5] = { hdr(PERF_RECORD_LOST, 0, 40), 7, 3, 1234ull << 32 | 1235, 7000 };
+    put_rec(&f, a, 4);
+    put_rec(&f, b, 4);
+    put_rec(&f, lost, 5);
+    CHECK(hmc_perf_drain(&f.r, collect, &k) == 3 && k.n == 3);
+    CHECK(k.s[0].h.kind == HMS_SRC_FAULT && k.s[0].h.aux == (HMS_ADDR_OK | HMS_TIME_NS));
+    CHECK(k.s[0].t == 5000 && k.s[0].addr == 0x7f0000003008 && k.s[0].weight == 61);
+    CHECK(k.s[0].ip == 0 && k.s[0].data_src == 0);
+    CHECK(k.s[1].t == 6000 && k.s[1].addr == 0x7f0000004000 && k.s[1].weight == 61);
+    CHECK((k.s[2].h.aux & HMS_LOST) && k.s[2].weight == 3 && k.s[2].t == 7000);
+    CHECK(f.r.n_samples == 2 && f.r.n_lost == 3 && f.r.n_corrupt == 0);
+    munmap(f.base, 4096 + DSZ);
+}
+
+/* The real event: 64 MiB touched one 4 KiB page at a time, one sample every 16th
+ * minor fault, each with its address in the region and a weight of 16. */
+static void fault_sample(const struct hmr_sample *s, void *arg)
+{
+    struct faults *f = arg;
+    f->n++;
+    f->in_range += s->addr >= f->lo && s->addr < f->hi;
+    f->bad += s->h.type != HMR_SAMPLE || s->h.kind != HMS_SRC_FAULT || s->weight != 16 ||
+              s->t < f->t0 || s->t > f->t1 || s->h.aux != (HMS_ADDR_OK | HMS_TIME_NS);
+}
+
+static void test_fault_ring_kernel(void)
+{
+    struct hmc_perf_ring r;
+    int fds = count_fds();
+    size_t len = 16384 * 4096ul;
+    unsigned char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(m != MAP_FAILED);
+    if (m == MAP_FAILED)
+        return;
+    madvise(m, len, MADV_NOHUGEPAGE);
+    int rc = hmc_perf_open_faults(16, (pid_t)syscall(SYS_gettid), 32, &r);
+    if (rc == -EACCES || rc == -EPERM || rc == -ENOSYS) {
+        printf("SKIP test_fault_ring_kernel: perf_event_open: %d\n", rc);
+        munmap(m, len);
+        return;
+    }
+    CHECK(rc == 0 && r.kind == HMS_SRC_FAULT && r.period == 16 && r.fd >= 0);
+    if (rc != 0) {
+        munmap(m, len);
+        return;
+    }
+    struct faults f = { (uint64_t)(uintptr_t)m, (uint64_t)(uintptr_t)m + len, hm_now_ns(), 0,
+                        0, 0, 0 };
+    for (size_t i = 0; i < len; i += 4096)
+        m[i] = 1;
+    f.t1 = hm_now_ns();
+    size_t got = hmc_perf_drain(&r, fault_sample, &f);
+    CHECK(got == (size_t)f.n && r.n_lost == 0 && r.n_corrupt == 0);
+    CHECK(f.in_range >= 1000 && f.in_range <= 1030 && f.bad == 0);   /* 16384 / 16 */
+    hmc_perf_close(&r, 1);
+    CHECK(r.fd == -1 && count_fds() == fds);
+    CHECK(hmc_perf_open_faults(16, 0, 32, NULL) == -EINVAL);
+    munmap(m, len);
+}
+
 int main(void)
 {
     snprintf(g_tmp, sizeof(g_tmp), "/tmp/hmt-perf-%d", (int)getpid());
@@ -622,6 +696,8 @@ int main(void)
     RUN(test_ring_corrupt);
     RUN(test_real_machine);
     RUN(test_kernel_ring);
+    RUN(test_fault_ring_decode);
+    RUN(test_fault_ring_kernel);
     char cmd[300];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", g_tmp);
     if (system(cmd) != 0)

@@ -64,11 +64,13 @@ def env(tmp_path: Path) -> dict[str, str]:
 
 
 def site(task: int, site_id: int, blocks: tuple[int, int, int] | None = None,
-         samples: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0)) -> str:
-    """A sites.tsv row: one block (size, t_alloc, t_end) or none, and sample counters."""
+         samples: tuple[int, int, int, int, int] = (0, 0, 0, 0, 0),
+         faults: tuple[int, int] = (0, 0)) -> str:
+    """A sites.tsv row: one block (size, t_alloc, t_end) or none, sample counters and
+    fault counters (samples, faults)."""
     size, t0, t1 = blocks or (0, 0, 0)
     life = (1, size, size, size, t0, t1, t1 - t0) if blocks else (0,) * 7
-    return "\t".join(str(v) for v in (task, site_id, *life, *samples)) + "\n"
+    return "\t".join(str(v) for v in (task, site_id, *life, *samples, *faults)) + "\n"
 
 
 def prepare(env: dict[str, str], allocs: str, sites: str, meta: dict) -> None:

@@ -127,13 +127,17 @@ def write_scan_files(d: Path, sites: str, meta: dict, allocs: str = AHEAD) -> Pa
 
 
 def test_read_scan(tmp_path: Path) -> None:
-    d = write_scan_files(tmp_path, SHEAD + "1\t3\t1\t100\t100\t100\t5\t99\t94\t2\t2\t0\t0\t50\n"
-                         "1\t0\t0\t0\t0\t0\t0\t0\t0\t1\t1\t0\t0\t5.0\n",
-                         {"end_time_ns": 99, "total_weight": 55, "sampler": 3, "alloc_rows": 1})
+    d = write_scan_files(tmp_path, SHEAD + "1\t3\t1\t100\t100\t100\t5\t99\t94\t2\t2\t0\t0\t50"
+                         "\t3\t183\n"
+                         "1\t0\t0\t0\t0\t0\t0\t0\t0\t1\t1\t0\t0\t5.0\t1\t61\n",
+                         {"end_time_ns": 99, "total_weight": 55, "sampler": 3, "alloc_rows": 1,
+                          "faults": 244})
     scan = read_scan(d)
     assert scan.sites[0]["live_ns"] == 94 and scan.sites[1]["weight"] == 5
     assert isinstance(scan.sites[1]["weight"], int) and scan.sampler == "soft"
     assert scan.total_weight == 55 and scan.alloc_rows == 1
+    assert scan.sites[0]["faults"] == 183 and scan.sites[1]["fault_samples"] == 1
+    assert scan.faults == 244
     assert scan.allocs_csv == d / "allocs.csv"
 
 

@@ -61,6 +61,7 @@ EVENT_TYPE
 EVENT_TYPE
 0    32000007    Memory object referenced by sampled address
 0    32000009    Allocation memory object
+0    41000032    hmtune memory object of a sampled page fault
 VALUES
 0 End
 1 ??
@@ -78,6 +79,12 @@ VALUES
 3 /bin/app+0x1129 > /lib/libc.so.6+0x2724a
 4 /bin/app+0x1139 > /lib/libc.so.6+0x2724a
 5 /bin/app+0x1149 > /lib/libc.so.6+0x2724a
+
+
+EVENT_TYPE
+0    41000030    hmtune sampled minor page fault (data address)
+0    41000031    hmtune page faults the fault sample stands for
+0    41000033    hmtune page-fault address class
 """
 ROW = """LEVEL CPU SIZE 3
 1.node1
@@ -188,6 +195,7 @@ def test_valid_gzip_trace(tmp_path):
 
 
 COMM = "3:1:1:1:1:700:700:3:1:2:1:710:710:64:1"
+FAULT = "2:1:1:1:1:350:41000030:4104:41000032:3:41000031:61:41000033:1"
 
 MUTATIONS = {
     # name: (mutated spec, the exact set of rules that must fire)
@@ -207,6 +215,10 @@ MUTATIONS = {
                         {"site-label", "site-raw-label"}),
     "unlabelled-sample-object": (VALID.sub(12, "32000007:3", "32000007:9"),
                                  {"site-label", "site-raw-label"}),
+    # a sampled page fault (41000030-41000033) is accepted; its object must be labelled
+    "fault-sample": (VALID.insert(13, FAULT), set()),
+    "unlabelled-fault-object": (VALID.insert(13, FAULT.replace("41000032:3", "41000032:9")),
+                                {"site-label", "site-raw-label"}),
     "no-raw-label": (replace(VALID, pcf=PCF.replace("5 /bin/app+0x1149", "6 /bin/app+0x1149")),
                      {"site-raw-label"}),
     "reserved-id-unlabelled": (replace(VALID, pcf=PCF.replace("1 ??\n2 ??\n3 app", "1 ??\n3 app")),

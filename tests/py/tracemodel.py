@@ -50,10 +50,24 @@ class Sample:
 
 
 @dataclass
+class Fault:
+    """A sampled minor page fault (41000030-41000033)."""
+    task: int
+    thread: int
+    time: int
+    addr: int | None        # None: no address
+    obj: int                # 41000032, 0 when none
+    faults: int             # 41000031: the faults the sample stands for
+    cls: int                # 41000033: as Sample.cls
+
+
+@dataclass
 class Trace:
     calls: list[Call] = field(default_factory=list)
     samples: list[Sample] = field(default_factory=list)
     lost_samples: int = 0
+    faults: list[Fault] = field(default_factory=list)
+    lost_faults: int = 0
     fileline: dict[int, str] = field(default_factory=dict)
     raw: dict[int, str] = field(default_factory=dict)
     funcs: dict[int, str] = field(default_factory=dict)
@@ -118,6 +132,11 @@ def load(prv: Path) -> Trace:
             t.rank[rec.task] = ev[41000003]
         if 41000025 in ev:
             t.lost_samples += ev[41000025]
+        if 41000034 in ev:
+            t.lost_faults += ev[41000034]
+        if 41000031 in ev:
+            t.faults.append(Fault(rec.task, rec.thread, rec.time, ev.get(41000030),
+                                  ev.get(41000032, 0), ev[41000031], ev.get(41000033, 0)))
         if 41000023 in ev:
             addr = ev.get(32000000, ev.get(32000001))
             t.samples.append(Sample(rec.task, rec.thread, rec.time, addr, 32000001 in ev,
