@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "hm_util.h"
+#include "hmc_stream.h"   /* enum hms_why, enum hms_look: the reasons, as the stream has them */
 
 /* General registers in x86 encoding order (the ModRM/SIB register numbers). */
 enum { HMC_RAX, HMC_RCX, HMC_RDX, HMC_RBX, HMC_RSP, HMC_RBP, HMC_RSI, HMC_RDI,
@@ -62,6 +63,8 @@ struct hmc_access {
                         * what stalls retirement) */
     int len;           /* instruction length in bytes */
     int size;          /* access bytes when known, else 0 (broadcast: one element) */
+    int why;           /* enum hms_why (hmc_decode_prev/at), enum hms_look (ahead) */
+    int ahead;         /* hmc_decode_ahead: instructions between rip and insn */
 };
 
 /* The access of the instruction before r->rip, with r holding the registers after it
@@ -78,5 +81,19 @@ enum hmc_dec hmc_decode_prev(struct hmc_decoder *d, const struct hmc_regs *r,
  * executes (the execute-breakpoint case). Never HMC_DEC_CLOBBERED. */
 enum hmc_dec hmc_decode_at(struct hmc_decoder *d, const struct hmc_regs *r,
                            uint64_t insn, struct hmc_access *out) HM_HIDDEN;
+
+/* The next access in straight-line code from r->rip, with r holding the registers
+ * before the instruction at rip executes (a sample: rip has not run yet). The
+ * instructions are decoded forward from rip, at most max_insns of them within 64
+ * bytes; the first one that accesses memory is the answer, with out->ahead the
+ * number of instructions before it (0: the one at rip). Its address is exact as
+ * long as execution goes straight there, which the scan makes sure of: it stops
+ * with HMC_DEC_FAIL (out->why an enum hms_look) at any jump, branch, syscall or
+ * trap (a call or return is itself an access, to the stack), at any instruction it
+ * cannot decode (its register writes are unknown), and when an instruction in
+ * between writes a register the access's address uses. Never HMC_DEC_CLOBBERED. */
+#define HMC_AHEAD_MAX 15
+enum hmc_dec hmc_decode_ahead(struct hmc_decoder *d, const struct hmc_regs *r, int max_insns,
+                              struct hmc_access *out) HM_HIDDEN;
 
 #endif

@@ -14,10 +14,15 @@ struct hmc_sampler_cfg {
     uint64_t period;     /* PEBS/IBS: events per sample */
     uint32_t ldlat;      /* PEBS: load-latency threshold, cycles */
     int signo;           /* timer signal */
+    int ahead;           /* software sampler: instructions looked ahead of rip, 0 = off */
+    int verify;          /* software sampler: check look-ahead addresses by breakpoint */
 };
 
+#define HMC_AHEAD_DEFAULT 4
+
 /* Read HMTUNE_SAMPLER (none|soft|pebs|ibs), HMTUNE_SAMPLE_RATE, HMTUNE_SAMPLE_PERIOD,
- * HMTUNE_LDLAT and HMTUNE_SAMPLE_SIGNAL into cfg; -1 (message printed) when malformed. */
+ * HMTUNE_LDLAT, HMTUNE_SAMPLE_SIGNAL, HMTUNE_SAMPLE_AHEAD and HMTUNE_SAMPLE_VERIFY
+ * into cfg; -1 (message printed) when malformed. */
 int hmc_sampler_config(struct hmc_sampler_cfg *cfg) HM_HIDDEN;
 /* Process-wide setup (signal handlers); 0, or -1 with sampling off. Writes the
  * HMR_SAMPLER record. */

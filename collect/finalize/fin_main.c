@@ -195,6 +195,8 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
         fin_die("cannot write %s", summary);
     uint64_t allocs = 0, frees = 0, tracer_ns = 0, calls = 0, lost = 0, tbytes = 0;
     uint64_t samples[8] = { 0 }, lost_samples = 0;
+    struct fin_recov recov;
+    memset(&recov, 0, sizeof(recov));
     const char *sampler = "none";
     if (f)
         fprintf(f, "{\n  \"trace\": ");
@@ -220,6 +222,7 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
         for (int k = 0; k < 8; k++)
             samples[k] += p->n_samples[k];
         lost_samples += p->n_lost_samples;
+        fin_recov_add(&recov, &p->recov);
         if (p->sampler_name[0] && strcmp(p->sampler_name, "none") != 0)
             sampler = p->sampler_name;
         allocs += p->n_allocs;
@@ -259,6 +262,8 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
                 (unsigned long long)p->n_samples[FC_HEAP], (unsigned long long)p->n_samples[FC_STATIC],
                 (unsigned long long)p->n_samples[FC_STACK], (unsigned long long)p->n_samples[FC_UNKNOWN],
                 (unsigned long long)p->n_samples[FC_NOADDR], (unsigned long long)p->n_lost_samples);
+        fprintf(f, ", \"address_recovery\": ");
+        fin_recov_json(f, &p->recov);
         fprintf(f, ", \"threads\": %d, \"allocs\": %llu, \"frees\": %llu, \"calls_seen\": %llu, "
                 "\"tracer_ns\": %llu, \"end\": \"%s\", \"signal\": %d, \"truncated_bytes\": %llu, "
                 "\"missing_chunks\": %d, \"bad_records\": %u, \"threads_without_end\": %d, "
@@ -278,7 +283,9 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
             (unsigned long long)samples[FC_HEAP], (unsigned long long)samples[FC_STATIC],
             (unsigned long long)samples[FC_STACK], (unsigned long long)samples[FC_UNKNOWN],
             (unsigned long long)samples[FC_NOADDR], (unsigned long long)lost_samples);
-    fprintf(f, "  \"tasks\": %zu, \"threads\": %d, \"allocs\": %llu, \"frees\": %llu, "
+    fprintf(f, "  \"address_recovery\": ");
+    fin_recov_json(f, &recov);
+    fprintf(f, ",\n  \"tasks\": %zu, \"threads\": %d, \"allocs\": %llu, \"frees\": %llu, "
             "\"sites\": %zu, \"calls_seen\": %llu, \"tracer_ns\": %llu, \"lost_buffers\": %llu, "
             "\"raw_bytes\": %llu, \"prv_bytes\": %llu, \"duration_ns\": %llu\n}\n",
             c->nprocs, c->total_threads, (unsigned long long)allocs, (unsigned long long)frees,

@@ -350,6 +350,7 @@ static void emit_sample(struct fin_ctx *c, struct out *o, struct fin_stream *s, 
             out_ev(o, 32000007, obj);
     }
     p->n_samples[cls]++;
+    fin_recov_count(&p->recov, flags, cls);
     uint32_t fid, lid;
     fin_sample_code(c, p, x->ip, &fid, &lid);
     out_ev(o, 30000000, fid);
@@ -358,6 +359,14 @@ static void emit_sample(struct fin_ctx *c, struct out *o, struct fin_stream *s, 
     out_ev(o, 41000023, cls);
     if (flags & HMS_BREAKPOINT)
         out_ev(o, 41000024, 1);
+    if (flags & HMS_AHEAD) {
+        out_ev(o, 41000024, 2);
+        out_ev(o, 41000027, (flags >> HMS_LOOK_SHIFT) & 15);
+        if (fin_recov_verified(flags))
+            out_ev(o, 41000028, fin_recov_verified(flags));
+    }
+    if (flags >> HMS_WHY_SHIFT)
+        out_ev(o, 41000026, flags >> HMS_WHY_SHIFT);
     out_ch(o, '\n');
 }
 
