@@ -63,6 +63,8 @@ static pthread_key_t g_key;
 static void (*g_exit_hook)(struct hmc_thread *);
 
 void hmc_set_thread_exit_hook(void (*fn)(struct hmc_thread *)) { g_exit_hook = fn; }
+static void (*g_finish_hook)(struct hmc_thread *);
+void hmc_set_finish_hook(void (*fn)(struct hmc_thread *)) { g_finish_hook = fn; }
 static char g_path[PATH_MAX];
 static char g_host[256];
 
@@ -557,6 +559,8 @@ void hmc_finish(int end_kind, int signo)
         if (!signo)
             spin_claim(t);
         write_buffer(t, atomic_load_explicit(&t->committed, memory_order_acquire));
+        if (g_finish_hook)
+            g_finish_hook(t);          /* the sampler's last records for this thread */
         int sz = 0;
         if (atomic_compare_exchange_strong(&t->sclaim, &sz, 1)) {
             write_samples(t, t == self);

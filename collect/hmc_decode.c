@@ -35,6 +35,7 @@ struct hmc_decoder {
     volatile sig_atomic_t busy;
     int no_pvr;                       /* process_vm_readv refused (seccomp) */
     uint64_t anchor;                  /* then only this page (being executed) is read */
+    uint64_t builds;                  /* descriptors built (cache misses) */
     struct hmc_desc cache[HMC_CACHE];
     uint8_t buf[HMC_PAGE + 16];       /* forward decoding window */
 };
@@ -49,6 +50,7 @@ void hmc_regs_from_ucontext(const void *ucv, uint64_t fs_base, uint64_t gs_base,
     for (int i = 0; i < 16; i++)
         out->gpr[i] = (uint64_t)uc->uc_mcontext.gregs[map[i]];
     out->rip = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+    out->flags = (uint64_t)uc->uc_mcontext.gregs[REG_EFL];
     out->fs_base = fs_base;
     out->gs_base = gs_base;
 }
@@ -319,6 +321,8 @@ static enum hmc_dec eval(const struct hmc_desc *e, const struct hmc_regs *r,
     uint64_t a = (uint64_t)e->disp;
     a += e->base != HMC_NOREG ? r->gpr[e->base] : 0;
     a += e->index != HMC_NOREG ? r->gpr[e->index] * e->scale : 0;
+    if (e->str)                     /* undo the step: back by one element, or on if DF */
+        a += (r->flags & 0x400) ? e->size : -(uint64_t)e->size;
     a = e->addr32 ? (uint32_t)a : a;
     out->addr = a + (e->seg == 1 ? r->fs_base : e->seg == 2 ? r->gs_base : 0);
     return HMC_DEC_OK;
@@ -357,6 +361,7 @@ enum hmc_dec hmc_decode_prev(struct hmc_decoder *d, const struct hmc_regs *r,
     if (e->key != key) {
         build_prev(d, r->rip, func_start, 0, e);
         e->key = key;
+        d->builds++;
     }
     /* A rep-string at rip with nothing left to do has not started: the sample
      * belongs to the instruction before it. */
@@ -386,6 +391,7 @@ enum hmc_dec hmc_decode_at(struct hmc_decoder *d, const struct hmc_regs *r,
         else
             e->why = HMS_WHY_UNREADABLE;
         e->key = key;
+        d->builds++;
     }
     return dec_leave(d, eval(e, r, out), saved);
 }
@@ -404,6 +410,7 @@ enum hmc_dec hmc_decode_ahead(struct hmc_decoder *d, const struct hmc_regs *r, i
     if (e->key != key) {
         build_ahead(d, r->rip, max_insns, e);
         e->key = key;
+        d->builds++;
     }
     return dec_leave(d, eval(e, r, out), saved);
 }
@@ -448,7 +455,13 @@ struct hmc_decoder *hmc_decoder_new(void)
         hmc_decode_ahead(d, &r, HMC_AHEAD_MAX, &a);
     }
     memset(d->cache, 0, sizeof(d->cache));
+    d->builds = 0;
     return d;
+}
+
+uint64_t hmc_decoder_builds(const struct hmc_decoder *d)
+{
+    return d ? d->builds : 0;
 }
 
 void hmc_decoder_free(struct hmc_decoder *d)

@@ -29,6 +29,7 @@ enum { HMC_RAX, HMC_RCX, HMC_RDX, HMC_RBX, HMC_RSP, HMC_RBP, HMC_RSI, HMC_RDI,
 struct hmc_regs {
     uint64_t gpr[16];   /* rax rcx rdx rbx rsp rbp rsi rdi r8..r15 */
     uint64_t rip, fs_base, gs_base;
+    uint64_t flags;     /* rflags: DF (0x400) gives a string instruction's direction */
 };
 
 /* Fill *out from a ucontext_t (the third argument of an SA_SIGINFO handler). The
@@ -45,6 +46,8 @@ struct hmc_decoder;   /* per thread, opaque, memory from mmap */
  * thread that will use it, before arming its timer. NULL on failure. */
 struct hmc_decoder *hmc_decoder_new(void) HM_HIDDEN;
 void hmc_decoder_free(struct hmc_decoder *d) HM_HIDDEN;
+/* Descriptors built (cache misses) since hmc_decoder_new. */
+uint64_t hmc_decoder_builds(const struct hmc_decoder *d) HM_HIDDEN;
 
 enum hmc_dec {
     HMC_DEC_OK,         /* out->addr is the accessed address */

@@ -343,6 +343,17 @@ void hmc_describe(csh cs, const cs_insn *in, const struct hmc_raw *rw, int post,
     }
     unsigned am = (o->base != HMC_NOREG ? 1u << o->base : 0) |
                   (o->index != HMC_NOREG ? 1u << o->index : 0);
+    /* A string instruction without rep accessed one element and moved its pointer by
+     * exactly that much (down when DF is set): the address is recovered by undoing
+     * the step (hmc_decode.c's eval). With rep the count may have been 0, when
+     * nothing was accessed: the breakpoint handles those. */
+    if (post && HMC_STRING_OP(rw) && !rw->rep && o->base != HMC_NOREG && o->index == HMC_NOREG &&
+        o->size && !o->seg && (wm & am) == (1u << o->base)) {
+        o->str = 1;
+        o->status = HMC_DEC_OK;
+        o->why = HMS_WHY_STRING;
+        return;
+    }
     o->status = (wm & am) ? HMC_DEC_CLOBBERED : HMC_DEC_OK;
     o->why = (wm & am) ? HMS_WHY_CLOBBERED : HMS_WHY_NONE;
 }

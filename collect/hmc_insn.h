@@ -24,6 +24,7 @@ struct hmc_desc {
     uint8_t rep;            /* a rep-string at the sampled rip (hmc_decode_prev) */
     uint8_t why;            /* enum hmc_why (hmc_decode_ahead's cache: enum hmc_ahead_why) */
     uint8_t ahead;          /* hmc_decode_ahead's cache: instructions before the access */
+    uint8_t str;            /* a string instruction that ran: base moved by size (DF) */
 };
 
 /* Facts read from the bytes themselves. */

@@ -62,6 +62,7 @@ struct samp {
     struct hmr_sample pending;    /* waiting for the breakpoint */
     int pending_on;
     struct hmc_perf_thread perf;
+    uint64_t handler_tk, n_timer, n_trap;   /* the sampler's own cost (HMR_SCOST) */
 };
 
 static struct hmc_sampler_cfg g_cfg;
@@ -124,6 +125,20 @@ int hmc_sampler_config(struct hmc_sampler_cfg *cfg)
 static void record(struct hmc_thread *t, const struct hmr_sample *r)
 {
     hmc_record_sample(t, r, sizeof(*r));
+}
+
+static void record_cost(struct hmc_thread *t, const struct samp *s)
+{
+    struct hmr_scost c;
+    memset(&c, 0, sizeof(c));
+    c.h.type = HMR_SCOST;
+    c.h.kind = (uint8_t)g_cfg.kind;
+    c.h.len8 = HMR_LEN8(sizeof(c));
+    c.handler_tk = s->handler_tk;
+    c.n_timer = s->n_timer;
+    c.n_trap = s->n_trap;
+    c.n_decode = hmc_decoder_builds(s->dec);
+    hmc_record_sample(t, &c, sizeof(c));
 }
 
 static int bp_attr(struct perf_event_attr *a, uint64_t addr)
@@ -236,7 +251,7 @@ static void soft_sample(struct hmc_thread *t, struct samp *s, const siginfo_t *s
     switch (d) {
     case HMC_DEC_OK:
         r.addr = acc.addr;
-        r.h.aux = HMS_ADDR_OK | (acc.is_store ? HMS_STORE : 0);
+        r.h.aux = HMS_ADDR_OK | (acc.is_store ? HMS_STORE : 0) | why_bits((unsigned)acc.why);
         break;
     case HMC_DEC_CLOBBERED:
         /* Never a breakpoint in this library: its code runs inside the handlers,
@@ -291,10 +306,14 @@ static int on_timer(int sig, siginfo_t *si, void *uc)
         return 1;
     }
     s->in_handler = 1;
+    uint64_t t0 = hm_ticks();
     if (g_cfg.kind == HMS_SRC_SOFT)
         soft_sample(t, s, si, uc);
     else
         hmc_perf_thread_drain(&s->perf, t);
+    if (++s->n_timer % HMR_SCOST_EVERY == 0)
+        record_cost(t, s);
+    s->handler_tk += hm_ticks() - t0;
     s->in_handler = 0;
     return 1;
 }
@@ -331,6 +350,8 @@ static int on_trap(int sig, siginfo_t *si, void *uc)
     ioctl(s->bpfd, PERF_EVENT_IOC_DISABLE, 0);
     if (s->pending_on && !s->in_handler) {
         s->in_handler = 1;
+        uint64_t t0 = hm_ticks();
+        s->n_trap++;
         s->pending_on = 0;
         struct hmc_regs regs;
         struct hmc_access acc;
@@ -349,6 +370,7 @@ static int on_trap(int sig, siginfo_t *si, void *uc)
         } else {
             bp_failed(t, s, HMS_WHY_BP_LATE);
         }
+        s->handler_tk += hm_ticks() - t0;
         s->in_handler = 0;
     }
     return 1;
@@ -490,6 +512,7 @@ void hmc_sampler_thread_stop(struct hmc_thread *t)
     }
     if (s->pending_on)
         bp_failed(t, s, HMS_WHY_BP_MISSED);
+    record_cost(t, s);
     if (g_cfg.kind == HMS_SRC_PEBS || g_cfg.kind == HMS_SRC_IBS) {
         hmc_perf_thread_drain(&s->perf, t);
         hmc_perf_thread_close(&s->perf);
@@ -497,6 +520,13 @@ void hmc_sampler_thread_stop(struct hmc_thread *t)
     hmc_decoder_free(s->dec);
     hmc_thread_set_sampler(t, NULL);
     munmap(s, sizeof(*s));
+}
+
+void hmc_sampler_finish_thread(struct hmc_thread *t)
+{
+    struct samp *s = hmc_thread_sampler(t);
+    if (s)
+        record_cost(t, s);
 }
 
 void hmc_sampler_atfork_child(void)

@@ -31,6 +31,8 @@ int hmc_sampler_init(const struct hmc_sampler_cfg *cfg) HM_HIDDEN;
 void hmc_sampler_thread_start(void) HM_HIDDEN;
 /* Stop sampling t (the calling thread), drain and flush its samples. */
 void hmc_sampler_thread_stop(struct hmc_thread *t) HM_HIDDEN;
+/* At process end (hmc_finish), for a thread still sampling: its cost record. */
+void hmc_sampler_finish_thread(struct hmc_thread *t) HM_HIDDEN;
 /* After fork, in the child: the forking thread samples again into the new file. */
 void hmc_sampler_atfork_child(void) HM_HIDDEN;
 

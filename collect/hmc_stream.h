@@ -35,6 +35,7 @@ enum hmr_type {
     HMR_PEND   = 8,  /* process end: kind = enum hmr_end */
     HMR_SAMPLE = 9,  /* a sampled memory access: kind = enum hmr_src, aux = HMS_* flags */
     HMR_SAMPLER = 10, /* the sampler in use: kind = enum hmr_src, then its name */
+    HMR_SCOST  = 11, /* the sampler's own cost so far, in a sample stream (cumulative) */
 };
 
 /* Where a sample came from. */
@@ -62,9 +63,9 @@ enum hmr_src { HMS_SRC_NONE = 0, HMS_SRC_PEBS = 1, HMS_SRC_IBS = 2, HMS_SRC_SOFT
 #define HMS_WHY_SHIFT  24      /* bits 24..31: enum hms_why */
 
 /* Software sampler: why the sampled instruction (the one before the interrupted rip)
- * gave no address from the registers (bits 24..31 of a sample's flags; 0 on samples
- * of other samplers). Append only: docs/formats.md §2 lists the numbers. The decoder
- * finds 1..14, the sampler adds the breakpoint's outcomes 15..17. */
+ * gave no address from the registers as they are (bits 24..31 of a sample's flags; 0
+ * on samples of other samplers). Append only: docs/formats.md §2 lists the numbers.
+ * The sampler adds the breakpoint's outcomes 15..17. */
 enum hms_why {
     HMS_WHY_NONE = 0,       /* the address was computed */
     HMS_WHY_INT = 1,        /* no memory operand: integer/general (alu, mov reg, setcc, ud2) */
@@ -84,7 +85,10 @@ enum hms_why {
     HMS_WHY_BP_NONE = 15,   /* ... and no breakpoint was possible (perf refused, tracer code) */
     HMS_WHY_BP_MISSED = 16, /* ... the breakpoint did not fire before the next sample */
     HMS_WHY_BP_LATE = 17,   /* ... it fired late (SIGTRAP blocked) or could not be decoded */
-    HMS_WHY_N = 18
+    HMS_WHY_STRING = 18,    /* a string instruction (movs, stos, lods, cmps, scas without
+                             * rep) that advanced its pointer: the address is recovered
+                             * by undoing the step (HMS_ADDR_OK is set) */
+    HMS_WHY_N = 19
 };
 
 /* Software sampler, bits 20..23 of a sample's flags: with HMS_AHEAD, how many
@@ -188,6 +192,17 @@ struct hmr_pend {
     uint64_t t;            /* ns */
     uint64_t tk;           /* ticks at t */
     uint32_t signo, pad;
+};
+
+/* Written every HMR_SCOST_EVERY timer signals and when the thread's sampling stops;
+ * the last one of a stream holds its totals. */
+#define HMR_SCOST_EVERY 256
+struct hmr_scost {
+    struct hmr_hdr h;
+    uint64_t handler_tk;   /* ticks spent in the sampler's signal handlers */
+    uint64_t n_timer;      /* timer signals handled */
+    uint64_t n_trap;       /* breakpoint traps handled */
+    uint64_t n_decode;     /* instructions decoded afresh (the decoder's cache missed) */
 };
 
 struct hmr_sample {

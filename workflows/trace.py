@@ -103,10 +103,12 @@ def print_summary(s: dict, out: Path, wall_s: float) -> None:
     n = s.get("samples", {})
     total = sum(n.values())
     if total:
+        ahead = sum(s.get("address_recovery", {}).get("lookahead", {}).values())
         print(f"hmtune: {total} samples ({s['sampler']}): {n['heap']} in traced objects, "
               f"{n['static']} static, {n['stack']} stack, {n['unknown']} unknown, "
-              f"{n['no_address']} without a data address; {s['lost_samples']} lost",
-              file=sys.stderr)
+              f"{n['no_address']} without a data address; {s['lost_samples']} lost"
+              + (f"; {ahead} addresses from the look ahead (hmtune analyze counts them only "
+                 "with --lookahead)" if ahead else ""), file=sys.stderr)
     print(f"hmtune: trace {prv} ({human(prv.stat().st_size)}); time in the tracer "
           f"{tracer_s * 1e3:.1f} ms ({share:.2f}% of the run's thread time)", file=sys.stderr)
 

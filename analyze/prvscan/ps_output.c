@@ -89,12 +89,12 @@ int ps_write_scan_json(FILE *out, const struct ps_header *h, const struct ps_sta
             "\"frees\":%llu,\"unknown_realloc_inputs\":%llu,\"failed_calls\":%llu,"
             "\"evictions\":%llu,\"unmatched_ends\":%llu,\"unterminated_calls\":%llu,"
             "\"nested_calls\":%llu,\"late_records\":%llu,\"time_regressions\":%llu,"
-            "\"peak_live_blocks\":%llu,\"late_endpoints\":%llu}\n",
+            "\"peak_live_blocks\":%llu,\"late_endpoints\":%llu,\"lookahead_samples\":%llu}\n",
             h->scale == 1 ? "ns" : "us", st->tasks_seen, st->threads_seen, U(st->groups),
             U(st->samples), U(st->lost_samples), U(st->allocs), U(alloc_rows), U(st->frees),
             U(st->unknown_realloc_inputs), U(st->failed_calls), U(st->evictions),
             U(st->unmatched_ends), U(st->unterminated_calls), U(st->nested_calls),
             U(st->late_records), U(st->time_regressions), U(peak_live_blocks),
-            U(late_endpoints));
+            U(late_endpoints), U(st->lookahead_samples));
     return ferror(out) ? -1 : 0;
 }

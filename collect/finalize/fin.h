@@ -33,6 +33,7 @@ struct fin_stream {
     uint32_t pend_site;
     int started;                 /* first record (thread start) written */
     int merged;                  /* a sample stream shown on its thread's Paraver line */
+    struct hmr_scost scost;      /* the sampler's cost, the stream's last HMR_SCOST */
     uint64_t stack_lo, stack_hi;
     int done;
     /* Paraver identity */
@@ -53,7 +54,7 @@ enum fin_class { FC_NONE = 0, FC_HEAP = 1, FC_STATIC = 2, FC_STACK = 3, FC_UNKNO
  * instructions between rip and the access; refused: why the look ahead found
  * nothing, for samples still without an address, by enum hms_look; verified: the
  * look-ahead addresses an execute breakpoint checked. */
-enum { FR_DIRECT, FR_BREAKPOINT, FR_AHEAD, FR_N };
+enum { FR_DIRECT, FR_BREAKPOINT, FR_AHEAD, FR_STRING, FR_N };
 struct fin_recov {
     uint64_t by_rule[FR_N][4];
     uint64_t before[HMS_WHY_N + 1], after[HMS_WHY_N + 1];
@@ -144,6 +145,7 @@ uint64_t fin_rec_ns(const struct fin_proc *p, const struct hmr_hdr *r);
 /* fin_merge.c */
 int fin_write_prv(struct fin_ctx *c, const char *prv_path);
 /* fin_recov.c: count one sample (its flags, and its enum fin_class) */
+int fin_recov_rule(uint32_t flags);          /* FR_*: also the value of 41000024 */
 void fin_recov_count(struct fin_recov *r, uint32_t flags, int cls);
 void fin_recov_add(struct fin_recov *dst, const struct fin_recov *src);
 void fin_recov_json(FILE *f, const struct fin_recov *r);     /* one JSON object */

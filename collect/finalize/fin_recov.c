@@ -26,6 +26,7 @@ static const char *const g_why[HMS_WHY_N + 1][2] = {
     {"clobbered_no_breakpoint", "Address register overwritten, no breakpoint possible"},
     {"breakpoint_missed", "Address register overwritten, breakpoint did not fire"},
     {"breakpoint_late", "Address register overwritten, breakpoint fired late"},
+    {"string", "String instruction (its pointer's step undone)"},
     {"other", "Not recorded"},
 };
 
@@ -36,11 +37,17 @@ static const char *const g_look[HMS_LOOK_N] = {
 
 static const char *const g_cls[] = { "heap", "static", "stack", "unknown" };
 
+int fin_recov_rule(uint32_t flags)
+{
+    return (flags & HMS_BREAKPOINT) ? FR_BREAKPOINT : (flags & HMS_AHEAD) ? FR_AHEAD
+           : (flags & HMS_ADDR_OK) && flags >> HMS_WHY_SHIFT == HMS_WHY_STRING ? FR_STRING
+           : FR_DIRECT;
+}
+
 void fin_recov_count(struct fin_recov *r, uint32_t flags, int cls)
 {
     unsigned why = flags >> HMS_WHY_SHIFT, look = (flags >> HMS_LOOK_SHIFT) & 15;
-    int rule = (flags & HMS_BREAKPOINT) ? FR_BREAKPOINT : (flags & HMS_AHEAD) ? FR_AHEAD
-                                                                              : FR_DIRECT;
+    int rule = fin_recov_rule(flags);
     why = why < HMS_WHY_N ? why : HMS_WHY_N;
     if (cls != FC_NOADDR && cls >= FC_HEAP && cls <= FC_UNKNOWN)
         r->by_rule[rule][cls - FC_HEAP]++;
@@ -91,7 +98,7 @@ static void counts(FILE *f, const char *name, const uint64_t *v, int from, int n
 
 void fin_recov_json(FILE *f, const struct fin_recov *r)
 {
-    static const char *const rules[FR_N] = { "direct", "breakpoint", "lookahead" };
+    static const char *const rules[FR_N] = { "direct", "breakpoint", "lookahead", "string" };
     fprintf(f, "{");
     for (int k = 0; k < FR_N; k++) {
         counts(f, rules[k], r->by_rule[k], 0, 4, g_cls, 1);
@@ -120,7 +127,7 @@ void fin_recov_pcf(FILE *f)
 {
     fprintf(f, "EVENT_TYPE\n0    41000024    hmtune address recovered by\nVALUES\n"
                "1 Execute breakpoint\n2 Look ahead (the next access from the interrupted "
-               "instruction)\n\n\n"
+               "instruction)\n3 String instruction (its pointer's step undone)\n\n\n"
                "EVENT_TYPE\n0    41000026    hmtune why the sampled instruction gave no "
                "address\nVALUES\n");
     for (int i = 1; i < HMS_WHY_N; i++)

@@ -320,6 +320,50 @@ static void test_why_no_address(void)
     munmap(p + 4096, 4096);
 }
 
+/* ---- string instructions before rip ------------------------------------------- */
+
+static void test_string_step_undone(void)
+{
+    /* after movsq the pointers moved by 8: the element read was at rsi - 8 */
+    static const uint8_t movsq[] = {0x48, 0xa5};
+    static const uint8_t stosb[] = {0xaa};
+    static const uint8_t lodsd[] = {0xad};
+    static const uint8_t stos32[] = {0x67, 0xaa};          /* stosb [edi] */
+    static const uint8_t rep[] = {0xf3, 0xa4};             /* rep movsb */
+    struct hmc_regs r = regs();
+    struct hmc_access a;
+    struct code c = put(movsq, sizeof movsq);
+    r.gpr[HMC_RSI] = 0x600008;
+    r.gpr[HMC_RDI] = 0x700008;
+    CHECK(prev(c, r, (uint64_t)(uintptr_t)c.buf, &a) == HMC_DEC_OK);
+    CHECK(a.addr == 0x600000 && a.size == 8 && !a.is_store && a.why == HMS_WHY_STRING);
+    drop(c);
+    /* DF set: stosb went down, the byte written was at rdi + 1 */
+    c = put(stosb, sizeof stosb);
+    r.flags = 0x400;
+    r.gpr[HMC_RDI] = 0x6fffff;
+    CHECK(prev(c, r, (uint64_t)(uintptr_t)c.buf, &a) == HMC_DEC_OK);
+    CHECK(a.addr == 0x700000 && a.size == 1 && a.is_store == 1);
+    drop(c);
+    c = put(lodsd, sizeof lodsd);
+    r.flags = 0;
+    r.gpr[HMC_RSI] = 0x600004;
+    CHECK(prev(c, r, (uint64_t)(uintptr_t)c.buf, &a) == HMC_DEC_OK);
+    CHECK(a.addr == 0x600000 && a.size == 4 && !a.is_store);
+    drop(c);
+    c = put(stos32, sizeof stos32);
+    r.gpr[HMC_RDI] = 0xabcd00000000ull;                    /* edi 0 after the step: 2^32 - 1 */
+    CHECK(prev(c, r, (uint64_t)(uintptr_t)c.buf, &a) == HMC_DEC_OK);
+    CHECK(a.addr == 0xffffffffull);
+    drop(c);
+    /* with rep the count may have been 0 (nothing accessed): not computed */
+    c = put(rep, sizeof rep);
+    r.gpr[HMC_RCX] = 0;
+    CHECK(prev(c, r, (uint64_t)(uintptr_t)c.buf, &a) == HMC_DEC_CLOBBERED &&
+          a.why == HMS_WHY_CLOBBERED);
+    drop(c);
+}
+
 /* ---- the look ahead from rip (hmc_decode_ahead) ------------------------------- */
 
 /* Code at rip (the sample's interrupted instruction, not executed yet): the first
@@ -513,6 +557,7 @@ int main(void)
     RUN(test_unreadable_code);
     RUN(test_backward_without_func_start);
     RUN(test_why_no_address);
+    RUN(test_string_step_undone);
     RUN(test_ahead_at_rip);
     RUN(test_ahead_past_alu_and_fp);
     RUN(test_ahead_rip_relative_and_stack);
