@@ -76,7 +76,7 @@ struct hmc_access {
  * instruction boundary at or before rip in the same mapping (the function's start):
  * decoding runs forward from it (at most 64 KiB / 20000 instructions). Without it a
  * backward heuristic picks the previous instruction and says HMC_DEC_FAIL when the
- * bytes are ambiguous. Results are cached per decoder (256 entries by rip). */
+ * bytes are ambiguous. Results are cached per decoder (1024 entries by rip). */
 enum hmc_dec hmc_decode_prev(struct hmc_decoder *d, const struct hmc_regs *r,
                              uint64_t func_start, struct hmc_access *out) HM_HIDDEN;
 

@@ -6,8 +6,11 @@
  * instruction before the interrupted RIP; when that load overwrote its own address
  * register the address is recovered by a one-shot hardware execute breakpoint on
  * it (perf PERF_TYPE_BREAKPOINT with sigtrap; explicit enable/disable, since
- * PERF_EVENT_IOC_REFRESH(1) left it armed after the first hit). The sample's weight
- * is the CPU time it stands for, in ns.
+ * PERF_EVENT_IOC_REFRESH(1) left it armed after the first hit). When that instruction
+ * has no access of its own, the look ahead gives the next access in straight-line
+ * code from rip (hmc_decode_ahead), marked as such. Every sample without an address
+ * from its instruction says why (enum hms_why in its flags), and the handlers time
+ * themselves (HMR_SCOST). The sample's weight is the CPU time it stands for, in ns.
  *
  * PEBS/IBS: the same per-thread timer, slower, drains the kernel's ring buffers in
  * bulk (hmc_sampler_perf.c); the kernel never signals per sample.

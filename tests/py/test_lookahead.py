@@ -12,6 +12,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
 import rawstream as rs
 from tracemodel import PROGRAMS, ROOT, check, load, marker_line, trace
 
@@ -155,3 +156,24 @@ def test_library_rejects_a_bad_look_ahead_setting(tmp_path: Path) -> None:
                    HMTUNE_OUT=str(tmp_path), HMTUNE_SAMPLER="soft", **{name: value})
         r = subprocess.run([str(PROGRAMS / "allfamily")], capture_output=True, env=env)
         assert r.returncode == 0 and r.stdout == b"ok\n" and r.stderr.count(b"\n") == 1, r.stderr
+
+
+def test_look_ahead_under_ubsan(tmp_path: Path) -> None:
+    """The sampler's handlers (look ahead, checking breakpoints, cost records) in the
+    library built with -fsanitize=undefined, on the program that exercises them."""
+    ubsan = subprocess.run(["gcc", "-print-file-name=libubsan.so"], capture_output=True,
+                           text=True).stdout.strip()
+    if not Path(ubsan).exists():
+        pytest.skip("libubsan.so not installed")
+    env = dict(os.environ, LD_PRELOAD=f"{ubsan} {ROOT / 'build/lib/libhmtrace-ubsan.so'}",
+               HMTUNE_OUT=str(tmp_path), HMTUNE_SAMPLER="soft", HMTUNE_SAMPLE_VERIFY="1")
+    r = subprocess.run([str(APP), "0.4"], capture_output=True, env=env, timeout=120)
+    assert r.returncode == 0 and r.stdout.endswith(b"ok\n"), r.stderr.decode(errors="replace")
+    assert r.stderr == b""
+    fin = subprocess.run([str(FIN), str(tmp_path), "-o", str(tmp_path / "t"), "--summary",
+                          str(tmp_path / "s.json")], capture_output=True)
+    assert fin.returncode == 0 and check(tmp_path / "t.prv") == []
+    s = json.loads((tmp_path / "s.json").read_text())
+    assert s["address_recovery"]["lookahead_verified"]["same"] >= 10
+    assert s["address_recovery"]["lookahead_verified"]["different"] == 0
+    assert s["sampler_cost"]["timer_signals"] >= 50 and s["sampler_cost"]["traps"] >= 10
