@@ -44,6 +44,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="skip malformed trace lines instead of stopping at the first")
     p.add_argument("--top", type=int, default=10, metavar="N",
                    help="sites shown on the terminal (default 10; 0 for none)")
+    p.add_argument("--lookahead", action="store_true",
+                   help="count the software sampler's look-ahead samples (the next access "
+                        "after an instruction without one) in the objects they fell in; by "
+                        "default they count as samples without an address")
     p.set_defaults(func=run)
 
 
@@ -96,7 +100,7 @@ def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> in
     t0 = time.monotonic()
     tid = trace_id(trace)
     try:
-        notes = run_scanner(trace, work, skip_bad=args.skip_bad)
+        notes = run_scanner(trace, work, skip_bad=args.skip_bad, lookahead=args.lookahead)
         scan = read_scan(work)
     except (ScanFailed, ScanOutputError) as e:
         return _fail(str(e), 1)
@@ -113,7 +117,7 @@ def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> in
     for warning in labels.warnings:
         _say(f"warning: {warning}")
     sites = site_table(scan, labels, per_rank=args.per_rank)
-    sampler = scan.sampler
+    sampler = scan.sampler + ("+lookahead" if args.lookahead and scan.lookahead_samples else "")
     sites_csv, allocs_csv = out / "sites.csv", out / "allocs.csv"
     try:
         write_sites(sites_csv, sites, str(trace), sampler, labels.form, tid)
@@ -125,14 +129,14 @@ def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> in
         _say(f"no allocations in {trace}: wrote {sites_csv} and {allocs_csv} with their "
              "header only")
         return 0
-    _print_summary(scan, sites, labels.form, sampler, out, elapsed)
+    _print_summary(scan, sites, labels.form, sampler, out, elapsed, args.lookahead)
     if args.top:
         print(top_table(sites, args.top))
     return 0
 
 
 def _print_summary(scan: Scan, sites: SiteTable, form: str, sampler: str, out: Path,
-                   elapsed: float) -> None:
+                   elapsed: float, lookahead: bool) -> None:
     from analyze.sites import unplaced_weight
 
     nsites = len(set(sites.column("site_id")))
@@ -140,6 +144,10 @@ def _print_summary(scan: Scan, sites: SiteTable, form: str, sampler: str, out: P
     nsamples = sum(r["samples"] for r in scan.sites)
     _say(f"{scan.alloc_rows} allocations at {nsites} sites in {ntasks} process(es); "
          f"labels {form}; sampler {sampler}; {nsamples} samples")
+    if scan.lookahead_samples and not lookahead:
+        _say(f"{scan.lookahead_samples} samples have an address from the look ahead (the "
+             "next access after an instruction without one), counted without it; "
+             "--lookahead attributes them")
     total = scan.total_weight
     if total > 0:
         outside = 100.0 * unplaced_weight(scan, sites) / total

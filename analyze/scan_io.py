@@ -65,6 +65,10 @@ class Scan:
         samples: traced without them, or by another tool)."""
         return int(self.meta.get("faults", 0))
 
+    def lookahead_samples(self) -> int:
+        """Samples with a look-ahead address (0 for scans from before it existed)."""
+        return int(self.meta.get("lookahead_samples", 0))
+
     @property
     def sampler(self) -> str:
         return sampler_name(self.meta.get("sampler"), sum(r["samples"] for r in self.sites))

@@ -38,10 +38,12 @@ def _split(buffer: str) -> tuple[list[tuple[str, str]], str]:
 
 
 def run_scanner(trace: Path, outdir: Path, skip_bad: bool = False,
-                progress: bool | None = None) -> list[str]:
+                progress: bool | None = None, lookahead: bool = False) -> list[str]:
     """Scan `trace` into `outdir`; return the scanner's stderr lines (notes).
 
     progress None: show the scanner's progress when our stderr is a terminal.
+    lookahead: attribute the software sampler's look-ahead addresses to their objects
+    (by default they count as samples without an address).
     Raises ScanFailed with the scanner's own message when it fails.
     """
     if progress is None:
@@ -49,6 +51,7 @@ def run_scanner(trace: Path, outdir: Path, skip_bad: bool = False,
     cmd = [str(scanner_bin()), str(trace), "-o", str(outdir)]
     cmd += ["--skip-bad"] if skip_bad else []
     cmd += ["--progress-live"] if progress else []
+    cmd += ["--lookahead"] if lookahead else []
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     except OSError as e:

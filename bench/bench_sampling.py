@@ -2,8 +2,10 @@
 against runs without them (medians; this VM is noisy).
 
 Prints: the software sampler's added kernel time on the latency example (target
-<= 2 %), samples per second per thread, the sampler's own CPU cost per sample, and
-the PEBS/IBS default periods with their overhead arithmetic (no PMU here)."""
+<= 2 %), samples per second per thread, the sampler's own CPU cost per sample, the
+time its handlers take per timer signal with and without the look ahead (measured in
+process, interleaved), and the PEBS/IBS default periods with their overhead
+arithmetic (no PMU here)."""
 
 from __future__ import annotations
 
@@ -22,6 +24,8 @@ from benchlib import BUILD, FIN, LATENCY, LIB, RSSWRAP, number, require
 NAME = "bench-sampling"
 
 FOUR = BUILD / "tests" / "programs" / "four_arrays"
+HOT = BUILD / "tests" / "programs" / "compute_hot"
+STREAM = BUILD / "examples" / "stream"
 
 
 def run(cmd: list[str], sampler: str | None, raw: Path) -> tuple[str, float]:
@@ -37,13 +41,61 @@ def run(cmd: list[str], sampler: str | None, raw: Path) -> tuple[str, float]:
     return p.stdout.decode(), number(NAME, p.stderr.decode(), "cpu_s")
 
 
+def handler_cost(cmd: list[str], ahead: int, raw: Path) -> tuple[float, int, float]:
+    """The software sampler's handler time per timer signal (ns; the summary's
+    sampler_cost, timed inside the handlers), the signals, and the share of samples
+    with an address, for one traced run with HMTUNE_SAMPLE_AHEAD=ahead."""
+    shutil.rmtree(raw, ignore_errors=True)
+    raw.mkdir(parents=True)
+    env = dict(os.environ, LD_PRELOAD=str(LIB), HMTUNE_OUT=str(raw), HMTUNE_SAMPLER="soft",
+               HMTUNE_SAMPLE_AHEAD=str(ahead))
+    if subprocess.run(cmd, capture_output=True, env=env).returncode != 0:
+        sys.exit(f"bench-sampling: {' '.join(cmd)} failed")
+    r = subprocess.run([str(FIN), str(raw), "-o", str(raw / "t"), "--summary",
+                        str(raw / "s.json"), "--quiet"], capture_output=True)
+    if r.returncode != 0:
+        sys.exit(f"bench-sampling: finalize failed: {r.stderr.decode()}")
+    s = json.loads((raw / "s.json").read_text())
+    n = s["samples"]
+    total = sum(n.values())
+    return (float(s["sampler_cost"]["ns_per_signal"]), s["sampler_cost"]["timer_signals"],
+            (total - n["no_address"]) / max(total, 1))
+
+
+def lookahead_cost(runs: int, raw: Path) -> None:
+    """Handler time per signal, look ahead off (0) and on (the default 4), in rounds
+    that alternate which goes first."""
+    progs = {"compute_hot": [str(HOT), "1.0"], "stream": [str(STREAM), "-s", "256", "-n", "10"],
+             "latency": [str(LATENCY)]}
+    print(f"# look ahead: sampler handler time per timer signal, {runs} interleaved rounds "
+          "(in-process timing; the machine may be shared)")
+    for name, cmd in progs.items():
+        got: dict[int, list[tuple[float, int, float]]] = {0: [], 4: []}
+        for i in range(runs):
+            for ahead in ((0, 4) if i % 2 == 0 else (4, 0)):
+                got[ahead].append(handler_cost(cmd, ahead, raw))
+        med = {a: statistics.median(x[0] for x in v) for a, v in got.items()}
+        addr = {a: statistics.median(x[2] for x in v) for a, v in got.items()}
+        sig = sum(x[1] for v in got.values() for x in v)
+        print(f"  {name:11s} off {med[0]:6.0f} ns [{min(x[0] for x in got[0]):.0f}-"
+              f"{max(x[0] for x in got[0]):.0f}]  on {med[4]:6.0f} ns "
+              f"[{min(x[0] for x in got[4]):.0f}-{max(x[0] for x in got[4]):.0f}]  "
+              f"ratio x{med[4] / max(med[0], 1):.2f}; samples with an address "
+              f"{100 * addr[0]:.0f} % -> {100 * addr[4]:.0f} % ({sig} signals)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5, help="interleaved runs per configuration")
+    ap.add_argument("--only-lookahead", action="store_true",
+                    help="only the look-ahead handler-time comparison")
     args = ap.parse_args()
-    require(NAME, LIB, FIN, RSSWRAP, LATENCY, FOUR)
+    require(NAME, LIB, FIN, RSSWRAP, LATENCY, FOUR, HOT, STREAM)
     raw = Path(tempfile.mkdtemp(prefix="hmtune-bench-"))
     try:
+        lookahead_cost(args.runs, raw)
+        if args.only_lookahead:
+            return 0
         kt: dict[str, list[float]] = {"plain": [], "none": [], "soft": []}
         cpu: dict[str, list[float]] = {"plain": [], "none": [], "soft": []}
         for _ in range(args.runs):

@@ -76,6 +76,8 @@ static void (*g_finish_hook)(void);
 
 void hmc_set_thread_exit_hook(void (*fn)(struct hmc_thread *)) { g_exit_hook = fn; }
 void hmc_set_finish_hook(void (*fn)(void)) { g_finish_hook = fn; }
+static void (*g_thread_finish_hook)(struct hmc_thread *);
+void hmc_set_thread_finish_hook(void (*fn)(struct hmc_thread *)) { g_thread_finish_hook = fn; }
 static char g_path[PATH_MAX];
 static char g_host[256];
 
@@ -598,6 +600,8 @@ void hmc_finish(int end_kind, int signo)
         if (!signo)
             spin_claim(t);
         write_buffer(t, atomic_load_explicit(&t->committed, memory_order_acquire));
+        if (g_thread_finish_hook)
+            g_thread_finish_hook(t);   /* the sampler's last records for this thread */
         for (int i = 0; i < HB_N; i++) {
             int sz = 0;
             if (atomic_compare_exchange_strong(&t->hb[i].claim, &sz, 1)) {

@@ -61,6 +61,9 @@ void hmc_set_thread_exit_hook(void (*fn)(struct hmc_thread *)) HM_HIDDEN;
 /* Called by hmc_finish before it writes anything, except on a crash signal (the
  * sampler drains the calling thread's rings there). */
 void hmc_set_finish_hook(void (*fn)(void)) HM_HIDDEN;
+/* Called by hmc_finish (process exit, exec, fatal signal) for every thread still
+ * running, before its samples are written (the sampler's totals so far). */
+void hmc_set_thread_finish_hook(void (*fn)(struct hmc_thread *)) HM_HIDDEN;
 /* One record on the process stream (stream 0), written at once. */
 void hmc_write_process_record(const void *rec, uint32_t bytes) HM_HIDDEN;
 /* Path of this process's stream file (for tests). */

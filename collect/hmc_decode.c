@@ -17,7 +17,11 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#define HMC_CACHE       256         /* decoded instructions remembered, by key */
+/* Decoded instructions remembered, by key (direct-mapped, 40 bytes each). LAMMPS's LJ
+ * run samples ~180 distinct rips, and the look ahead adds a key for most: with 256
+ * slots a third of the signals decoded afresh (measured 2026-11-26), with 1024 few. */
+#define HMC_CACHE_BITS  10
+#define HMC_CACHE       (1u << HMC_CACHE_BITS)
 #define HMC_BACK        64          /* bytes scanned before rip (see back_prev) */
 #define HMC_FWD_BYTES   65536u      /* forward decoding from func_start: bounds */
 #define HMC_FWD_INSNS   20000
@@ -26,6 +30,8 @@
 #define HMC_TAG_AT      (1ull << 63)
 #define HMC_TAG_FWD     (1ull << 62)
 #define HMC_TAG_BACK    (1ull << 61)
+#define HMC_TAG_AHEAD   (1ull << 60)    /* with the look-ahead's instruction limit at bit 56 */
+#define HMC_AHEAD_BYTES 64              /* bytes decoded forward from rip */
 
 struct hmc_decoder {
     csh cs;
@@ -33,6 +39,7 @@ struct hmc_decoder {
     volatile sig_atomic_t busy;
     int no_pvr;                       /* process_vm_readv refused (seccomp) */
     uint64_t anchor;                  /* then only this page (being executed) is read */
+    uint64_t builds;                  /* descriptors built (cache misses) */
     struct hmc_desc cache[HMC_CACHE];
     uint8_t buf[HMC_PAGE + 16];       /* forward decoding window */
 };
@@ -47,6 +54,7 @@ void hmc_regs_from_ucontext(const void *ucv, uint64_t fs_base, uint64_t gs_base,
     for (int i = 0; i < 16; i++)
         out->gpr[i] = (uint64_t)uc->uc_mcontext.gregs[map[i]];
     out->rip = (uint64_t)uc->uc_mcontext.gregs[REG_RIP];
+    out->flags = (uint64_t)uc->uc_mcontext.gregs[REG_EFL];
     out->fs_base = fs_base;
     out->gs_base = gs_base;
 }
@@ -114,11 +122,13 @@ static void describe_bytes(struct hmc_decoder *d, const uint8_t *b, size_t n, ui
     int l = dec1(d, b, n, a, &rw);
     hmc_desc_init(o, a);
     o->len = (uint8_t)(l < 0 ? -l : l);
-    if (l > 0)
+    if (l > 0) {
         hmc_describe(d->cs, d->insn, &rw, post, o);
-    else if (l < 0)                 /* length known, operands not */
-        o->status = rw.vsib || (rw.modrm >= 0 && rw.modrm >> 6 != 3) ? HMC_DEC_REJECTED
-                                                                      : HMC_DEC_NO_MEMOP;
+    } else if (l < 0) {             /* length known, operands not */
+        int mem = rw.vsib || (rw.modrm >= 0 && rw.modrm >> 6 != 3);
+        o->status = mem ? HMC_DEC_REJECTED : HMC_DEC_NO_MEMOP;
+        o->why = rw.vsib ? HMS_WHY_VSIB : mem ? HMS_WHY_UNDECODED : HMS_WHY_VEC;
+    }
 }
 
 /* Forward from the boundary fs to the instruction that ends at rip; its bytes are
@@ -181,6 +191,8 @@ static int back_prev(struct hmc_decoder *d, uint64_t rip, uint64_t *start, uint8
     uint8_t w[HMC_BACK], land[HMC_BACK + 1] = { 0 };
     unsigned votes[HMC_BACK + 1] = { 0 }, v1 = 0, v2 = 0;
     int n = rd_back(d, rip, w), best = 0;
+    if (!n)
+        return -2;
     cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_OFF);
     for (int s = 1; s <= n; s++) {
         struct hmc_raw rw;
@@ -217,21 +229,86 @@ static void build_prev(struct hmc_decoder *d, uint64_t rip, uint64_t fs, int ski
         struct hmc_raw rw;
         size_t n = rd(d, rip, b, 15);
         hmc_raw_parse(b, (int)n, &rw);
-        if (rw.rep && !rw.vex && ((rw.op >= 0xa4 && rw.op <= 0xa7) || rw.op >= 0xaa) &&
-            rw.op <= 0xaf) {
+        if (rw.rep && HMC_STRING_OP(&rw)) {
             describe_bytes(d, b, n, rip, 0, o);
             if ((o->rep = o->status != HMC_DEC_FAIL))
                 return;
             hmc_desc_init(o, 0);
         }
     }
-    if (!(fs ? fwd_prev(d, fs, rip, &start, b) : back_prev(d, rip, &start, b)))
+    int st = fs ? fwd_prev(d, fs, rip, &start, b) : back_prev(d, rip, &start, b);
+    if (!st)
         describe_bytes(d, b, rip - start, start, 1, o);
+    else
+        o->why = st == -2 || !rd(d, rip - 1, b, 1) ? HMS_WHY_UNREADABLE : HMS_WHY_AMBIGUOUS;
+}
+
+/* The look-ahead descriptor for rip (see hmc_decode_ahead): the first access in
+ * straight-line code, with its distance in ahead, or why there is none in why. It
+ * depends on the code bytes only, so it is cached like the others. */
+static void build_ahead(struct hmc_decoder *d, uint64_t rip, int max, struct hmc_desc *o)
+{
+    uint8_t b[HMC_AHEAD_BYTES];
+    size_t n = rd(d, rip, b, sizeof(b)), off = 0;
+    unsigned written = 0;
+    hmc_desc_init(o, rip);
+    o->why = n ? HMS_LOOK_NONE : HMS_LOOK_UNREADABLE;
+    for (int k = 0; k < max && off < n; k++) {
+        struct hmc_raw rw;
+        struct hmc_desc t;
+        uint64_t a = rip + off;
+        int l = dec1(d, b + off, n - off, a, &rw);
+        if (l <= 0) {
+            /* cut by the end of the window, or capstone cannot decode it: then its
+             * register writes are unknown, and so is its access if it has one */
+            int mem = rw.vsib || (rw.modrm >= 0 && rw.modrm >> 6 != 3);
+            o->why = !l && n - off < 15 ? HMS_LOOK_NONE
+                     : l < 0 && mem ? HMS_LOOK_UNKNOWN : HMS_LOOK_UNDECODED;
+            return;
+        }
+        if (HMC_STRING_OP(&rw)) {       /* its count decides whether it accesses at all */
+            o->why = HMS_LOOK_UNKNOWN;
+            return;
+        }
+        hmc_desc_init(&t, a);
+        t.len = (uint8_t)l;
+        hmc_describe(d->cs, d->insn, &rw, 0, &t);
+        if (t.status == HMC_DEC_OK && rw.odd) {     /* moffs, ins/outs: not trusted */
+            o->why = HMS_LOOK_UNKNOWN;
+            return;
+        }
+        if (t.status == HMC_DEC_OK) {
+            unsigned am = (t.base != HMC_NOREG ? 1u << t.base : 0) |
+                          (t.index != HMC_NOREG ? 1u << t.index : 0);
+            if (am & written) {
+                o->why = HMS_LOOK_WRITTEN;
+                return;
+            }
+            *o = t;
+            o->why = HMS_LOOK_NOT_TRIED;
+            o->ahead = (uint8_t)k;
+            return;
+        }
+        if (t.status != HMC_DEC_NO_MEMOP) {
+            o->why = HMS_LOOK_UNKNOWN;
+            return;
+        }
+        if (hmc_insn_breaks_flow(d->cs, d->insn)) {
+            o->why = HMS_LOOK_BRANCH;
+            return;
+        }
+        if (rw.odd) {                   /* in/out, cli/sti...: not ordinary user code */
+            o->why = HMS_LOOK_UNDECODED;
+            return;
+        }
+        written |= hmc_insn_writes(d->cs, d->insn);
+        off += (size_t)l;
+    }
 }
 
 static struct hmc_desc *slot(struct hmc_decoder *d, uint64_t key)
 {
-    return &d->cache[(key * 0x9e3779b97f4a7c15ull) >> 56];
+    return &d->cache[(key * 0x9e3779b97f4a7c15ull) >> (64 - HMC_CACHE_BITS)];
 }
 
 static enum hmc_dec eval(const struct hmc_desc *e, const struct hmc_regs *r,
@@ -241,11 +318,15 @@ static enum hmc_dec eval(const struct hmc_desc *e, const struct hmc_regs *r,
     out->len = e->len;
     out->is_store = e->is_store;
     out->size = e->size;
+    out->why = e->why;
+    out->ahead = e->ahead;
     if (e->status != HMC_DEC_OK)
         return (enum hmc_dec)e->status;
     uint64_t a = (uint64_t)e->disp;
     a += e->base != HMC_NOREG ? r->gpr[e->base] : 0;
     a += e->index != HMC_NOREG ? r->gpr[e->index] * e->scale : 0;
+    if (e->str)                     /* undo the step: back by one element, or on if DF */
+        a += (r->flags & 0x400) ? e->size : -(uint64_t)e->size;
     a = e->addr32 ? (uint32_t)a : a;
     out->addr = a + (e->seg == 1 ? r->fs_base : e->seg == 2 ? r->gs_base : 0);
     return HMC_DEC_OK;
@@ -275,13 +356,16 @@ enum hmc_dec hmc_decode_prev(struct hmc_decoder *d, const struct hmc_regs *r,
                              uint64_t func_start, struct hmc_access *out)
 {
     int saved = errno;
-    if (dec_enter(d, r->rip, out))
+    if (dec_enter(d, r->rip, out)) {
+        out->why = HMS_WHY_NESTED;
         return HMC_DEC_FAIL;
+    }
     uint64_t key = r->rip | (func_start ? HMC_TAG_FWD : HMC_TAG_BACK);
     struct hmc_desc tmp, *e = slot(d, key);
     if (e->key != key) {
         build_prev(d, r->rip, func_start, 0, e);
         e->key = key;
+        d->builds++;
     }
     /* A rep-string at rip with nothing left to do has not started: the sample
      * belongs to the instruction before it. */
@@ -296,8 +380,10 @@ enum hmc_dec hmc_decode_at(struct hmc_decoder *d, const struct hmc_regs *r,
                            uint64_t insn, struct hmc_access *out)
 {
     int saved = errno;
-    if (dec_enter(d, insn, out))
+    if (dec_enter(d, insn, out)) {
+        out->why = HMS_WHY_NESTED;
         return HMC_DEC_FAIL;
+    }
     uint64_t key = insn | HMC_TAG_AT;
     struct hmc_desc *e = slot(d, key);
     if (e->key != key) {
@@ -306,7 +392,29 @@ enum hmc_dec hmc_decode_at(struct hmc_decoder *d, const struct hmc_regs *r,
         hmc_desc_init(e, insn);
         if (n)
             describe_bytes(d, b, n, insn, 0, e);
+        else
+            e->why = HMS_WHY_UNREADABLE;
         e->key = key;
+        d->builds++;
+    }
+    return dec_leave(d, eval(e, r, out), saved);
+}
+
+enum hmc_dec hmc_decode_ahead(struct hmc_decoder *d, const struct hmc_regs *r, int max_insns,
+                              struct hmc_access *out)
+{
+    int saved = errno;
+    if (dec_enter(d, r->rip, out) || max_insns < 1) {
+        out->why = HMS_LOOK_NOT_TRIED;
+        return HMC_DEC_FAIL;
+    }
+    max_insns = max_insns < HMC_AHEAD_MAX ? max_insns : HMC_AHEAD_MAX;
+    uint64_t key = r->rip | HMC_TAG_AHEAD | (uint64_t)max_insns << 56;
+    struct hmc_desc *e = slot(d, key);
+    if (e->key != key) {
+        build_ahead(d, r->rip, max_insns, e);
+        e->key = key;
+        d->builds++;
     }
     return dec_leave(d, eval(e, r, out), saved);
 }
@@ -347,9 +455,17 @@ struct hmc_decoder *hmc_decoder_new(void)
         hmc_decode_prev(d, &r, 0, &a);
         hmc_decode_prev(d, &r, (uint64_t)(uintptr_t)warm, &a);
         hmc_decode_at(d, &r, r.rip - 1, &a);
+        r.rip -= 1;
+        hmc_decode_ahead(d, &r, HMC_AHEAD_MAX, &a);
     }
     memset(d->cache, 0, sizeof(d->cache));
+    d->builds = 0;
     return d;
+}
+
+uint64_t hmc_decoder_builds(const struct hmc_decoder *d)
+{
+    return d ? d->builds : 0;
 }
 
 void hmc_decoder_free(struct hmc_decoder *d)

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "hm_util.h"
+#include "hmc_stream.h"   /* enum hms_why, enum hms_look: the reasons, as the stream has them */
 
 /* General registers in x86 encoding order (the ModRM/SIB register numbers). */
 enum { HMC_RAX, HMC_RCX, HMC_RDX, HMC_RBX, HMC_RSP, HMC_RBP, HMC_RSI, HMC_RDI,
@@ -28,6 +29,7 @@ enum { HMC_RAX, HMC_RCX, HMC_RDX, HMC_RBX, HMC_RSP, HMC_RBP, HMC_RSI, HMC_RDI,
 struct hmc_regs {
     uint64_t gpr[16];   /* rax rcx rdx rbx rsp rbp rsi rdi r8..r15 */
     uint64_t rip, fs_base, gs_base;
+    uint64_t flags;     /* rflags: DF (0x400) gives a string instruction's direction */
 };
 
 /* Fill *out from a ucontext_t (the third argument of an SA_SIGINFO handler). The
@@ -44,6 +46,8 @@ struct hmc_decoder;   /* per thread, opaque, memory from mmap */
  * thread that will use it, before arming its timer. NULL on failure. */
 struct hmc_decoder *hmc_decoder_new(void) HM_HIDDEN;
 void hmc_decoder_free(struct hmc_decoder *d) HM_HIDDEN;
+/* Descriptors built (cache misses) since hmc_decoder_new. */
+uint64_t hmc_decoder_builds(const struct hmc_decoder *d) HM_HIDDEN;
 
 enum hmc_dec {
     HMC_DEC_OK,         /* out->addr is the accessed address */
@@ -62,6 +66,8 @@ struct hmc_access {
                         * what stalls retirement) */
     int len;           /* instruction length in bytes */
     int size;          /* access bytes when known, else 0 (broadcast: one element) */
+    int why;           /* enum hms_why (hmc_decode_prev/at), enum hms_look (ahead) */
+    int ahead;         /* hmc_decode_ahead: instructions between rip and insn */
 };
 
 /* The access of the instruction before r->rip, with r holding the registers after it
@@ -70,7 +76,7 @@ struct hmc_access {
  * instruction boundary at or before rip in the same mapping (the function's start):
  * decoding runs forward from it (at most 64 KiB / 20000 instructions). Without it a
  * backward heuristic picks the previous instruction and says HMC_DEC_FAIL when the
- * bytes are ambiguous. Results are cached per decoder (256 entries by rip). */
+ * bytes are ambiguous. Results are cached per decoder (1024 entries by rip). */
 enum hmc_dec hmc_decode_prev(struct hmc_decoder *d, const struct hmc_regs *r,
                              uint64_t func_start, struct hmc_access *out) HM_HIDDEN;
 
@@ -78,5 +84,19 @@ enum hmc_dec hmc_decode_prev(struct hmc_decoder *d, const struct hmc_regs *r,
  * executes (the execute-breakpoint case). Never HMC_DEC_CLOBBERED. */
 enum hmc_dec hmc_decode_at(struct hmc_decoder *d, const struct hmc_regs *r,
                            uint64_t insn, struct hmc_access *out) HM_HIDDEN;
+
+/* The next access in straight-line code from r->rip, with r holding the registers
+ * before the instruction at rip executes (a sample: rip has not run yet). The
+ * instructions are decoded forward from rip, at most max_insns of them within 64
+ * bytes; the first one that accesses memory is the answer, with out->ahead the
+ * number of instructions before it (0: the one at rip). Its address is exact as
+ * long as execution goes straight there, which the scan makes sure of: it stops
+ * with HMC_DEC_FAIL (out->why an enum hms_look) at any jump, branch, syscall or
+ * trap (a call or return is itself an access, to the stack), at any instruction it
+ * cannot decode (its register writes are unknown), and when an instruction in
+ * between writes a register the access's address uses. Never HMC_DEC_CLOBBERED. */
+#define HMC_AHEAD_MAX 15
+enum hmc_dec hmc_decode_ahead(struct hmc_decoder *d, const struct hmc_regs *r, int max_insns,
+                              struct hmc_access *out) HM_HIDDEN;
 
 #endif

@@ -7,7 +7,8 @@
  * works around:
  *  - stores of the mov family (movups, vmovdqu*, movq, stos, setcc, fstp, stmxcsr...)
  *    have access READ instead of WRITE: see hmc_store_pfx;
- *  - cmpxchg does not list rax among the registers it writes: see wmask();
+ *  - cmpxchg does not list rax among the registers it writes, nor syscall and enter
+ *    any: see hmc_insn_writes();
  *  - EVEX instructions whose vvvv names zmm16-31 (EVEX.V' = 0) get a vector index
  *    register instead of the SIB's general one: the index is re-read from the bytes;
  *  - scatters are decoded with a general index register (a plausible wrong address)
@@ -134,8 +135,10 @@ static const char *const hmc_store_pfx[] = {
 static const char *const hmc_state_pfx[] = {
     "fx", "xsave", "xrstor", "fnsave", "frstor", "fldenv", "fnstenv", NULL };
 
-/* General registers the instruction writes (explicitly, implicitly, partially). */
-static unsigned wmask(csh cs, const cs_insn *in)
+/* General registers the instruction writes (explicitly, implicitly, partially).
+ * Capstone 4 lists no register for syscall (the kernel returns in rax and the
+ * instruction itself writes rcx and r11) nor for enter (rbp, rsp); both are added. */
+unsigned hmc_insn_writes(csh cs, const cs_insn *in)
 {
     const cs_x86 *x = &in->detail->x86;
     cs_regs rr, ww;
@@ -153,7 +156,53 @@ static unsigned wmask(csh cs, const cs_insn *in)
         m |= 1u << HMC_RAX;
     if (in->id == X86_INS_CMPXCHG8B || in->id == X86_INS_CMPXCHG16B)
         m |= 1u << HMC_RAX | 1u << HMC_RDX;
+    if (in->id == X86_INS_SYSCALL || in->id == X86_INS_SYSENTER)
+        m |= 1u << HMC_RAX | 1u << HMC_RCX | 1u << HMC_R11;
+    if (in->id == X86_INS_ENTER)
+        m |= 1u << HMC_RBP | 1u << HMC_RSP;
     return m;
+}
+
+int hmc_insn_breaks_flow(csh cs, const cs_insn *in)
+{
+    switch (in->id) {
+    case X86_INS_SYSCALL: case X86_INS_SYSENTER: case X86_INS_SYSEXIT: case X86_INS_SYSRET:
+    case X86_INS_UD2: case X86_INS_UD0: case X86_INS_HLT: case X86_INS_XBEGIN:
+    case X86_INS_XABORT: case X86_INS_XEND: case X86_INS_WRFSBASE: case X86_INS_WRGSBASE:
+        return 1;
+    }
+    return cs_insn_group(cs, in, X86_GRP_JUMP) || cs_insn_group(cs, in, X86_GRP_CALL) ||
+           cs_insn_group(cs, in, X86_GRP_RET) || cs_insn_group(cs, in, X86_GRP_INT) ||
+           cs_insn_group(cs, in, X86_GRP_IRET) || cs_insn_group(cs, in, X86_GRP_BRANCH_RELATIVE) ||
+           cs_insn_group(cs, in, X86_GRP_PRIVILEGE);
+}
+
+/* Why an instruction without a memory operand (and not a push, pop, call or
+ * return) gives no address: its kind. */
+static int nomem_why(csh cs, const cs_insn *in)
+{
+    static const uint8_t vec[] = {
+        X86_GRP_3DNOW, X86_GRP_AES, X86_GRP_AVX, X86_GRP_AVX2, X86_GRP_AVX512, X86_GRP_F16C,
+        X86_GRP_FMA, X86_GRP_FMA4, X86_GRP_MMX, X86_GRP_SHA, X86_GRP_SSE1, X86_GRP_SSE2,
+        X86_GRP_SSE3, X86_GRP_SSE41, X86_GRP_SSE42, X86_GRP_SSE4A, X86_GRP_SSSE3,
+        X86_GRP_PCLMUL, X86_GRP_XOP, X86_GRP_CDI, X86_GRP_ERI, X86_GRP_DQI, X86_GRP_BWI,
+        X86_GRP_PFI, X86_GRP_VLX };
+    switch (in->id) {
+    case X86_INS_SYSCALL: case X86_INS_SYSENTER:
+        return HMS_WHY_SYSCALL;
+    case X86_INS_PAUSE: case X86_INS_ENDBR64: case X86_INS_ENDBR32: case X86_INS_FNOP:
+        return HMS_WHY_HINT;
+    }
+    if (cs_insn_group(cs, in, X86_GRP_INT))
+        return HMS_WHY_SYSCALL;
+    if (cs_insn_group(cs, in, X86_GRP_JUMP) || cs_insn_group(cs, in, X86_GRP_BRANCH_RELATIVE))
+        return HMS_WHY_BRANCH;
+    if (cs_insn_group(cs, in, X86_GRP_FPU))
+        return HMS_WHY_X87;
+    for (size_t i = 0; i < sizeof(vec); i++)
+        if (cs_insn_group(cs, in, vec[i]))
+            return HMS_WHY_VEC;
+    return HMS_WHY_INT;
 }
 
 /* push/pop/pushf/popf/leave/call/ret without an explicit memory operand: the stack
@@ -211,8 +260,11 @@ void hmc_describe(csh cs, const cs_insn *in, const struct hmc_raw *rw, int post,
     unsigned id = in->id;
 
     o->status = HMC_DEC_REJECTED;
-    if (rw->vsib)
+    o->why = HMS_WHY_ODD;
+    if (rw->vsib) {
+        o->why = HMS_WHY_VSIB;
         return;
+    }
     switch (id) {
     /* Prefetches are hints: they retire without waiting for the line and may name
      * any address (even past an object's end), so a stall is never theirs. Cache
@@ -221,6 +273,7 @@ void hmc_describe(csh cs, const cs_insn *in, const struct hmc_raw *rw, int post,
     case X86_INS_PREFETCHNTA: case X86_INS_PREFETCHT0: case X86_INS_PREFETCHT1:
     case X86_INS_PREFETCHT2: case X86_INS_CLFLUSH: case X86_INS_CLFLUSHOPT: case X86_INS_CLWB:
         o->status = HMC_DEC_NO_MEMOP;
+        o->why = HMS_WHY_HINT;
         return;
     case X86_INS_ENTER: case X86_INS_XLATB:
         return;
@@ -230,6 +283,7 @@ void hmc_describe(csh cs, const cs_insn *in, const struct hmc_raw *rw, int post,
     if (post && (id == X86_INS_JMP || id == X86_INS_LJMP || cs_insn_group(cs, in, X86_GRP_CALL) ||
                  cs_insn_group(cs, in, X86_GRP_RET) || cs_insn_group(cs, in, X86_GRP_IRET))) {
         o->status = HMC_DEC_FAIL;
+        o->why = HMS_WHY_AFTER_JUMP;
         return;
     }
     const cs_x86_op *m = pick_mem(x, &nm, &mi);
@@ -237,6 +291,8 @@ void hmc_describe(csh cs, const cs_insn *in, const struct hmc_raw *rw, int post,
         return;
     if (!m) {
         stack_access(in, post, sz, o);
+        o->why = o->status == HMC_DEC_OK ? HMS_WHY_NONE
+                 : o->status == HMC_DEC_CLOBBERED ? HMS_WHY_CLOBBERED : (uint8_t)nomem_why(cs, in);
         return;
     }
     switch (m->mem.segment) {
@@ -279,7 +335,7 @@ void hmc_describe(csh cs, const cs_insn *in, const struct hmc_raw *rw, int post,
     o->is_store = w && !r;
 
     /* push computes its operand's address before moving rsp, pop after. */
-    unsigned wm = post ? wmask(cs, in) : 0;
+    unsigned wm = post ? hmc_insn_writes(cs, in) : 0;
     if (id == X86_INS_PUSH || id == X86_INS_POP) {
         if (o->base == HMC_RSP && post == (id == X86_INS_PUSH))
             o->disp += sz;
@@ -287,7 +343,19 @@ void hmc_describe(csh cs, const cs_insn *in, const struct hmc_raw *rw, int post,
     }
     unsigned am = (o->base != HMC_NOREG ? 1u << o->base : 0) |
                   (o->index != HMC_NOREG ? 1u << o->index : 0);
+    /* A string instruction without rep accessed one element and moved its pointer by
+     * exactly that much (down when DF is set): the address is recovered by undoing
+     * the step (hmc_decode.c's eval). With rep the count may have been 0, when
+     * nothing was accessed: the breakpoint handles those. */
+    if (post && HMC_STRING_OP(rw) && !rw->rep && o->base != HMC_NOREG && o->index == HMC_NOREG &&
+        o->size && !o->seg && (wm & am) == (1u << o->base)) {
+        o->str = 1;
+        o->status = HMC_DEC_OK;
+        o->why = HMS_WHY_STRING;
+        return;
+    }
     o->status = (wm & am) ? HMC_DEC_CLOBBERED : HMC_DEC_OK;
+    o->why = (wm & am) ? HMS_WHY_CLOBBERED : HMS_WHY_NONE;
 }
 
 void hmc_desc_init(struct hmc_desc *o, uint64_t a)
@@ -297,5 +365,6 @@ void hmc_desc_init(struct hmc_desc *o, uint64_t a)
     o->base = o->index = HMC_NOREG;
     o->scale = 1;
     o->status = HMC_DEC_FAIL;
+    o->why = HMS_WHY_AMBIGUOUS;
 }
 

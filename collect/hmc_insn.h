@@ -10,6 +10,8 @@
 #include "hm_util.h"
 
 #define HMC_NOREG 0xff
+#define HMC_STRING_OP(rw) (!(rw)->vex && (((rw)->op >= 0xa4 && (rw)->op <= 0xa7) || \
+                                         ((rw)->op >= 0xaa && (rw)->op <= 0xaf)))
 
 /* addr = disp + gpr[base] + gpr[index] * scale (HMC_NOREG: absent), truncated to
  * 32 bits if addr32, plus the fs (seg 1) or gs (seg 2) base. RIP-relative
@@ -20,6 +22,9 @@ struct hmc_desc {
     uint16_t size;
     uint8_t status, base, index, scale, seg, addr32, len, is_store;
     uint8_t rep;            /* a rep-string at the sampled rip (hmc_decode_prev) */
+    uint8_t why;            /* enum hmc_why (hmc_decode_ahead's cache: enum hmc_ahead_why) */
+    uint8_t ahead;          /* hmc_decode_ahead's cache: instructions before the access */
+    uint8_t str;            /* a string instruction that ran: base moved by size (DF) */
 };
 
 /* Facts read from the bytes themselves. */
@@ -40,5 +45,15 @@ void hmc_desc_init(struct hmc_desc *o, uint64_t a) HM_HIDDEN;
  * executed (a sample), else before (a breakpoint). */
 void hmc_describe(csh cs, const cs_insn *in, const struct hmc_raw *rw, int post,
                   struct hmc_desc *o) HM_HIDDEN;
+
+/* General registers the instruction writes (bit i: register i in encoding order),
+ * explicitly, implicitly or partially, with capstone 4's omissions added; all of
+ * them when capstone cannot say. */
+unsigned hmc_insn_writes(csh cs, const cs_insn *in) HM_HIDDEN;
+
+/* Nonzero when execution may not continue at the next instruction with the
+ * registers the instruction leaves: jumps, branches, calls, returns, syscalls, traps,
+ * transactional-memory boundaries, and fs/gs base writes. */
+int hmc_insn_breaks_flow(csh cs, const cs_insn *in) HM_HIDDEN;
 
 #endif

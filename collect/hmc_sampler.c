@@ -6,8 +6,11 @@
  * instruction before the interrupted RIP; when that load overwrote its own address
  * register the address is recovered by a one-shot hardware execute breakpoint on
  * it (perf PERF_TYPE_BREAKPOINT with sigtrap; explicit enable/disable, since
- * PERF_EVENT_IOC_REFRESH(1) left it armed after the first hit). The sample's weight
- * is the CPU time it stands for, in ns.
+ * PERF_EVENT_IOC_REFRESH(1) left it armed after the first hit). When that instruction
+ * has no access of its own, the look ahead gives the next access in straight-line
+ * code from rip (hmc_decode_ahead), marked as such. Every sample without an address
+ * from its instruction says why (enum hms_why in its flags), and the handlers time
+ * themselves (HMR_SCOST). The sample's weight is the CPU time it stands for, in ns.
  *
  * PEBS/IBS: the same per-thread timer, slower, drains the kernel's ring buffers in
  * bulk (hmc_sampler_perf.c); the kernel never signals per sample.
@@ -41,6 +44,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #ifndef TRAP_PERF
@@ -68,6 +72,7 @@ struct samp {
     struct hmc_perf_thread perf;
     struct hmc_perf_ring fault;   /* minor page faults (fault_on) */
     int fault_on;
+    uint64_t handler_tk, n_timer, n_trap;   /* the sampler's own cost (HMR_SCOST) */
 };
 
 static struct hmc_sampler_cfg g_cfg;
@@ -124,6 +129,16 @@ int hmc_sampler_config(struct hmc_sampler_cfg *cfg)
         return -1;
     }
     cfg->signo = (int)v;
+    if (hm_env_size("HMTUNE_SAMPLE_AHEAD", HMC_AHEAD_DEFAULT, &v) != 0 || v > HMC_AHEAD_MAX) {
+        hm_log("hmtune: ", "HMTUNE_SAMPLE_AHEAD must be 0..15 instructions; not sampling", NULL);
+        return -1;
+    }
+    cfg->ahead = (int)v;
+    if (hm_env_size("HMTUNE_SAMPLE_VERIFY", 0, &v) != 0 || v > 1) {
+        hm_log("hmtune: ", "HMTUNE_SAMPLE_VERIFY must be 0 or 1; not sampling", NULL);
+        return -1;
+    }
+    cfg->verify = (int)v;
     return 0;
 }
 
@@ -135,6 +150,20 @@ static void record(struct hmc_thread *t, const struct hmr_sample *r)
 static void emit_fault(const struct hmr_sample *r, void *t)
 {
     hmc_record_fault(t, r, sizeof(*r));
+}
+
+static void record_cost(struct hmc_thread *t, const struct samp *s)
+{
+    struct hmr_scost c;
+    memset(&c, 0, sizeof(c));
+    c.h.type = HMR_SCOST;
+    c.h.kind = (uint8_t)g_cfg.kind;
+    c.h.len8 = HMR_LEN8(sizeof(c));
+    c.handler_tk = s->handler_tk;
+    c.n_timer = s->n_timer;
+    c.n_trap = s->n_trap;
+    c.n_decode = hmc_decoder_builds(s->dec);
+    hmc_record_sample(t, &c, sizeof(c));
 }
 
 static int bp_attr(struct perf_event_attr *a, uint64_t addr)
@@ -170,6 +199,56 @@ static void arm_breakpoint(struct samp *s, uint64_t insn)
         s->pending_on = 1;
 }
 
+static uint32_t why_bits(unsigned why) { return (uint32_t)why << HMS_WHY_SHIFT; }
+
+/* A pending sample whose breakpoint did not give the address: why. A look-ahead
+ * sample being checked keeps its address; it says the instruction was not reached. */
+static void bp_failed(struct hmc_thread *t, struct samp *s, unsigned why)
+{
+    if (s->pending.h.aux & HMS_AHEAD)
+        s->pending.h.aux |= why == HMS_WHY_BP_MISSED ? HMS_VERIFY_SAME | HMS_VERIFY_DIFF : 0;
+    else
+        s->pending.h.aux = (s->pending.h.aux & ~(0xffu << HMS_WHY_SHIFT)) | HMS_REJECTED |
+                           why_bits(why);
+    record(t, &s->pending);
+}
+
+/* The sampled instruction gave no address: the next access in straight-line code
+ * from rip, which has not executed yet, so its address from these registers is
+ * exact (hmc_decode_ahead refuses whatever would make it not). Only where the
+ * sampled instruction has no access of its own, or is not known: an access that
+ * could not be computed (gather, clobbered, undecodable) was the one that ran, and
+ * time spent in a syscall is not the next access's. */
+static void look_ahead(struct samp *s, const struct hmc_regs *regs, unsigned why,
+                       struct hmr_sample *r)
+{
+    switch (why) {
+    case HMS_WHY_INT: case HMS_WHY_VEC: case HMS_WHY_X87: case HMS_WHY_HINT:
+    case HMS_WHY_BRANCH: case HMS_WHY_AFTER_JUMP: case HMS_WHY_AMBIGUOUS:
+        break;
+    default:
+        return;
+    }
+    struct hmc_access acc;
+    if (hmc_decode_ahead(s->dec, regs, g_cfg.ahead, &acc) == HMC_DEC_OK) {
+        r->ip = acc.insn;
+        r->addr = acc.addr;
+        r->h.aux = HMS_ADDR_OK | HMS_AHEAD | (acc.is_store ? HMS_STORE : 0) | why_bits(why) |
+                   (uint32_t)acc.ahead << HMS_LOOK_SHIFT;
+    } else {
+        r->h.aux |= (uint32_t)acc.why << HMS_LOOK_SHIFT;
+    }
+}
+
+/* RF in the interrupted context's flags: the instruction at rip faulted (a page
+ * fault: the CPU sets RF in the flags it saves for a fault, and sigreturn restores
+ * them), and its restart will not trigger an execute breakpoint (Intel SDM vol. 3,
+ * 17.3.1.1), which would then fire on its next execution instead. */
+static int resume_flag(const void *uc)
+{
+    return (((const ucontext_t *)uc)->uc_mcontext.gregs[REG_EFL] & 0x10000) != 0;
+}
+
 static void soft_sample(struct hmc_thread *t, struct samp *s, const siginfo_t *si, void *uc)
 {
     if (s->pending_on) {
@@ -178,8 +257,7 @@ static void soft_sample(struct hmc_thread *t, struct samp *s, const siginfo_t *s
          * last sample, so that sample's address stays unknown. */
         ioctl(s->bpfd, PERF_EVENT_IOC_DISABLE, 0);
         s->pending_on = 0;
-        s->pending.h.aux |= HMS_REJECTED;
-        record(t, &s->pending);
+        bp_failed(t, s, HMS_WHY_BP_MISSED);
     }
     struct hmr_sample r;
     memset(&r, 0, sizeof(r));
@@ -198,26 +276,38 @@ static void soft_sample(struct hmc_thread *t, struct samp *s, const siginfo_t *s
     switch (d) {
     case HMC_DEC_OK:
         r.addr = acc.addr;
-        r.h.aux = HMS_ADDR_OK | (acc.is_store ? HMS_STORE : 0);
+        r.h.aux = HMS_ADDR_OK | (acc.is_store ? HMS_STORE : 0) | why_bits((unsigned)acc.why);
         break;
     case HMC_DEC_CLOBBERED:
         /* Never a breakpoint in this library: its code runs inside the handlers,
          * where a hit would re-enter them in the middle of an update. */
         if (s->bpfd >= 0 && !hm_in_self(acc.insn)) {
-            r.h.aux = acc.is_store ? HMS_STORE : 0;
+            r.h.aux = (acc.is_store ? HMS_STORE : 0) | why_bits(HMS_WHY_CLOBBERED);
             s->pending = r;
             arm_breakpoint(s, acc.insn);
             if (s->pending_on)
                 return;
         }
-        r.h.aux = HMS_REJECTED;
+        r.h.aux = HMS_REJECTED | why_bits(HMS_WHY_BP_NONE);
         break;
     case HMC_DEC_NO_MEMOP:
-        r.h.aux = HMS_NO_MEMOP;
+        r.h.aux = HMS_NO_MEMOP | why_bits((unsigned)acc.why);
         break;
     default:
-        r.h.aux = HMS_REJECTED;
+        r.h.aux = HMS_REJECTED | why_bits((unsigned)acc.why);
         break;
+    }
+    if (d != HMC_DEC_OK && g_cfg.ahead) {
+        look_ahead(s, &regs, (unsigned)acc.why, &r);
+        if ((r.h.aux & HMS_AHEAD) && g_cfg.verify && s->bpfd >= 0 && !hm_in_self(r.ip) &&
+            !(r.ip == regs.rip && resume_flag(uc))) {
+            /* checking: the breakpoint fires when the instruction runs, a few
+             * instructions after this handler returns (on_trap compares) */
+            s->pending = r;
+            arm_breakpoint(s, r.ip);
+            if (s->pending_on)
+                return;
+        }
     }
     record(t, &r);
 }
@@ -241,12 +331,16 @@ static int on_timer(int sig, siginfo_t *si, void *uc)
         return 1;
     }
     s->in_handler = 1;
+    uint64_t t0 = hm_ticks();
     if (g_cfg.kind == HMS_SRC_SOFT)
         soft_sample(t, s, si, uc);
     else
         hmc_perf_thread_drain(&s->perf, t);
     if (s->fault_on)                  /* one load of data_head when nothing is new */
         hmc_perf_drain(&s->fault, emit_fault, t);
+    if (++s->n_timer % HMR_SCOST_EVERY == 0)
+        record_cost(t, s);
+    s->handler_tk += hm_ticks() - t0;
     s->in_handler = 0;
     return 1;
 }
@@ -283,19 +377,27 @@ static int on_trap(int sig, siginfo_t *si, void *uc)
     ioctl(s->bpfd, PERF_EVENT_IOC_DISABLE, 0);
     if (s->pending_on && !s->in_handler) {
         s->in_handler = 1;
+        uint64_t t0 = hm_ticks();
+        s->n_trap++;
         s->pending_on = 0;
         struct hmc_regs regs;
         struct hmc_access acc;
         memset(&acc, 0, sizeof(acc));
         hmc_regs_from_ucontext(uc, s->fs_base, s->gs_base, &regs);
-        if (!(perf_flags(si) & TRAP_PERF_FLAG_ASYNC) &&
-            hmc_decode_at(s->dec, &regs, s->pending.ip, &acc) == HMC_DEC_OK) {
+        int ok = !(perf_flags(si) & TRAP_PERF_FLAG_ASYNC) &&
+                 hmc_decode_at(s->dec, &regs, s->pending.ip, &acc) == HMC_DEC_OK;
+        if (s->pending.h.aux & HMS_AHEAD) {
+            if (ok)
+                s->pending.h.aux |= acc.addr == s->pending.addr ? HMS_VERIFY_SAME : HMS_VERIFY_DIFF;
+            record(t, &s->pending);
+        } else if (ok) {
             s->pending.addr = acc.addr;
             s->pending.h.aux |= HMS_ADDR_OK | HMS_BREAKPOINT;
+            record(t, &s->pending);
         } else {
-            s->pending.h.aux |= HMS_REJECTED;
+            bp_failed(t, s, HMS_WHY_BP_LATE);
         }
-        record(t, &s->pending);
+        s->handler_tk += hm_ticks() - t0;
         s->in_handler = 0;
     }
     return 1;
@@ -345,6 +447,10 @@ int hmc_sampler_init(const struct hmc_sampler_cfg *cfg)
                                 cfg->kind == HMS_SRC_PEBS ? "pebs period " : "ibs period ");
     n += hm_fmt_u64(name + n, cfg->kind == HMS_SRC_SOFT ? cfg->rate_hz : cfg->period);
     n += hm_fmt_str(name + n, cfg->kind == HMS_SRC_SOFT ? " Hz" : "");
+    if (cfg->kind == HMS_SRC_SOFT && cfg->ahead) {
+        n += hm_fmt_str(name + n, " lookahead ");
+        n += hm_fmt_u64(name + n, (uint64_t)cfg->ahead);
+    }
     name[n] = 0;
     write_sampler_record(g_cfg.kind, name);
     g_ready = 1;
@@ -467,10 +573,9 @@ void hmc_sampler_thread_stop(struct hmc_thread *t)
         ioctl(s->bpfd, PERF_EVENT_IOC_DISABLE, 0);
         close(s->bpfd);
     }
-    if (s->pending_on) {
-        s->pending.h.aux |= HMS_REJECTED;
-        record(t, &s->pending);
-    }
+    if (s->pending_on)
+        bp_failed(t, s, HMS_WHY_BP_MISSED);
+    record_cost(t, s);
     if (g_cfg.kind == HMS_SRC_PEBS || g_cfg.kind == HMS_SRC_IBS) {
         hmc_perf_thread_drain(&s->perf, t);
         hmc_perf_thread_close(&s->perf);
@@ -497,6 +602,13 @@ void hmc_sampler_drain_self(void)
     if (s->fault_on)
         hmc_perf_drain(&s->fault, emit_fault, t);
     s->in_handler = 0;
+}
+
+void hmc_sampler_finish_thread(struct hmc_thread *t)
+{
+    struct samp *s = hmc_thread_sampler(t);
+    if (s)
+        record_cost(t, s);
 }
 
 void hmc_sampler_atfork_child(void)

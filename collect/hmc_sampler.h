@@ -15,10 +15,15 @@ struct hmc_sampler_cfg {
     uint32_t ldlat;      /* PEBS: load-latency threshold, cycles */
     int signo;           /* timer signal */
     uint64_t fault_period;   /* minor page faults per fault sample; 0: no fault sampling */
+    int ahead;           /* software sampler: instructions looked ahead of rip, 0 = off */
+    int verify;          /* software sampler: check look-ahead addresses by breakpoint */
 };
 
+#define HMC_AHEAD_DEFAULT 4
+
 /* Read HMTUNE_SAMPLER (none|soft|pebs|ibs), HMTUNE_SAMPLE_RATE, HMTUNE_SAMPLE_PERIOD,
- * HMTUNE_LDLAT and HMTUNE_SAMPLE_SIGNAL into cfg; -1 (message printed) when malformed.
+ * HMTUNE_LDLAT, HMTUNE_SAMPLE_SIGNAL, HMTUNE_SAMPLE_AHEAD and HMTUNE_SAMPLE_VERIFY
+ * into cfg; -1 (message printed) when malformed.
  * HMTUNE_FAULT_PERIOD (default HMC_FAULT_DEFAULT_PERIOD, 0 off): page faults sampled
  * alongside the access sampler; a malformed value prints one line and turns only the
  * fault sampling off. */
@@ -33,6 +38,8 @@ void hmc_sampler_thread_stop(struct hmc_thread *t) HM_HIDDEN;
 /* Move what the calling thread's rings hold to its sample stream (normal exit, exec:
  * the last samples since the timer's previous tick). Not from a signal handler. */
 void hmc_sampler_drain_self(void) HM_HIDDEN;
+/* At process end (hmc_finish), for a thread still sampling: its cost record. */
+void hmc_sampler_finish_thread(struct hmc_thread *t) HM_HIDDEN;
 /* After fork, in the child: the forking thread samples again into the new file. */
 void hmc_sampler_atfork_child(void) HM_HIDDEN;
 

@@ -166,6 +166,7 @@ static void do_init(void)
             scfg.kind = HMS_SRC_NONE;
         hmc_set_thread_exit_hook(hmc_sampler_thread_stop);
         hmc_set_finish_hook(hmc_sampler_drain_self);
+        hmc_set_thread_finish_hook(hmc_sampler_finish_thread);
         g_sampling = hmc_sampler_init(&scfg) == 0 && scfg.kind != HMS_SRC_NONE;
         g_min = min_size;
         g_free_min = min_size;

@@ -36,6 +36,7 @@ enum hmr_type {
     HMR_SAMPLE = 9,  /* a sampled memory access: kind = enum hmr_src, aux = HMS_* flags */
     HMR_SAMPLER = 10, /* the sampler in use: kind = enum hmr_src, then its name
                        * (kind HMS_SRC_FAULT: the page-fault sampler, a record of its own) */
+    HMR_SCOST  = 11, /* the sampler's own cost so far, in a sample stream (cumulative) */
 };
 
 /* Where a sample came from. HMS_SRC_FAULT samples are minor page faults (perf's
@@ -53,8 +54,61 @@ enum hmr_src { HMS_SRC_NONE = 0, HMS_SRC_PEBS = 1, HMS_SRC_IBS = 2, HMS_SRC_SOFT
 #define HMS_REJECTED   0x10u   /* the instruction's address cannot be known (gather...) */
 #define HMS_NO_MEMOP   0x20u   /* no memory operand at the sampled instruction */
 #define HMS_LOST       0x40u   /* weight = number of samples the kernel dropped */
+#define HMS_AHEAD      0x80u   /* addr is the next access in straight-line code from the
+                                * interrupted rip (software sampler's look ahead) */
 #define HMS_LEVEL_SHIFT 8      /* bits 8..15: enum hms_level */
 #define HMS_HIT_SHIFT  16      /* bits 16..17: 0 unknown, 1 hit, 2 miss */
+/* HMS_AHEAD samples checked by an execute breakpoint on the accessing instruction
+ * (HMTUNE_SAMPLE_VERIFY=1): the address it computed when the instruction ran was
+ * the same, or different; both bits: the instruction was not reached before the
+ * next sample. Neither: not checked. */
+#define HMS_VERIFY_SAME 0x40000u
+#define HMS_VERIFY_DIFF 0x80000u
+#define HMS_LOOK_SHIFT 20      /* bits 20..23: see enum hms_look */
+#define HMS_WHY_SHIFT  24      /* bits 24..31: enum hms_why */
+
+/* Software sampler: why the sampled instruction (the one before the interrupted rip)
+ * gave no address from the registers as they are (bits 24..31 of a sample's flags; 0
+ * on samples of other samplers). Append only: docs/formats.md §2 lists the numbers.
+ * The sampler adds the breakpoint's outcomes 15..17. */
+enum hms_why {
+    HMS_WHY_NONE = 0,       /* the address was computed */
+    HMS_WHY_INT = 1,        /* no memory operand: integer/general (alu, mov reg, setcc, ud2) */
+    HMS_WHY_VEC = 2,        /* no memory operand: SSE/AVX/AVX-512/MMX register-only */
+    HMS_WHY_X87 = 3,        /* no memory operand: x87 register-only */
+    HMS_WHY_HINT = 4,       /* lea, nop, pause, endbr, prefetch, cache-line flush */
+    HMS_WHY_BRANCH = 5,     /* a conditional branch (or loop/jrcxz) without memory */
+    HMS_WHY_SYSCALL = 6,    /* syscall/sysenter/int: the sampled time was in the kernel */
+    HMS_WHY_AFTER_JUMP = 7, /* before rip is a jmp/call/ret: rip is a branch target */
+    HMS_WHY_AMBIGUOUS = 8,  /* the backward scan could not tell the previous instruction */
+    HMS_WHY_UNREADABLE = 9, /* the code at rip cannot be read (unmapped, not in a module) */
+    HMS_WHY_NESTED = 10,    /* the decoder was busy (a signal inside the handler) */
+    HMS_WHY_VSIB = 11,      /* gather/scatter */
+    HMS_WHY_UNDECODED = 12, /* a memory operand capstone 4 cannot decode (AVX-512 forms) */
+    HMS_WHY_ODD = 13,       /* xlat, enter, other segments, > 2 memory operands */
+    HMS_WHY_CLOBBERED = 14, /* it overwrote its own address register: breakpoint armed */
+    HMS_WHY_BP_NONE = 15,   /* ... and no breakpoint was possible (perf refused, tracer code) */
+    HMS_WHY_BP_MISSED = 16, /* ... the breakpoint did not fire before the next sample */
+    HMS_WHY_BP_LATE = 17,   /* ... it fired late (SIGTRAP blocked) or could not be decoded */
+    HMS_WHY_STRING = 18,    /* a string instruction (movs, stos, lods, cmps, scas without
+                             * rep) that advanced its pointer: the address is recovered
+                             * by undoing the step (HMS_ADDR_OK is set) */
+    HMS_WHY_N = 19
+};
+
+/* Software sampler, bits 20..23 of a sample's flags: with HMS_AHEAD, how many
+ * instructions lie between rip and the access; without it, why the look ahead from
+ * rip (hmc_decode_ahead) found no access. */
+enum hms_look {
+    HMS_LOOK_NOT_TRIED = 0,
+    HMS_LOOK_BRANCH = 1,     /* a jump, branch, syscall or trap came first */
+    HMS_LOOK_WRITTEN = 2,    /* an instruction in between writes the access's address register */
+    HMS_LOOK_UNKNOWN = 3,    /* the access cannot be computed (gather, string, undecodable) */
+    HMS_LOOK_UNDECODED = 4,  /* an instruction in between cannot be decoded */
+    HMS_LOOK_NONE = 5,       /* no access within the window */
+    HMS_LOOK_UNREADABLE = 6, /* the code at rip cannot be read */
+    HMS_LOOK_N = 7
+};
 
 /* Memory level of a sampled access (value of event 32000002). */
 enum hms_level {
@@ -147,6 +201,17 @@ struct hmr_pend {
     uint64_t t;            /* ns */
     uint64_t tk;           /* ticks at t */
     uint32_t signo, pad;
+};
+
+/* Written every HMR_SCOST_EVERY timer signals and when the thread's sampling stops;
+ * the last one of a stream holds its totals. */
+#define HMR_SCOST_EVERY 256
+struct hmr_scost {
+    struct hmr_hdr h;
+    uint64_t handler_tk;   /* ticks spent in the sampler's signal handlers */
+    uint64_t n_timer;      /* timer signals handled */
+    uint64_t n_trap;       /* breakpoint traps handled */
+    uint64_t n_decode;     /* instructions decoded afresh (the decoder's cache missed) */
 };
 
 struct hmr_sample {

@@ -106,10 +106,12 @@ def print_summary(s: dict, out: Path, wall_s: float) -> None:
     n = s.get("samples", {})
     total = sum(n.values())
     if total:
+        ahead = sum(s.get("address_recovery", {}).get("lookahead", {}).values())
         print(f"hmtune: {total} samples ({s['sampler']}): {n['heap']} in traced objects, "
               f"{n['static']} static, {n['stack']} stack, {n['unknown']} unknown, "
-              f"{n['no_address']} without a data address; {s['lost_samples']} lost",
-              file=sys.stderr)
+              f"{n['no_address']} without a data address; {s['lost_samples']} lost"
+              + (f"; {ahead} addresses from the look ahead (hmtune analyze counts them only "
+                 "with --lookahead)" if ahead else ""), file=sys.stderr)
     f = s.get("faults", {})
     if sum(f.values()):
         print(f"hmtune: ~{sum(f.values())} minor page faults ({s['fault_sampler']}): "

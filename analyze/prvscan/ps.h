@@ -168,6 +168,7 @@ void ps_rows_free(struct ps_rows *w);
 struct ps_stats {
     uint64_t records, events, states, comms, bad_lines, groups;
     uint64_t samples, total_weight, lost_samples, classes[6];
+    uint64_t lookahead_samples;  /* addresses from the software sampler's look ahead */
     uint64_t allocs, frees, unknown_frees, unknown_realloc_inputs, failed_calls;
     uint64_t evictions, unmatched_ends, unterminated_calls, nested_calls;
     uint64_t late_records, time_regressions, max_time;
@@ -179,8 +180,11 @@ struct ps_stats {
 
 /* ---- the model: fusion + semantics (ps_model.c) ---- */
 struct ps_model;
+/* use_lookahead: attribute samples whose address came from the software sampler's
+ * look ahead (41000024 = 2) to the object they fell in; else they count as samples
+ * without an address (class 5, unattributed weight), as before the look ahead. */
 struct ps_model *ps_model_new(const struct ps_header *h, struct ps_rows *rows,
-                              struct ps_stats *st, int per_thread_time);
+                              struct ps_stats *st, int per_thread_time, int use_lookahead);
 /* One event record (already parsed). 0 ok, -1 bad ids (message in err). */
 int ps_model_event(struct ps_model *m, const struct ps_record *r, char *err, size_t errlen);
 /* At EOF: flush pending groups; blocks still live end at end_ns (the trace end). */
@@ -193,11 +197,11 @@ void ps_model_free(struct ps_model *m);
 /* A sample's attributes, gathered from the pairs of one fused group (ps_sites.c). */
 struct ps_sample {
     unsigned seen;           /* PS_SA_* bits */
-    uint64_t addr, object, weight, latency, hit, cls;
+    uint64_t addr, object, weight, latency, hit, cls, recovered;
     int is_store;
 };
 enum { PS_SA_ADDR = 1, PS_SA_OBJ = 2, PS_SA_W = 4, PS_SA_LAT = 8, PS_SA_HIT = 16,
-       PS_SA_CLS = 32 };
+       PS_SA_CLS = 32, PS_SA_REC = 64 };
 /* Count a sample in group grp (its task and the site its address fell in; site 0
  * when unattributed). */
 void ps_sample_count(struct ps_site *g, struct ps_stats *st, const struct ps_sample *x);

@@ -2,6 +2,7 @@
  * the all-or-nothing output step.
  *
  *   hmtune-prvscan TRACE.prv[.gz] -o OUTDIR [--skip-bad] [--progress] [--per-thread-time]
+ *                  [--lookahead]
  *
  * Outputs (docs/formats.md): allocs.csv, the per-allocation table in its final form
  * (DESIGN.md §4); sites.tsv, one row per (task, site) with its lifetime facts and
@@ -215,14 +216,16 @@ static void scan_run(struct scan *sc, const char *p, const char *e, int partial)
 static void usage(FILE *f)
 {
     fputs("usage: hmtune-prvscan TRACE.prv[.gz] -o OUTDIR [--skip-bad]"
-          " [--progress|--progress-live] [--per-thread-time]\n"
+          " [--progress|--progress-live] [--per-thread-time] [--lookahead]\n"
           "Writes OUTDIR/allocs.csv, sites.tsv and scan.json (docs/formats.md).\n"
           "  --skip-bad         skip malformed lines (counted in scan.json bad_lines)\n"
           "  --progress         report progress on stderr when the scan takes over 1 s\n"
           "                     (a live line on a terminal, else a line every 5 s)\n"
           "  --progress-live    the live line even when stderr is a pipe (for a caller\n"
           "                     that relays it to a terminal)\n"
-          "  --per-thread-time  the trace is time-sorted per thread only, not globally\n", f);
+          "  --per-thread-time  the trace is time-sorted per thread only, not globally\n"
+          "  --lookahead        attribute samples whose address came from the software\n"
+          "                     sampler's look ahead (41000024 = 2) to their objects\n", f);
 }
 
 int main(int argc, char **argv)
@@ -230,11 +233,11 @@ int main(int argc, char **argv)
     static const struct option opts[] = {
         { "output", required_argument, 0, 'o' }, { "skip-bad", no_argument, 0, 's' },
         { "progress", no_argument, 0, 'p' },     { "per-thread-time", no_argument, 0, 't' },
-        { "progress-live", no_argument, 0, 'l' },
+        { "progress-live", no_argument, 0, 'l' }, { "lookahead", no_argument, 0, 'a' },
         { "help", no_argument, 0, 'h' },         { 0, 0, 0, 0 },
     };
     const char *outdir = NULL;
-    int skip_bad = 0, per_thread = 0, live = 0, c;
+    int skip_bad = 0, per_thread = 0, live = 0, lookahead = 0, c;
     struct progress pg = { 0 };
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         switch (c) {
@@ -243,6 +246,7 @@ int main(int argc, char **argv)
         case 'p': pg.on = 1; break;
         case 'l': pg.on = live = 1; break;
         case 't': per_thread = 1; break;
+        case 'a': lookahead = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -287,7 +291,7 @@ int main(int argc, char **argv)
     memset(&st, 0, sizeof(st));
     struct ps_rows *rows = ps_rows_new(binfd);
     struct scan sc = { .path = path, .skip_bad = skip_bad, .pg = &pg, .h = &h, .st = &st,
-                       .m = ps_model_new(&h, rows, &st, per_thread), .lineno = 1 };
+                       .m = ps_model_new(&h, rows, &st, per_thread, lookahead), .lineno = 1 };
     for (;;) {
         scan_run(&sc, p, e, partial);
         progress_tick(&pg, in, st.records, 0);

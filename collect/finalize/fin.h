@@ -33,6 +33,7 @@ struct fin_stream {
     uint32_t pend_site;
     int started;                 /* first record (thread start) written */
     int merged;                  /* a sample stream shown on its thread's Paraver line */
+    struct hmr_scost scost;      /* the sampler's cost, the stream's last HMR_SCOST */
     uint64_t stack_lo, stack_hi;
     int done;
     /* Paraver identity */
@@ -41,6 +42,26 @@ struct fin_stream {
 };
 
 struct fin_live;                 /* ptr → site, per process */
+
+/* What a sampled address fell in (values of event 41000023). */
+enum fin_class { FC_NONE = 0, FC_HEAP = 1, FC_STATIC = 2, FC_STACK = 3, FC_UNKNOWN = 4,
+                 FC_NOADDR = 5 };
+
+/* Where samples' addresses came from (fin_recov.c). by_rule: samples with an address
+ * per rule and class (heap, static, stack, unknown); before: samples the sampled
+ * instruction gave no address directly, by enum hms_why (index HMS_WHY_N: none
+ * recorded); after: those still without one; distance: look-ahead recoveries by
+ * instructions between rip and the access; refused: why the look ahead found
+ * nothing, for samples still without an address, by enum hms_look; verified: the
+ * look-ahead addresses an execute breakpoint checked. */
+enum { FR_DIRECT, FR_BREAKPOINT, FR_AHEAD, FR_STRING, FR_N };
+struct fin_recov {
+    uint64_t by_rule[FR_N][4];
+    uint64_t before[HMS_WHY_N + 1], after[HMS_WHY_N + 1];
+    uint64_t distance[16];
+    uint64_t refused[HMS_LOOK_N];
+    uint64_t verified[3];        /* HMTUNE_SAMPLE_VERIFY: same, different, not reached */
+};
 
 struct fin_proc {
     char *path;                  /* raw file */
@@ -70,15 +91,13 @@ struct fin_proc {
     uint64_t n_fault_samples[8]; /* page-fault samples by enum fin_class */
     uint64_t n_faults[8];        /* faults they stand for (sum of their periods) by class */
     uint64_t n_lost_faults;      /* page-fault samples the kernel dropped */
+    struct fin_recov recov;
     /* ticks → ns: the earliest and latest (ticks, ns) pairs seen */
     uint64_t cal_tk0, cal_ns0, cal_tk1, cal_ns1;
     int ncal;
     double ns_per_tick;
 };
 
-/* What a sampled address fell in (values of event 41000023). */
-enum fin_class { FC_NONE = 0, FC_HEAP = 1, FC_STATIC = 2, FC_STACK = 3, FC_UNKNOWN = 4,
-                 FC_NOADDR = 5 };
 
 struct fin_site {
     uint32_t id;
@@ -129,6 +148,14 @@ uint32_t fin_key_id(struct fin_ctx *c, const char *key, struct fin_site **create
 uint64_t fin_rec_ns(const struct fin_proc *p, const struct hmr_hdr *r);
 /* fin_merge.c */
 int fin_write_prv(struct fin_ctx *c, const char *prv_path);
+/* fin_recov.c: count one sample (its flags, and its enum fin_class) */
+int fin_recov_rule(uint32_t flags);          /* FR_*: also the value of 41000024 */
+void fin_recov_count(struct fin_recov *r, uint32_t flags, int cls);
+void fin_recov_add(struct fin_recov *dst, const struct fin_recov *src);
+void fin_recov_json(FILE *f, const struct fin_recov *r);     /* one JSON object */
+void fin_recov_pcf(FILE *f);                                 /* 41000024/26/27/28 */
+/* value of event 41000028 for these flags: 1 same, 2 different, 3 not reached, 0 none */
+unsigned fin_recov_verified(uint32_t flags);
 /* fin_pcf.c */
 int fin_write_pcf(struct fin_ctx *c, const char *pcf_path);
 int fin_write_row(struct fin_ctx *c, const char *row_path);

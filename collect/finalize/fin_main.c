@@ -204,6 +204,14 @@ static void json_faults(FILE *f, const uint64_t *n, const uint64_t *est, uint64_
     fprintf(f, ", \"lost_fault_samples\": %llu", (unsigned long long)lost);
 }
 
+/* The sampler's own cost: time in its handlers, per timer signal. */
+static void cost_json(FILE *f, double ns, const uint64_t n[3])
+{
+    fprintf(f, "{\"handler_ns\": %.0f, \"timer_signals\": %llu, \"traps\": %llu, "
+            "\"decodes\": %llu, \"ns_per_signal\": %.0f}", ns, (unsigned long long)n[0],
+            (unsigned long long)n[1], (unsigned long long)n[2], n[0] ? ns / (double)n[0] : 0.0);
+}
+
 static void report(struct fin_ctx *c, const char *summary, const char *stem)
 {
     FILE *f = summary ? fopen(summary, "w") : NULL;
@@ -213,6 +221,10 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
     uint64_t samples[8] = { 0 }, lost_samples = 0;
     uint64_t fsamples[8] = { 0 }, faults[8] = { 0 }, lost_faults = 0;
     const char *sampler = "none", *fault_sampler = "none";
+    struct fin_recov recov;
+    memset(&recov, 0, sizeof(recov));
+    double cost_ns = 0;
+    uint64_t cost_n[3] = { 0 };
     if (f)
         fprintf(f, "{\n  \"trace\": ");
     if (f)
@@ -221,7 +233,8 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
         fprintf(f, ",\n  \"processes\": [\n");
     for (size_t i = 0; i < c->nprocs; i++) {
         struct fin_proc *p = &c->procs[i];
-        uint64_t ptracer = 0, pcalls = 0, plost = 0;
+        uint64_t ptracer = 0, pcalls = 0, plost = 0, pn[3] = { 0 };
+        double pcost = 0;
         int no_tend = 0, gaps = 0, threads = 0;
         for (size_t k = 0; k < p->nstreams; k++) {
             struct fin_stream *s = &p->streams[k];
@@ -233,7 +246,14 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
             plost += s->n_lost;
             no_tend += !s->has_tend;
             gaps += (int)s->seq_gaps;
+            pcost += (double)s->scost.handler_tk * p->ns_per_tick;
+            pn[0] += s->scost.n_timer;
+            pn[1] += s->scost.n_trap;
+            pn[2] += s->scost.n_decode;
         }
+        cost_ns += pcost;
+        for (int k = 0; k < 3; k++)
+            cost_n[k] += pn[k];
         for (int k = 0; k < 8; k++) {
             samples[k] += p->n_samples[k];
             fsamples[k] += p->n_fault_samples[k];
@@ -243,6 +263,7 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
         lost_faults += p->n_lost_faults;
         if (p->fault_name[0] && strncmp(p->fault_name, "none", 4) != 0)
             fault_sampler = p->fault_name;
+        fin_recov_add(&recov, &p->recov);
         if (p->sampler_name[0] && strcmp(p->sampler_name, "none") != 0)
             sampler = p->sampler_name;
         allocs += p->n_allocs;
@@ -285,6 +306,10 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
         fprintf(f, ", \"fault_sampler\": ");
         json_str(f, p->fault_name[0] ? p->fault_name : "none");
         json_faults(f, p->n_fault_samples, p->n_faults, p->n_lost_faults);
+        fprintf(f, ", \"address_recovery\": ");
+        fin_recov_json(f, &p->recov);
+        fprintf(f, ", \"sampler_cost\": ");
+        cost_json(f, pcost, pn);
         fprintf(f, ", \"threads\": %d, \"allocs\": %llu, \"frees\": %llu, \"calls_seen\": %llu, "
                 "\"tracer_ns\": %llu, \"end\": \"%s\", \"signal\": %d, \"truncated_bytes\": %llu, "
                 "\"missing_chunks\": %d, \"bad_records\": %u, \"threads_without_end\": %d, "
@@ -307,6 +332,10 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
     fprintf(f, "  \"fault_sampler\": ");
     json_str(f, fault_sampler);
     json_faults(f, fsamples, faults, lost_faults);
+    fprintf(f, ",\n  \"address_recovery\": ");
+    fin_recov_json(f, &recov);
+    fprintf(f, ",\n  \"sampler_cost\": ");
+    cost_json(f, cost_ns, cost_n);
     fprintf(f, ",\n  \"tasks\": %zu, \"threads\": %d, \"allocs\": %llu, \"frees\": %llu, "
             "\"sites\": %zu, \"calls_seen\": %llu, \"tracer_ns\": %llu, \"lost_buffers\": %llu, "
             "\"raw_bytes\": %llu, \"prv_bytes\": %llu, \"duration_ns\": %llu\n}\n",

@@ -240,6 +240,10 @@ static void advance(struct fin_ctx *c, struct fin_stream *s, struct cur *u)
             u->t_next = u->call.t0;
             return;
         }
+        case HMR_SCOST:
+            if (len >= sizeof(struct hmr_scost))
+                memcpy(&s->scost, r, sizeof(s->scost));
+            break;
         case HMR_TEND:
             if (len >= sizeof(struct hmr_tend)) {
                 const struct hmr_tend *t = (const void *)r;
@@ -380,14 +384,23 @@ static void emit_sample(struct fin_ctx *c, struct out *o, struct fin_stream *s, 
             out_ev(o, 32000007, obj);
     }
     p->n_samples[cls]++;
+    fin_recov_count(&p->recov, flags, cls);
     uint32_t fid, lid;
     fin_sample_code(c, p, x->ip, &fid, &lid);
     out_ev(o, 30000000, fid);
     out_ev(o, 30000100, lid);
     out_ev(o, 41000020, x->weight);
     out_ev(o, 41000023, cls);
-    if (flags & HMS_BREAKPOINT)
-        out_ev(o, 41000024, 1);
+    int rule = fin_recov_rule(flags);
+    if (rule != FR_DIRECT)
+        out_ev(o, 41000024, (uint64_t)rule);
+    if (rule == FR_AHEAD) {
+        out_ev(o, 41000027, (flags >> HMS_LOOK_SHIFT) & 15);
+        if (fin_recov_verified(flags))
+            out_ev(o, 41000028, fin_recov_verified(flags));
+    }
+    if (flags >> HMS_WHY_SHIFT)
+        out_ev(o, 41000026, flags >> HMS_WHY_SHIFT);
     out_ch(o, '\n');
 }
 

@@ -111,9 +111,8 @@ int fin_write_pcf(struct fin_ctx *c, const char *path)
                "EVENT_TYPE\n0    41000023    hmtune sampled address class\n"
                "0    41000033    hmtune page-fault address class\nVALUES\n"
                "0 None\n1 Traced heap object\n2 Static variable\n3 Stack\n"
-               "4 Unknown (untraced heap, mmap, other)\n5 No data address\n\n\n"
-               "EVENT_TYPE\n0    41000024    hmtune address recovered by breakpoint\nVALUES\n"
-               "1 Yes\n\n\n");
+               "4 Unknown (untraced heap, mmap, other)\n5 No data address\n\n\n");
+    fin_recov_pcf(f);
     fprintf(f, "EVENT_TYPE\n0    30000000    Sampled functions\n");
     fin_code_labels(f, 0);
     fprintf(f, "EVENT_TYPE\n0    30000100    Sampled line functions (depth 0)\n");

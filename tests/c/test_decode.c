@@ -275,6 +275,274 @@ static void test_backward_without_func_start(void)
     drop(c);
 }
 
+/* ---- why an instruction gives no address (enum hms_why) ------------------------ */
+
+static void test_why_no_address(void)
+{
+    static const struct { uint8_t b[8]; size_t n; enum hmc_dec st; int why; } cases[] = {
+        {{0x48, 0x83, 0xc2, 0x01}, 4, HMC_DEC_NO_MEMOP, HMS_WHY_INT},        /* add rdx,1 */
+        {{0xf2, 0x0f, 0x59, 0xc1}, 4, HMC_DEC_NO_MEMOP, HMS_WHY_VEC},        /* mulsd */
+        {{0xc5, 0xfb, 0x5e, 0xc1}, 4, HMC_DEC_NO_MEMOP, HMS_WHY_VEC},        /* vdivsd */
+        {{0xde, 0xc9}, 2, HMC_DEC_NO_MEMOP, HMS_WHY_X87},                    /* fmulp */
+        {{0x75, 0x00}, 2, HMC_DEC_NO_MEMOP, HMS_WHY_BRANCH},                 /* jne */
+        {{0x0f, 0x05}, 2, HMC_DEC_NO_MEMOP, HMS_WHY_SYSCALL},                /* syscall */
+        {{0x48, 0x8d, 0x43, 0x08}, 4, HMC_DEC_NO_MEMOP, HMS_WHY_HINT},       /* lea */
+        {{0x0f, 0x18, 0x0f}, 3, HMC_DEC_NO_MEMOP, HMS_WHY_HINT},             /* prefetcht0 */
+        {{0xeb, 0x00}, 2, HMC_DEC_FAIL, HMS_WHY_AFTER_JUMP},                 /* jmp */
+        {{0xc4, 0xe2, 0x6d, 0x90, 0x04, 0x88}, 6, HMC_DEC_REJECTED, HMS_WHY_VSIB},
+        {{0x48, 0x8b, 0x5b, 0x08}, 4, HMC_DEC_CLOBBERED, HMS_WHY_CLOBBERED}, /* mov rbx,[rbx+8] */
+        {{0xd7}, 1, HMC_DEC_REJECTED, HMS_WHY_ODD},                          /* xlat */
+        {{0x48, 0x8b, 0x44, 0xcb, 0x10}, 5, HMC_DEC_OK, HMS_WHY_NONE},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct code c = put(cases[i].b, cases[i].n);
+        struct hmc_access a;
+        enum hmc_dec st = prev(c, regs(), (uint64_t)(uintptr_t)c.buf, &a);
+        if (st != cases[i].st || a.why != cases[i].why)
+            fprintf(stderr, "  case %zu: status %d why %d\n", i, st, a.why);
+        CHECK(st == cases[i].st && a.why == cases[i].why);
+        drop(c);
+    }
+    /* nothing readable before rip (the decoder's own mmap first, so that it cannot
+     * take the hole) */
+    struct hmc_decoder *d = hmc_decoder_new();
+    uint8_t *p = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(p != MAP_FAILED);
+    munmap(p, 4096);
+    struct hmc_regs r = regs();
+    struct hmc_access a;
+    r.rip = (uint64_t)(uintptr_t)(p + 4096);
+    enum hmc_dec st = hmc_decode_prev(d, &r, 0, &a);
+    if (st != HMC_DEC_FAIL || a.why != HMS_WHY_UNREADABLE)
+        fprintf(stderr, "  unreadable: status %d why %d\n", st, a.why);
+    CHECK(st == HMC_DEC_FAIL && a.why == HMS_WHY_UNREADABLE);
+    hmc_decoder_free(d);
+    munmap(p + 4096, 4096);
+}
+
+/* ---- string instructions before rip ------------------------------------------- */
+
+static void test_string_step_undone(void)
+{
+    /* after movsq the pointers moved by 8: the element read was at rsi - 8 */
+    static const uint8_t movsq[] = {0x48, 0xa5};
+    static const uint8_t stosb[] = {0xaa};
+    static const uint8_t lodsd[] = {0xad};
+    static const uint8_t stos32[] = {0x67, 0xaa};          /* stosb [edi] */
+    static const uint8_t rep[] = {0xf3, 0xa4};             /* rep movsb */
+    struct hmc_regs r = regs();
+    struct hmc_access a;
+    struct code c = put(movsq, sizeof movsq);
+    r.gpr[HMC_RSI] = 0x600008;
+    r.gpr[HMC_RDI] = 0x700008;
+    CHECK(prev(c, r, (uint64_t)(uintptr_t)c.buf, &a) == HMC_DEC_OK);
+    CHECK(a.addr == 0x600000 && a.size == 8 && !a.is_store && a.why == HMS_WHY_STRING);
+    drop(c);
+    /* DF set: stosb went down, the byte written was at rdi + 1 */
+    c = put(stosb, sizeof stosb);
+    r.flags = 0x400;
+    r.gpr[HMC_RDI] = 0x6fffff;
+    CHECK(prev(c, r, (uint64_t)(uintptr_t)c.buf, &a) == HMC_DEC_OK);
+    CHECK(a.addr == 0x700000 && a.size == 1 && a.is_store == 1);
+    drop(c);
+    c = put(lodsd, sizeof lodsd);
+    r.flags = 0;
+    r.gpr[HMC_RSI] = 0x600004;
+    CHECK(prev(c, r, (uint64_t)(uintptr_t)c.buf, &a) == HMC_DEC_OK);
+    CHECK(a.addr == 0x600000 && a.size == 4 && !a.is_store);
+    drop(c);
+    c = put(stos32, sizeof stos32);
+    r.gpr[HMC_RDI] = 0xabcd00000000ull;                    /* edi 0 after the step: 2^32 - 1 */
+    CHECK(prev(c, r, (uint64_t)(uintptr_t)c.buf, &a) == HMC_DEC_OK);
+    CHECK(a.addr == 0xffffffffull);
+    drop(c);
+    /* with rep the count may have been 0 (nothing accessed): not computed */
+    c = put(rep, sizeof rep);
+    r.gpr[HMC_RCX] = 0;
+    CHECK(prev(c, r, (uint64_t)(uintptr_t)c.buf, &a) == HMC_DEC_CLOBBERED &&
+          a.why == HMS_WHY_CLOBBERED);
+    drop(c);
+}
+
+/* ---- the look ahead from rip (hmc_decode_ahead) ------------------------------- */
+
+/* Code at rip (the sample's interrupted instruction, not executed yet): the first
+ * access of at most max instructions. */
+static enum hmc_dec ahead(const uint8_t *b, size_t n, struct hmc_regs r, int max,
+                          struct hmc_access *a, uint64_t *rip)
+{
+    struct code c = put(b, n);
+    struct hmc_decoder *d = hmc_decoder_new();
+    if (!d)
+        exit(2);
+    r.rip = *rip = (uint64_t)(uintptr_t)c.buf;
+    enum hmc_dec st = hmc_decode_ahead(d, &r, max, a);
+    hmc_decoder_free(d);
+    drop(c);
+    return st;
+}
+
+static void test_ahead_at_rip(void)
+{
+    /* the instruction at rip has not run: its registers are exact */
+    static const uint8_t b[] = {0x48, 0x8b, 0x44, 0xcb, 0x10};   /* mov rax,[rbx+rcx*8+0x10] */
+    struct hmc_regs r = regs();
+    struct hmc_access a;
+    uint64_t rip;
+    CHECK(ahead(b, sizeof b, r, 4, &a, &rip) == HMC_DEC_OK);
+    CHECK(a.ahead == 0 && a.insn == rip && a.why == HMS_LOOK_NOT_TRIED);
+    CHECK(a.addr == r.gpr[HMC_RBX] + r.gpr[HMC_RCX] * 8 + 0x10 && !a.is_store && a.size == 8);
+}
+
+static void test_ahead_past_alu_and_fp(void)
+{
+    /* add rdx,1; mulsd xmm0,xmm1; vdivsd xmm0,xmm0,xmm1; mov [rdi+8],rax: rdx and
+     * the vector registers change, rdi does not */
+    static const uint8_t b[] = {0x48, 0x83, 0xc2, 0x01, 0xf2, 0x0f, 0x59, 0xc1,
+                                0xc5, 0xfb, 0x5e, 0xc1, 0x48, 0x89, 0x47, 0x08};
+    struct hmc_regs r = regs();
+    struct hmc_access a;
+    uint64_t rip;
+    CHECK(ahead(b, sizeof b, r, 4, &a, &rip) == HMC_DEC_OK);
+    CHECK(a.ahead == 3 && a.insn == rip + 12);
+    CHECK(a.addr == r.gpr[HMC_RDI] + 8 && a.is_store == 1 && a.size == 8);
+    /* three instructions are not enough to reach it */
+    CHECK(ahead(b, sizeof b, r, 3, &a, &rip) == HMC_DEC_FAIL && a.why == HMS_LOOK_NONE);
+}
+
+static void test_ahead_rip_relative_and_stack(void)
+{
+    static const uint8_t riprel[] = {0x48, 0xff, 0xc0,                     /* inc rax */
+                                     0x8b, 0x05, 0x00, 0x01, 0x00, 0x00};  /* mov eax,[rip+0x100] */
+    static const uint8_t push[] = {0x53};                                 /* push rbx */
+    static const uint8_t call[] = {0x48, 0x31, 0xc0, 0xe8, 0x00, 0x00, 0x00, 0x00};  /* xor; call */
+    static const uint8_t ret[] = {0xc3};
+    struct hmc_regs r = regs();
+    struct hmc_access a;
+    uint64_t rip;
+    CHECK(ahead(riprel, sizeof riprel, r, 4, &a, &rip) == HMC_DEC_OK);
+    CHECK(a.ahead == 1 && a.addr == rip + 9 + 0x100 && a.size == 4);
+    CHECK(ahead(push, sizeof push, r, 4, &a, &rip) == HMC_DEC_OK);
+    CHECK(a.addr == r.gpr[HMC_RSP] - 8 && a.is_store == 1);
+    /* a call stores its return address before it branches: that is the access */
+    CHECK(ahead(call, sizeof call, r, 4, &a, &rip) == HMC_DEC_OK);
+    CHECK(a.ahead == 1 && a.addr == r.gpr[HMC_RSP] - 8 && a.is_store == 1);
+    CHECK(ahead(ret, sizeof ret, r, 4, &a, &rip) == HMC_DEC_OK);
+    CHECK(a.addr == r.gpr[HMC_RSP] && !a.is_store);
+}
+
+static void test_ahead_refuses_written_registers(void)
+{
+    /* each: an instruction that changes a register the load after it uses, which
+     * must never give the address computed from the registers of the sample */
+    static const struct { uint8_t b[12]; size_t n; const char *what; } cases[] = {
+        {{0x48, 0x83, 0xc7, 0x08, 0x48, 0x8b, 0x07}, 7, "add rdi,8; mov rax,[rdi]"},
+        {{0x48, 0x8d, 0x7f, 0x08, 0x48, 0x8b, 0x07}, 7, "lea rdi,[rdi+8]; mov rax,[rdi]"},
+        {{0x40, 0xb7, 0x01, 0x48, 0x8b, 0x07}, 6, "mov dil,1 (partial); mov rax,[rdi]"},
+        {{0x48, 0x99, 0x48, 0x8b, 0x02}, 5, "cqo (rdx implicit); mov rax,[rdx]"},
+        {{0x48, 0xf7, 0xe1, 0x48, 0x8b, 0x02}, 6, "mul rcx (rdx:rax); mov rax,[rdx]"},
+        {{0x48, 0x0f, 0xb1, 0xcb, 0x48, 0x8b, 0x00}, 7, "cmpxchg rbx,rcx (rax); mov rax,[rax]"},
+        {{0x0f, 0xa2, 0x48, 0x8b, 0x03}, 5, "cpuid (rbx); mov rax,[rbx]"},
+        {{0x48, 0x93, 0x48, 0x8b, 0x03}, 5, "xchg rax,rbx; mov rax,[rbx]"},
+        {{0x48, 0x0f, 0xc8, 0x48, 0x8b, 0x44, 0xcb, 0x10}, 8, "bswap rax; ...; index rcx ok?"},
+    };
+    struct hmc_regs r = regs();
+    struct hmc_access a;
+    uint64_t rip;
+    for (size_t i = 0; i + 1 < sizeof(cases) / sizeof(cases[0]); i++) {
+        a.addr = 0;
+        enum hmc_dec st = ahead(cases[i].b, cases[i].n, r, 4, &a, &rip);
+        if (st != HMC_DEC_FAIL || a.why != HMS_LOOK_WRITTEN)
+            fprintf(stderr, "  %s: status %d why %d\n", cases[i].what, st, a.why);
+        CHECK(st == HMC_DEC_FAIL && a.why == HMS_LOOK_WRITTEN && a.addr == 0);
+    }
+    /* the last one writes rax, which the load's address does not use */
+    CHECK(ahead(cases[8].b, cases[8].n, r, 4, &a, &rip) == HMC_DEC_OK);
+    CHECK(a.ahead == 1 && a.addr == r.gpr[HMC_RBX] + r.gpr[HMC_RCX] * 8 + 0x10);
+}
+
+static void test_ahead_refuses_branches(void)
+{
+    static const struct { uint8_t b[12]; size_t n; const char *what; } cases[] = {
+        {{0x75, 0x03, 0x48, 0x8b, 0x07}, 5, "jne; mov rax,[rdi]"},
+        {{0xeb, 0x00, 0x48, 0x8b, 0x07}, 5, "jmp; mov rax,[rdi]"},
+        {{0xff, 0xe0, 0x48, 0x8b, 0x07}, 5, "jmp rax; mov rax,[rdi]"},
+        {{0x0f, 0x05, 0x48, 0x8b, 0x07}, 5, "syscall; mov rax,[rdi]"},
+        {{0xe2, 0xfe, 0x48, 0x8b, 0x07}, 5, "loop; mov rax,[rdi]"},
+        {{0x0f, 0x0b, 0x48, 0x8b, 0x07}, 5, "ud2; mov rax,[rdi]"},
+        {{0xcc, 0x48, 0x8b, 0x07}, 4, "int3; mov rax,[rdi]"},
+        {{0xf3, 0x48, 0x0f, 0xae, 0xd0, 0x64, 0x48, 0x8b, 0x04, 0x25, 0x28, 0}, 12,
+         "wrfsbase rax; mov rax,fs:0x28"},
+    };
+    struct hmc_regs r = regs();
+    struct hmc_access a;
+    uint64_t rip;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        a.addr = 0;
+        enum hmc_dec st = ahead(cases[i].b, cases[i].n, r, 4, &a, &rip);
+        if (st != HMC_DEC_FAIL || a.why != HMS_LOOK_BRANCH)
+            fprintf(stderr, "  %s: status %d why %d\n", cases[i].what, st, a.why);
+        CHECK(st == HMC_DEC_FAIL && a.why == HMS_LOOK_BRANCH && a.addr == 0);
+    }
+}
+
+static void test_ahead_refuses_unknown_accesses(void)
+{
+    static const uint8_t gather[] = {0x48, 0x31, 0xd2, 0xc4, 0xe2, 0x6d, 0x90, 0x04, 0x88};
+    static const uint8_t rep[] = {0xf3, 0xa4};                            /* rep movsb */
+    static const uint8_t stos[] = {0x48, 0xab};                           /* stosq */
+    /* vpunpcklwd zmm20,zmm20,zmm17 (capstone 4 cannot decode it: its register
+     * writes are unknown), then a load */
+    static const uint8_t undec[] = {0x62, 0xa1, 0x5d, 0x40, 0x61, 0xe1, 0x48, 0x8b, 0x07};
+    struct hmc_regs r = regs();
+    struct hmc_access a;
+    uint64_t rip;
+    CHECK(ahead(gather, sizeof gather, r, 4, &a, &rip) == HMC_DEC_FAIL && a.why == HMS_LOOK_UNKNOWN);
+    CHECK(ahead(rep, sizeof rep, r, 4, &a, &rip) == HMC_DEC_FAIL && a.why == HMS_LOOK_UNKNOWN);
+    CHECK(ahead(stos, sizeof stos, r, 4, &a, &rip) == HMC_DEC_FAIL && a.why == HMS_LOOK_UNKNOWN);
+    CHECK(ahead(undec, sizeof undec, r, 4, &a, &rip) == HMC_DEC_FAIL &&
+          a.why == HMS_LOOK_UNDECODED);
+    CHECK(ahead(undec, sizeof undec, r, 0, &a, &rip) == HMC_DEC_FAIL &&
+          a.why == HMS_LOOK_NOT_TRIED);
+}
+
+static void test_ahead_unreadable_and_page_end(void)
+{
+    struct hmc_decoder *d = hmc_decoder_new();
+    uint8_t *p = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(p != MAP_FAILED);
+    munmap(p + 4096, 4096);
+    struct hmc_regs r = regs();
+    struct hmc_access a;
+    r.rip = (uint64_t)(uintptr_t)(p + 4096);
+    CHECK(hmc_decode_ahead(d, &r, 4, &a) == HMC_DEC_FAIL && a.why == HMS_LOOK_UNREADABLE);
+    /* add rdx,1 and then a load cut by the end of the readable page */
+    memcpy(p + 4096 - 6, (const uint8_t[]){0x48, 0x83, 0xc2, 0x01, 0x48, 0x8b}, 6);
+    r.rip = (uint64_t)(uintptr_t)(p + 4096 - 6);
+    CHECK(hmc_decode_ahead(d, &r, 4, &a) == HMC_DEC_FAIL && a.why == HMS_LOOK_NONE);
+    hmc_decoder_free(d);
+    munmap(p, 4096);
+}
+
+static void test_ahead_cached_per_rip(void)
+{
+    /* the cached descriptor is register-independent: the same rip with other
+     * registers gives the address from those registers */
+    static const uint8_t b[] = {0x48, 0x83, 0xc2, 0x01, 0x48, 0x8b, 0x07};
+    struct code c = put(b, sizeof b);
+    struct hmc_decoder *d = hmc_decoder_new();
+    struct hmc_regs r = regs();
+    struct hmc_access a;
+    r.rip = (uint64_t)(uintptr_t)c.buf;
+    CHECK(hmc_decode_ahead(d, &r, 4, &a) == HMC_DEC_OK && a.addr == r.gpr[HMC_RDI]);
+    r.gpr[HMC_RDI] = 0x4242000;
+    CHECK(hmc_decode_ahead(d, &r, 4, &a) == HMC_DEC_OK && a.addr == 0x4242000 && a.ahead == 1);
+    /* another limit is another answer, not the cached one */
+    CHECK(hmc_decode_ahead(d, &r, 1, &a) == HMC_DEC_FAIL && a.why == HMS_LOOK_NONE);
+    hmc_decoder_free(d);
+    drop(c);
+}
+
 int main(void)
 {
     RUN(test_base_index_scale_disp);
@@ -288,5 +556,15 @@ int main(void)
     RUN(test_evex_broadcast_and_disp8);
     RUN(test_unreadable_code);
     RUN(test_backward_without_func_start);
+    RUN(test_why_no_address);
+    RUN(test_string_step_undone);
+    RUN(test_ahead_at_rip);
+    RUN(test_ahead_past_alu_and_fp);
+    RUN(test_ahead_rip_relative_and_stack);
+    RUN(test_ahead_refuses_written_registers);
+    RUN(test_ahead_refuses_branches);
+    RUN(test_ahead_refuses_unknown_accesses);
+    RUN(test_ahead_unreadable_and_page_end);
+    RUN(test_ahead_cached_per_rip);
     HMT_END();
 }

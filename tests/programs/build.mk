@@ -73,6 +73,12 @@ $(TP_OUTDIR)/four_arrays: $(TP_SRCDIR)/four_arrays.c $(TP_DEPS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 -g $(WARN) -o $@ $< -pthread
 
+# The software sampler's look ahead: -O2, so the divisions stay in registers.
+TP_BINS += $(TP_OUTDIR)/compute_hot
+$(TP_OUTDIR)/compute_hot: $(TP_SRCDIR)/compute_hot.c $(TP_DEPS)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g $(WARN) -o $@ $<
+
 # The tracer's signals against the application's handlers and masks (issue 13): -O2
 # like a real application, so the chase loads overwrite their address register and
 # the sampler sets breakpoints. fortran_chase keeps gfortran's default flags on

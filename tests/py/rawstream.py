@@ -11,6 +11,17 @@ PROC, MODULE, THREAD, STACK, CALL, FREE, TEND, PEND, SAMPLE, SAMPLER = range(1, 
 SAMPLE_STREAM = 0x80000000
 # sample flags
 STORE, ADDR_OK, TIME_NS, BREAKPOINT, REJECTED, NO_MEMOP, LOST = 1, 2, 4, 8, 16, 32, 64
+AHEAD, VERIFY_SAME, VERIFY_DIFF = 0x80, 0x40000, 0x80000
+
+
+def why(code: int) -> int:
+    """Software sampler: why the sampled instruction gave no address (bits 24..31)."""
+    return code << 24
+
+
+def look(value: int) -> int:
+    """Software sampler: look-ahead distance, or why it found nothing (bits 20..23)."""
+    return value << 20
 
 
 def _rec(rtype: int, kind: int, aux: int, body: bytes) -> bytes:

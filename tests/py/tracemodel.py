@@ -46,7 +46,10 @@ class Sample:
     weight: int
     func: str
     line: str
-    breakpoint: bool
+    breakpoint: bool        # 41000024 = 1: address from an execute breakpoint
+    ahead: int | None = None  # 41000027: look-ahead distance (41000024 = 2), else None
+    why: int = 0            # 41000026: why the sampled instruction gave no address
+    verified: int = 0       # 41000028: 1 same, 2 different, 3 not reached
 
 
 @dataclass
@@ -142,7 +145,10 @@ def load(prv: Path) -> Trace:
             t.samples.append(Sample(rec.task, rec.thread, rec.time, addr, 32000001 in ev,
                                     ev.get(32000007, 0), ev[41000023], ev.get(41000020, 0),
                                     funcs.get(ev.get(30000000, 0), "??"),
-                                    lines.get(ev.get(30000100, 0), "??"), 41000024 in ev))
+                                    lines.get(ev.get(30000100, 0), "??"),
+                                    ev.get(41000024) == 1,
+                                    ev.get(41000027) if ev.get(41000024) == 2 else None,
+                                    ev.get(41000026, 0), ev.get(41000028, 0)))
         kind = ev.get(41000000)
         if kind:
             assert key not in open_calls, f"nested call at line {rec.lineno}"
