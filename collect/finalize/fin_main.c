@@ -188,13 +188,23 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* ", "weight": {...}": the samples' weights (41000020) by address class. */
+static void weight_json(FILE *f, const uint64_t *w)
+{
+    fprintf(f, ", \"weight\": {\"heap\": %llu, \"static\": %llu, \"stack\": %llu, "
+            "\"unknown\": %llu, \"no_address\": %llu}",
+            (unsigned long long)w[FC_HEAP], (unsigned long long)w[FC_STATIC],
+            (unsigned long long)w[FC_STACK], (unsigned long long)w[FC_UNKNOWN],
+            (unsigned long long)w[FC_NOADDR]);
+}
+
 static void report(struct fin_ctx *c, const char *summary, const char *stem)
 {
     FILE *f = summary ? fopen(summary, "w") : NULL;
     if (summary && !f)
         fin_die("cannot write %s", summary);
     uint64_t allocs = 0, frees = 0, tracer_ns = 0, calls = 0, lost = 0, tbytes = 0;
-    uint64_t samples[8] = { 0 }, lost_samples = 0;
+    uint64_t samples[8] = { 0 }, weights[8] = { 0 }, lost_samples = 0;
     const char *sampler = "none";
     if (f)
         fprintf(f, "{\n  \"trace\": ");
@@ -217,8 +227,10 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
             no_tend += !s->has_tend;
             gaps += (int)s->seq_gaps;
         }
-        for (int k = 0; k < 8; k++)
+        for (int k = 0; k < 8; k++) {
             samples[k] += p->n_samples[k];
+            weights[k] += p->w_samples[k];
+        }
         lost_samples += p->n_lost_samples;
         if (p->sampler_name[0] && strcmp(p->sampler_name, "none") != 0)
             sampler = p->sampler_name;
@@ -259,6 +271,7 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
                 (unsigned long long)p->n_samples[FC_HEAP], (unsigned long long)p->n_samples[FC_STATIC],
                 (unsigned long long)p->n_samples[FC_STACK], (unsigned long long)p->n_samples[FC_UNKNOWN],
                 (unsigned long long)p->n_samples[FC_NOADDR], (unsigned long long)p->n_lost_samples);
+        weight_json(f, p->w_samples);
         fprintf(f, ", \"threads\": %d, \"allocs\": %llu, \"frees\": %llu, \"calls_seen\": %llu, "
                 "\"tracer_ns\": %llu, \"end\": \"%s\", \"signal\": %d, \"truncated_bytes\": %llu, "
                 "\"missing_chunks\": %d, \"bad_records\": %u, \"threads_without_end\": %d, "
@@ -274,10 +287,12 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
     fprintf(f, "  ],\n  \"sampler\": ");
     json_str(f, sampler);
     fprintf(f, ",\n  \"samples\": {\"heap\": %llu, \"static\": %llu, \"stack\": %llu, "
-            "\"unknown\": %llu, \"no_address\": %llu}, \"lost_samples\": %llu,\n",
+            "\"unknown\": %llu, \"no_address\": %llu}, \"lost_samples\": %llu",
             (unsigned long long)samples[FC_HEAP], (unsigned long long)samples[FC_STATIC],
             (unsigned long long)samples[FC_STACK], (unsigned long long)samples[FC_UNKNOWN],
             (unsigned long long)samples[FC_NOADDR], (unsigned long long)lost_samples);
+    weight_json(f, weights);
+    fprintf(f, ",\n");
     fprintf(f, "  \"tasks\": %zu, \"threads\": %d, \"allocs\": %llu, \"frees\": %llu, "
             "\"sites\": %zu, \"calls_seen\": %llu, \"tracer_ns\": %llu, \"lost_buffers\": %llu, "
             "\"raw_bytes\": %llu, \"prv_bytes\": %llu, \"duration_ns\": %llu\n}\n",

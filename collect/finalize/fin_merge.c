@@ -350,6 +350,7 @@ static void emit_sample(struct fin_ctx *c, struct out *o, struct fin_stream *s, 
             out_ev(o, 32000007, obj);
     }
     p->n_samples[cls]++;
+    p->w_samples[cls] += x->weight;
     uint32_t fid, lid;
     fin_sample_code(c, p, x->ip, &fid, &lid);
     out_ev(o, 30000000, fid);

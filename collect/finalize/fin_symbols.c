@@ -28,8 +28,9 @@
 
 struct dsym { bfd_vma value; asection *sec; const char *name; };
 
-/* An ELF function symbol: [value, value + size) in the module's addresses. */
-struct fsym { uint64_t value, size; const char *name; };
+/* An ELF function or data object symbol: [value, value + size) in the module's
+ * addresses; bind ranks aliases (global before weak before local). */
+struct fsym { uint64_t value, size; const char *name; int bind; };
 
 struct map { void *addr; size_t len; };
 
@@ -47,8 +48,10 @@ struct mod {
     int data_built;
     struct fsym *funcs;          /* function symbols by address, built on first use */
     size_t nfuncs;
+    struct fsym *objs;           /* sized data objects (STT_OBJECT), built with funcs */
+    size_t nobjs;
     int funcs_built;
-    struct map maps[2];          /* the ELF files the function names point into */
+    struct map maps[2];          /* the ELF files the symbol names point into */
 };
 
 static struct mod *g_mods;
@@ -158,12 +161,24 @@ static int cmp_fsym(const void *a, const void *b)
     const struct fsym *x = a, *y = b;
     if (x->value != y->value)
         return x->value < y->value ? -1 : 1;
-    return x->size > y->size ? -1 : x->size < y->size;      /* larger first */
+    if (x->size != y->size)
+        return x->size > y->size ? -1 : 1;                  /* larger first */
+    return x->bind > y->bind ? -1 : x->bind < y->bind;       /* preferred alias last */
 }
 
-/* Function symbols of the ELF file at path (.symtab and .dynsym) appended to m->funcs;
- * the file stays mapped (the names point into it) until fin_symbols_close. */
-static void add_elf_funcs(struct mod *m, const char *path, struct map *keep)
+/* Alias preference: the lookups scan back from the nearest start, so the preferred of
+ * several symbols with one address and size sorts last. */
+static int bind_rank(int bind)
+{
+    return bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
+}
+
+/* Function symbols (STT_FUNC, STT_GNU_IFUNC) and sized data objects (STT_OBJECT in an
+ * allocated section that is not thread-local: a TLS symbol's value is an offset in
+ * the thread's block, not an address) of the ELF file at path, from .symtab and
+ * .dynsym, appended to m->funcs and m->objs; the file stays mapped (the names point
+ * into it) until fin_symbols_close. */
+static void add_elf_syms(struct mod *m, const char *path, struct map *keep)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -199,15 +214,23 @@ static void add_elf_funcs(struct mod *m, const char *path, struct map *keep)
         const char *names = (const char *)img + str->sh_offset;
         size_t n = sh[i].sh_size / sizeof(*sym);
         m->funcs = fin_xrealloc(m->funcs, (m->nfuncs + n) * sizeof(*m->funcs));
+        m->objs = fin_xrealloc(m->objs, (m->nobjs + n) * sizeof(*m->objs));
         for (size_t k = 0; k < n; k++) {
             int type = ELF64_ST_TYPE(sym[k].st_info);
-            if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym[k].st_shndx == SHN_UNDEF ||
-                sym[k].st_value == 0 || sym[k].st_size == 0 || sym[k].st_name >= str->sh_size ||
-                !names[sym[k].st_name])
+            unsigned shndx = sym[k].st_shndx;
+            if (shndx == SHN_UNDEF || sym[k].st_value == 0 || sym[k].st_size == 0 ||
+                sym[k].st_name >= str->sh_size || !names[sym[k].st_name])
                 continue;
-            m->funcs[m->nfuncs++] = (struct fsym){ sym[k].st_value, sym[k].st_size,
-                                                   names + sym[k].st_name };
-            added++;
+            struct fsym f = { sym[k].st_value, sym[k].st_size, names + sym[k].st_name,
+                              bind_rank(ELF64_ST_BIND(sym[k].st_info)) };
+            if (type == STT_FUNC || type == STT_GNU_IFUNC) {
+                m->funcs[m->nfuncs++] = f;
+                added++;
+            } else if (type == STT_OBJECT && shndx < eh->e_shnum &&
+                       (sh[shndx].sh_flags & (SHF_ALLOC | SHF_TLS)) == SHF_ALLOC) {
+                m->objs[m->nobjs++] = f;
+                added++;
+            }
         }
     }
 done:
@@ -225,30 +248,37 @@ static void build_funcs(struct mod *m)
     if (!m->abfd)
         return;
     if (m->dbg)
-        add_elf_funcs(m, bfd_get_filename(m->dbg), &m->maps[0]);
-    add_elf_funcs(m, m->path, &m->maps[1]);
+        add_elf_syms(m, bfd_get_filename(m->dbg), &m->maps[0]);
+    add_elf_syms(m, m->path, &m->maps[1]);
     if (m->nfuncs)
         qsort(m->funcs, m->nfuncs, sizeof(*m->funcs), cmp_fsym);
+    if (m->nobjs)
+        qsort(m->objs, m->nobjs, sizeof(*m->objs), cmp_fsym);
 }
 
 /* The function symbol whose range holds pc (the nearest one starting at or below it,
  * or an alias or enclosing symbol just before), NULL when none does. */
-static const struct fsym *func_at(struct mod *m, uint64_t pc)
+static const struct fsym *sym_at(const struct fsym *tab, size_t n, uint64_t pc)
 {
-    if (!m->funcs_built)
-        build_funcs(m);
-    size_t lo = 0, hi = m->nfuncs;
+    size_t lo = 0, hi = n;
     while (lo < hi) {                     /* first symbol above pc */
         size_t mid = lo + (hi - lo) / 2;
-        if (m->funcs[mid].value <= pc)
+        if (tab[mid].value <= pc)
             lo = mid + 1;
         else
             hi = mid;
     }
     for (size_t k = lo, tries = 0; k-- > 0 && tries < 8; tries++)
-        if (pc - m->funcs[k].value < m->funcs[k].size)
-            return &m->funcs[k];
+        if (pc - tab[k].value < tab[k].size)
+            return &tab[k];
     return NULL;
+}
+
+static const struct fsym *func_at(struct mod *m, uint64_t pc)
+{
+    if (!m->funcs_built)
+        build_funcs(m);
+    return sym_at(m->funcs, m->nfuncs, pc);
 }
 
 /* name demangled, with the demangler's "> >" written ">>": frames are joined by
@@ -440,13 +470,24 @@ static void build_data(struct mod *m)
         qsort(m->data, (size_t)m->ndata, sizeof(*m->data), cmp_dsym);
 }
 
-const char *fin_data_symbol(const char *path, uint64_t off, uint64_t *sym_off)
+const char *fin_data_symbol(const char *path, uint64_t off, uint64_t *sym_off, uint64_t *size)
 {
     struct mod *m = get_mod(path);
     if (!m->tried)
         load(m);
     if (!m->abfd)
         return NULL;
+    /* a sized ELF object holding off: its start and size are the symbol's own */
+    if (!m->funcs_built)
+        build_funcs(m);
+    const struct fsym *o = sym_at(m->objs, m->nobjs, off);
+    if (o) {
+        *sym_off = o->value;
+        *size = o->size;
+        return demangled(m, o->name);
+    }
+    /* else the nearest data symbol below off in its section (size unknown) */
+    *size = 0;
     if (!m->data_built)
         build_data(m);
     long lo = 0, hi = m->ndata - 1, best = -1;
@@ -461,8 +502,8 @@ const char *fin_data_symbol(const char *path, uint64_t off, uint64_t *sym_off)
     }
     if (best < 0)
         return NULL;
-    /* it must be in the same section, and off before the next symbol there (ELF
-     * sizes are not visible through libbfd's generic symbols) */
+    /* it must be in the same section, and off before the next symbol there (libbfd's
+     * generic symbols carry no ELF size) */
     asection *sec = m->data[best].sec;
     bfd_vma end = bfd_section_vma(sec) + bfd_section_size(sec);
     for (long k = best + 1; k < m->ndata; k++)
@@ -482,6 +523,7 @@ void fin_symbols_close(void)
         struct mod *m = &g_mods[i];
         free(m->data);
         free(m->funcs);
+        free(m->objs);
         for (int k = 0; k < 2; k++)
             if (m->maps[k].addr)
                 munmap(m->maps[k].addr, m->maps[k].len);
