@@ -218,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from advisor.inputs import InputError, load_allocs, load_sites, resolve
+    from advisor.inputs import InputError, load_allocs, load_sites, resolve, static_fractions
     from advisor.model import Placement, Problem
     from advisor.tiers import (
         TierFileError,
@@ -268,7 +268,8 @@ def _run(args: argparse.Namespace) -> int:
                       loads=table["loads"].to_numpy(np.int64),
                       stores=table["stores"].to_numpy(np.int64),
                       tiers=tiers, total_weight=sites.total_weight,
-                      allocs=allocs if lifetime else None)
+                      allocs=allocs if lifetime else None,
+                      fraction=static_fractions(table, tiers))
     if problem.n == 0:
         placement = Placement(np.zeros(0, np.int64), opts.strategy, 0.0, 0.0, "none",
                               ["no placeable site in the input: nothing to place"])

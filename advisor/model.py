@@ -16,6 +16,11 @@ part shrinks by the ratio of the tier's cost to the fallback's:
 so the fallback's value is 0 and a tier no faster than the fallback is worth
 nothing. The size a site needs in a tier is its `peak_live_bytes` rounded up to the
 tier's page size.
+
+A static variable is a site of its symbol's size, live for the whole run; libhmalloc
+moves only the whole pages inside it (2 MiB pages for hugetlb, THP and memkind's
+hugepage kinds, else 4 KiB), so its value in a tier is scaled by the share of its
+bytes in those pages (`Problem.fraction`, `static_fraction`).
 """
 
 from __future__ import annotations
@@ -57,6 +62,9 @@ class Problem:
     total_weight: float = 0.0   # all sampled weight of the trace (share denominator)
     # ilp-lifetime only: allocs.csv rows (site_id, rank, size, t_alloc, t_free)
     allocs: pd.DataFrame | None = None
+    # [site, tier]: the share of a site's weight that placing it there captures (None:
+    # all of it; statics: static_fraction)
+    fraction: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -78,7 +86,36 @@ class Problem:
             gain_l = max(0.0, 1.0 - tier.load_cost / fb.load_cost)
             gain_s = max(0.0, 1.0 - tier.store_cost / fb.store_cost)
             out[:, t] = self.weights * (f_load * gain_l + f_store * gain_s)
+        if self.fraction is not None:
+            out *= self.fraction
         return out
+
+
+HUGE_PAGE = 2 * MIB
+
+
+def static_granularity(tier: Tier) -> int:
+    """The pages libhmalloc moves a static's range in for this tier's backend: 2 MiB
+    for hugetlb and THP (the 2 MiB-aligned part) and memkind's hugepage kinds, else
+    4 KiB (mbind of the whole pages)."""
+    b = tier.backend
+    if b in ("hugetlb", "thp") or (b.startswith("memkind:") and "HUGETLB" in b):
+        return HUGE_PAGE
+    return 4 * KIB
+
+
+def static_fraction(offset: int, size: int, page: int) -> float:
+    """The share of a static's bytes in whole pages of `page` bytes inside it: exact for
+    4 KiB pages (modules load at page boundaries, so the offset tells); for 2 MiB
+    pages, whose boundaries depend on where the module is loaded, the expected share
+    over every place it can be (size - 2 MiB, or nothing)."""
+    if size <= 0:
+        return 0.0
+    if page <= 4 * KIB:
+        inner = (offset + size) // page * page - -(-offset // page) * page
+    else:
+        inner = size - page
+    return max(0, inner) / size
 
 
 @dataclass

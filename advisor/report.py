@@ -5,6 +5,12 @@ denominator of sites.csv's `share`) unless they say "of the capturable weight": 
 weight of the sites the interposer can match, which is the most any placement captures.
 The capacity curve gives, per fast-tier capacity, the best share of the capturable
 weight a placement reaches (from `advisor.strategies.capacity_curve`).
+
+What the advisor can act on: the weight of the placeable sites, allocation sites and
+static variables, as a share of all sampled weight; the rest is named by address
+class (sites.csv's split: stack, unknown memory, no address) and unplaceable sites. A
+static's captured weight in a tier is scaled by the part of it in whole pages there
+(`Problem.fraction`).
 """
 
 from __future__ import annotations
@@ -36,19 +42,56 @@ def tier_use(sites: Sites, problem: Problem, placement: Placement) -> list[TierU
     out: list[TierUse] = []
     table = sites.table
     total = problem.total_weight or 1.0
+    last = len(problem.tiers) - 1
     for t, tier in enumerate(problem.tiers):
         idx = np.flatnonzero(placement.tier_of == t)
         sizes = problem.rounded_sizes(t)[idx]
+        weight = problem.weights[idx]
+        if problem.fraction is not None and t != last:
+            weight = weight * problem.fraction[idx, t]
         rows = pd.DataFrame({
             "site_id": problem.site_ids[idx],
             "label": table["label"].to_numpy()[idx],
-            "weight": problem.weights[idx],
-            "share": problem.weights[idx] / total,
+            "weight": weight,
+            "share": weight / total,
             "bytes": sizes,
         }).sort_values(["weight", "site_id"], ascending=[False, True], kind="stable")
         out.append(TierUse(tier, rows.reset_index(drop=True), int(sizes.sum()),
-                           float(problem.weights[idx].sum() / total)))
+                           float(weight.sum() / total)))
     return out
+
+
+@dataclass
+class Reach:
+    """What the advisor can act on: shares of the trace's sampled weight."""
+
+    heap: float                   # placeable allocation sites
+    static: float                 # placeable static variables
+    nheap: int
+    nstatic: int
+    unplaceable: float            # rows of sites.csv the interposer cannot name
+    split: str                    # the version line's split, "" when it has none
+
+    @property
+    def total(self) -> float:
+        return self.heap + self.static
+
+
+def reach(sites: Sites, problem: Problem) -> Reach:
+    total = problem.total_weight
+    static = (sites.table["kind"] == "static").to_numpy()
+    w = problem.weights
+    un = float(sites.unplaceable["weight"].sum())
+    return Reach(float(w[~static].sum()) / total if total > 0 else 0.0,
+                 float(w[static].sum()) / total if total > 0 else 0.0,
+                 int((~static).sum()), int(static.sum()),
+                 un / total if total > 0 else 0.0,
+                 sites.split.describe() if sites.split is not None else "")
+
+
+def reach_text(r: Reach) -> str:
+    return (f"{_pct(r.total)} of the sampled weight: {_pct(r.heap)} in {r.nheap} "
+            f"allocation site(s), {_pct(r.static)} in {r.nstatic} static variable(s)")
 
 
 def _pct(x: float) -> str:
@@ -87,10 +130,14 @@ def report_text(sites: Sites, problem: Problem, placement: Placement, uses: list
     out.append(f"{'strategy:':<16}{placement.strategy}, solver {placement.solver or '?'}, "
                f"value {placement.value:.6g} of at most {placement.bound:.6g} "
                f"(proven gap {_pct(placement.gap)})")
-    placeable = float(problem.weights.sum()) / total if total > 0 else 0.0
-    out.append(f"{'weight:':<16}{total:.6g} sampled in the trace; {_pct(placeable)} of it "
+    r = reach(sites, problem)
+    out.append(f"{'weight:':<16}{total:.6g} sampled in the trace; {_pct(r.total)} of it "
                f"in {problem.n} placeable site(s), {_pct(curve.capturable)} capturable "
                "(in sites that gain from a faster tier)")
+    out.append(f"{'acts on:':<16}{reach_text(r)}; {_pct(r.unplaceable)} in sites it cannot "
+               "name")
+    if r.split:
+        out.append(f"{'by address:':<16}{r.split} (of the sampled weight)")
     for i, u in enumerate(uses):
         fb = i == len(uses) - 1
         live = u.rows[u.rows["weight"] > 0]
@@ -118,8 +165,8 @@ def report_text(sites: Sites, problem: Problem, placement: Placement, uses: list
         out.append(f"    {r.site_id:>6}  {_pct(r.weight / total if total else 0):>7}  "
                    f"{human(r.peak_live_bytes):>10}  {r.label}")
     inside = float(problem.weights.sum() + un["weight"].sum())
-    out.append(f"\nweight outside any site (stack, statics, untraced memory): "
-               f"{_pct(1 - inside / total) if total else 'n/a'}")
+    out.append(f"\nweight outside every site and static variable (stack, untraced memory, "
+               f"no address): {_pct(1 - inside / total) if total else 'n/a'}")
     out += ["", "capacity curve (capacity_curve.csv, capacity_curve.png): best share of "
             "the capturable weight per fast-tier capacity",
             f"  90% of the capturable weight needs {human(curve.cap90)} of fast memory; "
@@ -135,8 +182,8 @@ def report_text(sites: Sites, problem: Problem, placement: Placement, uses: list
 
 
 def terminal_summary(uses: list[TierUse], placement: Placement, curve: Curve,
-                     written: list[str]) -> str:
-    out = []
+                     written: list[str], r: Reach | None = None) -> str:
+    out = [f"acts on {reach_text(r)}"] if r is not None else []
     for i, u in enumerate(uses):
         if i == len(uses) - 1:
             out.append(f"tier {u.tier.name} (fallback): {len(u.rows)} site(s), "
