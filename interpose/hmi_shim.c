@@ -26,6 +26,7 @@
 #include "hmi_match.h"
 #include "hmi_placement.h"
 #include "hmi_report.h"
+#include "hmi_static.h"
 #include "hm_env.h"
 #include "hm_modmap.h"
 #include "hm_real.h"
@@ -309,6 +310,10 @@ static void do_init(void)
             memcpy(g_stats, sp, strlen(sp) + 1);
         int usable = ok ? open_tiers() : 0;
         ok = ok && hmi_report_init(g_pl.nsites + 1) == 0 && hmi_match_init(&g_pl) == 0;
+        /* static variables: bound or remapped now, before main (a baseline run
+         * places by request size only) */
+        if (ok && usable && !g_baseline && hmi_static_place(&g_pl, exe, 1) != 0)
+            warn("cannot map the table of static variables; they stay where they are", NULL);
         if (ok) {
             g_owning = usable > 0;
             g_depth = hmi_match_depth();
