@@ -142,7 +142,8 @@ struct fin_where { const char *fileline, *func, *symbol, *module; int known; };
 void fin_symbolize(const struct fin_frame *f, int is_return, struct fin_where *w);
 /* The static (data/bss) symbol of a module containing offset off, NULL if none: its
  * start in *sym_off and its ELF size in *size (0 when the symbol has none: then the
- * object is taken to end at the next symbol of its section). */
+ * object is taken to end at the next symbol of its section). Data past the end of a
+ * sized symbol, before the next one, is "symbol+0xSIZE" from that end, size unknown. */
 const char *fin_data_symbol(const char *path, uint64_t off, uint64_t *sym_off, uint64_t *size);
 void fin_symbols_close(void);
 /* util */

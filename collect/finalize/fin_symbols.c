@@ -513,8 +513,20 @@ const char *fin_data_symbol(const char *path, uint64_t off, uint64_t *sym_off, u
         }
     if (off >= end)
         return NULL;
-    *sym_off = m->data[best].value;
-    return demangled(m, m->data[best].name);
+    /* a symbol with an ELF size that ends before off: off is in unnamed data after it
+     * (a stripped module's hidden statics, padding), named "symbol+0xSIZE" and
+     * starting there */
+    uint64_t value = m->data[best].value;
+    const struct fsym *prev = sym_at(m->objs, m->nobjs, value);
+    const char *name = demangled(m, m->data[best].name);
+    if (prev && prev->value == value && off >= value + prev->size) {
+        char buf[4200];
+        snprintf(buf, sizeof(buf), "%s+0x%llx", name, (unsigned long long)prev->size);
+        *sym_off = value + prev->size;
+        return fin_intern(buf);
+    }
+    *sym_off = value;
+    return name;
 }
 
 void fin_symbols_close(void)
