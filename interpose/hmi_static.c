@@ -114,35 +114,62 @@ static int segment_of(const struct module *m, uint64_t off, uint64_t size, uint3
 
 /* ---- the symbol starting at the object's offset ---- */
 
-enum { SYM_NONE = 0, SYM_SAME = 1, SYM_OTHER = 2, SYM_UNREADABLE = 3 };
+/* What the symbol tables say about [off, off + size): an object symbol of that size
+ * starts there (same), or one of another size (other: its size), or it is unnamed
+ * data, as finalize names it (fin_symbols.c): a symbol ends at off, or one without a
+ * size starts there, or its data section does (prev); no data boundary lies inside it
+ * (inside clear); one starts at its end or its section ends there (at_end). */
+struct symscan {
+    int read, same, other, prev, inside, at_end;
+    uint64_t other_size;
+};
 
-/* Whether an object symbol (STT_OBJECT with a size, not thread-local) of the ELF file
- * at path starts at off: with this size (SYM_SAME), only with others (SYM_OTHER, one of them
- * in *other), or none (SYM_NONE), from .symtab and .dynsym. */
-static int symbol_at(const char *path, uint64_t off, uint64_t size, uint64_t *other)
+/* As finalize's is_data_section and is_data_bound. */
+static int data_section(const Elf64_Shdr *s)
+{
+    return (s->sh_flags & (SHF_ALLOC | SHF_EXECINSTR | SHF_TLS)) == SHF_ALLOC && s->sh_addr &&
+           s->sh_size;
+}
+
+static int data_bound(const Elf64_Sym *s, const Elf64_Shdr *sh, unsigned shnum)
+{
+    int type = ELF64_ST_TYPE(s->st_info);
+    return (type == STT_NOTYPE || type == STT_OBJECT || type == STT_COMMON) && s->st_value &&
+           s->st_shndx != SHN_UNDEF && s->st_shndx < shnum && data_section(&sh[s->st_shndx]);
+}
+
+/* Add what the ELF file at path (.symtab, .dynsym, section headers) says to *r. */
+static void scan_file(const char *path, uint64_t off, uint64_t size, struct symscan *r)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return SYM_UNREADABLE;
+        return;
     struct stat st;
     void *addr = MAP_FAILED;
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size >= sizeof(Elf64_Ehdr))
         addr = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
     close(fd);
     if (addr == MAP_FAILED)
-        return SYM_UNREADABLE;
+        return;
     size_t len = (size_t)st.st_size;
     const unsigned char *img = addr;
     const Elf64_Ehdr *eh = addr;
-    int r = SYM_NONE;
     if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
         eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff == 0 || eh->e_shoff > len ||
         eh->e_shnum > (len - eh->e_shoff) / sizeof(Elf64_Shdr)) {
         munmap(addr, len);
-        return SYM_UNREADABLE;
+        return;
     }
+    r->read = 1;
     const Elf64_Shdr *sh = (const Elf64_Shdr *)(img + eh->e_shoff);
-    for (unsigned i = 0; i < eh->e_shnum && r != SYM_SAME; i++) {
+    uint64_t end = off + size;
+    for (unsigned i = 0; i < eh->e_shnum; i++) {
+        if (!data_section(&sh[i]) || off < sh[i].sh_addr || off >= sh[i].sh_addr + sh[i].sh_size)
+            continue;
+        r->prev |= off == sh[i].sh_addr;         /* unnamed data from the section's start */
+        r->at_end |= end == sh[i].sh_addr + sh[i].sh_size;
+    }
+    for (unsigned i = 0; i < eh->e_shnum; i++) {
         if ((sh[i].sh_type != SHT_SYMTAB && sh[i].sh_type != SHT_DYNSYM) ||
             sh[i].sh_entsize != sizeof(Elf64_Sym) || sh[i].sh_offset > len ||
             sh[i].sh_size > len - sh[i].sh_offset)
@@ -150,27 +177,33 @@ static int symbol_at(const char *path, uint64_t off, uint64_t size, uint64_t *ot
         const Elf64_Sym *sym = (const Elf64_Sym *)(img + sh[i].sh_offset);
         size_t n = sh[i].sh_size / sizeof(*sym);
         for (size_t k = 0; k < n; k++) {
-            unsigned shndx = sym[k].st_shndx;
-            if (ELF64_ST_TYPE(sym[k].st_info) != STT_OBJECT || sym[k].st_value != off ||
-                sym[k].st_size == 0 || shndx == SHN_UNDEF || shndx >= eh->e_shnum || (sh[shndx].sh_flags & SHF_TLS))
+            if (!data_bound(&sym[k], sh, eh->e_shnum))
                 continue;
-            if (sym[k].st_size == size) {
-                r = SYM_SAME;
-                break;
+            uint64_t v = sym[k].st_value, sz = sym[k].st_size;
+            if (ELF64_ST_TYPE(sym[k].st_info) == STT_OBJECT && v == off && sz) {
+                if (sz == size) {
+                    r->same = 1;
+                } else {
+                    r->other = 1;
+                    r->other_size = sz;
+                }
             }
-            r = SYM_OTHER;
-            *other = sym[k].st_size;
+            if ((sz && v + sz == off) || (!sz && v == off))
+                r->prev = 1;
+            if (v > off && v < end)
+                r->inside = 1;
+            if (v == end)
+                r->at_end = 1;
         }
     }
     munmap(addr, len);
-    return r;
 }
 
-/* ROOT/.build-id/xx/yyyy.debug for the loaded module's GNU build-id note, for each
- * root of HMTUNE_DEBUG_ROOT (default /usr/lib/debug), as finalize looks its symbols
- * up; the first that has a symbol at off decides. SYM_NONE when none does. */
-static int debug_symbol_at(const struct module *m, uint64_t off, uint64_t size,
-                           uint64_t *other)
+/* The module's separate debug file, ROOT/.build-id/xx/yyyy.debug for its GNU build-id
+ * note, for each root of HMTUNE_DEBUG_ROOT (default /usr/lib/debug), as finalize looks
+ * its symbols up: the first one there is scanned too. */
+static void scan_debug_file(const struct module *m, uint64_t off, uint64_t size,
+                            struct symscan *r)
 {
     const unsigned char *id = NULL;
     size_t idlen = 0;
@@ -196,7 +229,7 @@ static int debug_symbol_at(const struct module *m, uint64_t off, uint64_t size,
         }
     }
     if (!id)
-        return SYM_NONE;
+        return;
     const char *env = getenv("HMTUNE_DEBUG_ROOT");
     const char *roots = env && *env ? env : "/usr/lib/debug";
     for (const char *p = roots; *p;) {
@@ -215,15 +248,15 @@ static int debug_symbol_at(const struct module *m, uint64_t off, uint64_t size,
                     put(&l, "/");
             }
             put(&l, ".debug");
-            int r = symbol_at(path, off, size, other);
-            if (r == SYM_SAME || r == SYM_OTHER)
-                return r;
+            if (access(path, R_OK) == 0) {
+                scan_file(path, off, size, r);
+                return;
+            }
         }
         p += n;
         if (*p == ':')
             p++;
     }
-    return SYM_NONE;
 }
 
 /* ---- placing a range ---- */
@@ -376,25 +409,22 @@ static int place_one(const struct hmi_placement *pl, const struct hmi_static *s,
         put(&why, "not inside one loaded segment of the module (a wrong size, or another build)");
         return -1;
     }
-    uint64_t other = 0;
-    int sym = symbol_at(s->module, s->offset, s->size, &other);
-    if (sym == SYM_NONE || sym == SYM_UNREADABLE) {
-        int dbg = debug_symbol_at(&m, s->offset, s->size, &other);
-        if (dbg != SYM_NONE)
-            sym = dbg;
-    }
-    if (sym == SYM_OTHER) {
-        put(&why, "size does not match the symbol there (");
-        put_u64(&why, other);
-        put(&why, " bytes; another build?)");
-        return -1;
-    }
-    if (sym == SYM_UNREADABLE) {
+    struct symscan sym = { 0 };
+    scan_file(s->module, s->offset, s->size, &sym);
+    scan_debug_file(&m, s->offset, s->size, &sym);
+    if (!sym.read) {
         put(&why, "cannot read the module's symbols to check the object");
         return -1;
     }
-    if (sym == SYM_NONE) {
-        put(&why, "no data symbol starts there (another build?)");
+    if (!sym.same && !(sym.prev && !sym.inside && sym.at_end)) {
+        if (sym.other) {
+            put(&why, "size does not match the symbol there (");
+            put_u64(&why, sym.other_size);
+            put(&why, " bytes; another build?)");
+        } else {
+            put(&why, "no data symbol, nor unnamed data between two, has that offset and size "
+                      "(another build?)");
+        }
         return -1;
     }
     uint64_t g = hmi_static_granule(pol.kind, pol.map_huge);

@@ -140,10 +140,12 @@ int fin_write_row(struct fin_ctx *c, const char *row_path);
 enum { FIN_KNOWN_NONE = 0, FIN_KNOWN_SYMBOL = 1, FIN_KNOWN_LINE = 2 };
 struct fin_where { const char *fileline, *func, *symbol, *module; int known; };
 void fin_symbolize(const struct fin_frame *f, int is_return, struct fin_where *w);
-/* The static (data/bss) symbol of a module containing offset off, NULL if none: its
- * start in *sym_off and its ELF size in *size (0 when the symbol has none: then the
- * object is taken to end at the next symbol of its section). Data past the end of a
- * sized symbol, before the next one, is "symbol+0xSIZE" from that end, size unknown. */
+/* The static (data/bss) object of a module containing offset off, NULL when off is in
+ * no data section: its name, its start in *sym_off and its size in *size. A sized ELF
+ * object symbol holding off is the object; else off is in unnamed data, from the end
+ * of the last symbol below it ("symbol+0xSIZE"), from a symbol without a size
+ * ("symbol") or from its section's start (".bss"), to the next data boundary or the
+ * section's end (*size 0 when that does not hold off). */
 const char *fin_data_symbol(const char *path, uint64_t off, uint64_t *sym_off, uint64_t *size);
 void fin_symbols_close(void);
 /* util */

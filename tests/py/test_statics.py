@@ -256,3 +256,34 @@ def test_fortran_module_and_common(tmp_path: Path) -> None:
     assert r.returncode == 0 and r.stdout == want, r.stderr
     st = json.loads(stats.read_text())
     assert all(s["placed"] for s in st["statics"]) and st["statics"]
+
+
+def test_stripped_program_unnamed_static_data(tmp_path: Path) -> None:
+    """A stripped copy of static_arrays has no symbol for its arrays: its .bss is one
+    static (unnamed data from the section's start to its end), placed and checked by
+    libhmalloc against the section headers."""
+    app = tmp_path / "static_arrays_stripped"
+    app.write_bytes(APP.read_bytes())
+    app.chmod(0o755)
+    subprocess.run(["strip", str(app)], check=True)
+    sections = subprocess.run(["readelf", "-SW", str(app)], capture_output=True, text=True,
+                              check=True).stdout
+    bss = next(f for f in map(str.split, sections.splitlines()) if ".bss" in f)
+    addr, size = int(bss[bss.index(".bss") + 2], 16), int(bss[bss.index(".bss") + 4], 16)
+    d = tmp_path / "stage"
+    r = hmtune("trace", "-q", "-o", str(d), "--sampler", "soft", "--", str(app), "6")
+    assert r.returncode == 0, r.stderr
+    assert hmtune("analyze", str(d)).returncode == 0
+    got = statics_of(d)
+    assert list(got) == [".bss"]
+    assert got[".bss"]["callstack_raw"] == f"{app}+0x{addr:x} [static {size}]"
+    statics = advise(d, tmp_path / "numa", "numa:0")
+    assert [(s.frame, s.size) for s in statics] == [(f"{app}+0x{addr:x}", size)]
+    stats = tmp_path / "stats.json"
+    r = hmtune("run", "-q", "-o", str(tmp_path), "--placement",
+               str(tmp_path / "numa" / "placement.txt"), "--stats", str(stats), "--",
+               str(app), "6")
+    want = subprocess.run([str(APP), "6"], capture_output=True, text=True).stdout
+    assert r.returncode == 0 and r.stdout == want, r.stderr
+    placed = json.loads(stats.read_text())["statics"]
+    assert placed[0]["placed"] and placed[0]["placed_bytes"] >= size - 8192
