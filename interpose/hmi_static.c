@@ -127,7 +127,8 @@ struct symscan {
 /* As finalize's is_data_section and is_data_bound. */
 static int data_section(const Elf64_Shdr *s)
 {
-    return (s->sh_flags & (SHF_ALLOC | SHF_EXECINSTR | SHF_TLS)) == SHF_ALLOC && s->sh_addr &&
+    return (s->sh_type == SHT_PROGBITS || s->sh_type == SHT_NOBITS) &&
+           (s->sh_flags & (SHF_ALLOC | SHF_EXECINSTR | SHF_TLS)) == SHF_ALLOC && s->sh_addr &&
            s->sh_size;
 }
 

@@ -174,11 +174,13 @@ static int bind_rank(int bind)
     return bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
 }
 
-/* A section of static data: allocated, not code, not thread-local (a TLS symbol's
- * value is an offset in the thread's block, not an address). */
+/* A section of static data: program data or .bss (not the loader's tables: .dynamic,
+ * .gnu.hash, relocations), allocated, not code, not thread-local (a TLS symbol's value
+ * is an offset in the thread's block, not an address). */
 static int is_data_section(const Elf64_Shdr *s)
 {
-    return (s->sh_flags & (SHF_ALLOC | SHF_EXECINSTR | SHF_TLS)) == SHF_ALLOC && s->sh_addr &&
+    return (s->sh_type == SHT_PROGBITS || s->sh_type == SHT_NOBITS) &&
+           (s->sh_flags & (SHF_ALLOC | SHF_EXECINSTR | SHF_TLS)) == SHF_ALLOC && s->sh_addr &&
            s->sh_size;
 }
 
