@@ -18,7 +18,9 @@
  * it is known: the static arena), never into the slow path (a thread-local flag).
  * Under AddressSanitizer (test builds) only the constructor initializes: ASan's
  * start-up allocates before its interceptors work, and initializing there would
- * call them (readlink, open). Nothing here can end the process: a placement that is
+ * call them (readlink, open). Initialization also places the placement's static
+ * variables (hmi_static.h), before the application's main. Nothing here can end the
+ * process: a placement that is
  * missing, empty, malformed, or made for another program gives one warning and then
  * every call is passed through. */
 #include "hmi_accept.h"

@@ -1,7 +1,8 @@
 /* test_static.c — placing static variables (interpose/hmi_static.c) on this test's
  * own arrays, without LD_PRELOAD: each case parses a placement with `static` lines
  * naming them (this program's path and the arrays' offsets from its load base), opens
- * the tiers and places. What the kernel did is read back from /proc/self/numa_maps and
+ * the tiers (numa:0, memkind:MEMKIND_HBW with MEMKIND_HBW_NODES=0, thp, hugetlb) and
+ * places. What the kernel did is read back from /proc/self/numa_maps and
  * /proc/self/smaps (bind:0, AnonHugePages-eligible VMAs, 2 MiB hugetlb pages), and the
  * arrays' contents must be what they were. Bad inputs (a module not loaded, a size
  * that is not the symbol's, an absurd size, an offset where no symbol starts, an
@@ -24,6 +25,7 @@
 #define MiB (1ull << 20)
 
 char numa_arr[8 * MiB];
+char mk_arr[4 * MiB];
 char thp_arr[8 * MiB];
 char huge_arr[8 * MiB];
 char bad_arr[1 * MiB];
@@ -157,6 +159,27 @@ static void test_numa(void)
     struct hmi_backend_stats s;
     hmi_backend_stats(0, &s);
     CHECK(s.used == r[0].len + r[1].len && s.placed == 0);
+}
+
+/* memkind's HBW kind (its nodes from MEMKIND_HBW_NODES): the kind's own policy */
+static void test_memkind(void)
+{
+    char lines[8192], m[8192], why[HMI_REASON_MAX];
+    uint32_t n;
+    setenv("MEMKIND_HBW_NODES", "0", 1);
+    hmi_backend_close(2);
+    if (hmi_backend_open(2, "probe", "memkind:MEMKIND_HBW", MiB, 0, why, sizeof why) != 0) {
+        fprintf(stderr, "  memkind:MEMKIND_HBW unavailable here (%s): not exercised\n", why);
+        return;
+    }
+    hmi_backend_close(2);
+    fill(mk_arr, sizeof mk_arr, 7);
+    line(lines, sizeof lines, sizeof mk_arr, exe, off_of(mk_arr));
+    const struct hmi_static_result *r = place("memkind:MEMKIND_HBW", 64 * MiB, lines, &n);
+    CHECK(r && n == 1 && r[0].state == HMI_STATIC_PLACED);
+    uint64_t a = ((uint64_t)(uintptr_t)mk_arr + 4095) & ~4095ull;
+    CHECK(maps_at("numa_maps", a, m, sizeof m) == 0 && strstr(m, " bind:0 "));
+    CHECK(same(mk_arr, sizeof mk_arr, 7));
 }
 
 static void test_thp(void)
@@ -303,6 +326,7 @@ int main(void)
     exe[k > 0 ? k : 0] = '\0';
     dl_iterate_phdr(base_cb, NULL);
     RUN(test_numa);
+    RUN(test_memkind);
     RUN(test_thp);
     RUN(test_bad_inputs);
     RUN(test_hugetlb);
