@@ -20,9 +20,8 @@
  * start-up allocates before its interceptors work, and initializing there would
  * call them (readlink, open). Initialization also places the placement's static
  * variables (hmi_static.h), before the application's main. Nothing here can end the
- * process: a placement that is
- * missing, empty, malformed, or made for another program gives one warning and then
- * every call is passed through. */
+ * process: a placement that is missing, empty, malformed, or made for another program
+ * gives one warning and then every call is passed through. */
 #include "hmi_accept.h"
 #include "hmi_backend.h"
 #include "hmi_match.h"
