@@ -270,7 +270,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from advisor.inputs import InputError, load_allocs, load_sites, resolve
+    from advisor.inputs import InputError, load_allocs, load_sites, resolve, static_fractions
     from advisor.model import Placement, Problem, ns_weight
     from advisor.tiers import (
         TierFileError,
@@ -278,6 +278,7 @@ def _run(args: argparse.Namespace) -> int:
         per_process,
         with_fast_capacity,
     )
+    from analyze.sites_io import KIND_COLUMN, KIND_STATIC
 
     opts = _options(args)
     try:
@@ -330,7 +331,8 @@ def _run(args: argparse.Namespace) -> int:
                       max_sizes=table["max_size"].to_numpy(np.int64),
                       n_allocs=table["n_allocs"].to_numpy(np.int64),
                       total_bytes=table["total_bytes"].to_numpy(np.int64),
-                      blocks=allocs)
+                      blocks=allocs, fraction=static_fractions(table, tiers),
+                      statics=(table[KIND_COLUMN] == KIND_STATIC).to_numpy())
     if problem.n == 0:
         placement = Placement(np.zeros(0, np.int64), opts.strategy, 0.0, 0.0, "none",
                               ["no placeable site in the input: nothing to place"])

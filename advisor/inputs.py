@@ -17,6 +17,13 @@ Sites whose `callstack_raw` is empty (Extrae traces labelled with file:line) can
 matched by the interposer: they stay out of the Problem, but their weight stays in the
 total, and `Sites.unplaceable` lists them for the report.
 
+Static variables (`kind` static, sites.csv v2) are sites like the others: their size
+(`peak_live_bytes`, the symbol's size) for the whole run. Their `callstack_raw` is
+`module+0xOFF [static SIZE]`, what placement.txt's static lines carry; a static without
+one (its size unknown: an Extrae trace, a symbol without an ELF size, an older hmtune)
+is unplaceable. `Sites.split` is the sampled weight by address class from the version
+line (None for a v1 file).
+
 Several site ids with one `callstack_raw` are one site for the interposer (it matches
 the chain): they are merged into the first (heaviest) one with a note — counts and
 weights summed, `max_size` the maximum, `peak_live_bytes` the sum (an upper bound: their
@@ -33,9 +40,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from advisor.placement import chain_ok
+from advisor.model import Tier, static_fraction, static_granularity
+from advisor.placement import chain_ok, static_line, static_ok
 from analyze.shortlabels import labels_for_rows
-from analyze.sites_io import LABEL_COLUMN, SitesFormatError, read_allocs, read_sites
+from analyze.sites_io import (
+    KIND_COLUMN,
+    KIND_STATIC,
+    LABEL_COLUMN,
+    SitesFormatError,
+    Split,
+    read_allocs,
+    read_sites,
+    split_from_meta,
+)
 
 _INT_COLS = ("site_id", "n_allocs", "max_size", "peak_live_bytes", "total_bytes",
              "samples", "loads", "stores", "misses")
@@ -63,6 +80,7 @@ class Sites:
     notes: list[str] = field(default_factory=list)
     merged: dict[int, int] = field(default_factory=dict)   # site id -> the id it joined
     has_faults: bool = False        # the file has the `faults` column (page-fault data)
+    split: Split | None = None      # the sampled weight by address class (version line)
 
 
 def resolve(arg: str | Path, name: str = "sites.csv") -> Path:
@@ -121,7 +139,11 @@ def _fold_ranks(df: pd.DataFrame, p: Path) -> pd.DataFrame:
     agg.update({c: "max" for c in _MAX_COLS if c in df.columns})
     if "first_alloc_ns" in df.columns:
         agg["first_alloc_ns"] = "min"
-    return df.groupby("site_id", sort=False, as_index=False).agg(agg)
+    out = df.groupby("site_id", sort=False, as_index=False).agg(agg)
+    static = out[KIND_COLUMN] == KIND_STATIC          # one object per process, as analyze
+    out.loc[static, "n_allocs"] = 1
+    out.loc[static, "total_bytes"] = out.loc[static, "max_size"]
+    return out
 
 
 def _merge_chains(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, int]]:
@@ -150,15 +172,19 @@ def _merge_chains(df: pd.DataFrame) -> tuple[pd.DataFrame, dict[int, int]]:
 
 def _fill_labels(df: pd.DataFrame) -> None:
     """The `label` column (analyze.shortlabels): kept where sites.csv has one, made
-    from the chains of all its sites where it has none (an older hmtune analyze)."""
+    from the chains of all its sites where it has none (an older hmtune analyze); a
+    static's is its callstack (`symbol [static, module]`)."""
     if LABEL_COLUMN not in df.columns:
         df[LABEL_COLUMN] = ""
     label = df[LABEL_COLUMN].astype(str).str.strip()
-    missing = label == ""
+    static = df[KIND_COLUMN] == KIND_STATIC
+    missing = (label == "") & ~static
     if missing.any():
-        made = labels_for_rows(zip(df["site_id"], df["callstack"], df["callstack_raw"],
+        heap = df[~static]
+        made = labels_for_rows(zip(heap["site_id"], heap["callstack"], heap["callstack_raw"],
                                    strict=True))
         label = label.where(~missing, df["site_id"].map(made))
+    label = label.where(~(static & (label == "")), df["callstack"])
     df[LABEL_COLUMN] = label
 
 
@@ -169,17 +195,21 @@ SHARE_REL_TOL = 1e-3
 _TOTAL_CANDIDATES = 64
 
 
-def _total_weight(df: pd.DataFrame, p: Path, notes: list[str]) -> float:
-    """All sampled weight of the trace, including weight outside any site: the total
-    weight / share agrees on for the most weight (shares may be rounded: the candidates
-    are the rows with the largest shares), never less than the sum of the weights; else
-    the sum of the weights. `share` is then recomputed as weight / total, with a note
-    when some given share was far off."""
+def _total_weight(df: pd.DataFrame, p: Path, notes: list[str],
+                  known: float | None = None) -> float:
+    """All sampled weight of the trace, including weight outside any site: the version
+    line's split's total (`known`) when it is at least the sum of the weights; else the
+    total weight / share agrees on for the most weight (shares may be rounded: the
+    candidates are the rows with the largest shares), never less than the sum of the
+    weights; else the sum of the weights. `share` is then recomputed as weight / total,
+    with a note when some given share was far off."""
     w = df["weight"].to_numpy(dtype=float)
     s = df["share"].to_numpy(dtype=float)
     total = float(w.sum())
     both = np.flatnonzero((s > 0) & (w > 0))
-    if len(both):
+    if known is not None and known >= total * (1 - 1e-12):
+        total = max(known, total)
+    elif len(both):
         top = both[np.argsort(-s[both], kind="stable")][:_TOTAL_CANDIDATES]
         best, support = total, -1.0
         for t in w[top] / s[top]:
@@ -222,7 +252,8 @@ def load_sites(path: str | Path) -> Sites:
     df["callstack"] = df["callstack"].astype(str).str.strip()
     df["callstack_raw"] = df["callstack_raw"].astype(str).str.strip()
     _fill_labels(df)
-    total = _total_weight(df, p, notes)
+    split = split_from_meta(meta)
+    total = _total_weight(df, p, notes, split.total if split is not None else None)
     bad_raw = df["callstack_raw"].str.contains(r"[#\n\r\t]", regex=True)
     if bad_raw.any():
         raise InputError(f"{p}: site_id {int(df['site_id'][bad_raw].iloc[0])}: "
@@ -235,20 +266,53 @@ def load_sites(path: str | Path) -> Sites:
                      f"(callstack_raw), which the interposer cannot tell apart: each merged "
                      f"into one site (e.g. site {example} into site {kept[0]}; weights "
                      "summed, peak live bytes summed)")
+    static = df[KIND_COLUMN] == KIND_STATIC
     empty = df["callstack_raw"] == ""
-    odd = ~empty & ~df["callstack_raw"].map(chain_ok)
-    if empty.any() or meta.get("label_form") == "file:line":
-        notes.append(f"{int(empty.sum())} site(s) have no module+offset call stack "
-                     "(file:line labels): the interposer cannot match them")
+    odd = ~empty & ~static & ~df["callstack_raw"].map(chain_ok)
+    bad_static = ~empty & static & ~df["callstack_raw"].map(_static_placeable)
+    if (empty & ~static).any() or meta.get("label_form") == "file:line":
+        notes.append(f"{int((empty & ~static).sum())} site(s) have no module+offset call "
+                     "stack (file:line labels): the interposer cannot match them")
+    if (empty & static).any():
+        notes.append(f"{int((empty & static).sum())} static variable(s) without a module "
+                     "offset and size (an Extrae trace, a symbol without an ELF size, or an "
+                     "older hmtune's trace): they cannot be placed")
     if odd.any():
         notes.append(f"{int(odd.sum())} site(s) have a callstack_raw that is not "
                      "module+0xHEX frames joined by ' > ' (e.g. site "
                      f"{int(df['site_id'][odd].iloc[0])}): they cannot be placed")
-    placeable = ~empty & ~odd
+    if bad_static.any():
+        notes.append(f"{int(bad_static.sum())} static variable(s) have a callstack_raw that "
+                     "is not module+0xHEX [static SIZE] with SIZE >= 1 below 2^48 (e.g. site "
+                     f"{int(df['site_id'][bad_static].iloc[0])}): they cannot be placed")
+    placeable = ~empty & ~odd & ~bad_static
     return Sites(path=p, meta=meta, table=df[placeable].reset_index(drop=True),
                  unplaceable=df[~placeable].reset_index(drop=True),
                  total_weight=total, notes=notes, merged=merged,
-                 has_faults="faults" in df.columns)
+                 has_faults="faults" in df.columns, split=split)
+
+
+def static_fractions(table: pd.DataFrame, tiers: list[Tier]) -> np.ndarray | None:
+    """[site, tier]: the share of each site's weight a placement in that tier captures
+    (advisor.model.static_fraction for statics, 1 for heap sites); None when the table
+    has no static."""
+    static = (table[KIND_COLUMN] == KIND_STATIC).to_numpy()
+    if not static.any():
+        return None
+    out = np.ones((len(table), len(tiers)))
+    for i in np.flatnonzero(static):
+        s = static_line("t", str(table["callstack_raw"].iloc[i]))
+        if s is None:
+            continue
+        offset = int(s.frame.rpartition("+0x")[2], 16)
+        for t, tier in enumerate(tiers):
+            out[i, t] = static_fraction(offset, s.size, static_granularity(tier))
+    return out
+
+
+def _static_placeable(raw: str) -> bool:
+    s = static_line("t", raw)
+    return s is not None and static_ok(s)
 
 
 def load_allocs(path: str | Path, site_ids: set[int], full: bool,

@@ -37,6 +37,12 @@ estimated from sites.csv (`peak_live_bytes` in objects of the site's mean size, 
 blocks rounded up); then rounded up to UNIT (4 KiB), the unit in which the strategies
 count sizes and capacities. A `default` tier (which places nothing) takes the peak
 rounded up to its page.
+
+A static variable is a site of its symbol's size, live for the whole run, charged its
+size (libhmalloc moves only the whole pages inside it and charges those); since only
+those pages move (2 MiB pages for hugetlb, THP and memkind's hugepage kinds, else
+4 KiB), its value in a tier is scaled by the share of its bytes in them
+(`Problem.fraction`, `static_fraction`).
 """
 
 from __future__ import annotations
@@ -105,6 +111,10 @@ class Problem:
     total_bytes: np.ndarray | None = None
     blocks: pd.DataFrame | None = None
     _charged: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    # [site, tier]: the share of a site's weight that placing it there captures (None:
+    # all of it; statics: static_fraction), and which sites are static variables
+    fraction: np.ndarray | None = None
+    statics: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -159,6 +169,8 @@ class Problem:
             exact = charged_peaks(self.blocks, self.site_ids, backend)
             known = exact >= 0
             out[known] = exact[known]
+        if self.statics is not None:        # charged the whole pages moved: at most its size
+            out = np.where(self.statics, peak, out)
         return out
 
     def values(self) -> np.ndarray:
@@ -179,6 +191,8 @@ class Problem:
             gain_l = max(0.0, 1.0 - tier.load_cost / fb.load_cost)
             gain_s = max(0.0, 1.0 - tier.store_cost / fb.store_cost)
             out[:, t] = self.weights * (f_load * gain_l + f_store * gain_s)
+        if self.fraction is not None:
+            out *= self.fraction
         return out
 
     def first_touch_values(self) -> np.ndarray:
@@ -226,6 +240,33 @@ def charged_peaks(blocks: pd.DataFrame, site_ids: np.ndarray, backend: str) -> n
     live = cum - before[group]
     np.maximum.at(out, ev_site, live)
     return np.maximum(out, np.where(np.isin(np.arange(len(site_ids)), site), 0, -1))
+
+
+HUGE_PAGE = 2 * MIB
+
+
+def static_granularity(tier: Tier) -> int:
+    """The pages libhmalloc moves a static's range in for this tier's backend: 2 MiB
+    for hugetlb and THP (the 2 MiB-aligned part) and memkind's hugepage kinds, else
+    4 KiB (mbind of the whole pages)."""
+    b = tier.backend
+    if b in ("hugetlb", "thp") or (b.startswith("memkind:") and "HUGETLB" in b):
+        return HUGE_PAGE
+    return 4 * KIB
+
+
+def static_fraction(offset: int, size: int, page: int) -> float:
+    """The share of a static's bytes in whole pages of `page` bytes inside it: exact for
+    4 KiB pages (modules load at page boundaries, so the offset tells); for 2 MiB
+    pages, whose boundaries depend on where the module is loaded, the expected share
+    over every place it can be (size - 2 MiB, or nothing)."""
+    if size <= 0:
+        return 0.0
+    if page <= 4 * KIB:
+        inner = (offset + size) // page * page - -(-offset // page) * page
+    else:
+        inner = size - page
+    return max(0, inner) / size
 
 
 @dataclass

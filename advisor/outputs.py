@@ -10,6 +10,9 @@ of the placed sites, so an interposer may skip the call-stack lookup outside it:
 the largest `max_size` (largest single request) of a placed site, MIN the smallest
 request of a placed site in allocs.csv — or 0 without allocs.csv, since sites.csv holds
 no smallest request. `peak_live_bytes` is not a request size and is not used for it.
+Placed static variables are `static` lines; they take no part in `depth` and
+`size-window`, which are about allocation calls. FlexMalloc's files cannot name a
+static variable: they are left out of them, with a note.
 """
 
 from __future__ import annotations
@@ -30,15 +33,18 @@ from advisor.model import Placement, Problem
 from advisor.placement import (
     PlacementFile,
     SiteLine,
+    StaticLine,
     TierLine,
     format_placement,
     frames,
+    static_line,
     traced_program,
 )
 from advisor.report import (
     Curve,
     curve_csv,
     curve_png,
+    reach,
     report_text,
     terminal_summary,
     tier_use,
@@ -59,13 +65,24 @@ def _placement_file(sites: Sites, problem: Problem, placement: Placement,
                     allocs: pd.DataFrame | None, command: str) -> PlacementFile:
     table = sites.table
     last = len(problem.tiers) - 1
-    placed = np.flatnonzero(placement.tier_of != last)
+    static = (table["kind"] == "static").to_numpy()
+    placed_all = np.flatnonzero(placement.tier_of != last)
+    placed = placed_all[~static[placed_all]]            # allocation sites
     site_lines = [SiteLine(problem.tiers[int(placement.tier_of[i])].name,
                            str(table["callstack_raw"].iloc[i]),
                            f"{table['label'].iloc[i]} (site {int(table['site_id'].iloc[i])})")
                   for i in placed]
-    depth_of = [len(frames(c)) for c in table["callstack_raw"]]
-    depth = max([depth_of[i] for i in placed] or depth_of or [1])
+    static_lines: list[StaticLine] = []
+    for i in placed_all[static[placed_all]]:
+        line = static_line(problem.tiers[int(placement.tier_of[i])].name,
+                           str(table["callstack_raw"].iloc[i]),
+                           f"{table['label'].iloc[i]} (site {int(table['site_id'].iloc[i])})")
+        if line is not None:                # load_sites placed only well-formed ones
+            static_lines.append(line)
+    depth_of = [len(frames(c)) for c, s in zip(table["callstack_raw"], static, strict=True)
+                if not s]
+    heap_index = np.cumsum(~static) - 1                 # row -> index into depth_of
+    depth = max([depth_of[heap_index[i]] for i in placed] or depth_of or [1])
     lo = hi = 0
     if len(placed):
         hi = int(table["max_size"].to_numpy()[placed].max())
@@ -82,7 +99,8 @@ def _placement_file(sites: Sites, problem: Problem, placement: Placement,
         generated_by=f"{command} ({stamp})",
         comments={"depth": "frames in the longest placed call stack",
                   "size-window": window_note},
-        program=traced_program(sites.path, str(sites.meta.get("trace", ""))))
+        program=traced_program(sites.path, str(sites.meta.get("trace", ""))),
+        statics=static_lines)
 
 
 def _curve(problem: Problem, strategies: ModuleType) -> Curve:
@@ -119,6 +137,9 @@ def render(args: argparse.Namespace, sites: Sites, machine: Machine, problem: Pr
         contents[outdir / "flexmalloc-definitions.txt"] = fm.definitions
         contents[outdir / "flexmalloc-locations.txt"] = fm.locations
         notes = [*notes, *fm.notes]
+        if pf.statics:
+            notes.append(f"{len(pf.statics)} static variable(s) placed in placement.txt are "
+                         "not in FlexMalloc's files: FlexMalloc places allocations only")
     uses = tier_use(sites, problem, placement)
     curve = _curve(problem, strategies)
     header = [("input", f"{sites.path} (trace {sites.meta.get('trace', '?')}, sampler "
@@ -133,7 +154,8 @@ def render(args: argparse.Namespace, sites: Sites, machine: Machine, problem: Pr
     contents[outdir / "capacity_curve.png"] = curve_png(curve, fast)
     files = Files(out, contents, format_placement(pf), notes=[*placement.notes, *notes])
     names = [out.name, *(p.name for p in contents)]
-    files.summary_lines = terminal_summary(uses, placement, curve, names, forecast or [])
+    files.summary_lines = terminal_summary(uses, placement, curve, names, forecast or [],
+                                           reach(sites, problem))
     return files
 
 

@@ -8,12 +8,17 @@
     depth 8                       # frames in the longest placed call stack
     size-window 1048576 67108864  # smallest and largest request of any placed site
     site hbm /path/app+0x1294 > /lib/x86_64-linux-gnu/libc.so.6+0x2724a   # app.c:55
+    static hbm 16777216 /path/app+0x5080   # key_count [static, app] (site 6)
 
 Lines are `KEYWORD FIELD...`, separated by single spaces; `#` after white space starts
 a comment, so are lines starting with `#`; blank lines are ignored. A site's chain is
 everything after the tier name up to the comment (or the end of the line): frames
 `module+0xHEX` joined by ` > `, innermost first. Sites not listed go to the fallback
 (last) tier. `program PATH` (optional) names the program the placement was made for.
+`static TIER SIZE FRAME` places a static variable: the object of SIZE bytes that
+starts at FRAME (`module+0xHEX`, the rest of the line up to a comment); libhmalloc
+binds or remaps its whole pages at start-up. A reader older than `static` lines
+refuses a file that has them (unknown keyword).
 
 One grammar: the interposer's C reader (interpose/hmi_placement.c) refuses exactly what
 this reader refuses, limits included (the constants below are hmi_placement.h's), so
@@ -60,8 +65,11 @@ _COMMENT = re.compile(rf"[{_WSC}]#")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")   # not in a comment
 _UNWRITABLE = re.compile(r"[\x00\n\r\x0b\x0c\x1c-\x1e]")      # not in any field
 BAD_CHAIN = "is not module+0xHEX frames joined by ' > '"
-# The longest chain a site line holds with any tier name (1-64 bytes) and no comment.
+BAD_STATIC = "expected 'static TIER SIZE module+0xHEX' (SIZE 1 or more, the object below 2^48)"
+# The longest chain a site line holds with any tier name (1-64 bytes) and no comment;
+# the longest frame a static line holds with any tier name and size (20 digits).
 CHAIN_MAX = LINE_MAX - len("site ") - 64 - 1
+STATIC_FRAME_MAX = LINE_MAX - len("static ") - 64 - 1 - 20 - 1
 
 
 class PlacementFormatError(ValueError):
@@ -82,6 +90,31 @@ class SiteLine:
     comment: str = ""               # short symbolized label, for people
 
 
+@dataclass(frozen=True)
+class StaticLine:
+    """A static variable: SIZE bytes from `module+0xOFF` (its symbol's start)."""
+
+    tier: str
+    frame: str                      # module+0xoffset
+    size: int                       # bytes, the symbol's size
+    comment: str = ""
+
+    @property
+    def raw(self) -> str:
+        """The object as sites.csv's callstack_raw writes it: `module+0xOFF [static SIZE]`."""
+        return f"{self.frame} [static {self.size}]"
+
+
+_STATIC_RAW = re.compile(r"(?P<frame>.+\+0x[0-9a-fA-F]+) \[static (?P<size>[0-9]+)\]")
+
+
+def static_line(tier: str, raw: str, comment: str = "") -> StaticLine | None:
+    """The static line placing sites.csv's callstack_raw `module+0xOFF [static SIZE]`,
+    None when raw is not of that form."""
+    m = _STATIC_RAW.fullmatch(raw.strip(_WS))
+    return StaticLine(tier, m["frame"], int(m["size"]), comment) if m else None
+
+
 @dataclass
 class PlacementFile:
     tiers: list[TierLine]
@@ -91,10 +124,22 @@ class PlacementFile:
     generated_by: str = ""
     comments: dict[str, str] = field(default_factory=dict)   # "depth"/"size-window"
     program: str = ""               # `program PATH`: the program it was made for, or ""
+    statics: list[StaticLine] = field(default_factory=list)
 
     @property
     def fallback(self) -> str:
         return self.tiers[-1].name
+
+    @property
+    def placed_tiers(self) -> set[str]:
+        """Names of the tiers that sites or statics are placed in."""
+        return {s.tier for s in self.sites} | {s.tier for s in self.statics}
+
+    @property
+    def modules(self) -> set[str]:
+        """Every module the sites' frames and the statics name."""
+        mods = {f.rpartition("+")[0] for s in self.sites for f in frames(s.chain)}
+        return mods | {s.frame.rpartition("+")[0] for s in self.statics}
 
     def tier_of(self, chain: str) -> str:
         """The tier a call-site chain goes to (the fallback when not listed)."""
@@ -156,6 +201,27 @@ def _program_problem(raw: str) -> str | None:
     return None
 
 
+def _static_problem(size: int | None, frame: str) -> str | None:
+    """Why the C reader refuses a static line's SIZE and stripped FRAME (bytes as
+    latin-1), or None."""
+    if "#" in frame or " > " in frame:
+        return BAD_STATIC
+    m = _FRAME.fullmatch(frame)
+    if not m or size is None or size == 0:
+        return BAD_STATIC
+    off = int(m.group(1), 16)
+    if off >= OFFSET_LIMIT or size > OFFSET_LIMIT - off:
+        return "static object does not end below 2^48 (offset + size)"
+    return None
+
+
+def static_ok(s: StaticLine) -> bool:
+    """Whether a static line can carry s (and the interposer reads it)."""
+    raw = _bytes(s.frame)
+    return (raw is not None and raw == raw.strip(_WS) and not _UNWRITABLE.search(raw)
+            and len(raw) <= STATIC_FRAME_MAX and _static_problem(s.size, raw) is None)
+
+
 def program_ok(path: str) -> bool:
     """Whether a `program PATH` line can carry path."""
     raw = _bytes(path)
@@ -201,6 +267,8 @@ def format_placement(pf: PlacementFile) -> str:
     out.append(_with_comment(f"size-window {lo} {hi}", pf.comments.get("size-window", "")))
     for s in pf.sites:
         out.append(_with_comment(f"site {s.tier} {s.chain}", s.comment))
+    for st in pf.statics:
+        out.append(_with_comment(f"static {st.tier} {st.size} {st.frame}", st.comment))
     for i, line in enumerate(out, 1):
         if len(line.encode("utf-8")) > LINE_MAX:
             raise PlacementFormatError(f"<placement>:{i}: line longer than {LINE_MAX} bytes")
@@ -291,6 +359,17 @@ def _check(pf: PlacementFile, where: str, writing: bool = True) -> None:
         if s.chain in seen:
             fail(f"site chain listed twice: {s.chain}")
         seen.add(s.chain)
+    objects: set[str] = set()
+    for st in pf.statics:
+        if st.tier not in names:
+            fail(f"static in undeclared tier {st.tier!r}")
+        if writing and not static_ok(st):
+            raw = _bytes(st.frame)
+            why = (raw is not None and _static_problem(st.size, raw.strip(_WS))) or BAD_STATIC
+            fail(f"static {st.frame[:200]!r} size {st.size}: {why}")
+        if st.frame in objects:
+            fail(f"static object listed twice: {st.frame}")
+        objects.add(st.frame)
 
 
 def read_placement(path: str | Path) -> PlacementFile:
@@ -343,6 +422,7 @@ def parse_placement_bytes(data: bytes, where: str = "<placement>") -> PlacementF
     lines = split_lines(data)
     pf = PlacementFile(tiers=[], depth=0, size_window=(-1, -1), sites=[])
     seen: dict[str, int] = {}
+    objects: dict[str, int] = {}
     for lineno, raw in enumerate(lines, 1):
         def fail(msg: str, lineno: int = lineno) -> None:
             raise PlacementFormatError(f"{where}:{lineno}: {msg}")
@@ -368,8 +448,8 @@ def parse_placement_bytes(data: bytes, where: str = "<placement>") -> PlacementF
         key, _, rest = line.partition(" ")
         fields = rest.split(" ")
         if key == "tier":
-            if pf.sites or pf.depth or pf.size_window[0] >= 0:
-                fail("tier lines must come before depth, size-window and site lines")
+            if pf.sites or pf.statics or pf.depth or pf.size_window[0] >= 0:
+                fail("tier lines must come before depth, size-window, site and static lines")
             if len(fields) != 3 or not (fields[2] == "unlimited" or _dec(fields[2])
                                         is not None):
                 fail("expected 'tier NAME BACKEND CAPACITY' (bytes up to 2^64-1, or "
@@ -404,6 +484,19 @@ def parse_placement_bytes(data: bytes, where: str = "<placement>") -> PlacementF
                 fail(f"site chain already listed at line {seen[chain]}")
             seen[chain] = lineno
             pf.sites.append(SiteLine(tier, _text(chain), comment))
+        elif key == "static":
+            tier, _, rest2 = rest.partition(" ")
+            size_text, _, frame = rest2.partition(" ")
+            frame = frame.strip(_WS)
+            if tier not in {t.name for t in pf.tiers}:
+                fail(f"static in undeclared tier {_text(tier)[:64]!r}")
+            problem = _static_problem(_dec(size_text), frame)
+            if problem:
+                fail(f"static {_text(frame)[:200]!r}: {problem}")
+            if frame in objects:
+                fail(f"static object already listed at line {objects[frame]}")
+            objects[frame] = lineno
+            pf.statics.append(StaticLine(tier, _text(frame), int(size_text), comment))
         elif key == "program":
             path = rest.strip(_WS)
             problem = _program_problem(path)

@@ -10,6 +10,12 @@ When a tier speeds up first touch (page faults) and the sites have fault data, e
 site row also gives its value (in the weight's unit: what the site saves in that
 tier, or for the fallback's rows in the fastest tier) and the part of it that comes
 from first touch; the header says how the placement's value splits.
+
+What the advisor can act on: the weight of the placeable sites, allocation sites and
+static variables, as a share of all sampled weight; the rest is named by address
+class (sites.csv's split: stack, unknown memory, no address) and unplaceable sites. A
+static's captured weight in a tier is scaled by the part of it in whole pages there
+(`Problem.fraction`).
 """
 
 from __future__ import annotations
@@ -58,16 +64,19 @@ def tier_use(sites: Sites, problem: Problem, placement: Placement) -> list[TierU
     table = sites.table
     total = problem.total_weight or 1.0
     access, first = problem.access_values(), problem.first_touch_values()
-    fb = len(problem.tiers) - 1
+    fb = last = len(problem.tiers) - 1
     for t, tier in enumerate(problem.tiers):
         idx = np.flatnonzero(placement.tier_of == t)
         sizes = problem.rounded_sizes(t)[idx]
         col = 0 if t == fb else t
+        weight = problem.weights[idx]
+        if problem.fraction is not None and t != last:
+            weight = weight * problem.fraction[idx, t]
         rows = pd.DataFrame({
             "site_id": problem.site_ids[idx],
             "label": table["label"].to_numpy()[idx],
-            "weight": problem.weights[idx],
-            "share": problem.weights[idx] / total,
+            "weight": weight,
+            "share": weight / total,
             "bytes": sizes,
             "value": access[idx, col] + first[idx, col],
             "ft": first[idx, col],
@@ -78,10 +87,45 @@ def tier_use(sites: Sites, problem: Problem, placement: Placement) -> list[TierU
             peak = charged_peaks(inside.assign(site_id=0), np.zeros(1, np.int64),
                                  tier.backend)[0] if len(inside) else 0
             unit = Problem.unit(tier)
-            at_once = min(int(sizes.sum()), -(-max(int(peak), 0) // unit) * unit)
+            # statics have no blocks: live all run, their whole size at every moment
+            fixed = int(sizes[problem.statics[idx]].sum()) if problem.statics is not None else 0
+            at_once = min(int(sizes.sum()), -(-max(int(peak), 0) // unit) * unit + fixed)
         out.append(TierUse(tier, rows.reset_index(drop=True), int(sizes.sum()),
-                           float(problem.weights[idx].sum() / total), at_once))
+                           float(weight.sum() / total), at_once))
     return out
+
+
+@dataclass
+class Reach:
+    """What the advisor can act on: shares of the trace's sampled weight."""
+
+    heap: float                   # placeable allocation sites
+    static: float                 # placeable static variables
+    nheap: int
+    nstatic: int
+    unplaceable: float            # rows of sites.csv the interposer cannot name
+    split: str                    # the version line's split, "" when it has none
+
+    @property
+    def total(self) -> float:
+        return self.heap + self.static
+
+
+def reach(sites: Sites, problem: Problem) -> Reach:
+    total = problem.total_weight
+    static = (sites.table["kind"] == "static").to_numpy()
+    w = problem.weights
+    un = float(sites.unplaceable["weight"].sum())
+    return Reach(float(w[~static].sum()) / total if total > 0 else 0.0,
+                 float(w[static].sum()) / total if total > 0 else 0.0,
+                 int((~static).sum()), int(static.sum()),
+                 un / total if total > 0 else 0.0,
+                 sites.split.describe() if sites.split is not None else "")
+
+
+def reach_text(r: Reach) -> str:
+    return (f"{_pct(r.total)} of the sampled weight: {_pct(r.heap)} in {r.nheap} "
+            f"allocation site(s), {_pct(r.static)} in {r.nstatic} static variable(s)")
 
 
 def _pct(x: float) -> str:
@@ -126,8 +170,8 @@ def report_text(sites: Sites, problem: Problem, placement: Placement, uses: list
     out.append(f"{'strategy:':<16}{placement.strategy}, solver {placement.solver or '?'}, "
                f"value {placement.value:.6g} of at most {placement.bound:.6g} "
                f"(proven gap {_pct(placement.gap)})")
-    placeable = float(problem.weights.sum()) / total if total > 0 else 0.0
-    out.append(f"{'weight:':<16}{total:.6g} sampled in the trace; {_pct(placeable)} of it "
+    r = reach(sites, problem)
+    out.append(f"{'weight:':<16}{total:.6g} sampled in the trace; {_pct(r.total)} of it "
                f"in {problem.n} placeable site(s), {_pct(curve.capturable)} capturable "
                "(in sites that gain from a faster tier)")
     out += [f"{k + ':':<16}{v}" for k, _, v in (x.partition(": ") for x in forecast)]
@@ -143,6 +187,10 @@ def report_text(sites: Sites, problem: Problem, placement: Placement, uses: list
                    f"placeable sites; of the placement's value {placement.value:.6g}, "
                    f"{share} comes from page faults avoided (first touch), the rest "
                    "from sampled access stalls")
+    out.append(f"{'acts on:':<16}{reach_text(r)}; {_pct(r.unplaceable)} in sites it cannot "
+               "name")
+    if r.split:
+        out.append(f"{'by address:':<16}{r.split} (of the sampled weight)")
     for i, u in enumerate(uses):
         fb = i == len(uses) - 1
         live = u.rows[u.rows["weight"] > 0]
@@ -172,8 +220,8 @@ def report_text(sites: Sites, problem: Problem, placement: Placement, uses: list
         out.append(f"    {r.site_id:>6}  {_pct(r.weight / total if total else 0):>7}  "
                    f"{human(r.peak_live_bytes):>10}  {r.label}")
     inside = float(problem.weights.sum() + un["weight"].sum())
-    out.append(f"\nweight outside any site (stack, statics, untraced memory): "
-               f"{_pct(1 - inside / total) if total else 'n/a'}")
+    out.append(f"\nweight outside every site and static variable (stack, untraced memory, "
+               f"no address): {_pct(1 - inside / total) if total else 'n/a'}")
     out += ["", "capacity curve (capacity_curve.csv, capacity_curve.png): best share of "
             "the capturable weight per fast-tier capacity",
             f"  90% of the capturable weight needs {human(curve.cap90)} of fast memory; "
@@ -192,8 +240,8 @@ def report_text(sites: Sites, problem: Problem, placement: Placement, uses: list
 
 
 def terminal_summary(uses: list[TierUse], placement: Placement, curve: Curve,
-                     written: list[str], forecast: list[str]) -> str:
-    out = list(forecast)
+                     written: list[str], forecast: list[str], r: Reach | None = None) -> str:
+    out = list(forecast) + ([f"acts on {reach_text(r)}"] if r is not None else [])
     for i, u in enumerate(uses):
         if i == len(uses) - 1:
             out.append(f"tier {u.tier.name} (fallback): {len(u.rows)} site(s), "

@@ -23,6 +23,7 @@ from workflows import paths
 if TYPE_CHECKING:                 # the analyze modules load only when analyze runs
     from analyze.scan_io import Scan
     from analyze.sites import SiteTable
+    from analyze.sites_io import Split
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -93,7 +94,7 @@ def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> in
     from analyze.labels import load_labels, pcf_path_for
     from analyze.report import top_table
     from analyze.scan_io import ScanOutputError, read_scan
-    from analyze.sites import site_table
+    from analyze.sites import site_table, weight_split
     from analyze.traceid import trace_id
     from analyze.writer import install_allocs, write_sites
 
@@ -117,10 +118,11 @@ def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> in
     for warning in labels.warnings:
         _say(f"warning: {warning}")
     sites = site_table(scan, labels, per_rank=args.per_rank)
+    split = weight_split(scan, labels)
     sampler = scan.sampler + ("+lookahead" if args.lookahead and scan.lookahead_samples else "")
     sites_csv, allocs_csv = out / "sites.csv", out / "allocs.csv"
     try:
-        write_sites(sites_csv, sites, str(trace), sampler, labels.form, tid)
+        write_sites(sites_csv, sites, str(trace), sampler, labels.form, tid, split)
         install_allocs(work / "allocs.csv", allocs_csv, tid)
     except OSError as e:
         return _fail(f"cannot write to {out}: {e.strerror or e}", 1)
@@ -129,30 +131,38 @@ def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> in
         _say(f"no allocations in {trace}: wrote {sites_csv} and {allocs_csv} with their "
              "header only")
         return 0
-    _print_summary(scan, sites, labels.form, sampler, out, elapsed, args.lookahead)
+    _print_summary(scan, sites, split, labels.form, sampler, out, elapsed, args.lookahead)
     if args.top:
         print(top_table(sites, args.top))
     return 0
 
 
-def _print_summary(scan: Scan, sites: SiteTable, form: str, sampler: str, out: Path,
-                   elapsed: float, lookahead: bool) -> None:
+def _print_summary(scan: Scan, sites: SiteTable, split: Split | None, form: str,
+                   sampler: str, out: Path, elapsed: float, lookahead: bool) -> None:
     from analyze.sites import unplaced_weight
+    from analyze.sites_io import KIND_COLUMN, KIND_STATIC
 
-    nsites = len(set(sites.column("site_id")))
+    kinds = dict(zip(sites.column("site_id"), sites.column(KIND_COLUMN), strict=True))
+    nstatic = sum(1 for k in kinds.values() if k == KIND_STATIC)
     ntasks = len({r["task"] for r in scan.sites if r["n_allocs"] > 0})
     nsamples = sum(r["samples"] for r in scan.sites)
-    _say(f"{scan.alloc_rows} allocations at {nsites} sites in {ntasks} process(es); "
-         f"labels {form}; sampler {sampler}; {nsamples} samples")
+    _say(f"{scan.alloc_rows} allocations at {len(kinds) - nstatic} sites in {ntasks} "
+         f"process(es), {nstatic} static variable(s) sampled; labels {form}; sampler "
+         f"{sampler}; {nsamples} samples")
     if scan.lookahead_samples and not lookahead:
         _say(f"{scan.lookahead_samples} samples have an address from the look ahead (the "
              "next access after an instruction without one), counted without it; "
              "--lookahead attributes them")
     total = scan.total_weight
-    if total > 0:
+    if total > 0 and split is not None:
+        _say(f"sampled weight by address: {split.describe()}")
         outside = 100.0 * unplaced_weight(scan, sites) / total
-        _say(f"{outside:.1f}% of the sampled weight is outside allocation sites "
-             "(stack, static variables, untraced memory, no address)")
+        _say(f"{100 - outside:.1f}% of it is in the rows of sites.csv (allocation sites "
+             "and static variables)")
+    elif total > 0:
+        outside = 100.0 * unplaced_weight(scan, sites) / total
+        _say(f"{outside:.1f}% of the sampled weight is outside allocation sites and "
+             "static variables (stack, untraced memory, no address)")
     else:
         _say("no sampled weight in the trace: the advisor can only rank by size and lifetime")
     faults = scan.faults

@@ -21,6 +21,15 @@ raw chain itself (an untranslated trace has nothing better).
 `SiteLabels.chain` gives a site's frames with their functions and modules (41000011,
 and 41000012: how many 32000009 frames each raw frame gave), which
 `analyze.shortlabels.short_labels` turns into the short labels of sites.csv.
+
+Static variables have object ids of their own (32000007 only, never allocated).
+hmtune labels them `symbol [static, module]` in the readable table and
+`module+0xOFF [static SIZE]` in 41000010 (`[static]` when the symbol has no ELF size;
+`module+0xOFF (static symbol)` in traces of an older hmtune, without a size):
+`SiteLabels.statics` has them, and their `callstack_raw` is the 41000010 form with a
+size, which placement.txt's `static` lines carry (docs/formats.md §4, §5). Extrae
+labels a static by its symbol name alone: `looks_static` tells such labels from call
+stacks; analyze takes them as statics only for objects that allocated nothing.
 """
 
 from __future__ import annotations
@@ -51,6 +60,66 @@ _RAW = re.compile(r"^(?P<mod>.+)\+0x(?P<off>[0-9a-fA-F]+)$")
 _BANG = re.compile(r"^(?P<mod>[^!]+)!(?:0x)?(?P<off>[0-9a-fA-F]+)$")
 _FILELINE = re.compile(r"^.+:\d+$")
 _UNKNOWN = {"", "??", "??:0", "??:?", "Unresolved:0", "_NOT_Found:0"}
+# Static objects (fin_objects.c): the 41000010 form, the older one, the readable one.
+_STATIC_RAW = re.compile(r"^(?P<mod>.+)\+0x(?P<off>[0-9a-fA-F]+) \[static(?: (?P<size>\d+))?\]$")
+_STATIC_OLD = re.compile(r"^(?P<mod>.+)\+0x(?P<off>[0-9a-fA-F]+) \(static (?P<sym>.*)\)$")
+_STATIC_TEXT = re.compile(r"^(?P<sym>.+) \[static, (?P<mod>[^\]]*)\]$")
+# Extrae's label of a static: its symbol name (shortened ones read `short [full]`).
+_SYMBOL = re.compile(r"^[A-Za-z_.$][\w.$@:<>, ~*&()\[\]-]*$")
+
+
+@dataclass(frozen=True)
+class StaticObject:
+    """A static variable of the trace: its symbol, and where it is and how big, as far
+    as the trace says (module "" and offset -1 when unknown, size 0 when unknown)."""
+
+    symbol: str
+    module: str = ""
+    offset: int = -1
+    size: int = 0
+
+    @property
+    def raw(self) -> str:
+        """`module+0xOFF [static SIZE]`, what placement.txt's static lines carry; ""
+        when the trace does not say where the object is or how big."""
+        if not self.module or self.offset < 0 or self.size <= 0:
+            return ""
+        return static_raw(self.module, self.offset, self.size)
+
+
+def static_raw(module: str, offset: int, size: int) -> str:
+    return f"{module}+0x{offset:x} [static {size}]"
+
+
+def parse_static_raw(text: str) -> tuple[str, int, int] | None:
+    """(module, offset, size) of a `module+0xOFF [static SIZE]` text, else None."""
+    m = _STATIC_RAW.match(text.strip())
+    if not m or m["size"] is None:
+        return None
+    return m["mod"], int(m["off"], 16), int(m["size"])
+
+
+def looks_static(label: str) -> bool:
+    """Whether an object label of a trace without hmtune's tables reads like a static
+    variable's (Extrae: the symbol name alone), not like a call stack."""
+    text = label.strip()
+    if text in _UNKNOWN or text in ("Unresolved", "_NOT_Found") or SEP in text or \
+            frame_form(text) is not None:
+        return False
+    return _SYMBOL.match(text) is not None
+
+
+def _static_of(label: str, raw_label: str, func: str) -> StaticObject | None:
+    """The static variable an hmtune trace labels with these texts, else None."""
+    text = _STATIC_TEXT.match(label.strip())
+    sym = text["sym"] if text else func.strip()
+    m = _STATIC_RAW.match(raw_label.strip())
+    if m:
+        return StaticObject(sym, m["mod"], int(m["off"], 16), int(m["size"] or 0))
+    m = _STATIC_OLD.match(raw_label.strip())
+    if m:
+        return StaticObject(sym or m["sym"], m["mod"], int(m["off"], 16), 0)
+    return StaticObject(sym) if text else None
 
 
 @dataclass
@@ -60,6 +129,7 @@ class SiteLabels:
     callstack_raw: dict[int, str] = field(default_factory=dict)
     functions: dict[int, str] = field(default_factory=dict)
     levels: dict[int, str] = field(default_factory=dict)
+    statics: dict[int, StaticObject] = field(default_factory=dict)   # hmtune's statics
     warnings: list[str] = field(default_factory=list)
     # The .pcf is there but is not one that labels sites: it cannot be read or parsed
     # ("unreadable"), or it has no allocation-site table ("no-table"); None otherwise.
@@ -169,6 +239,12 @@ def labels_from_pcf(pcf: Pcf) -> SiteLabels:
     for sid in _site_ids(site, raw_table):
         label = site.get(sid, "")
         raw_label = raw_table.get(sid) if has_raw_table else label
+        static = _static_of(label, raw_label or "", funcs.get(sid, "")) if sid > 2 else None
+        if static is not None:
+            out.statics[sid] = static
+            out.callstack_raw[sid] = static.raw
+            out.callstack[sid] = label or static.symbol
+            continue
         out.callstack_raw[sid] = to_raw_chain(raw_label or "")
         if has_raw_table and label:      # hmtune: the readable table, whatever its form
             text = _fill_unknown(label, funcs.get(sid, ""), out.callstack_raw[sid])

@@ -10,11 +10,15 @@ directory:
   lifetime columns have the meanings of sites.csv (DESIGN.md §4) for that one process,
   and are 0 when the site allocated nothing there; site 0 collects the samples (and
   sampled page faults) that no allocation site owns (stack, statics without an id,
-  unknown memory, no address).
+  unknown memory, no address); a static variable is a site of its own that allocated
+  nothing.
 - `allocs.csv`: the per-allocation table in its final form (DESIGN.md §4; written by
   the scanner because it grows with the trace). `hmtune analyze` moves it into place.
 - `scan.json`: counters of the whole trace (records, tasks, end_time_ns,
-  total_weight, sampler, alloc_rows, ...).
+  total_weight, sampler, alloc_rows, ...); `classes` and `class_weight` the samples and
+  their weight by address class ("1".."5", the values of 41000023: the trace's own,
+  or for a sample without one derived from its attribution: 1 in an object, 4 an
+  address in none, 5 no address), `class_events` how many samples carried 41000023.
 
 Python reads only the first two lines of allocs.csv, so its memory does not depend
 on the trace's length. The tables are small (sites x processes), so they are read

@@ -3,16 +3,22 @@
 Both files start with a comment line naming the file kind and its version, then
 `key=value` fields (values percent-encoded, so they hold no spaces):
 
-    # hmtune sites v1 trace=hmtune-out/app/trace.prv sampler=soft label_form=module+0xoffset
+    # hmtune sites v2 trace=hmtune-out/app/trace.prv sampler=soft label_form=module+0xoffset
+      samples_heap=108 ... weight_no_address=36000000   (one line)
     # hmtune allocs v1 trace=hmtune-out/app/trace.prv
 
 then a CSV header row and the rows. Readers refuse a version newer than theirs, so an
-old advisor never misreads a newer analyzer's columns.
+old advisor never misreads a newer analyzer's columns. sites.csv v2 added the static
+variables as rows (`kind` column `static`; their `callstack_raw` is not a call stack,
+which an advisor of v1 would misread) and the split of the sampled weight by address
+class in the version line (`samples_CLASS`, `weight_CLASS`); v1 files, which have
+neither, are still read (every row a heap site, no split).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote, unquote
@@ -20,7 +26,7 @@ from urllib.parse import quote, unquote
 if TYPE_CHECKING:        # the readers load pandas; the writers (hmtune analyze) do not
     import pandas as pd
 
-SITES_VERSION = 1
+SITES_VERSION = 2
 ALLOCS_VERSION = 1
 
 SITES_COLUMNS = ["site_id", "callstack", "callstack_raw", "n_allocs", "max_size",
@@ -32,7 +38,61 @@ LABEL_COLUMN = "label"
 # What first-touch cost needs (docs/formats.md §4), written last; readers do not
 # require them (older files lack them: no page-fault data).
 FIRST_TOUCH_COLUMNS = ["fault_samples", "faults", "bytes_touched", "allocs_per_s"]
-SITES_WRITTEN = [*SITES_COLUMNS, LABEL_COLUMN, *FIRST_TOUCH_COLUMNS]
+
+# `heap` (an allocation site) or `static` (a static variable); readers take a file
+# without it (v1) as all heap.
+KIND_COLUMN = "kind"
+KIND_HEAP, KIND_STATIC = "heap", "static"
+SITES_WRITTEN = [*SITES_COLUMNS, LABEL_COLUMN, KIND_COLUMN, *FIRST_TOUCH_COLUMNS]
+
+# Address classes of the sampled weight (event 41000023, docs/formats.md §3), in the
+# order the split is shown, with the words that show them.
+CLASSES = ("heap", "static", "stack", "unknown", "no_address")
+CLASS_WORDS = {"heap": "heap objects", "static": "statics", "stack": "stack",
+               "unknown": "unknown memory", "no_address": "no address"}
+
+
+@dataclass
+class Split:
+    """The sampled accesses and their weight by address class (CLASSES)."""
+
+    samples: dict[str, int]
+    weight: dict[str, float]
+
+    @property
+    def total(self) -> float:
+        return float(sum(self.weight.values()))
+
+    def share(self, cls: str) -> float:
+        total = self.total
+        return self.weight[cls] / total if total > 0 else 0.0
+
+    def fields(self) -> dict[str, object]:
+        """The version line's fields: samples_CLASS, then weight_CLASS."""
+        out: dict[str, object] = {f"samples_{c}": self.samples[c] for c in CLASSES}
+        out.update({f"weight_{c}": _number_text(self.weight[c]) for c in CLASSES})
+        return out
+
+    def describe(self) -> str:
+        """`heap objects 43.2%, statics 55.1%, ...` (shares of the sampled weight)."""
+        return ", ".join(f"{CLASS_WORDS[c]} {100 * self.share(c):.1f}%" for c in CLASSES)
+
+
+def _number_text(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else repr(float(v))
+
+
+def split_from_meta(meta: dict[str, str]) -> Split | None:
+    """The split a sites.csv version line records; None when it has none (v1, or a
+    field missing or not a number >= 0)."""
+    try:
+        samples = {c: int(meta[f"samples_{c}"]) for c in CLASSES}
+        weight = {c: float(meta[f"weight_{c}"]) for c in CLASSES}
+    except (KeyError, ValueError):
+        return None
+    if min(samples.values()) < 0 or not all(0 <= w < float("inf") for w in weight.values()):
+        return None
+    return Split(samples, weight)
 ALLOCS_COLUMNS = ["site_id", "rank", "thread", "ptr", "size", "t_alloc", "t_free"]
 
 _VERSION_LINE = re.compile(r"^# hmtune (?P<kind>\w+) v(?P<version>\d+)(?P<rest>.*)$")
@@ -96,10 +156,18 @@ def read_sites(path: str | Path) -> pd.DataFrame:
     """Read a sites.csv; the version line's fields are in `df.attrs["meta"]`.
 
     Raises SitesFormatError for a file that is not a sites.csv, a newer version, or
-    missing columns. A `rank` column is present when the file was written per rank.
+    missing columns. A `rank` column is present when the file was written per rank;
+    `kind` is always there (`heap` for every row of a file without it).
     """
-    return _read(path, "sites", SITES_VERSION, SITES_COLUMNS,
-                 {"callstack": str, "callstack_raw": str, LABEL_COLUMN: str})
+    df = _read(path, "sites", SITES_VERSION, SITES_COLUMNS,
+               {"callstack": str, "callstack_raw": str, LABEL_COLUMN: str, KIND_COLUMN: str})
+    if KIND_COLUMN not in df.columns:
+        df[KIND_COLUMN] = KIND_HEAP
+    bad = ~df[KIND_COLUMN].isin([KIND_HEAP, KIND_STATIC])
+    if bad.any():
+        raise SitesFormatError(f"{path}: kind {df[KIND_COLUMN][bad].iloc[0]!r} is neither "
+                               f"{KIND_HEAP!r} nor {KIND_STATIC!r}")
+    return df
 
 
 def read_allocs(path: str | Path) -> pd.DataFrame:

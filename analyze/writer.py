@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from analyze.sites import SiteTable
-from analyze.sites_io import SITES_VERSION, version_line
+from analyze.sites_io import SITES_VERSION, Split, version_line
 from analyze.traceid import FIELD
 from workflows.fileio import write_atomic
 
@@ -39,12 +39,14 @@ def _write(path: Path, first_line: str, table: SiteTable) -> None:
 
 
 def write_sites(path: str | Path, sites: SiteTable, trace: str, sampler: str,
-                label_form: str, trace_id: str | None = None) -> None:
-    """`# hmtune sites v1 trace=... trace-id=... sampler=... label_form=...`, header,
-    rows."""
+                label_form: str, trace_id: str | None = None,
+                split: Split | None = None) -> None:
+    """`# hmtune sites v2 trace=... trace-id=... sampler=... label_form=...
+    samples_CLASS=... weight_CLASS=...` (the split when given), header, rows."""
     ids = {FIELD: trace_id} if trace_id else {}
     line = version_line("sites", SITES_VERSION, trace=trace, **ids,
-                        sampler=_one_word(sampler), label_form=label_form)
+                        sampler=_one_word(sampler), label_form=label_form,
+                        **(split.fields() if split is not None else {}))
     _write(Path(path), line, sites)
 
 

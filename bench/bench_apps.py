@@ -230,9 +230,10 @@ def analyze(app: App, stage: Path) -> dict:
     if r.returncode != 0:
         sys.exit(f"{NAME}: {app.name}: hmtune analyze failed: {r.stderr.strip()[-300:]}")
     with open(stage / "sites.csv", newline="") as f:
-        ids = {row["site_id"] for row in csv.DictReader(
-            line for line in f if not line.startswith("#"))}
-    # the footprint compare takes its fractions of (one process's)
+        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    # allocation sites, as before sites.csv v2 listed static variables too
+    ids = {r["site_id"] for r in rows if r.get("kind", "heap") == "heap"}
+    # the footprint compare takes its fractions of (one process's), statics included
     return {"sites": len(ids), "footprint": sitegroups.footprint(stage / "sites.csv")}
 
 

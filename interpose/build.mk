@@ -13,6 +13,9 @@ HMI_CORE_SRC += $(ROOT)/interpose/hmi_backend.c $(ROOT)/interpose/hmi_backend_me
                 $(ROOT)/interpose/hmi_arena.c
 HMI_CORE_HDR += $(ROOT)/interpose/hmi_backend.h $(ROOT)/interpose/hmi_backend_int.h \
                 $(ROOT)/interpose/hmi_arena.h
+# Static variables of placement.txt's static lines, bound or remapped at start-up.
+HMI_CORE_SRC += $(ROOT)/interpose/hmi_static.c
+HMI_CORE_HDR += $(ROOT)/interpose/hmi_static.h
 
 $(HMI_DIR)/%.o: $(ROOT)/interpose/%.c $(HMI_CORE_HDR) $(COMMON_HDR)
 	@mkdir -p $(@D)

@@ -455,6 +455,34 @@ void hmi_backend_stats(uint32_t index, struct hmi_backend_stats *out)
     count_sum(index, out);
 }
 
+int hmi_backend_policy(uint32_t index, struct hmi_backend_policy *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!hmi_backend_available(index))
+        return -1;
+    const struct hmi_bk *b = &hmi_bks[index];
+    out->kind = b->kind;
+    out->map_huge = b->map_huge;
+    out->thp = b->thp;
+    out->mpol = b->mpol;
+    out->nodes = b->nodes;
+    out->maxnode = (unsigned long)HMI_MAX_NODES + 1;
+    return 0;
+}
+
+int hmi_backend_charge(uint32_t index, uint64_t n)
+{
+    if (!hmi_backend_available(index))
+        return -1;
+    return hmi_charge(&hmi_bks[index], n);
+}
+
+void hmi_backend_uncharge(uint32_t index, uint64_t n)
+{
+    if (index < HMI_MAX_TIERS)
+        hmi_uncharge(&hmi_bks[index], n);
+}
+
 /* ---- the mmap backends ---- */
 
 /* Map a block of len bytes (len a multiple of 4 KiB; of 2 MiB for hugetlb) whose

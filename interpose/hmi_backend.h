@@ -122,6 +122,23 @@ int hmi_backend_resize_in_place(int owner, void *p, size_t newsize) HM_HIDDEN;
 
 void hmi_backend_stats(uint32_t index, struct hmi_backend_stats *out) HM_HIDDEN;
 
+/* How tier index maps its memory, for ranges it did not map itself (static variables,
+ * hmi_static.c): hugepages (MAP_HUGETLB, 2 MiB), THP, and the mbind mode (0: none)
+ * with its node mask (maxnode bits, as mbind(2) takes them). -1 when the tier is not
+ * open and usable. */
+struct hmi_backend_policy {
+    enum hmi_backend_kind kind;
+    int map_huge, thp, mpol;
+    const unsigned long *nodes;
+    unsigned long maxnode;
+};
+int hmi_backend_policy(uint32_t index, struct hmi_backend_policy *out) HM_HIDDEN;
+
+/* Charge n bytes of tier index's capacity for such a range (0, or -1 when they do not
+ * fit: nothing charged), and give them back. */
+int hmi_backend_charge(uint32_t index, uint64_t n) HM_HIDDEN;
+void hmi_backend_uncharge(uint32_t index, uint64_t n) HM_HIDDEN;
+
 /* Fork (pthread_atfork, from the interposer): take the locks of the small-object
  * arenas before fork, release them after it in the parent and in the child. */
 void hmi_backend_atfork_prepare(void) HM_HIDDEN;

@@ -19,6 +19,7 @@
 #define NOT_FOUND UINT32_MAX
 #define BAD_TIER  "expected 'tier NAME BACKEND CAPACITY' (bytes or 'unlimited')"
 #define BAD_CHAIN "site chain is not module+0xHEX frames joined by ' > '"
+#define BAD_STATIC "expected 'static TIER SIZE module+0xHEX' (SIZE 1 or more)"
 
 /* Open-addressing set of byte strings; slot holds key index + 1, 0 when empty. */
 struct strset {
@@ -38,7 +39,7 @@ struct parser {
     struct hmi_placement *out;
     char *arena;
     size_t used, sused;                   /* struct cursor, string cursor */
-    struct strset tiers, chains, modules;
+    struct strset tiers, chains, modules, objects;
     struct hmi_frame *frames;
     uint32_t nframes;
     int have_depth, have_window, have_program;
@@ -220,8 +221,9 @@ static int do_tier(struct parser *ps, struct span rest)
     uint64_t cap = 0;
     size_t where;
     int unl, r;
-    if (o->nsites || ps->have_depth || ps->have_window)
-        return fail(ps, "tier lines must come before depth, size-window and site lines", NONE);
+    if (o->nsites || o->nstatics || ps->have_depth || ps->have_window)
+        return fail(ps, "tier lines must come before depth, size-window, site and static lines",
+                    NONE);
     if (split_sp(rest, f, 3) != 3)
         return fail(ps, BAD_TIER, NONE);
     if (o->ntiers >= HMI_MAX_TIER_LINES)     /* the backends have that many slots */
@@ -322,6 +324,47 @@ static int do_site(struct parser *ps, struct span rest)
     return 0;
 }
 
+/* `static TIER SIZE FRAME`: FRAME (one module+0xHEX frame, the rest of the line up to
+ * a comment, stripped) at most once, SIZE >= 1 and the object below 2^48. */
+static int do_static(struct parser *ps, struct span rest)
+{
+    struct hmi_placement *o = ps->out;
+    const char *sp = memchr(rest.p, ' ', rest.n);
+    struct span tier = { rest.p, sp ? (size_t)(sp - rest.p) : rest.n };
+    struct span after = sp ? (struct span){ sp + 1, rest.n - tier.n - 1 } : NONE;
+    const char *sp2 = after.n ? memchr(after.p, ' ', after.n) : NULL;
+    struct span size = { after.p, sp2 ? (size_t)(sp2 - after.p) : after.n };
+    struct span frame = strip(sp2 ? (struct span){ sp2 + 1, after.n - size.n - 1 } : NONE);
+    struct span mod;
+    uint64_t sz = 0, off = 0;
+    size_t where;
+    uint32_t ti = set_find(&ps->tiers, tier, hm_fnv1a(tier.p, tier.n, FNV_SEED), &where);
+    if (ti == NOT_FOUND)
+        return fail(ps, "static in undeclared tier", tier);
+    if (hmi_dec(size, &sz) != 0 || sz == 0 || !frame.n || memchr(frame.p, '#', frame.n) ||
+        memmem(frame.p, frame.n, " > ", 3))
+        return fail(ps, BAD_STATIC, frame.n ? frame : size);
+    int r = hmi_frame_parse(frame, &mod, &off);
+    if (r == -1)
+        return fail(ps, BAD_STATIC, frame);
+    if (r == -2 || sz > (1ull << HM_FRAME_MODSHIFT) - off)
+        return fail(ps, "static object does not end below 2^48 (offset + size)", frame);
+    uint64_t h = hm_fnv1a(frame.p, frame.n, FNV_SEED);
+    uint32_t dup = set_find(&ps->objects, frame, h, &where);
+    if (dup != NOT_FOUND)
+        return fail_at(ps, ps->lineno, "static object already listed at line", NONE, 1,
+                       o->statics[dup].line);
+    set_add(&ps->objects, where, frame, h);
+    struct hmi_static *s = &o->statics[o->nstatics++];
+    s->tier = ti;
+    s->line = ps->lineno;
+    s->module = copy_str(ps, mod);
+    s->module_len = (uint32_t)mod.n;
+    s->offset = off;
+    s->size = sz;
+    return 0;
+}
+
 /* `program PATH`: the program the placement was made for (an absolute path, as
  * /proc/self/exe names it), at most once. PATH is the rest of the line up to a
  * comment, stripped; no '#' in it (as in a chain). */
@@ -358,6 +401,8 @@ static int do_line(struct parser *ps, struct span raw)
         return do_tier(ps, rest);
     if (span_is(key, "site"))
         return do_site(ps, rest);
+    if (span_is(key, "static"))
+        return do_static(ps, rest);
     if (span_is(key, "program"))
         return do_program(ps, rest);
     if (span_is(key, "depth")) {
@@ -407,16 +452,19 @@ static int check_version(struct parser *ps, struct span l)
     return 0;
 }
 
-/* Upper bounds for the arena: lines starting "tier", lines starting "site", and the
- * '+' in the latter (every frame holds one). */
-static void prescan(const char *t, size_t len, size_t *nt, size_t *ns, size_t *np)
+/* Upper bounds for the arena: lines starting "tier", lines starting "site", the '+'
+ * in the latter (every frame holds one), and lines starting "static". */
+static void prescan(const char *t, size_t len, size_t *nt, size_t *ns, size_t *np,
+                    size_t *nst)
 {
     size_t pos = 0;
     struct span l;
-    *nt = *ns = *np = 0;
+    *nt = *ns = *np = *nst = 0;
     while (next_line(t, len, &pos, &l)) {
         if (l.n >= 4 && memcmp(l.p, "tier", 4) == 0) {
             (*nt)++;
+        } else if (l.n >= 6 && memcmp(l.p, "static", 6) == 0) {
+            (*nst)++;
         } else if (l.n >= 4 && memcmp(l.p, "site", 4) == 0) {
             (*ns)++;
             for (const char *p = l.p; (p = memchr(p, '+', l.n - (size_t)(p - l.p))); p++)
@@ -428,17 +476,18 @@ static void prescan(const char *t, size_t len, size_t *nt, size_t *ns, size_t *n
 static int parse(struct parser *ps)
 {
     struct hmi_placement *o = ps->out;
-    size_t nt, ns, np, sl, first = 1;
+    size_t nt, ns, np, nst, sl, first = 1;
     struct span l;
     if (ps->len > HMI_INPUT_MAX)
         return fail_at(ps, 0, "input of 4 GiB - 1 bytes or more", NONE, 0, 0);
-    prescan(ps->text, ps->len, &nt, &ns, &np);
+    prescan(ps->text, ps->len, &nt, &ns, &np, &nst);
     size_t structs = nt * sizeof(struct hmi_tier) + ns * sizeof(struct hmi_site) +
                      np * (sizeof(struct hmi_frame) + sizeof(struct hmi_module)) +
-                     set_bytes(nt, &sl) + set_bytes(ns, &sl) + set_bytes(np, &sl) + 64;
+                     nst * sizeof(struct hmi_static) + set_bytes(nt, &sl) +
+                     set_bytes(ns, &sl) + set_bytes(np, &sl) + set_bytes(nst, &sl) + 64;
     /* strings: each a part of the input, with its NUL: 2 per tier, 1 per module, 1
-     * for the program path, within the 16 spare */
-    size_t total = structs + ps->len + 2 * nt + np + 16;
+     * per static's module, 1 for the program path, within the 16 spare */
+    size_t total = structs + ps->len + 2 * nt + np + nst + 16;
     total = (total + 4095) & ~(size_t)4095;
     void *a = mmap(NULL, total, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -452,9 +501,11 @@ static int parse(struct parser *ps)
     o->sites = carve(ps, ns * sizeof(struct hmi_site));
     ps->frames = carve(ps, np * sizeof(struct hmi_frame));
     o->modules = carve(ps, np * sizeof(struct hmi_module));
+    o->statics = carve(ps, nst * sizeof(struct hmi_static));
     set_init(ps, &ps->tiers, nt);
     set_init(ps, &ps->chains, ns);
     set_init(ps, &ps->modules, np);
+    set_init(ps, &ps->objects, nst);
 
     ps->pos = 0;
     for (;;) {

@@ -53,6 +53,18 @@ struct hmi_site {
     uint32_t line;
 };
 
+/* `static TIER SIZE MODULE+0xOFF`: a static variable of SIZE bytes at OFF from the
+ * module's load base (offset + size <= 2^48). Its module is kept apart from the
+ * sites' (hmi_placement.modules): a static whose module is not loaded is skipped on
+ * its own (hmi_static.c), it does not make the placement another program's. */
+struct hmi_static {
+    uint32_t tier;          /* index into hmi_placement.tiers */
+    uint32_t line;
+    const char *module;     /* NUL-terminated copy of the module path */
+    uint32_t module_len;
+    uint64_t offset, size;
+};
+
 struct hmi_placement {
     const char *program;              /* `program PATH`: the program it was made for, or NULL */
     struct hmi_tier *tiers;
@@ -61,6 +73,8 @@ struct hmi_placement {
     uint64_t size_min, size_max;      /* size-window MIN MAX */
     struct hmi_site *sites;
     uint32_t nsites;
+    struct hmi_static *statics;
+    uint32_t nstatics;
     struct hmi_module *modules;
     uint32_t nmodules;
     void *arena;                      /* everything above lives here */

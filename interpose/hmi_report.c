@@ -4,6 +4,7 @@
 #include "hmi_report.h"
 #include "hmi_backend.h"
 #include "hmi_placement.h"
+#include "hmi_static.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -338,7 +339,111 @@ static uint64_t tier_bytes(const struct hmi_placement *pl, uint32_t t)
 
 #define SUMMARY_SITES 20u
 
-static void write_summary(int fd, const struct hmi_placement *pl, const char *path, int rank)
+/* ---- static variables (hmi_static.c) ---- */
+
+/* Residency of each placed static, checked once at exit (one entry per static line;
+ * NULL without statics or when the table cannot be mapped). */
+static const struct hmi_residency *static_residency(const struct hmi_placement *pl)
+{
+    static struct hmi_residency *res;
+    uint32_t n;
+    const struct hmi_static_result *r = hmi_static_results(&n);
+    if (res || !n || n > pl->nstatics)
+        return res;
+    void *m = mmap(NULL, (size_t)n * sizeof(*res), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    res = m;
+    for (uint32_t i = 0; i < n; i++)
+        if (r[i].state == HMI_STATIC_PLACED)
+            hmi_report_residency((int)pl->statics[i].tier, (void *)(uintptr_t)r[i].addr,
+                                 (size_t)r[i].len, &res[i]);
+    return res;
+}
+
+/* The statics of tier t: placed, their bytes, left where they were. */
+static void static_counts(const struct hmi_placement *pl, uint32_t t, uint64_t *placed,
+                          uint64_t *bytes, uint64_t *refused)
+{
+    uint32_t n;
+    const struct hmi_static_result *r = hmi_static_results(&n);
+    *placed = *bytes = *refused = 0;
+    for (uint32_t i = 0; i < n && i < pl->nstatics; i++) {
+        if (pl->statics[i].tier != t)
+            continue;
+        if (r[i].state == HMI_STATIC_PLACED) {
+            (*placed)++;
+            *bytes += r[i].len;
+        } else {
+            (*refused)++;
+        }
+    }
+}
+
+static void static_lines(struct out *o, const char *who, const struct hmi_placement *pl,
+                         const struct hmi_residency *res)
+{
+    uint32_t n, k;
+    const struct hmi_static_result *r = hmi_static_results(&n);
+    char a[32], b[32], c[32];
+    for (k = 0; k < n && k < pl->nstatics && k < SUMMARY_SITES; k++) {
+        const struct hmi_static *s = &pl->statics[k];
+        const char *tier = pl->tiers[s->tier].name;
+        if (r[k].state != HMI_STATIC_PLACED) {
+            outf(o, "hmalloc%s:   static line %u -> %s: left where it is: %s\n", who, s->line,
+                 tier, r[k].why);
+            continue;
+        }
+        outf(o, "hmalloc%s:   static line %u -> %s: %s of its %s placed", who, s->line, tier,
+             human(r[k].len, a, sizeof a), human(s->size, b, sizeof b));
+        if (res && res[k].blocks_checked)
+            outf(o, "; %s as intended, %s elsewhere, %s never touched",
+                 human(res[k].bytes_intended, a, sizeof a),
+                 human(res[k].bytes_elsewhere, b, sizeof b),
+                 human(res[k].bytes_absent, c, sizeof c));
+        outf(o, "\n");
+    }
+    if (n > k)
+        outf(o, "hmalloc%s:   ... %u more statics (HMTUNE_STATS=FILE lists all)\n", who, n - k);
+}
+
+static void out_residency(struct out *o, const struct hmi_residency *r)
+{
+    outf(o, "{\"blocks_checked\": %llu, \"blocks_unchecked\": %llu, \"bytes_checked\": %llu, "
+         "\"bytes_intended\": %llu, \"bytes_elsewhere\": %llu, \"bytes_absent\": %llu}",
+         (unsigned long long)r->blocks_checked, (unsigned long long)r->blocks_unchecked,
+         (unsigned long long)r->bytes_checked, (unsigned long long)r->bytes_intended,
+         (unsigned long long)r->bytes_elsewhere, (unsigned long long)r->bytes_absent);
+}
+
+static void static_json(struct out *o, const struct hmi_placement *pl,
+                        const struct hmi_residency *res)
+{
+    uint32_t n;
+    const struct hmi_static_result *r = hmi_static_results(&n);
+    outf(o, ",\n  \"statics\": [");
+    for (uint32_t i = 0; i < n && i < pl->nstatics; i++) {
+        const struct hmi_static *s = &pl->statics[i];
+        int placed = r[i].state == HMI_STATIC_PLACED;
+        outf(o, "%s\n    {\"line\": %u, \"tier\": \"%s\", \"object\": \"", i ? "," : "", s->line,
+             pl->tiers[s->tier].name);
+        out_json_str(o, s->module);
+        outf(o, "+0x%llx\", \"size\": %llu, \"placed\": %s, \"placed_bytes\": %llu, "
+             "\"address\": %llu, \"why\": \"", (unsigned long long)s->offset,
+             (unsigned long long)s->size, placed ? "true" : "false",
+             (unsigned long long)r[i].len, (unsigned long long)r[i].addr);
+        out_json_str(o, placed ? "" : r[i].why);
+        outf(o, "\", \"residency\": ");
+        struct hmi_residency none = { 0 };
+        out_residency(o, placed && res ? &res[i] : &none);
+        outf(o, "}");
+    }
+    outf(o, "%s]", n ? "\n  " : "");
+}
+
+static void write_summary(int fd, const struct hmi_placement *pl, const char *path, int rank,
+                          const struct hmi_residency *sres)
 {
     struct out o = { .fd = fd };
     char who[48] = "";
@@ -371,7 +476,14 @@ static void write_summary(int fd, const struct hmi_placement *pl, const char *pa
                  human(r.bytes_intended, a, sizeof a), human(r.bytes_checked, b, sizeof b),
                  human(r.bytes_elsewhere, d, sizeof d), human(r.bytes_absent, e, sizeof e),
                  (unsigned long long)r.blocks_checked, r.blocks_unchecked ? ", some unchecked" : "");
+        uint64_t sp, sb, sr;
+        static_counts(pl, t, &sp, &sb, &sr);
+        if (sp || sr)
+            outf(&o, "hmalloc%s: tier %s statics: %llu placed (%s), %llu left where they were\n",
+                 who, ti->name, (unsigned long long)sp, human(sb, a, sizeof a),
+                 (unsigned long long)sr);
     }
+    static_lines(&o, who, pl, sres);
     uint32_t shown = 0, matched = 0;
     struct hmi_site_stats sum;
     for (uint32_t i = 0; i < pl->nsites; i++) {
@@ -397,7 +509,8 @@ static void write_summary(int fd, const struct hmi_placement *pl, const char *pa
     out_flush(&o);
 }
 
-static void write_json(struct out *o, const struct hmi_placement *pl, const char *path, int rank)
+static void write_json(struct out *o, const struct hmi_placement *pl, const char *path, int rank,
+                       const struct hmi_residency *sres)
 {
     char exe[PATH_MAX];
     ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -433,18 +546,19 @@ static void write_json(struct out *o, const struct hmi_placement *pl, const char
             outf(o, "null");
         else
             outf(o, "%llu", (unsigned long long)ti->capacity);
+        uint64_t sp, sb, sr;
+        static_counts(pl, t, &sp, &sb, &sr);
         outf(o, ", \"available\": %s, \"placed_blocks\": %llu, \"placed_bytes\": %llu, "
              "\"freed_blocks\": %llu, \"high_water_bytes\": %llu, \"used_bytes_at_exit\": %llu, "
-             "\"not_fitting\": %llu,\n     \"residency\": {"
-             "\"blocks_checked\": %llu, \"blocks_unchecked\": %llu, \"bytes_checked\": %llu, "
-             "\"bytes_intended\": %llu, \"bytes_elsewhere\": %llu, \"bytes_absent\": %llu}}",
+             "\"not_fitting\": %llu, \"static_placed\": %llu, "
+             "\"static_bytes\": %llu, \"static_refused\": %llu,\n     \"residency\": ",
              hmi_backend_available(t) ? "true" : "false", (unsigned long long)s.placed,
              (unsigned long long)tier_bytes(pl, t), (unsigned long long)s.freed,
              (unsigned long long)s.high_water, (unsigned long long)s.used,
              (unsigned long long)s.not_fitting,
-             (unsigned long long)r.blocks_checked, (unsigned long long)r.blocks_unchecked,
-             (unsigned long long)r.bytes_checked, (unsigned long long)r.bytes_intended,
-             (unsigned long long)r.bytes_elsewhere, (unsigned long long)r.bytes_absent);
+             (unsigned long long)sp, (unsigned long long)sb, (unsigned long long)sr);
+        out_residency(o, &r);
+        outf(o, "}");
     }
     outf(o, "\n  ],\n  \"sites\": [");
     for (uint32_t i = 0; i < pl->nsites; i++) {
@@ -464,7 +578,9 @@ static void write_json(struct out *o, const struct hmi_placement *pl, const char
              (unsigned long long)st->matches, (unsigned long long)st->placed,
              (unsigned long long)st->bytes, (unsigned long long)st->fell_back);
     }
-    outf(o, "\n  ]\n}\n");
+    outf(o, "\n  ]");
+    static_json(o, pl, sres);
+    outf(o, "\n}\n");
 }
 
 /* FILE, or FILE with %r replaced by the rank (else ".RANK" appended) under MPI. */
@@ -494,8 +610,9 @@ void hmi_report_exit(int errfd, const struct hmi_placement *pl, const char *plac
                      int rank, int quiet, const char *json_path)
 {
     check_live();
+    const struct hmi_residency *sres = static_residency(pl);
     if (!quiet && errfd >= 0)
-        write_summary(errfd, pl, placement_path, rank);
+        write_summary(errfd, pl, placement_path, rank, sres);
     if (!json_path)
         return;
     char dst[PATH_MAX], tmp[PATH_MAX + 32];
@@ -510,7 +627,7 @@ void hmi_report_exit(int errfd, const struct hmi_placement *pl, const char *plac
         return;
     }
     struct out o = { .fd = fd };
-    write_json(&o, pl, placement_path, rank);
+    write_json(&o, pl, placement_path, rank, sres);
     out_flush(&o);
     int err = o.err;
     if (fsync(fd) != 0 && !err)

@@ -18,14 +18,16 @@
  * it is known: the static arena), never into the slow path (a thread-local flag).
  * Under AddressSanitizer (test builds) only the constructor initializes: ASan's
  * start-up allocates before its interceptors work, and initializing there would
- * call them (readlink, open). Nothing here can end the process: a placement that is
- * missing, empty, malformed, or made for another program gives one warning and then
- * every call is passed through. */
+ * call them (readlink, open). Initialization also places the placement's static
+ * variables (hmi_static.h), before the application's main. Nothing here can end the
+ * process: a placement that is missing, empty, malformed, or made for another program
+ * gives one warning and then every call is passed through. */
 #include "hmi_accept.h"
 #include "hmi_backend.h"
 #include "hmi_match.h"
 #include "hmi_placement.h"
 #include "hmi_report.h"
+#include "hmi_static.h"
 #include "hm_env.h"
 #include "hm_modmap.h"
 #include "hm_real.h"
@@ -309,6 +311,10 @@ static void do_init(void)
             memcpy(g_stats, sp, strlen(sp) + 1);
         int usable = ok ? open_tiers() : 0;
         ok = ok && hmi_report_init(g_pl.nsites + 1) == 0 && hmi_match_init(&g_pl) == 0;
+        /* static variables: bound or remapped now, before main (a baseline run
+         * places by request size only) */
+        if (ok && usable && !g_baseline && hmi_static_place(&g_pl, exe, 1) != 0)
+            warn("cannot map the table of static variables; they stay where they are", NULL);
         if (ok) {
             g_owning = usable > 0;
             g_depth = hmi_match_depth();

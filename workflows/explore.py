@@ -69,7 +69,8 @@ def advisor_bytes(placement: Path, groups: list[Group]) -> tuple[int, int | None
     explored placement with the same sites (None when it splits the rest group)."""
     from advisor.placement import read_placement
 
-    placed = {s.chain for s in read_placement(placement).sites}
+    pf = read_placement(placement)
+    placed = {s.chain for s in pf.sites} | {s.raw for s in pf.statics}
     nbytes = sum(n for g in groups for c, n in zip(g.chains, g.sizes, strict=True)
                  if c in placed)
     mask = 0

@@ -79,13 +79,26 @@ def sites_section(d: Path) -> list[str]:
     except InputError as e:
         return ["## Top sites", "", f"sites.csv cannot be read: {e}", ""]
     t = s.table.sort_values("weight", ascending=False).head(TOP)
+    total = s.total_weight
+    static = s.table["kind"] == "static"
+
+    def pct(w: float) -> str:
+        return f"{100 * w / total:.1f} %" if total else "n/a"
+
     out = ["## Top sites (by sampled weight)", "",
-           f"{len(s.table)} placeable sites; total sampled weight {s.total_weight:g}.", "",
-           "| site | call site | max request | peak live | share of weight |",
-           "|---:|---|---:|---:|---:|"]
+           f"{len(s.table)} placeable sites ({int(static.sum())} of them static variables); "
+           f"total sampled weight {total:g}.", "",
+           f"What a placement can act on: {pct(float(s.table['weight'].sum()))} of the "
+           f"sampled weight ({pct(float(s.table['weight'][~static].sum()))} in allocation "
+           f"sites, {pct(float(s.table['weight'][static].sum()))} in static variables; "
+           f"unplaceable sites {pct(float(s.unplaceable['weight'].sum()))}).", ""]
+    if s.split is not None:
+        out += [f"The sampled weight by address: {s.split.describe()}.", ""]
+    out += ["| site | call site | kind | max request | peak live | share of weight |",
+            "|---:|---|---|---:|---:|---:|"]
     for _, r in t.iterrows():
-        share = r["weight"] / s.total_weight if s.total_weight else 0.0
-        out.append(f"| {int(r['site_id'])} | `{_cell(str(r['label']))}` | "
+        share = r["weight"] / total if total else 0.0
+        out.append(f"| {int(r['site_id'])} | `{_cell(str(r['label']))}` | {r['kind']} | "
                    f"{human(int(r['max_size']))} | {human(int(r['peak_live_bytes']))} | "
                    f"{100 * share:.1f} % |")
     return out + [""]
@@ -169,18 +182,20 @@ def advisor_section(d: Path) -> list[str]:
         tiers = [f"`{t.name}` ({t.backend}, "
                  f"{'unlimited' if t.capacity is None else human(t.capacity)})"
                  for t in pf.tiers]
+        statics = f" and {len(pf.statics)} static variable(s)" if pf.statics else ""
         out += [f"### `{rel}`", "", f"{_made_by(pf.generated_by)}; tiers "
-                f"{', '.join(tiers)}; {len(pf.sites)} site(s) placed"]
-        key = frozenset((x.tier, x.chain) for x in pf.sites)
+                f"{', '.join(tiers)}; {len(pf.sites)} site(s){statics} placed"]
+        placed = [(x.tier, x.chain, x.comment) for x in pf.sites] + \
+            [(x.tier, x.raw, x.comment) for x in pf.statics]
+        key = frozenset((t, c) for t, c, _ in placed)
         if key in shown:
             out[-1] += f": the same as `{shown[key]}`."
             out.append("")
             continue
         shown[key] = rel
-        out[-1] += ":" if pf.sites else "."
+        out[-1] += ":" if placed else "."
         out.append("")
-        out += [f"- `{x.tier}`: {by_chain.get(x.chain) or x.comment or x.chain}"
-                for x in pf.sites]
+        out += [f"- `{t}`: {by_chain.get(c) or comment or c}" for t, c, comment in placed]
         out.append("")
     return out
 

@@ -16,6 +16,9 @@ Per tier of the placement that maps hugepages and has sites:
   the sum over its sites plus its chunks, but never more than its capacity can hold
   (in whole pages). Without allocs.csv (which objects are packed is then unknown), or
   for a site found in neither file, the tier counts as its whole capacity.
+- Static variables (`static` lines) on a hugepage tier: libhmalloc remaps the whole
+  2 MiB pages inside each (at most SIZE // 2 MiB of them, however it is aligned),
+  2 MiB pages whatever the default size; they come on top of the sites' pages.
 - How many processes place: 1, or under an MPI launcher its ranks on this node
   (`--npernode N`, else `-np N`); each needs the largest traced rank's pages (the
   placement's capacity is per process, per-node tiers already divided by the ranks).
@@ -64,6 +67,13 @@ def block_pages(size: int, page: int) -> int:
     return -(-(-(-size // CHARGE) * CHARGE) // page)
 
 
+def static_pages(sizes: Iterable[int], page: int) -> int:
+    """Pages of `page` bytes the static variables of these sizes take at most on a
+    hugepage tier: the whole 2 MiB pages inside each."""
+    return -(-sum(size // CHARGE * CHARGE for size in sizes) // page)
+
+
+
 def in_arena(size: int) -> bool:
     """Whether a hugepage tier packs an object of this size into its chunks."""
     return size <= ARENA_MAX
@@ -90,10 +100,11 @@ class SiteSizes:
 
 
 def _csv_rows(path: Path, kind: str) -> Iterable[dict[str, str]]:
-    from analyze.sites_io import parse_version_line
+    from analyze.sites_io import ALLOCS_VERSION, SITES_VERSION, parse_version_line
 
     with path.open(newline="") as f:
-        parse_version_line(f.readline(), kind, 1, path)
+        parse_version_line(f.readline(), kind,
+                           SITES_VERSION if kind == "sites" else ALLOCS_VERSION, path)
         yield from csv.DictReader(f)
 
 
@@ -208,7 +219,7 @@ class TierNeed:
     per_process: int                # pages
     processes: int
     nodes: tuple[int, ...]          # empty: the machine's pool
-    sized_by: str                   # "allocs.csv" or "capacity"
+    sized_by: str                   # "allocs.csv", "placement" or "capacity"
     capped: bool                    # the sites need more than the capacity holds
 
     @property
@@ -226,12 +237,15 @@ def tier_needs(pf: PlacementFile, sizes: dict[str, SiteSizes], processes: int,
     for t in pf.tiers:
         page = tier_page(t.backend, default_page)
         sites = [s for s in pf.sites if s.tier == t.name]
-        if page is None or not sites:
+        fixed = static_pages([s.size for s in pf.statics if s.tier == t.name], page or CHARGE)
+        if page is None or not (sites or fixed):
             continue
         cap = capacity_pages(t.capacity, t.backend, page)
         known = [sizes.get(s.chain) for s in sites]
         per_site = [site_pages(k, page) if k else None for k in known]
-        if any(p is None for p in per_site):
+        if not sites:
+            need, by = 0, "placement"
+        elif any(p is None for p in per_site):
             need, by = cap, "capacity"
         else:
             ranks: dict[int, int] = defaultdict(int)
@@ -242,6 +256,8 @@ def tier_needs(pf: PlacementFile, sizes: dict[str, SiteSizes], processes: int,
                 ranks[r] += n
             need = max(ranks.values(), default=0)
             by = "allocs.csv"
+        if need is not None and by != "capacity":
+            need += fixed
         capped = cap is not None and (need is None or need > cap)
         per_process = cap if capped or need is None else need
         if per_process is None:         # an unlimited tier of unknown sizes: not a fast tier
@@ -351,7 +367,8 @@ def describe(n: TierNeed) -> str:
 
     procs = f" x {n.processes} processes" if n.processes > 1 else ""
     why = {"capacity": "its capacity: the sites' sizes are unknown",
-           "allocs.csv": "from allocs.csv"}[n.sized_by]
+           "allocs.csv": "from allocs.csv",
+           "placement": "from the placement's static lines"}[n.sized_by]
     capped = ", capped at the capacity" if n.capped else ""
     return (f"tier {n.tier} ({n.backend}): {n.per_process}{procs} pages of "
             f"{human(n.page)} ({why}{capped})")

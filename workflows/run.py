@@ -188,7 +188,7 @@ def tier_warnings(pf: PlacementFile, nprocs: int, pool: HugePages | None,
     """One line per problem a tier will have on this machine (nothing is changed);
     reserving: --reserve-hugepages will say itself what the pools lack."""
     out: list[str] = []
-    placed = {s.tier for s in pf.sites}
+    placed = pf.placed_tiers
     huge = [t for t in pf.tiers if uses_hugetlb(t.backend) and t.name in placed]
     if huge and not (reserving and pool is not None):
         names = ", ".join(f"{t.name} ({t.backend})" for t in huge)
@@ -243,10 +243,7 @@ def target_program(program: Path | None, pf: PlacementFile) -> str | None:
         return os.path.realpath(program)
     if pf.program:
         return pf.program
-    from advisor.placement import frames
-
-    modules = {f.rpartition("+")[0] for s in pf.sites for f in frames(s.chain)}
-    programs = sorted(m for m in modules if not _SHARED_LIB.search(Path(m).name)
+    programs = sorted(m for m in pf.modules if not _SHARED_LIB.search(Path(m).name)
                       and (ph := elfcheck.program_headers(m)) is not None
                       and any(t == elfcheck.PT_INTERP for t, _, _ in ph.entries))
     return programs[0] if len(programs) == 1 else None
@@ -258,7 +255,7 @@ def hugepage_wants(pf: PlacementFile, placement: Path, out: Path, app: list[str]
     (workflows/reserve.py), and notes for the user (tiers sized by their capacity)."""
     from workflows import reserve
 
-    placed = {s.tier for s in pf.sites}
+    placed = pf.placed_tiers
     huge = [t for t in pf.tiers if uses_hugetlb(t.backend) and t.name in placed]
     if not huge:
         return [], ["note: no hugetlb tier of the placement has sites: no hugepages to "
@@ -497,7 +494,7 @@ def unplaceable(pf: PlacementFile, environ: dict[str, str], nprocs: int = 1) -> 
     from workflows.host import HostError, detect, env_root
     from workflows.hostcheck import backend_problem, fast_tier_here
 
-    used = {s.tier for s in pf.sites}
+    used = pf.placed_tiers
     tiers = [t for t in pf.tiers if t.name in used and t.backend != "default"]
     if not tiers:
         return []
@@ -563,7 +560,7 @@ def run(args: argparse.Namespace) -> int:
     for w in tier_warnings(pf, nprocs, hugepages.pool(), memory_only_nodes(), dict(os.environ),
                            reserving=args.reserve_hugepages) if not dead else []:
         _say(w)
-    if not pf.sites:
+    if not pf.sites and not pf.statics:
         _say("note: the placement lists no sites: every allocation stays in the default "
              "allocator")
 

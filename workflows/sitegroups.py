@@ -47,10 +47,10 @@ class Group:
 
 @dataclass
 class _Site:
-    chain: str
+    chain: str                      # callstack_raw (a static's: module+0xOFF [static SIZE])
     weight: float = 0.0
     peak: int = 0
-    max_size: int = 0
+    max_size: int = 0               # largest request (0 for a static: it makes none)
 
 
 def load_groups(sites_csv: Path, k: int) -> tuple[list[Group], int]:
@@ -59,15 +59,17 @@ def load_groups(sites_csv: Path, k: int) -> tuple[list[Group], int]:
     rows are folded: weights add up, the peak is the largest of any rank. Site ids that
     share a callstack_raw are one site (the lowest id; weights and peaks added). Sites
     without a callstack_raw cannot be named in a placement and are left out of the
-    groups (not of the footprint)."""
+    groups (not of the footprint). Static variables (sites.csv v2, kind static) are
+    sites too: their chain is their callstack_raw, their peak their size."""
     per: dict[int, _Site] = {}
     for r in _rows(sites_csv):
         if not r["callstack_raw"]:
             continue
+        static = r.get("kind") == "static"
         s = per.setdefault(int(r["site_id"]), _Site(r["callstack_raw"]))
         s.weight += float(r["weight"])
         s.peak = max(s.peak, int(r["peak_live_bytes"]))
-        s.max_size = max(s.max_size, int(r["max_size"]))
+        s.max_size = max(s.max_size, 0 if static else int(r["max_size"]))
     first: dict[str, int] = {}          # one site per chain: the interposer cannot tell
     for sid in sorted(per):             # apart site ids with one callstack_raw
         keep = first.setdefault(per[sid].chain, sid)
@@ -101,14 +103,18 @@ def room_for_all(groups: list[Group]) -> int:
 
 def placement_for(mask: int, groups: list[Group], fast: TierLine, slow: TierLine,
                   label: str) -> PlacementFile:
-    """The groups whose bit is set in mask in the fast tier, the rest in the slow one."""
-    from advisor.placement import PlacementFile, SiteLine, frames
+    """The groups whose bit is set in mask in the fast tier, the rest in the slow one
+    (static variables as static lines)."""
+    from advisor.placement import PlacementFile, SiteLine, frames, static_line
 
     chosen = [g for i, g in enumerate(groups) if mask >> i & 1]
     chains = [(c, sid) for g in chosen for c, sid in zip(g.chains, g.site_ids, strict=True)]
-    sites = [SiteLine(fast.name, c, f"site {sid}") for c, sid in chains]
+    statics = [st for c, sid in chains
+               if (st := static_line(fast.name, c, f"site {sid}")) is not None]
+    heap = [(c, sid) for c, sid in chains if static_line(fast.name, c) is None]
+    sites = [SiteLine(fast.name, c, f"site {sid}") for c, sid in heap]
     return PlacementFile(
         tiers=[fast, slow],
-        depth=max([len(frames(c)) for c, _ in chains] or [1]),
+        depth=max([len(frames(c)) for c, _ in heap] or [1]),
         size_window=(0, max([g.max_size for g in chosen] or [0])),
-        sites=sites, generated_by=f"hmtune {label}")
+        sites=sites, generated_by=f"hmtune {label}", statics=statics)

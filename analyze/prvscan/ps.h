@@ -167,7 +167,10 @@ void ps_rows_free(struct ps_rows *w);
 /* ---- statistics shared by the model and the outputs ---- */
 struct ps_stats {
     uint64_t records, events, states, comms, bad_lines, groups;
-    uint64_t samples, total_weight, lost_samples, classes[6];
+    /* classes[c], class_weight[c]: samples and their weight by address class c (the
+     * values of 41000023; derived for samples without one: 1 in a site, 4 an address
+     * in none, 5 no address); class_events: samples that carried 41000023 */
+    uint64_t samples, total_weight, lost_samples, classes[6], class_weight[6], class_events;
     uint64_t lookahead_samples;  /* addresses from the software sampler's look ahead */
     uint64_t allocs, frees, unknown_frees, unknown_realloc_inputs, failed_calls;
     uint64_t evictions, unmatched_ends, unterminated_calls, nested_calls;
@@ -203,8 +206,9 @@ struct ps_sample {
 enum { PS_SA_ADDR = 1, PS_SA_OBJ = 2, PS_SA_W = 4, PS_SA_LAT = 8, PS_SA_HIT = 16,
        PS_SA_CLS = 32, PS_SA_REC = 64 };
 /* Count a sample in group grp (its task and the site its address fell in; site 0
- * when unattributed). */
-void ps_sample_count(struct ps_site *g, struct ps_stats *st, const struct ps_sample *x);
+ * when unattributed); cls is its address class (41000023's values, 1-5). */
+void ps_sample_count(struct ps_site *g, struct ps_stats *st, const struct ps_sample *x,
+                     uint64_t cls);
 
 /* A sampled page fault (41000030-41000033), gathered like a sample. */
 struct ps_fault {

@@ -364,7 +364,11 @@ static void sample_done(struct ps_model *m, struct thr *th, const struct ps_samp
     struct task *tk = &m->tasks[th->task];
     uint32_t grp = attribute(m, tk, (x->seen & PS_SA_OBJ) != 0, x->object,
                              (x->seen & PS_SA_ADDR) != 0, x->addr);
-    ps_sample_count(ps_site_at(m->sites, grp), m->st, x);
+    /* the trace's class (hmtune), else what the attribution says (Extrae): in an
+     * object, an address in none, no address */
+    uint64_t cls = (x->seen & PS_SA_CLS) ? x->cls
+                   : grp != tk->grp0 ? 1 : (x->seen & PS_SA_ADDR) ? 4 : 5;
+    ps_sample_count(ps_site_at(m->sites, grp), m->st, x, cls);
 }
 
 /* A sampled page fault: attributed by the same rules as an access sample. */

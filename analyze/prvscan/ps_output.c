@@ -82,6 +82,10 @@ int ps_write_scan_json(FILE *out, const struct ps_header *h, const struct ps_sta
             "\"4\":%llu,\"5\":%llu},",
             U(st->unknown_frees), U(st->classes[1]), U(st->classes[2]), U(st->classes[3]),
             U(st->classes[4]), U(st->classes[5]));
+    fprintf(out, "\"class_weight\":{\"1\":%llu,\"2\":%llu,\"3\":%llu,\"4\":%llu,\"5\":%llu},"
+            "\"class_events\":%llu,",
+            U(st->class_weight[1]), U(st->class_weight[2]), U(st->class_weight[3]),
+            U(st->class_weight[4]), U(st->class_weight[5]), U(st->class_events));
     fprintf(out, "\"elapsed_s\":%.3f,\"records_per_s\":%.0f,\"peak_rss_kib\":%ld,",
             elapsed, elapsed > 0 ? (double)st->records / elapsed : 0.0, peak_rss_kib);
     /* diagnostics beyond the contract: what the semantics had to repair or drop */

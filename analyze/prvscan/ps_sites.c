@@ -98,7 +98,8 @@ uint32_t *ps_sites_sorted(const struct ps_sites *t)
     return ids;
 }
 
-void ps_sample_count(struct ps_site *c, struct ps_stats *st, const struct ps_sample *x)
+void ps_sample_count(struct ps_site *c, struct ps_stats *st, const struct ps_sample *x,
+                     uint64_t cls)
 {
     /* weight: the tracer's own (41000020) when present, else the PEBS/IBS latency,
      * else 1 so that a trace without costs still ranks sites by sample count */
@@ -115,8 +116,11 @@ void ps_sample_count(struct ps_site *c, struct ps_stats *st, const struct ps_sam
     c->weight += w;
     st->samples++;
     st->total_weight += w;
-    if ((x->seen & PS_SA_CLS) && x->cls >= 1 && x->cls <= 5)
-        st->classes[x->cls]++;
+    st->class_events += (x->seen & PS_SA_CLS) != 0;
+    if (cls >= 1 && cls <= 5) {
+        st->classes[cls]++;
+        st->class_weight[cls] += w;
+    }
 }
 
 void ps_fault_count(struct ps_site *c, struct ps_stats *st, const struct ps_fault *f)

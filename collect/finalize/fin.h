@@ -86,6 +86,7 @@ struct fin_proc {
     struct fin_live *live;
     uint64_t n_allocs, n_frees, n_dropped_frees, n_events;
     uint64_t n_samples[8];       /* by enum fin_class */
+    uint64_t w_samples[8];       /* their weights (41000020), by class */
     uint64_t n_lost_samples;
     char fault_name[128];        /* the page-fault sampler ("faults period 61", "none (..)") */
     uint64_t n_fault_samples[8]; /* page-fault samples by enum fin_class */
@@ -103,6 +104,7 @@ struct fin_site {
     uint32_t id;
     int is_static;               /* a static variable: labels below, no frames */
     const char *sym, *module;
+    uint64_t size;               /* a static's ELF size (0: unknown) */
     int nframes;
     struct fin_frame *frames;
     char *raw_label;             /* module+0xoffset > ... */
@@ -169,8 +171,13 @@ int fin_write_row(struct fin_ctx *c, const char *row_path);
 enum { FIN_KNOWN_NONE = 0, FIN_KNOWN_SYMBOL = 1, FIN_KNOWN_LINE = 2 };
 struct fin_where { const char *fileline, *func, *symbol, *module; int known; };
 void fin_symbolize(const struct fin_frame *f, int is_return, struct fin_where *w);
-/* The static (data/bss) symbol of a module containing offset off; NULL if none. */
-const char *fin_data_symbol(const char *path, uint64_t off, uint64_t *sym_off);
+/* The static (data/bss) object of a module containing offset off, NULL when off is in
+ * no data section: its name, its start in *sym_off and its size in *size. A sized ELF
+ * object symbol holding off is the object; else off is in unnamed data, from the end
+ * of the last symbol below it ("symbol+0xSIZE"), from a symbol without a size
+ * ("symbol") or from its section's start (".bss"), to the next data boundary or the
+ * section's end (*size 0 when that does not hold off). */
+const char *fin_data_symbol(const char *path, uint64_t off, uint64_t *sym_off, uint64_t *size);
 void fin_symbols_close(void);
 /* util */
 void *fin_xmalloc(size_t n);

@@ -212,13 +212,23 @@ static void cost_json(FILE *f, double ns, const uint64_t n[3])
             (unsigned long long)n[1], (unsigned long long)n[2], n[0] ? ns / (double)n[0] : 0.0);
 }
 
+/* ", "weight": {...}": the samples' weights (41000020) by address class. */
+static void weight_json(FILE *f, const uint64_t *w)
+{
+    fprintf(f, ", \"weight\": {\"heap\": %llu, \"static\": %llu, \"stack\": %llu, "
+            "\"unknown\": %llu, \"no_address\": %llu}",
+            (unsigned long long)w[FC_HEAP], (unsigned long long)w[FC_STATIC],
+            (unsigned long long)w[FC_STACK], (unsigned long long)w[FC_UNKNOWN],
+            (unsigned long long)w[FC_NOADDR]);
+}
+
 static void report(struct fin_ctx *c, const char *summary, const char *stem)
 {
     FILE *f = summary ? fopen(summary, "w") : NULL;
     if (summary && !f)
         fin_die("cannot write %s", summary);
     uint64_t allocs = 0, frees = 0, tracer_ns = 0, calls = 0, lost = 0, tbytes = 0;
-    uint64_t samples[8] = { 0 }, lost_samples = 0;
+    uint64_t samples[8] = { 0 }, weights[8] = { 0 }, lost_samples = 0;
     uint64_t fsamples[8] = { 0 }, faults[8] = { 0 }, lost_faults = 0;
     const char *sampler = "none", *fault_sampler = "none";
     struct fin_recov recov;
@@ -258,6 +268,7 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
             samples[k] += p->n_samples[k];
             fsamples[k] += p->n_fault_samples[k];
             faults[k] += p->n_faults[k];
+            weights[k] += p->w_samples[k];
         }
         lost_samples += p->n_lost_samples;
         lost_faults += p->n_lost_faults;
@@ -303,6 +314,7 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
                 (unsigned long long)p->n_samples[FC_HEAP], (unsigned long long)p->n_samples[FC_STATIC],
                 (unsigned long long)p->n_samples[FC_STACK], (unsigned long long)p->n_samples[FC_UNKNOWN],
                 (unsigned long long)p->n_samples[FC_NOADDR], (unsigned long long)p->n_lost_samples);
+        weight_json(f, p->w_samples);
         fprintf(f, ", \"fault_sampler\": ");
         json_str(f, p->fault_name[0] ? p->fault_name : "none");
         json_faults(f, p->n_fault_samples, p->n_faults, p->n_lost_faults);
@@ -325,10 +337,12 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
     fprintf(f, "  ],\n  \"sampler\": ");
     json_str(f, sampler);
     fprintf(f, ",\n  \"samples\": {\"heap\": %llu, \"static\": %llu, \"stack\": %llu, "
-            "\"unknown\": %llu, \"no_address\": %llu}, \"lost_samples\": %llu,\n",
+            "\"unknown\": %llu, \"no_address\": %llu}, \"lost_samples\": %llu",
             (unsigned long long)samples[FC_HEAP], (unsigned long long)samples[FC_STATIC],
             (unsigned long long)samples[FC_STACK], (unsigned long long)samples[FC_UNKNOWN],
             (unsigned long long)samples[FC_NOADDR], (unsigned long long)lost_samples);
+    weight_json(f, weights);
+    fprintf(f, ",\n");
     fprintf(f, "  \"fault_sampler\": ");
     json_str(f, fault_sampler);
     json_faults(f, fsamples, faults, lost_faults);

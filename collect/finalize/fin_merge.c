@@ -385,6 +385,7 @@ static void emit_sample(struct fin_ctx *c, struct out *o, struct fin_stream *s, 
     }
     p->n_samples[cls]++;
     fin_recov_count(&p->recov, flags, cls);
+    p->w_samples[cls] += x->weight;
     uint32_t fid, lid;
     fin_sample_code(c, p, x->ip, &fid, &lid);
     out_ev(o, 30000000, fid);

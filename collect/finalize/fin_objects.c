@@ -21,19 +21,27 @@ uint32_t fin_static_object(struct fin_ctx *c, struct fin_proc *p, uint64_t addr)
     int id = fin_module_of(p, addr);
     if (!id)
         return 0;
-    uint64_t off = addr - p->mod_base[id], sym_off = 0;
-    const char *sym = fin_data_symbol(p->mod_path[id], off, &sym_off);
+    uint64_t off = addr - p->mod_base[id], sym_off = 0, size = 0;
+    const char *sym = fin_data_symbol(p->mod_path[id], off, &sym_off, &size);
     if (!sym)
         return 0;
+    /* The key is the object's 41000010 label: where the symbol starts and how big it
+     * is, what libhmalloc needs to find and check it (docs/formats.md §3); without an
+     * ELF size, "[static]" alone. */
     char key[4200];
-    snprintf(key, sizeof(key), "%s+0x%llx (static %s)", p->mod_path[id],
-             (unsigned long long)sym_off, sym);
+    if (size)
+        snprintf(key, sizeof(key), "%s+0x%llx [static %llu]", p->mod_path[id],
+                 (unsigned long long)sym_off, (unsigned long long)size);
+    else
+        snprintf(key, sizeof(key), "%s+0x%llx [static]", p->mod_path[id],
+                 (unsigned long long)sym_off);
     struct fin_site *s;
     uint32_t oid = fin_key_id(c, key, &s);
     if (s) {
         s->is_static = 1;
         s->sym = sym;
         s->module = p->mod_path[id];
+        s->size = size;
     }
     return oid;
 }

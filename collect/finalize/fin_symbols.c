@@ -26,10 +26,10 @@
 #define DEMANGLE_FLAGS (1 | 2)            /* DMGL_PARAMS | DMGL_ANSI */
 #define MAX_LEVELS 16                     /* inlining levels kept per frame */
 
-struct dsym { bfd_vma value; asection *sec; const char *name; };
 
-/* An ELF function symbol: [value, value + size) in the module's addresses. */
-struct fsym { uint64_t value, size; const char *name; };
+/* An ELF function or data object symbol: [value, value + size) in the module's
+ * addresses; bind ranks aliases (global before weak before local). */
+struct fsym { uint64_t value, size; const char *name; int bind; };
 
 struct map { void *addr; size_t len; };
 
@@ -42,13 +42,17 @@ struct mod {
     asymbol **syms;
     long nsyms;
     int tried;
-    struct dsym *data;           /* data/bss symbols by address, built on first use */
-    long ndata;
-    int data_built;
     struct fsym *funcs;          /* function symbols by address, built on first use */
     size_t nfuncs;
+    struct fsym *objs;           /* sized data objects (STT_OBJECT), built with funcs */
+    size_t nobjs;
+    struct fsym *bounds;         /* data boundaries (is_data_bound), sorted, with funcs */
+    size_t nbounds;
+    struct range { uint64_t lo, hi; const char *name; } *secs;   /* data sections */
+    size_t nsecs;
+    int secs_read;               /* from the first file that has them */
     int funcs_built;
-    struct map maps[2];          /* the ELF files the function names point into */
+    struct map maps[2];          /* the ELF files the symbol names point into */
 };
 
 static struct mod *g_mods;
@@ -158,12 +162,43 @@ static int cmp_fsym(const void *a, const void *b)
     const struct fsym *x = a, *y = b;
     if (x->value != y->value)
         return x->value < y->value ? -1 : 1;
-    return x->size > y->size ? -1 : x->size < y->size;      /* larger first */
+    if (x->size != y->size)
+        return x->size > y->size ? -1 : 1;                  /* larger first */
+    return x->bind > y->bind ? -1 : x->bind < y->bind;       /* preferred alias last */
 }
 
-/* Function symbols of the ELF file at path (.symtab and .dynsym) appended to m->funcs;
- * the file stays mapped (the names point into it) until fin_symbols_close. */
-static void add_elf_funcs(struct mod *m, const char *path, struct map *keep)
+/* Alias preference: the lookups scan back from the nearest start, so the preferred of
+ * several symbols with one address and size sorts last. */
+static int bind_rank(int bind)
+{
+    return bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
+}
+
+/* A section of static data: program data or .bss (not the loader's tables: .dynamic,
+ * .gnu.hash, relocations), allocated, not code, not thread-local (a TLS symbol's value
+ * is an offset in the thread's block, not an address). */
+static int is_data_section(const Elf64_Shdr *s)
+{
+    return (s->sh_type == SHT_PROGBITS || s->sh_type == SHT_NOBITS) &&
+           (s->sh_flags & (SHF_ALLOC | SHF_EXECINSTR | SHF_TLS)) == SHF_ALLOC && s->sh_addr &&
+           s->sh_size;
+}
+
+/* A data boundary: where a symbol of static data starts (types NOTYPE, OBJECT, COMMON,
+ * in a data section). Unnamed data between two of them is one object (libhmalloc's
+ * hmi_static.c checks a static of that extent the same way). */
+static int is_data_bound(const Elf64_Sym *s, const Elf64_Shdr *sh, unsigned shnum)
+{
+    int type = ELF64_ST_TYPE(s->st_info);
+    return (type == STT_NOTYPE || type == STT_OBJECT || type == STT_COMMON) && s->st_value &&
+           s->st_shndx != SHN_UNDEF && s->st_shndx < shnum && is_data_section(&sh[s->st_shndx]);
+}
+
+/* Function symbols (STT_FUNC, STT_GNU_IFUNC), sized data objects (STT_OBJECT in a data
+ * section) and data boundaries of the ELF file at path, from .symtab and .dynsym,
+ * appended to m->funcs, m->objs and m->bounds, and its data sections to m->secs; the
+ * file stays mapped (the names point into it) until fin_symbols_close. */
+static void add_elf_syms(struct mod *m, const char *path, struct map *keep)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
@@ -184,7 +219,18 @@ static void add_elf_funcs(struct mod *m, const char *path, struct map *keep)
         eh->e_shnum > (len - eh->e_shoff) / sizeof(Elf64_Shdr))
         goto done;
     const Elf64_Shdr *sh = (const Elf64_Shdr *)(img + eh->e_shoff);
+    const Elf64_Shdr *shstr = eh->e_shstrndx < eh->e_shnum ? &sh[eh->e_shstrndx] : NULL;
+    if (shstr && (shstr->sh_offset > len || shstr->sh_size > len - shstr->sh_offset ||
+                  !shstr->sh_size || img[shstr->sh_offset + shstr->sh_size - 1]))
+        shstr = NULL;
     for (unsigned i = 0; i < eh->e_shnum; i++) {
+        if (is_data_section(&sh[i]) && !m->secs_read) {
+            const char *nm = shstr && sh[i].sh_name < shstr->sh_size
+                                 ? (const char *)img + shstr->sh_offset + sh[i].sh_name : "";
+            m->secs = fin_xrealloc(m->secs, (m->nsecs + 1) * sizeof(*m->secs));
+            m->secs[m->nsecs++] = (struct range){ sh[i].sh_addr, sh[i].sh_addr + sh[i].sh_size,
+                                                  fin_intern(*nm ? nm : "data") };
+        }
         if (sh[i].sh_type != SHT_SYMTAB && sh[i].sh_type != SHT_DYNSYM)
             continue;
         if (sh[i].sh_link >= eh->e_shnum || sh[i].sh_entsize != sizeof(Elf64_Sym))
@@ -199,19 +245,33 @@ static void add_elf_funcs(struct mod *m, const char *path, struct map *keep)
         const char *names = (const char *)img + str->sh_offset;
         size_t n = sh[i].sh_size / sizeof(*sym);
         m->funcs = fin_xrealloc(m->funcs, (m->nfuncs + n) * sizeof(*m->funcs));
+        m->objs = fin_xrealloc(m->objs, (m->nobjs + n) * sizeof(*m->objs));
+        m->bounds = fin_xrealloc(m->bounds, (m->nbounds + n) * sizeof(*m->bounds));
         for (size_t k = 0; k < n; k++) {
             int type = ELF64_ST_TYPE(sym[k].st_info);
-            if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym[k].st_shndx == SHN_UNDEF ||
-                sym[k].st_value == 0 || sym[k].st_size == 0 || sym[k].st_name >= str->sh_size ||
-                !names[sym[k].st_name])
+            unsigned shndx = sym[k].st_shndx;
+            if (is_data_bound(&sym[k], sh, eh->e_shnum) && sym[k].st_name < str->sh_size)
+                m->bounds[m->nbounds++] = (struct fsym){
+                    sym[k].st_value, sym[k].st_size, names + sym[k].st_name,
+                    bind_rank(ELF64_ST_BIND(sym[k].st_info)) };
+            if (shndx == SHN_UNDEF || sym[k].st_value == 0 || sym[k].st_size == 0 ||
+                sym[k].st_name >= str->sh_size || !names[sym[k].st_name])
                 continue;
-            m->funcs[m->nfuncs++] = (struct fsym){ sym[k].st_value, sym[k].st_size,
-                                                   names + sym[k].st_name };
-            added++;
+            struct fsym f = { sym[k].st_value, sym[k].st_size, names + sym[k].st_name,
+                              bind_rank(ELF64_ST_BIND(sym[k].st_info)) };
+            if (type == STT_FUNC || type == STT_GNU_IFUNC) {
+                m->funcs[m->nfuncs++] = f;
+                added++;
+            } else if (type == STT_OBJECT && shndx < eh->e_shnum &&
+                       (sh[shndx].sh_flags & (SHF_ALLOC | SHF_TLS)) == SHF_ALLOC) {
+                m->objs[m->nobjs++] = f;
+                added++;
+            }
         }
     }
+    m->secs_read |= m->nsecs > 0;          /* one file's sections: the module's first */
 done:
-    if (added) {
+    if (added || m->nbounds) {
         keep->addr = addr;
         keep->len = len;
     } else {
@@ -225,30 +285,60 @@ static void build_funcs(struct mod *m)
     if (!m->abfd)
         return;
     if (m->dbg)
-        add_elf_funcs(m, bfd_get_filename(m->dbg), &m->maps[0]);
-    add_elf_funcs(m, m->path, &m->maps[1]);
+        add_elf_syms(m, bfd_get_filename(m->dbg), &m->maps[0]);
+    add_elf_syms(m, m->path, &m->maps[1]);
     if (m->nfuncs)
         qsort(m->funcs, m->nfuncs, sizeof(*m->funcs), cmp_fsym);
+    if (m->nobjs)
+        qsort(m->objs, m->nobjs, sizeof(*m->objs), cmp_fsym);
+    if (m->nbounds)
+        qsort(m->bounds, m->nbounds, sizeof(*m->bounds), cmp_fsym);
+}
+
+/* Where the unnamed data starting at s0 ends: the next data boundary above s0, or the
+ * end of s0's data section, whichever comes first; 0 when s0 is in no data section. */
+static uint64_t region_end(const struct mod *m, uint64_t s0)
+{
+    uint64_t end = 0;
+    for (size_t i = 0; i < m->nsecs; i++)
+        if (s0 >= m->secs[i].lo && s0 < m->secs[i].hi)
+            end = m->secs[i].hi;
+    size_t lo = 0, hi = m->nbounds;
+    while (lo < hi) {                     /* the first boundary above s0 */
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->bounds[mid].value <= s0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (end && lo < m->nbounds && m->bounds[lo].value < end)
+        end = m->bounds[lo].value;
+    return end;
 }
 
 /* The function symbol whose range holds pc (the nearest one starting at or below it,
  * or an alias or enclosing symbol just before), NULL when none does. */
-static const struct fsym *func_at(struct mod *m, uint64_t pc)
+static const struct fsym *sym_at(const struct fsym *tab, size_t n, uint64_t pc)
 {
-    if (!m->funcs_built)
-        build_funcs(m);
-    size_t lo = 0, hi = m->nfuncs;
+    size_t lo = 0, hi = n;
     while (lo < hi) {                     /* first symbol above pc */
         size_t mid = lo + (hi - lo) / 2;
-        if (m->funcs[mid].value <= pc)
+        if (tab[mid].value <= pc)
             lo = mid + 1;
         else
             hi = mid;
     }
     for (size_t k = lo, tries = 0; k-- > 0 && tries < 8; tries++)
-        if (pc - m->funcs[k].value < m->funcs[k].size)
-            return &m->funcs[k];
+        if (pc - tab[k].value < tab[k].size)
+            return &tab[k];
     return NULL;
+}
+
+static const struct fsym *func_at(struct mod *m, uint64_t pc)
+{
+    if (!m->funcs_built)
+        build_funcs(m);
+    return sym_at(m->funcs, m->nfuncs, pc);
 }
 
 /* name demangled, with the demangler's "> >" written ">>": frames are joined by
@@ -416,72 +506,75 @@ static void symbolize(const struct fin_frame *f, int is_return, struct fin_where
 
 /* ---- static variables ---------------------------------------------------------- */
 
-static int cmp_dsym(const void *a, const void *b)
-{
-    const struct dsym *x = a, *y = b;
-    return x->value < y->value ? -1 : x->value > y->value;
-}
-
-static void build_data(struct mod *m)
-{
-    m->data_built = 1;
-    for (long i = 0; i < m->nsyms; i++) {
-        asymbol *s = m->syms[i];
-        asection *sec = s->section;
-        if (!sec || !s->name || !*s->name || (s->flags & (BSF_SECTION_SYM | BSF_FILE)))
-            continue;
-        flagword f = bfd_section_flags(sec);
-        if (!(f & SEC_ALLOC) || (f & SEC_CODE))
-            continue;
-        m->data = fin_xrealloc(m->data, (size_t)(m->ndata + 1) * sizeof(*m->data));
-        m->data[m->ndata++] = (struct dsym){ bfd_asymbol_value(s), sec, s->name };
-    }
-    if (m->ndata)
-        qsort(m->data, (size_t)m->ndata, sizeof(*m->data), cmp_dsym);
-}
-
-const char *fin_data_symbol(const char *path, uint64_t off, uint64_t *sym_off)
+const char *fin_data_symbol(const char *path, uint64_t off, uint64_t *sym_off, uint64_t *size)
 {
     struct mod *m = get_mod(path);
     if (!m->tried)
         load(m);
     if (!m->abfd)
         return NULL;
-    if (!m->data_built)
-        build_data(m);
-    long lo = 0, hi = m->ndata - 1, best = -1;
-    while (lo <= hi) {                     /* the last symbol at or below off */
-        long mid = (lo + hi) / 2;
-        if (m->data[mid].value <= off) {
-            best = mid;
+    /* a sized ELF object holding off: its start and size are the symbol's own */
+    if (!m->funcs_built)
+        build_funcs(m);
+    const struct fsym *o = sym_at(m->objs, m->nobjs, off);
+    if (o) {
+        *sym_off = o->value;
+        *size = o->size;
+        return demangled(m, o->name);
+    }
+    /* else unnamed data of a data section (a stripped module's hidden statics, Fortran
+     * COMMON blocks, padding): from the end of the last symbol before off when it has
+     * a size ("symbol+0xSIZE"), from the last symbol without one ("symbol"), else from
+     * the section's start (".bss"), to the next data boundary or the section's end
+     * (region_end) */
+    *size = 0;
+    const struct range *sec = NULL;
+    for (size_t i = 0; i < m->nsecs && !sec; i++)
+        if (off >= m->secs[i].lo && off < m->secs[i].hi)
+            sec = &m->secs[i];
+    if (!sec)
+        return NULL;
+    size_t lo = 0, hi = m->nbounds;
+    while (lo < hi) {                     /* the first boundary above off */
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->bounds[mid].value <= off)
             lo = mid + 1;
-        } else {
-            hi = mid - 1;
+        else
+            hi = mid;
+    }
+    uint64_t s0 = sec->lo;
+    const char *name = sec->name;
+    if (lo > 0 && m->bounds[lo - 1].value >= sec->lo) {
+        size_t k = lo - 1;                /* of equal starts: the largest, its best alias */
+        while (k > 0 && m->bounds[k - 1].value == m->bounds[k].value)
+            k--;
+        while (k + 1 < lo && m->bounds[k + 1].value == m->bounds[k].value &&
+               m->bounds[k + 1].size == m->bounds[k].size)
+            k++;
+        const struct fsym *b = &m->bounds[k];
+        name = demangled(m, b->name);
+        s0 = b->value;
+        if (b->size && off >= b->value + b->size) {
+            char buf[4200];
+            snprintf(buf, sizeof(buf), "%s+0x%llx", name, (unsigned long long)b->size);
+            s0 = b->value + b->size;
+            name = fin_intern(buf);
         }
     }
-    if (best < 0)
-        return NULL;
-    /* it must be in the same section, and off before the next symbol there (ELF
-     * sizes are not visible through libbfd's generic symbols) */
-    asection *sec = m->data[best].sec;
-    bfd_vma end = bfd_section_vma(sec) + bfd_section_size(sec);
-    for (long k = best + 1; k < m->ndata; k++)
-        if (m->data[k].sec == sec && m->data[k].value > m->data[best].value) {
-            end = m->data[k].value;
-            break;
-        }
-    if (off >= end)
-        return NULL;
-    *sym_off = m->data[best].value;
-    return demangled(m, m->data[best].name);
+    uint64_t e = region_end(m, s0);
+    *sym_off = s0;
+    *size = e > off ? e - s0 : 0;
+    return name;
 }
 
 void fin_symbols_close(void)
 {
     for (size_t i = 0; i < g_nmods; i++) {
         struct mod *m = &g_mods[i];
-        free(m->data);
         free(m->funcs);
+        free(m->objs);
+        free(m->bounds);
+        free(m->secs);
         for (int k = 0; k < 2; k++)
             if (m->maps[k].addr)
                 munmap(m->maps[k].addr, m->maps[k].len);

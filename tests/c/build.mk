@@ -41,6 +41,13 @@ $(TEST_C_DIR)/placement_verdict: $(ROOT)/tests/c/placement_verdict.c $(HMI_CORE_
 	  -lunwind -ldl $(LDSAN)
 BUILD_TARGETS += $(TEST_C_DIR)/placement_verdict
 
+# Static variables placed by the interposer (interpose/hmi_static.c), on the test's own
+# arrays.
+$(TEST_C_DIR)/test_static: $(ROOT)/tests/c/test_static.c $(HMI_CORE_LIB) $(HMI_CORE_HDR) \
+    $(COMMON_SRC) $(COMMON_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_C_CFLAGS) -I$(ROOT)/interpose -o $@ $< $(HMI_CORE_LIB) $(COMMON_SRC) -lunwind -ldl $(LDSAN)
+
 # The interposer's tier backends (interpose/hmi_backend*.c).
 $(TEST_C_DIR)/test_backend: $(ROOT)/tests/c/test_backend.c $(HMI_CORE_LIB) $(HMI_CORE_HDR) \
     $(COMMON_SRC) $(COMMON_HDR)
@@ -118,7 +125,7 @@ $(TEST_C_DIR)/test_hmalloc: $(ROOT)/tests/c/test_hmalloc.c $(ROOT)/tests/c/hmall
 
 TEST_C_BINS := $(TEST_C_DIR)/test_util $(TEST_C_DIR)/test_core $(TEST_C_DIR)/test_perf \
                $(TEST_C_DIR)/test_decode $(TEST_C_DIR)/test_placement $(PRVSCAN_TESTS)
-TEST_C_BINS += $(TEST_C_DIR)/test_backend
+TEST_C_BINS += $(TEST_C_DIR)/test_backend $(TEST_C_DIR)/test_static
 TEST_C_BINS += $(TEST_C_DIR)/test_match
 TEST_C_BINS += $(TEST_C_DIR)/test_hmalloc
 BUILD_TARGETS += $(TEST_C_BINS)

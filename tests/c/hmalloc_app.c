@@ -1,7 +1,7 @@
 /* hmalloc_app.c — the application tests/c/test_hmalloc.c runs with and without
  * libhmalloc.so (and under libsite_probe.so to learn its call-site chains). Usage:
  * hmalloc_app MODE [ARGS], MODE one of io, family, cap, threads, fork LIB, dl LIB COPY,
- * boot, fd2 FILE (LIB: libhmalloc_dl.so, COPY: a copy of it under another path).
+ * boot, fd2 FILE, static (LIB: libhmalloc_dl.so, COPY: a copy of it under another path).
  * It is linked with libhmalloc_early.so (hmalloc_early.c), whose constructor
  * allocates in mode boot.
  *
@@ -18,6 +18,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
@@ -168,6 +169,41 @@ NOIPA static void mode_fd2(void)
         free(p);
     }
     result("fd2");                          /* the file stays open until exit */
+}
+
+/* ---- static: a static array, as placement.txt's static lines name it ---- */
+
+char ha_static_arr[6 << 20];              /* .bss, 6 MiB */
+
+static int base_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    *(uintptr_t *)arg = info->dlpi_addr;  /* the first entry: the program */
+    return 1;
+}
+
+/* Its offset from the program's load base and its size (what a static line needs),
+ * and whether the kernel binds its first whole page to node 0 (numa_maps), to the
+ * info file; its contents filled and checked. */
+NOIPA static void mode_static(void)
+{
+    uintptr_t base = 0;
+    dl_iterate_phdr(base_cb, &base);
+    info("static_offset %llu", (unsigned long long)((uintptr_t)ha_static_arr - base));
+    info("static_size %zu", sizeof ha_static_arr);
+    fill(ha_static_arr, sizeof ha_static_arr, 40);
+    check(ha_static_arr, sizeof ha_static_arr, 40, "static array");
+    char want[32], line[512];
+    snprintf(want, sizeof want, "%lx ", ((uintptr_t)ha_static_arr + 4095) & ~(uintptr_t)4095);
+    int bound = 0;
+    FILE *f = fopen("/proc/self/numa_maps", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, want, strlen(want)))
+            bound = strstr(line, " bind:0 ") != NULL;
+    if (f)
+        fclose(f);
+    info("static_bound %d", bound);
+    result("static");
 }
 
 /* ---- family: every entry point ---- */
@@ -710,11 +746,11 @@ int main(int argc, char **argv)
     } modes[] = {
         { "io", mode_io, 7 }, { "family", mode_family, 0 }, { "cap", mode_cap, 0 },
         { "threads", mode_threads, 0 }, { "fork", mode_fork, 0 }, { "dl", mode_dl, 0 },
-        { "boot", mode_boot, 0 }, { "fd2", mode_fd2, 0 },
+        { "boot", mode_boot, 0 }, { "fd2", mode_fd2, 0 }, { "static", mode_static, 0 },
     };
     if (argc < 2) {
         fprintf(stderr, "usage: hmalloc_app io|family|cap|threads|fork LIB|dl LIB COPY|boot|"
-                        "fd2 FILE\n");
+                        "fd2 FILE|static\n");
         return 2;
     }
     const char *ip = getenv("HMT_INFO");

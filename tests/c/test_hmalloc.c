@@ -29,7 +29,8 @@
  * (children free inherited blocks, dlopen, place, and never report); sites in a
  * dlopen'ed library, a copy of it at the same address, a plugin-only placement;
  * allocations from constructors (the app's, a linked library's that runs before
- * libhmalloc's) and from threads they start.
+ * libhmalloc's) and from threads they start; a static array bound to numa:0 at
+ * start-up beside a static line whose module is not loaded (one warning).
  *
  * hugetlb: hugepages are reserved through /proc/sys/vm/nr_hugepages for its cases
  * and the old value restored; when that is not possible those cases are skipped. */
@@ -1320,6 +1321,57 @@ static void exit_case(const struct exit_mode *m, const char *backend, const char
     run_free(&r);
 }
 
+/* A static line for the app's static array on numa:0, and one for a module that is not
+ * loaded: the array's pages are bound before main (the app reads numa_maps), its
+ * contents and the app's output unchanged, the other line left with one warning. */
+static void test_static_variable(void)
+{
+    struct run base;
+    char inf[PATH_MAX], e_in[PATH_MAX + 16];
+    in_dir(inf, "static-info.txt");
+    snprintf(e_in, sizeof e_in, "HMT_INFO=%s", inf);
+    const char *env[] = { e_in, NULL };
+    run_app(&base, NULL, "static", NULL, NULL, env);
+    CHECK(clean(&base, "static") && exited(&base, 0, "static"));
+    char *bi = slurp(inf, NULL);
+    long long off = info_f(bi, "static_offset"), size = info_f(bi, "static_size");
+    CHECK(off > 0 && size == 6 * MiB && info_f(bi, "static_bound") == 0);
+    free(bi);
+    struct placed p;
+    in_dir(p.placement, "placement.txt");
+    char text[2 * PATH_MAX + 512];
+    int n = snprintf(text, sizeof text,
+                     "# hmtune placement v1\ntier a numa:0 %llu\ntier default default unlimited\n"
+                     "depth %d\nsize-window 0 0\nstatic a %lld %s+0x%llx\n"
+                     "static a 4096 /nonexistent/libnone.so+0x1000\n",
+                     64 * MiB, DEPTH, size, g_app, (unsigned long long)off);
+    spit(p.placement, text, (size_t)n);
+    in_dir(p.stats, "stats.json");
+    in_dir(p.info, "info.txt");
+    unlink(p.stats);
+    unlink(p.info);
+    char e_pl[PATH_MAX + 32], e_st[PATH_MAX + 32], e_pi[PATH_MAX + 32];
+    snprintf(e_pl, sizeof e_pl, "HMTUNE_PLACEMENT=%s", p.placement);
+    snprintf(e_st, sizeof e_st, "HMTUNE_STATS=%s", p.stats);
+    snprintf(e_pi, sizeof e_pi, "HMT_INFO=%s", p.info);
+    const char *penv[] = { e_pl, e_st, e_pi, "HMTUNE_SUMMARY=0", NULL };
+    run_app(&p.r, HMT_HMALLOC, "static", NULL, NULL, penv);
+    p.js = slurp(p.stats, NULL);
+    p.inf = slurp(p.info, NULL);
+    CHECK(clean(&p.r, "static placed") && exited(&p.r, 0, "static placed"));
+    CHECK(same_text(p.r.out, base.out, "stdout"));
+    CHECK_EQ(info_f(p.inf, "static_bound"), 1);
+    CHECK_EQ(site_f(p.js, 6, "placed"), 1);
+    CHECK_EQ(site_f(p.js, 7, "placed"), 0);
+    CHECK_EQ(tier_f(p.js, "a", "static_placed"), 1);
+    CHECK_EQ(tier_f(p.js, "a", "static_refused"), 1);
+    CHECK_EQ(hm_lines(&p.r), 1);
+    if (hmt_failed_checks)
+        show_json(p.js);
+    placed_free(&p);
+    run_free(&base);
+}
+
 static void test_exit_safety(void)
 {
     static const char *const backends[] = {
@@ -1400,6 +1452,7 @@ int main(void)
     RUN(test_fork);
     RUN(test_dlopen);
     RUN(test_bootstrap);
+    RUN(test_static_variable);
     RUN(test_exit_safety);
     for (int m = 0; m < M_N; m++)
         run_free(&g_modes[m].base);

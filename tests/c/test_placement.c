@@ -311,6 +311,43 @@ static void test_program_line(void)
 }
 
 /* As many tier lines as the backends have slots (hmi_backend.h), not one more. */
+/* `static TIER SIZE FRAME`: the object, its tier and line; statics' modules are not
+ * the sites' (a module named only by a static is no site module). */
+static void test_static_lines(void)
+{
+    static const char text[] = HEAD
+        "site fast /app+0x10\n"
+        "static fast 16777216 /app+0x5080   # key_count [static, app] (site 6)\n"
+        "static slow 64 /lib dir/libx.so+0xfff0\n";
+    struct hmi_placement p;
+    char err[256];
+    int rc = parse_lit(text, sizeof text - 1, &p, err);
+    CHECK(rc == 0);
+    if (rc) {
+        fprintf(stderr, "  %s\n", err);
+        return;
+    }
+    CHECK(p.nsites == 1 && p.nstatics == 2 && p.nmodules == 1);
+    CHECK(p.statics[0].tier == 0 && p.statics[0].line == 7 && p.statics[0].size == 16777216);
+    CHECK(!strcmp(p.statics[0].module, "/app") && p.statics[0].offset == 0x5080);
+    CHECK(p.statics[1].tier == 1 && p.statics[1].line == 8 && p.statics[1].size == 64);
+    CHECK(!strcmp(p.statics[1].module, "/lib dir/libx.so") && p.statics[1].module_len == 16);
+    CHECK(p.statics[1].offset == 0xfff0);
+    hmi_placement_free(&p);
+    REFUSE(HEAD "static fast 0 /app+0x10\n", 6, "expected 'static");
+    REFUSE(HEAD "static fast /app+0x10\n", 6, "expected 'static");
+    REFUSE(HEAD "static fast 16\n", 6, "expected 'static");
+    REFUSE(HEAD "static fast 16 /a+0x1 > /b+0x2\n", 6, "expected 'static");
+    REFUSE(HEAD "static fast 16 /a+0x1G\n", 6, "expected 'static");
+    REFUSE(HEAD "static mid 16 /a+0x1\n", 6, "undeclared tier 'mid'");
+    REFUSE(HEAD "static fast 281474976710641 /a+0x10\n", 6, "below 2^48");
+    REFUSE(HEAD "static fast 16 /a+0x1000000000000\n", 6, "below 2^48");
+    REFUSE(HEAD "static fast 16 /a+0x1\nstatic slow 32 /a+0x1\n", 7, "already listed at line 6");
+    REFUSE("# hmtune placement v1\ntier fast thp 1\nstatic fast 16 /a+0x1\n"
+           "tier slow default unlimited\n", 4, "must come before");
+    ACCEPT(HEAD "static fast 281474976710640 /a+0x10\n", 0);
+}
+
 static void test_tier_count(void)
 {
     char t[4096];
@@ -372,6 +409,7 @@ int main(void)
     RUN(test_large_input);
     RUN(test_load_errors);
     RUN(test_program_line);
+    RUN(test_static_lines);
     RUN(test_tier_count);
     RUN(test_not_a_regular_file);
     HMT_END();

@@ -13,7 +13,7 @@ TP_DEPS   := $(TP_SRCDIR)/build.mk
 
 # Plain C programs: name -> name.c, extra link flags per program below.
 TP_C_PROGS := allfamily threads omp forker dlopen_main realloc_chain crash stress echo_io \
-              small_objects refault no_perf
+              small_objects refault no_perf static_arrays
 TP_LDLIBS_threads     := -pthread
 TP_LDLIBS_stress      := -pthread
 TP_LDLIBS_dlopen_main := -ldl
@@ -21,7 +21,7 @@ TP_EXTRA_omp          := -fopenmp
 
 TP_C_BINS := $(addprefix $(TP_OUTDIR)/,$(TP_C_PROGS))
 TP_BINS   := $(TP_C_BINS) $(TP_OUTDIR)/allfamily-nopie $(TP_OUTDIR)/libdlalloc.so \
-             $(TP_OUTDIR)/cxx_new $(TP_OUTDIR)/fortran_alloc
+             $(TP_OUTDIR)/cxx_new $(TP_OUTDIR)/fortran_alloc $(TP_OUTDIR)/fortran_static
 
 $(TP_C_BINS): $(TP_OUTDIR)/%: $(TP_SRCDIR)/%.c $(TP_DEPS)
 	@mkdir -p $(@D)
@@ -56,6 +56,12 @@ $(TP_OUTDIR)/cxx_sites: $(TP_SRCDIR)/cxx_sites.cpp $(TP_SRCDIR)/cxx_sites.h \
 $(TP_OUTDIR)/fortran_alloc: $(TP_SRCDIR)/fortran_alloc.f90 $(TP_DEPS)
 	@mkdir -p $(@D)
 	$(TP_FC) $(TP_OPT) -o $@ $<
+
+# Static arrays of a Fortran code (a module array, a COMMON block); gfortran writes the
+# module's .mod file into the current directory unless told: -J keeps it in the build.
+$(TP_OUTDIR)/fortran_static: $(TP_SRCDIR)/fortran_static.f90 $(TP_DEPS)
+	@mkdir -p $(@D)/mod
+	$(TP_FC) $(TP_OPT) -J$(@D)/mod -o $@ $<
 
 # MPI: only when an MPI C compiler wrapper is installed.
 ifneq ($(shell command -v $(TP_MPICC) 2>/dev/null),)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from advisor.model import MIB
-from analyze.sites_io import ALLOCS_COLUMNS, SITES_COLUMNS, version_line
+from analyze.sites_io import ALLOCS_COLUMNS, KIND_COLUMN, SITES_COLUMNS, version_line
 
 APP = "/opt/app/bin/app"
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
@@ -31,6 +31,20 @@ def site(site_id: int, peak: int, weight: float, raw: str | None = None, *,
             "misses": 0, "weight": weight, "share": 0.0, "density": 0.0}
 
 
+def static_site(site_id: int, size: int, weight: float, offset: int | None = None, *,
+                module: str = APP, symbol: str | None = None) -> dict:
+    """A sites.csv row of a static variable (kind static, sites.csv v2): its size, one
+    object live for the whole run, callstack_raw `module+0xOFF [static SIZE]`."""
+    offset = 0x4000 + site_id * 0x10000 if offset is None else offset
+    name = symbol or f"var{site_id}"
+    return {"site_id": site_id, "callstack": f"{name} [static, {Path(module).name}]",
+            "callstack_raw": f"{module}+0x{offset:x} [static {size}]" if size else "",
+            "n_allocs": 1, "max_size": size, "peak_live_bytes": size, "total_bytes": size,
+            "first_alloc_ns": 0, "last_free_ns": 1000, "live_ns": 1000,
+            "samples": int(weight), "loads": int(weight), "stores": 0, "misses": 0,
+            "weight": weight, "share": 0.0, "density": 0.0, KIND_COLUMN: "static"}
+
+
 # The standard case: 80 MiB of fast memory holds sites 3 and 4 (weight 800 of 1500).
 STANDARD = [site(3, 64 * MIB, 500.0, f"{APP}+0x1237 > {LIBC}+0x2724a > {APP}+0x15c1"),
             site(4, 16 * MIB, 300.0, max_size=8 * MIB),
@@ -49,16 +63,18 @@ def write_sites(path: Path, rows: list[dict], total: float | None = None,
                 first_line: str | None = None, label_form: str = "module+0xoffset") -> Path:
     """sites.csv with `share` = weight / total (total: the sum of the weights)."""
     total = sum(r["weight"] for r in rows) if total is None else total
+    kinds = any(KIND_COLUMN in r for r in rows)      # v2: statics among the rows
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as fh:
         fh.write((first_line if first_line is not None else
-                  version_line("sites", 1, trace="t.prv", sampler="soft",
+                  version_line("sites", 2 if kinds else 1, trace="t.prv", sampler="soft",
                                label_form=label_form)) + "\n")
-        cols = SITES_COLUMNS + (["rank"] if rows and "rank" in rows[0] else [])
+        cols = SITES_COLUMNS + (["rank"] if rows and "rank" in rows[0] else []) + \
+            ([KIND_COLUMN] if kinds else [])
         out = csv.DictWriter(fh, fieldnames=cols, lineterminator="\n")
         out.writeheader()
         for r in rows:
-            r = dict(r)
+            r = {KIND_COLUMN: "heap", **r} if kinds else dict(r)
             if isinstance(r["weight"], float | int) and total:
                 r["share"] = r["weight"] / total
             out.writerow(r)

@@ -150,7 +150,7 @@ def test_outputs_next_to_the_trace(env: dict[str, str], tmp_path: Path) -> None:
     sites = read_sites(out / "sites.csv")
     tid = trace_id(out / "trace.prv")
     assert tid is not None and len(tid) == 16
-    assert sites.attrs["meta"] == {"version": "1", "trace": "hmtune-out/app/trace.prv",
+    assert sites.attrs["meta"] == {"version": "2", "trace": "hmtune-out/app/trace.prv",
                                    "trace-id": tid, "sampler": "soft",
                                    "label_form": "module+0xoffset"}
     allocs = read_allocs(out / "allocs.csv")

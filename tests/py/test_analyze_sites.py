@@ -168,10 +168,10 @@ def test_sites_roundtrip_and_version_line(tmp_path: Path) -> None:
     path = tmp_path / "sites.csv"
     write_sites(path, s, "out dir/trace.prv", "soft 250 Hz", FORM_RAW)
     first = path.read_text().splitlines()[0]
-    assert first == ("# hmtune sites v1 trace=out%20dir/trace.prv sampler=soft_250_Hz "
+    assert first == ("# hmtune sites v2 trace=out%20dir/trace.prv sampler=soft_250_Hz "
                      "label_form=module+0xoffset")
     back = read_sites(path)
-    assert back.attrs["meta"] == {"version": "1", "trace": "out dir/trace.prv",
+    assert back.attrs["meta"] == {"version": "2", "trace": "out dir/trace.prv",
                                   "sampler": "soft_250_Hz", "label_form": FORM_RAW}
     assert list(back.columns) == SITES_WRITTEN
     assert back.loc[back["site_id"] == 3, "callstack"].item() == "a b.c:1 > x,y.c:2"
@@ -199,8 +199,8 @@ def test_allocs_csv_from_the_scanner(tmp_path: Path) -> None:
 
 def test_readers_refuse_newer_versions(tmp_path: Path) -> None:
     p = tmp_path / "sites.csv"
-    p.write_text(version_line("sites", 2, trace="t") + "\n" + ",".join(SITES_COLUMNS) + "\n")
-    with pytest.raises(SitesFormatError, match=r"version 2 is newer .* \(up to v1\)"):
+    p.write_text(version_line("sites", 3, trace="t") + "\n" + ",".join(SITES_COLUMNS) + "\n")
+    with pytest.raises(SitesFormatError, match=r"version 3 is newer .* \(up to v2\)"):
         read_sites(p)
     p.write_text("site_id,callstack\n1,a\n")
     with pytest.raises(SitesFormatError, match="not an hmtune sites.csv"):

@@ -327,12 +327,13 @@ def test_object_event_wins_over_the_address(tmp_path: Path) -> None:
     t.alloc(110, 4096, 4, Q)
     t.sample(200, P + 8, weight=1, obj=4)        # address in 3, event says 4
     t.sample(210, R + 8, weight=2, obj=3)        # address in no block, event says 3
-    t.sample(220, Q + 8, weight=4, obj=9)        # a static variable: no allocation row
+    t.sample(220, Q + 8, weight=4, obj=9)        # a static variable: a row of its own
     t.sample(230, P + 16, weight=8)              # no event: by address
     t.event(240, LOAD, Q + 8, task=1)            # the event on the next line, same time
     t.event(240, OBJECT, 3, WEIGHT, 16)
     got = sites(run(t, tmp_path))
-    assert sorted(got) == [3, 4]
+    assert sorted(got) == [3, 4, 9]
+    assert (got[9]["kind"], got[9]["n_allocs"], got[9]["weight"]) == ("static", 1, 4.0)
     assert (got[3]["samples"], got[3]["weight"]) == (3, 26.0)
     assert (got[4]["samples"], got[4]["weight"]) == (1, 1.0)
     check_share(got[3], 31)

@@ -29,8 +29,15 @@ def finalize(tmp: Path, streams: list[rs.Stream], extra: list[bytes] = ()) -> ob
 
 
 def symbol(name: str) -> int:
-    nm = subprocess.run(["nm", str(APP)], capture_output=True, text=True, check=True).stdout
-    return next(int(line.split()[0], 16) for line in nm.splitlines() if line.endswith(" " + name))
+    return symbol_size(name)[0]
+
+
+def symbol_size(name: str) -> tuple[int, int]:
+    """The symbol's value and ELF size (nm -S)."""
+    nm = subprocess.run(["nm", "-S", str(APP)], capture_output=True, text=True,
+                        check=True).stdout
+    f = next(line.split() for line in nm.splitlines() if line.endswith(" " + name))
+    return int(f[0], 16), int(f[1], 16) if len(f) == 4 else 0
 
 
 def main_stream() -> rs.Stream:
@@ -84,7 +91,8 @@ def test_static_stack_unknown_and_no_address(tmp_path: Path) -> None:
     t = finalize(tmp_path, [s, smp])
     st, stack, unk, nomem, rej = t.samples
     assert st.cls == 2 and st.obj >= 3 and "loop_count" in t.fileline[st.obj]
-    assert "loop_count" in t.raw[st.obj] and str(APP) in t.raw[st.obj]
+    off, size = symbol_size("loop_count")
+    assert size > 0 and t.raw[st.obj] == f"{APP}+0x{off:x} [static {size}]"
     assert (stack.cls, stack.store, stack.obj) == (3, True, 0)
     assert (unk.cls, unk.obj) == (4, 0)
     assert nomem.cls == 5 and nomem.addr is None and rej.cls == 5

@@ -195,3 +195,25 @@ def test_sites_without_a_chain_are_left_out(tmp_path: Path) -> None:
     groups, foot = load_groups(p, 1)
     assert [g.site_ids for g in groups] == [[1], [3]]
     assert foot == 1110                 # the footprint is every site's (compare's)
+
+
+def test_static_variables_are_placed_as_static_lines(tmp_path: Path) -> None:
+    """Statics (sites.csv v2, kind static) are sites of the groups: explore's and
+    compare's all-fast placements carry them as static lines, and their sizes are no
+    requests for the size window."""
+    from advisor.placement import TierLine, format_placement, parse_placement
+    from workflows.sitegroups import placement_for
+
+    p = tmp_path / "sites.csv"
+    p.write_text("# hmtune sites v2\nsite_id,callstack_raw,weight,peak_live_bytes,max_size,kind\n"
+                 "1,/a+0x10,5,4096,4096,heap\n"
+                 "2,/a+0x5080 [static 16777216],9,16777216,16777216,static\n")
+    groups, foot = load_groups(p, 2)
+    assert [g.label for g in groups] == ["site 2", "site 1"] and foot == 16777216 + 4096
+    assert groups[0].max_size == 0
+    pf = placement_for(0b11, groups, TierLine("fast", "thp", 1 << 30),
+                       TierLine("slow", "default", None), "explore m11")
+    back = parse_placement(format_placement(pf).splitlines())
+    assert [(s.frame, s.size) for s in back.statics] == [("/a+0x5080", 16777216)]
+    assert [s.chain for s in back.sites] == ["/a+0x10"]
+    assert back.size_window == (0, 4096) and back.depth == 1

@@ -95,7 +95,7 @@ def test_sites_csv_first_touch_columns(traced) -> None:
     d, printed = traced
     sites = read_sites(d / "sites.csv")
     assert list(sites.columns[-len(FIRST_TOUCH_COLUMNS):]) == FIRST_TOUCH_COLUMNS
-    assert list(sites.columns).index("label") == len(sites.columns) - 5   # right after label
+    assert list(sites.columns).index("kind") == len(sites.columns) - 5    # right after kind
     tr, ps = site_of(sites, "transient"), site_of(sites, "persist")
     for row, pages in ((tr, printed["transient_pages"]), (ps, printed["persist_pages"])):
         assert abs(row["faults"] - pages) <= SITE_FACTOR * pages, (row["faults"], pages)

@@ -125,6 +125,23 @@ CASES: dict[str, tuple[bytes, bool]] = {
     "program-relative": (H + b"program echo_io\n" + T + TAIL, False),
     "program-twice": (H + f"program {APP}\nprogram {APP}\n".encode() + T + TAIL, False),
     "program-4096-bytes": (H + b"program /" + b"x" * 4095 + b"\n" + T + TAIL, False),
+    # static TIER SIZE FRAME: one frame, SIZE >= 1, the object below 2^48, once each
+    "static": (H + T + TAIL + b"static fast 4096 " + chain(1) + b"   # s\n", True),
+    "static-path-with-space": (H + T + TAIL + b"static fast 16 /a b/c d.so+0x10\n", True),
+    "static-size-0": (H + T + TAIL + b"static fast 0 " + chain(1) + b"\n", False),
+    "static-size-missing": (H + T + TAIL + b"static fast " + chain(1) + b"\n", False),
+    "static-size-2^64": (H + T + TAIL + b"static fast " + OVER64 + b" " + chain(1) + b"\n",
+                         False),
+    "static-ends-at-2^48": (H + T + TAIL + b"static fast 281474976710640 " + chain(1)
+                            + b"\n", True),
+    "static-ends-past-2^48": (H + T + TAIL + b"static fast 281474976710641 " + chain(1)
+                              + b"\n", False),
+    "static-two-frames": (H + T + TAIL + b"static fast 16 " + chain(2) + b"\n", False),
+    "static-twice": (H + T + TAIL + b"static fast 16 " + chain(1) + b"\nstatic slow 8 "
+                     + chain(1) + b"\n", False),
+    "static-undeclared-tier": (H + T + TAIL + b"static mid 16 " + chain(1) + b"\n", False),
+    "static-then-tier": (H + b"tier fast thp 1048576\nstatic fast 16 " + chain(1)
+                         + b"\ntier slow default unlimited\n" + TAIL, False),
 }
 
 
@@ -184,13 +201,14 @@ def test_same_verdict(corpus: dict[str, Path], tmp_path: Path, name: str) -> Non
 VERDICT_TOOL = ROOT / "build" / "tests" / "c" / "placement_verdict"
 SEEDS = [H + b"program /bin/x\ntier fast thp 1048576\ntier mid numa:0-3,8 4096\n"
          b"tier slow default unlimited\ndepth 3\nsize-window 0 100\n"
-         b"site fast /a/b+0x1 > /c d+0x2   # c\nsite mid /x+0x3\n",
+         b"site fast /a/b+0x1 > /c d+0x2   # c\nsite mid /x+0x3\nstatic fast 64 /x+0x40\n",
          (H + b"tier f memkind:MEMKIND_HBW 1\ntier s default unlimited\ndepth 2 # x\n"
           b"size-window 1 1\nsite f a+0x1 > b+0x2\n").replace(b"\n", b"\r\n")]
 TOKENS = [b" ", b"\t", b"\r", b"\n", b"\r\n", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e",
           b"\x1f", b"\x85", b"\xc2\x85", b"\xa0", b"\xc2\xa0", b"\xe2\x80\xa8", b"\0", b"#",
           b" #", b">", b" > ", b"+0x", b"+", b"0", b"1", b"9", b"a", b"F", b"x", b"-", b",",
           b":", b"unlimited", b"tier ", b"site ", b"depth ", b"size-window ", b"program ",
+          b"static ", b"static fast 16 /s+0x8\n",
           b"program /p", b"/", MAX64, OVER64, b"ffffffffffff", b"1000000000000",
           b"\xd9\xa1", b"\xc2\xb2", b"\xff", b"MEMKIND_", b"numa:", b"thp", b"v1", b"v01"]
 

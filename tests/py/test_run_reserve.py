@@ -23,7 +23,14 @@ import pytest
 from clistage import HMTUNE, LATENCY, ROOT, hmtune
 
 from advisor.granularity import class_size
-from advisor.placement import PlacementFile, SiteLine, TierLine, frames, write_placement
+from advisor.placement import (
+    PlacementFile,
+    SiteLine,
+    StaticLine,
+    TierLine,
+    frames,
+    write_placement,
+)
 from analyze.sites_io import ALLOCS_COLUMNS, SITES_COLUMNS, version_line
 from workflows import hugepages, reserve
 from workflows.hugepages import Pool, Sysfs, Want
@@ -164,6 +171,22 @@ def test_sites_csv_alone_and_unknown_sites() -> None:
         assert (n.per_process, n.sized_by, n.capped) == (32, "capacity", False)
     n = one(pf, {})                                         # a site of unknown size
     assert (n.per_process, n.sized_by, n.capped) == (32, "capacity", False)
+
+
+def test_static_variables_need_their_whole_2mib_pages() -> None:
+    """A static's whole 2 MiB pages at most (SIZE // 2 MiB, however it is aligned), on top
+    of the sites' pages; a tier with statics only is sized by the placement itself."""
+    pf = placement(("fast", "hugetlb", GIB), sites=[])
+    pf.statics = [StaticLine("fast", "/app+0x5080", 16 * MIB),
+                  StaticLine("fast", "/app+0x2000000", 5 * MIB),
+                  StaticLine("fast", "/app+0x3000000", MIB)]
+    n = one(pf, {})
+    assert (n.per_process, n.sized_by) == (8 + 2 + 0, "placement")
+    pf.sites = [SiteLine("fast", "/a+0x1")]
+    n = one(pf, {"/a+0x1": blocks((3 * MIB, 0, 10))})
+    assert (n.per_process, n.sized_by) == (2 + 10, "allocs.csv")
+    pf.statics = [StaticLine("slow", "/app+0x5080", 16 * MIB)]    # not a hugepage tier
+    assert one(pf, {"/a+0x1": blocks((3 * MIB, 0, 10))}).per_process == 2
 
 
 def write_stage(d: Path, trace_id: str, rows: list[tuple[int, str, int, int, int]],

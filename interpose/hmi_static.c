@@ -1,0 +1,507 @@
+/* hmi_static.c — see hmi_static.h. Runs once, from the interposer's initialization
+ * (its constructor, or the first placed allocation before it), single-threaded. */
+#include "hmi_static.h"
+#include "hm_util.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define PAGE_4K       4096ull
+#define PAGE_2M       (2ull << 20)
+#define MPOL_MF_MOVE_ (1 << 1)              /* <linux/mempolicy.h> */
+#define MAP_HUGE_2MB_ (21 << 26)            /* MAP_HUGE_SHIFT 26: 2 MiB pages, whatever
+                                               the kernel's default hugepage size */
+#define WARN_LINES    8u                    /* refusals written one by one, then a count */
+
+static struct hmi_static_result *g_res;
+static uint32_t g_nres;
+static size_t g_res_bytes;
+
+/* ---- a one-line message in a fixed buffer ---- */
+
+struct line { char *buf; size_t cap, n; };
+
+static void put(struct line *l, const char *s)
+{
+    while (*s && l->n + 1 < l->cap)
+        l->buf[l->n++] = *s++;
+    l->buf[l->n] = '\0';
+}
+
+static void put_u64(struct line *l, uint64_t v)
+{
+    char t[24];
+    t[hm_fmt_u64(t, v)] = '\0';
+    put(l, t);
+}
+
+static void put_hex(struct line *l, uint64_t v)
+{
+    char t[20];
+    int n = 0;
+    do {
+        t[n++] = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    } while (v);
+    put(l, "0x");
+    while (n--) {
+        char c[2] = { t[n], '\0' };
+        put(l, c);
+    }
+}
+
+static void put_errno(struct line *l, int e)
+{
+    const char *d = strerrordesc_np(e);
+    put(l, d ? d : "unknown error");
+}
+
+/* ---- the module as it is loaded ---- */
+
+struct module {
+    const char *path, *exe;     /* what to find; the main program's path */
+    size_t len;
+    int found;
+    uint64_t base;              /* dlpi_addr */
+    const ElfW(Phdr) *ph;       /* its program headers (in its own memory) */
+    int phnum;
+};
+
+/* dl_iterate_phdr names the main program "" and a library by the path it was loaded
+ * by: as hm_modmap.c, the program is /proc/self/exe. */
+static int find_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    struct module *m = arg;
+    (void)size;
+    const char *name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : m->exe;
+    if (strlen(name) != m->len || memcmp(name, m->path, m->len) != 0)
+        return 0;
+    m->found = 1;
+    m->base = info->dlpi_addr;
+    m->ph = info->dlpi_phdr;
+    m->phnum = info->dlpi_phnum;
+    return 1;
+}
+
+/* The loaded segment holding [off, off + size): its flags, and whether the range
+ * touches RELRO (made read-only after relocation). 0, or -1 when no one segment does. */
+static int segment_of(const struct module *m, uint64_t off, uint64_t size, uint32_t *flags,
+                      int *relro)
+{
+    int found = -1;
+    *relro = 0;
+    for (int i = 0; i < m->phnum; i++) {
+        const ElfW(Phdr) *p = &m->ph[i];
+        if (p->p_type == PT_LOAD && off >= p->p_vaddr && p->p_memsz >= size &&
+            off - p->p_vaddr <= p->p_memsz - size) {
+            *flags = p->p_flags;
+            found = 0;
+        }
+        if (p->p_type == PT_GNU_RELRO && off < p->p_vaddr + p->p_memsz &&
+            off + size > p->p_vaddr)
+            *relro = 1;
+    }
+    return found;
+}
+
+/* ---- the symbol starting at the object's offset ---- */
+
+/* What the symbol tables say about [off, off + size): an object symbol of that size
+ * starts there (same), or one of another size (other: its size), or it is unnamed
+ * data, as finalize names it (fin_symbols.c): a symbol ends at off, or one without a
+ * size starts there, or its data section does (prev); no data boundary lies inside it
+ * (inside clear); one starts at its end or its section ends there (at_end). */
+struct symscan {
+    int read, same, other, prev, inside, at_end;
+    uint64_t other_size;
+};
+
+/* As finalize's is_data_section and is_data_bound. */
+static int data_section(const Elf64_Shdr *s)
+{
+    return (s->sh_type == SHT_PROGBITS || s->sh_type == SHT_NOBITS) &&
+           (s->sh_flags & (SHF_ALLOC | SHF_EXECINSTR | SHF_TLS)) == SHF_ALLOC && s->sh_addr &&
+           s->sh_size;
+}
+
+static int data_bound(const Elf64_Sym *s, const Elf64_Shdr *sh, unsigned shnum)
+{
+    int type = ELF64_ST_TYPE(s->st_info);
+    return (type == STT_NOTYPE || type == STT_OBJECT || type == STT_COMMON) && s->st_value &&
+           s->st_shndx != SHN_UNDEF && s->st_shndx < shnum && data_section(&sh[s->st_shndx]);
+}
+
+/* Add what the ELF file at path (.symtab, .dynsym, section headers) says to *r. */
+static void scan_file(const char *path, uint64_t off, uint64_t size, struct symscan *r)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    struct stat st;
+    void *addr = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size >= sizeof(Elf64_Ehdr))
+        addr = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+    close(fd);
+    if (addr == MAP_FAILED)
+        return;
+    size_t len = (size_t)st.st_size;
+    const unsigned char *img = addr;
+    const Elf64_Ehdr *eh = addr;
+    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff == 0 || eh->e_shoff > len ||
+        eh->e_shnum > (len - eh->e_shoff) / sizeof(Elf64_Shdr)) {
+        munmap(addr, len);
+        return;
+    }
+    r->read = 1;
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(img + eh->e_shoff);
+    uint64_t end = off + size;
+    for (unsigned i = 0; i < eh->e_shnum; i++) {
+        if (!data_section(&sh[i]) || off < sh[i].sh_addr || off >= sh[i].sh_addr + sh[i].sh_size)
+            continue;
+        r->prev |= off == sh[i].sh_addr;         /* unnamed data from the section's start */
+        r->at_end |= end == sh[i].sh_addr + sh[i].sh_size;
+    }
+    for (unsigned i = 0; i < eh->e_shnum; i++) {
+        if ((sh[i].sh_type != SHT_SYMTAB && sh[i].sh_type != SHT_DYNSYM) ||
+            sh[i].sh_entsize != sizeof(Elf64_Sym) || sh[i].sh_offset > len ||
+            sh[i].sh_size > len - sh[i].sh_offset)
+            continue;
+        const Elf64_Sym *sym = (const Elf64_Sym *)(img + sh[i].sh_offset);
+        size_t n = sh[i].sh_size / sizeof(*sym);
+        for (size_t k = 0; k < n; k++) {
+            if (!data_bound(&sym[k], sh, eh->e_shnum))
+                continue;
+            uint64_t v = sym[k].st_value, sz = sym[k].st_size;
+            if (ELF64_ST_TYPE(sym[k].st_info) == STT_OBJECT && v == off && sz) {
+                if (sz == size) {
+                    r->same = 1;
+                } else {
+                    r->other = 1;
+                    r->other_size = sz;
+                }
+            }
+            if ((sz && v + sz == off) || (!sz && v == off))
+                r->prev = 1;
+            if (v > off && v < end)
+                r->inside = 1;
+            if (v == end)
+                r->at_end = 1;
+        }
+    }
+    munmap(addr, len);
+}
+
+/* The module's separate debug file, ROOT/.build-id/xx/yyyy.debug for its GNU build-id
+ * note, for each root of HMTUNE_DEBUG_ROOT (default /usr/lib/debug), as finalize looks
+ * its symbols up: the first one there is scanned too. */
+static void scan_debug_file(const struct module *m, uint64_t off, uint64_t size,
+                            struct symscan *r)
+{
+    const unsigned char *id = NULL;
+    size_t idlen = 0;
+    for (int i = 0; i < m->phnum && !id; i++) {
+        const ElfW(Phdr) *p = &m->ph[i];
+        if (p->p_type != PT_NOTE)
+            continue;
+        const unsigned char *q = (const unsigned char *)(uintptr_t)(m->base + p->p_vaddr);
+        const unsigned char *end = q + p->p_memsz;
+        while (q + sizeof(ElfW(Nhdr)) <= end) {
+            const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)q;
+            size_t name = (nh->n_namesz + 3) & ~3u, desc = (nh->n_descsz + 3) & ~3u;
+            const unsigned char *d = q + sizeof(*nh) + name;
+            if (d + desc > end)
+                break;
+            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+                !memcmp(q + sizeof(*nh), "GNU", 4) && nh->n_descsz >= 2 && nh->n_descsz <= 64) {
+                id = d;
+                idlen = nh->n_descsz;
+                break;
+            }
+            q = d + desc;
+        }
+    }
+    if (!id)
+        return;
+    const char *env = getenv("HMTUNE_DEBUG_ROOT");
+    const char *roots = env && *env ? env : "/usr/lib/debug";
+    for (const char *p = roots; *p;) {
+        size_t n = strcspn(p, ":");
+        char path[4096 + 200];
+        if (n > 0 && n < 4096) {
+            struct line l = { path, sizeof path, 0 };
+            memcpy(path, p, n);
+            path[n] = '\0';
+            l.n = n;
+            put(&l, "/.build-id/");
+            for (size_t k = 0; k < idlen; k++) {
+                char h[3] = { "0123456789abcdef"[id[k] >> 4], "0123456789abcdef"[id[k] & 15], 0 };
+                put(&l, h);
+                if (k == 0)
+                    put(&l, "/");
+            }
+            put(&l, ".debug");
+            if (access(path, R_OK) == 0) {
+                scan_file(path, off, size, r);
+                return;
+            }
+        }
+        p += n;
+        if (*p == ':')
+            p++;
+    }
+}
+
+/* ---- placing a range ---- */
+
+uint64_t hmi_static_granule(enum hmi_backend_kind kind, int map_huge)
+{
+    return map_huge || kind == HMI_BK_THP ? PAGE_2M : PAGE_4K;
+}
+
+static int all_zero(const unsigned char *p, uint64_t n)
+{
+    const uint64_t *w = (const uint64_t *)p;
+    for (uint64_t i = 0; i < n / 8; i++)
+        if (w[i])
+            return 0;
+    return 1;
+}
+
+/* Copy the 2 MiB chunks of [src, src + len) that are not all zero to dst: untouched
+ * .bss reads as the zero page and costs no memory at either end. */
+static void copy_nonzero(unsigned char *dst, const unsigned char *src, uint64_t len)
+{
+    for (uint64_t o = 0; o < len; o += PAGE_2M)
+        if (!all_zero(src + o, PAGE_2M))
+            memcpy(dst + o, src + o, PAGE_2M);
+}
+
+static long sys_mbind(void *a, uint64_t len, const struct hmi_backend_policy *pol,
+                      unsigned flags)
+{
+    return syscall(SYS_mbind, a, (unsigned long)len, pol->mpol, pol->nodes, pol->maxnode,
+                   flags);
+}
+
+/* Map [a, a + len) (2 MiB-aligned) over with anonymous memory holding the nonzero
+ * chunks of src: the range as it was, after a failed replacement. */
+static void restore(unsigned char *a, uint64_t len, const unsigned char *src)
+{
+    if (mmap(a, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) !=
+        MAP_FAILED)
+        copy_nonzero(a, src, len);
+}
+
+/* Replace [a, a + len) (2 MiB-aligned) by a hugetlb mapping holding its contents. 0,
+ * or -1 with why filled and the range holding what it held.
+ *
+ * The hugepages are taken first, in a mapping of their own (the kernel reserves a
+ * private hugetlb mapping's pages when it is made: a short pool refuses it and the
+ * range is never touched); the contents are copied in, and mremap(2) moves the
+ * mapping over the range in one step (hugetlb mappings move since Linux 5.17). Where
+ * mremap cannot, the copy goes to ordinary memory, the pages back to the pool, and a
+ * MAP_FIXED | MAP_HUGETLB mapping replaces the range; the kernel may have unmapped
+ * the range before that mapping fails for want of pages (mm/mmap.c mmap_region
+ * unmaps before the hugetlbfs mmap hook reserves them), so a failure maps the copy
+ * back. */
+static int remap_huge(unsigned char *a, uint64_t len, const struct hmi_backend_policy *pol,
+                      struct line *why)
+{
+    int huge = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB_;
+    unsigned char *h = mmap(NULL, len, PROT_READ | PROT_WRITE, huge, -1, 0);
+    if (h == MAP_FAILED) {
+        int e = errno;
+        if (e == ENOMEM) {
+            put(why, "the hugepage pool does not have ");
+            put_u64(why, len / PAGE_2M);
+            put(why, " free 2 MiB pages (reserve them: /proc/sys/vm/nr_hugepages)");
+        } else {
+            put(why, "mmap(MAP_HUGETLB) failed: ");
+            put_errno(why, e);
+        }
+        return -1;
+    }
+    if (pol->mpol)                      /* before the first touch: pages come from the nodes */
+        sys_mbind(h, len, pol, 0);
+    copy_nonzero(h, a, len);
+    if (mremap(h, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, a) != MAP_FAILED)
+        return 0;
+    unsigned char *tmp = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (tmp == MAP_FAILED) {
+        munmap(h, len);
+        put(why, "no memory for the copy: ");
+        put_errno(why, errno);
+        return -1;
+    }
+    copy_nonzero(tmp, h, len);
+    munmap(h, len);
+    if (mmap(a, len, PROT_READ | PROT_WRITE, huge | MAP_FIXED, -1, 0) == MAP_FAILED) {
+        int e = errno;
+        restore(a, len, tmp);
+        munmap(tmp, len);
+        put(why, "mmap(MAP_HUGETLB | MAP_FIXED) failed: ");
+        put_errno(why, e);
+        return -1;
+    }
+    if (pol->mpol)
+        sys_mbind(a, len, pol, 0);
+    copy_nonzero(a, tmp, len);
+    munmap(tmp, len);
+    return 0;
+}
+
+/* Bind or remap [a, a + len) to the tier; 0, or -1 with why filled. */
+static int place_range(unsigned char *a, uint64_t len, const struct hmi_backend_policy *pol,
+                       struct line *why)
+{
+    if (pol->map_huge)
+        return remap_huge(a, len, pol, why);
+    if (pol->thp && madvise(a, len, MADV_HUGEPAGE) != 0) {
+        put(why, "madvise(MADV_HUGEPAGE) failed: ");
+        put_errno(why, errno);
+        return -1;
+    }
+    if (pol->mpol && sys_mbind(a, len, pol, MPOL_MF_MOVE_) != 0) {
+        put(why, "mbind failed: ");
+        put_errno(why, errno);
+        return -1;
+    }
+    return 0;
+}
+
+/* Check and place one static; 0 placed, -1 refused (r->why says why). */
+static int place_one(const struct hmi_placement *pl, const struct hmi_static *s, const char *exe,
+                     struct hmi_static_result *r)
+{
+    struct line why = { r->why, sizeof r->why, 0 };
+    const struct hmi_tier *t = &pl->tiers[s->tier];
+    struct hmi_backend_policy pol;
+    if (s->tier >= HMI_MAX_TIERS || hmi_backend_policy(s->tier, &pol) != 0) {
+        put(&why, "tier ");
+        put(&why, t->name);
+        put(&why, " cannot place (see its warning)");
+        return -1;
+    }
+    if (pol.kind == HMI_BK_DEFAULT) {
+        put(&why, "tier ");
+        put(&why, t->name);
+        put(&why, " is the default allocator: nothing to move");
+        return -1;
+    }
+    struct module m = { s->module, exe, s->module_len, 0, 0, NULL, 0 };
+    dl_iterate_phdr(find_cb, &m);
+    if (!m.found) {
+        put(&why, "module not loaded");
+        return -1;
+    }
+    uint32_t flags = 0;
+    int relro = 0;
+    if (segment_of(&m, s->offset, s->size, &flags, &relro) != 0) {
+        put(&why, "not inside one loaded segment of the module (a wrong size, or another build)");
+        return -1;
+    }
+    struct symscan sym = { 0 };
+    scan_file(s->module, s->offset, s->size, &sym);
+    scan_debug_file(&m, s->offset, s->size, &sym);
+    if (!sym.read) {
+        put(&why, "cannot read the module's symbols to check the object");
+        return -1;
+    }
+    if (!sym.same && !(sym.prev && !sym.inside && sym.at_end)) {
+        if (sym.other) {
+            put(&why, "size does not match the symbol there (");
+            put_u64(&why, sym.other_size);
+            put(&why, " bytes; another build?)");
+        } else {
+            put(&why, "no data symbol, nor unnamed data between two, has that offset and size "
+                      "(another build?)");
+        }
+        return -1;
+    }
+    uint64_t g = hmi_static_granule(pol.kind, pol.map_huge);
+    uint64_t start = m.base + s->offset, end = start + s->size;
+    uint64_t a = (start + g - 1) & ~(g - 1), b = end & ~(g - 1);
+    if (b <= a) {
+        put(&why, g == PAGE_2M ? "no whole 2 MiB page inside the object"
+                               : "no whole 4 KiB page inside the object");
+        return -1;
+    }
+    if (pol.map_huge && (!(flags & PF_W) || relro)) {
+        put(&why, "read-only data: not remapped to hugepages");
+        return -1;
+    }
+    if (hmi_backend_charge(s->tier, b - a) != 0) {
+        put(&why, "tier ");
+        put(&why, t->name);
+        put(&why, " is full");
+        return -1;
+    }
+    if (place_range((unsigned char *)(uintptr_t)a, b - a, &pol, &why) != 0) {
+        hmi_backend_uncharge(s->tier, b - a);
+        return -1;
+    }
+    r->addr = a;
+    r->len = b - a;
+    return 0;
+}
+
+int hmi_static_place(const struct hmi_placement *pl, const char *exe, int warn)
+{
+    if (!pl->nstatics)
+        return 0;
+    size_t bytes = ((size_t)pl->nstatics * sizeof(*g_res) + 4095) & ~(size_t)4095;
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return -1;
+    if (g_res)                          /* placed before (tests): the old results go */
+        munmap(g_res, g_res_bytes);
+    g_res = m;
+    g_res_bytes = bytes;
+    g_nres = 0;
+    uint32_t refused = 0;
+    for (uint32_t i = 0; i < pl->nstatics; i++) {
+        const struct hmi_static *s = &pl->statics[i];
+        struct hmi_static_result *r = &g_res[i];
+        r->state = place_one(pl, s, exe, r) == 0 ? HMI_STATIC_PLACED : HMI_STATIC_REFUSED;
+        if (r->state == HMI_STATIC_PLACED || !warn || refused++ >= WARN_LINES)
+            continue;
+        char msg[HMI_REASON_MAX + 4400];
+        struct line l = { msg, sizeof msg, 0 };
+        put(&l, "placement line ");
+        put_u64(&l, s->line);
+        put(&l, ": static ");
+        put(&l, s->module);
+        put(&l, "+");
+        put_hex(&l, s->offset);
+        put(&l, " (");
+        put_u64(&l, s->size);
+        put(&l, " bytes) left where it is: ");
+        put(&l, r->why);
+        hm_log("hmalloc: ", msg, NULL);
+    }
+    g_nres = pl->nstatics;
+    if (warn && refused > WARN_LINES) {
+        char msg[160];
+        struct line l = { msg, sizeof msg, 0 };
+        put_u64(&l, refused - WARN_LINES);
+        put(&l, " more static(s) left where they are (HMTUNE_STATS=FILE lists why)");
+        hm_log("hmalloc: ", msg, NULL);
+    }
+    return 0;
+}
+
+const struct hmi_static_result *hmi_static_results(uint32_t *n)
+{
+    *n = g_nres;
+    return g_res;
+}

@@ -1,0 +1,155 @@
+"""`hmtune advise` with static variables in sites.csv (v2, kind static): they are
+placed as `static` lines with their sizes, take no part in depth and size-window, are
+worth only the part of them in whole pages of the tier (none for a static smaller
+than a 2 MiB page on hugetlb), count as live for the whole run in the lifetime ILP,
+stay out of FlexMalloc's files, and the report says what share of the weight the
+advisor can act on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from advisefix import APP, LIBC, advise, site, static_site, write_allocs, write_sites
+
+from advisor.inputs import load_sites
+from advisor.model import MIB, Tier, static_fraction
+from advisor.placement import read_placement
+from analyze.sites_io import version_line
+
+ROOT = Path(__file__).resolve().parents[2]
+HUGETLB = ROOT / "configs" / "machines" / "vm-hugetlb.toml"
+
+
+def stage(tmp: Path, rows: list[dict], total: float | None = None) -> Path:
+    d = tmp / "stage"
+    write_sites(d / "sites.csv", rows, total)
+    return d
+
+
+def test_statics_are_placed_as_static_lines(tmp_path: Path,
+                                            capsys: pytest.CaptureFixture) -> None:
+    rows = [site(3, 8 * MIB, 100.0, max_size=MIB),
+            static_site(4, 32 * MIB, 300.0, 0x5000),
+            static_site(5, 4 * MIB, 50.0, 0x3005000),
+            site(6, 64 * MIB, 10.0)]
+    d = stage(tmp_path, rows, 1000.0)
+    rc, out, err = advise(capsys, str(d), "--mem", "48M")
+    assert rc == 0, err
+    pf = read_placement(d / "placement.txt")
+    assert [(s.tier, s.frame, s.size) for s in pf.statics] == \
+        [("fast", f"{APP}+0x5000", 32 * MIB), ("fast", f"{APP}+0x3005000", 4 * MIB)]
+    assert [s.chain for s in pf.sites] == [rows[0]["callstack_raw"]]
+    # the statics' sizes are no requests: the window is the heap site's
+    assert pf.size_window == (0, MIB) and pf.depth == 2
+    assert "var4 [static, app]" in pf.statics[0].comment
+    s = load_sites(d / "sites.csv")
+    assert list(s.table["kind"]) == ["heap", "static", "static", "heap"]
+
+
+def test_fraction_of_a_static_in_whole_pages() -> None:
+    # 4 KiB pages: exact from the offset; 2 MiB pages: size - 2 MiB expected
+    assert static_fraction(0x1000, 16384, 4096) == 1.0
+    assert static_fraction(0x1010, 16384, 4096) == 0.75
+    assert static_fraction(0x1010, 4000, 4096) == 0.0
+    assert static_fraction(0, 16 * MIB, 2 * MIB) == 14 / 16
+    assert static_fraction(0, MIB, 2 * MIB) == 0.0
+    assert Tier("t", 1, "thp").page_size == 4096      # thp: 4 KiB charges, 2 MiB moves
+
+
+def test_hugetlb_values_statics_by_their_whole_pages(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture) -> None:
+    """Room for one of two 16 MiB objects: on 4 KiB pages the heavier static goes; on
+    hugetlb only its 14 MiB of whole 2 MiB pages count (105 x 14/16 < 100) and the heap
+    site goes. A 1 MiB static gains nothing on hugetlb whatever the room."""
+    rows = [site(3, 16 * MIB, 100.0), static_site(4, 16 * MIB, 105.0, 0x10000),
+            static_site(5, MIB, 40.0, 0x2000000)]
+    d = stage(tmp_path, rows, 1000.0)
+    assert advise(capsys, str(d), "--mem", "16M")[0] == 0
+    pf = read_placement(d / "placement.txt")
+    assert [s.frame for s in pf.statics] == [f"{APP}+0x10000"] and pf.sites == []
+    assert advise(capsys, str(d), "--machine", str(HUGETLB), "--mem", "18M")[0] == 0
+    pf = read_placement(d / "placement.txt")
+    assert pf.statics == [] and [s.chain for s in pf.sites] == [rows[0]["callstack_raw"]]
+    assert advise(capsys, str(d), "--machine", str(HUGETLB), "--mem", "1G")[0] == 0
+    pf = read_placement(d / "placement.txt")
+    assert [s.frame for s in pf.statics] == [f"{APP}+0x10000"]   # not the 1 MiB one
+
+
+def test_statics_without_a_size_are_unplaceable(tmp_path: Path,
+                                                capsys: pytest.CaptureFixture) -> None:
+    rows = [site(3, 8 * MIB, 100.0), static_site(4, 0, 300.0)]
+    d = stage(tmp_path, rows, 1000.0)
+    rc, _, err = advise(capsys, str(d), "--mem", "1G")
+    assert rc == 0
+    assert read_placement(d / "placement.txt").statics == []
+    s = load_sites(d / "sites.csv")
+    assert list(s.unplaceable["site_id"]) == [4]
+
+
+def test_acts_on_share_and_split(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """report.txt: the weight the advisor can act on (placeable allocation sites and
+    statics) and the version line's split by address."""
+    rows = [site(3, 8 * MIB, 100.0), static_site(4, 4 * MIB, 300.0),
+            site(5, 4 * MIB, 50.0, "")]
+    d = tmp_path / "stage"
+    split = {"samples_heap": 150, "samples_static": 300, "samples_stack": 100,
+             "samples_unknown": 50, "samples_no_address": 400, "weight_heap": 150,
+             "weight_static": 300, "weight_stack": 100, "weight_unknown": 50,
+             "weight_no_address": 400}
+    write_sites(d / "sites.csv", rows, 1000.0,
+                first_line=version_line("sites", 2, trace="t.prv", sampler="soft",
+                                        label_form="module+0xoffset", **split))
+    assert advise(capsys, str(d), "--mem", "1G")[0] == 0
+    s = load_sites(d / "sites.csv")
+    assert s.split is not None and s.total_weight == 1000.0
+    report = (d / "report.txt").read_text()
+    acts = next(line for line in report.splitlines() if line.startswith("acts on:"))
+    assert acts.split()[2:4] == ["40.0%", "of"]
+    assert "10.0% in 1 allocation site(s), 30.0% in 1 static variable(s)" in acts
+    by = next(line for line in report.splitlines() if line.startswith("by address:"))
+    assert "stack 10.0%" in by and "no address 40.0%" in by
+
+
+def test_lifetime_ilp_keeps_statics_live_all_run(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture) -> None:
+    """Two heap sites of 30 MiB never live together share their capacity; a 24 MiB
+    static is live all the time: 54 MiB hold all three, 53 MiB only the two sites (the
+    static beside either would need 54), and ilp without lifetimes takes the static and
+    one site at 54 MiB."""
+    rows = [site(3, 30 * MIB, 100.0), site(4, 30 * MIB, 100.0),
+            static_site(5, 24 * MIB, 150.0, 0x10000)]
+    d = stage(tmp_path, rows, 1000.0)
+    write_allocs(d / "allocs.csv", [(3, 0, 30 * MIB, 10, 100), (4, 0, 30 * MIB, 200, 300)])
+    assert advise(capsys, str(d), "--mem", "54M", "--strategy", "ilp-lifetime")[0] == 0
+    pf = read_placement(d / "placement.txt")
+    assert len(pf.statics) == 1 and len(pf.sites) == 2
+    assert advise(capsys, str(d), "--mem", "53M", "--strategy", "ilp-lifetime")[0] == 0
+    pf = read_placement(d / "placement.txt")
+    assert pf.statics == [] and len(pf.sites) == 2
+    assert advise(capsys, str(d), "--mem", "54M", "--strategy", "ilp")[0] == 0
+    pf = read_placement(d / "placement.txt")
+    assert len(pf.statics) == 1 and len(pf.sites) == 1
+
+
+def test_flexmalloc_leaves_statics_out(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    rows = [site(3, 8 * MIB, 100.0, f"{LIBC}+0x2724a"),
+            static_site(4, 4 * MIB, 300.0, 0x1d31e0, module=LIBC)]
+    d = stage(tmp_path, rows, 1000.0)
+    rc, _, err = advise(capsys, str(d), "--mem", "1G", "--format", "flexmalloc")
+    assert rc == 0, err
+    assert len(read_placement(d / "placement.txt").statics) == 1
+    locations = (d / "flexmalloc-locations.txt").read_text().splitlines()
+    placed = [x for x in locations if not x.startswith("#")]
+    assert len(placed) == 1 and placed[0].startswith(f"{LIBC}!")   # the heap site only
+
+
+def test_per_rank_statics_fold_to_one_object(tmp_path: Path) -> None:
+    rows = [{**static_site(4, 4 * MIB, 30.0), "rank": r} for r in (0, 1)] + \
+        [{**site(3, 8 * MIB, 10.0), "rank": r} for r in (0, 1)]
+    d = stage(tmp_path, rows, 100.0)
+    s = load_sites(d / "sites.csv")
+    t = s.table.set_index("site_id")
+    assert (t.loc[4, "n_allocs"], t.loc[4, "total_bytes"], t.loc[4, "weight"]) == \
+        (1, 4 * MIB, 60.0)
+    assert t.loc[3, "n_allocs"] == 2
