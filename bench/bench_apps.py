@@ -330,7 +330,7 @@ def load_result(app: App) -> dict:
     return res
 
 
-VARIANTS = ("all-fast", "ilp", "first-come", "size-window")
+VARIANTS = ("all-fast", "ilp", "ilp-lifetime", "first-come", "size-window")
 
 
 def _f(x: str | None, fmt: str = "{:.2f}") -> str:
@@ -455,10 +455,14 @@ def write_results(results: list[dict], args: argparse.Namespace) -> None:
             md.append(f"| {frac:.0%} | | {res.get('rounds', '?')} rounds, ended by "
                       f"{res.get('stopped_by', '?')} | correctness: {c['checked']} runs, {ok} "
                       "| | | | | | |")
-            ilp, top = rows.get("ilp", {}), rows.get("all-fast", {})
-            summary.append(f"{frac:.0%}: advisor {_speedup(ilp)} ({ilp.get('verdict', '?')}; "
-                           f"share {_share(ilp)}), all-fast {_speedup(top)}; "
-                           f"{target_verdict(frac, ilp, top, pred.get('ilp'))};")
+            top = rows.get("all-fast", {})
+            summary.append(f"{frac:.0%}: all-fast {_speedup(top)};")
+            for name in ("ilp", "ilp-lifetime"):
+                adv = rows.get(name, {})
+                if adv:
+                    summary.append(f"{name} {_speedup(adv)} ({adv.get('verdict', '?')}; "
+                                   f"share {_share(adv)}; "
+                                   f"{target_verdict(frac, adv, top, pred.get(name))});")
         summary.append(f"trace overhead {r['trace']['overhead']:.2f}x; correctness "
                        f"{sum(c['checked'] - len(c['bad']) for c in r['compares'].values())}/"
                        f"{sum(c['checked'] for c in r['compares'].values())} runs equal")
