@@ -35,6 +35,7 @@ enum hmr_type {
     HMR_PEND   = 8,  /* process end: kind = enum hmr_end */
     HMR_SAMPLE = 9,  /* a sampled memory access: kind = enum hmr_src, aux = HMS_* flags */
     HMR_SAMPLER = 10, /* the sampler in use: kind = enum hmr_src, then its name */
+    HMR_SCALL  = 20, /* a CALL below min_size traced by small-call sampling, with its weight */
 };
 
 /* Where a sample came from. */
@@ -117,6 +118,14 @@ struct hmr_call {
     uint64_t align;        /* alignment for the aligned kinds, else 0 */
     uint64_t ptr_in;       /* realloc/reallocarray input */
     uint64_t ptr_out;      /* result (0 on failure) */
+};
+
+/* A call below min_size that small-call sampling traced (hmc_small.h): a CALL
+ * record followed by the number of calls it stands for. */
+struct hmr_scall {
+    struct hmr_hdr h;      /* kind = call kind, aux = stack id, as HMR_CALL */
+    uint64_t t0, t1, size, align, ptr_in, ptr_out;
+    uint64_t weight;       /* calls this one stands for: the sampling interval N */
 };
 
 struct hmr_free {

@@ -32,6 +32,7 @@ class Call:
     ptr_out: int = 0
     align: int = 0
     t1: int = -1
+    sampled: int = 0        # 41000040: calls a call of small-call sampling stands for
 
 
 @dataclass
@@ -47,6 +48,7 @@ class Sample:
     func: str
     line: str
     breakpoint: bool
+    scale: int = 0          # 41000041: blocks the object stands for (small-call sampling)
 
 
 @dataclass
@@ -123,12 +125,14 @@ def load(prv: Path) -> Trace:
             t.samples.append(Sample(rec.task, rec.thread, rec.time, addr, 32000001 in ev,
                                     ev.get(32000007, 0), ev[41000023], ev.get(41000020, 0),
                                     funcs.get(ev.get(30000000, 0), "??"),
-                                    lines.get(ev.get(30000100, 0), "??"), 41000024 in ev))
+                                    lines.get(ev.get(30000100, 0), "??"), 41000024 in ev,
+                                    ev.get(41000041, 0)))
         kind = ev.get(41000000)
         if kind:
             assert key not in open_calls, f"nested call at line {rec.lineno}"
             c = Call(rec.task, rec.thread, kind, rec.time, ev.get(40000041, 0),
-                     ev.get(32000009, 0), ev.get(40000042, 0), 0, ev.get(41000001, 0))
+                     ev.get(32000009, 0), ev.get(40000042, 0), 0, ev.get(41000001, 0),
+                     sampled=ev.get(41000040, 0))
             open_calls[key] = c
         elif kind == 0:
             c = open_calls.pop(key)
