@@ -140,6 +140,15 @@ def _print_summary(scan: Scan, sites: SiteTable, form: str, sampler: str, out: P
     nsamples = sum(r["samples"] for r in scan.sites)
     _say(f"{scan.alloc_rows} allocations at {nsites} sites in {ntasks} process(es); "
          f"labels {form}; sampler {sampler}; {nsamples} samples")
+    sampled = [r for r in sites.rows if r.get("sampled_blocks")]
+    if sampled:
+        blocks = sum(int(r["sampled_blocks"]) for r in sampled)
+        _say(f"{len({r['site_id'] for r in sampled})} site(s) have blocks of small-call "
+             f"sampling ({blocks} recorded, each standing for the calls between them): "
+             "their counts, bytes, peaks and weights are estimates (column sampled_blocks)")
+        if scan.meta.get("small_capped_tasks"):
+            _say("their scaled weights were lowered to the weight sampled in untraced memory "
+                 f"in {scan.meta['small_capped_tasks']} process(es)")
     total = scan.total_weight
     if total > 0:
         outside = 100.0 * unplaced_weight(scan, sites) / total

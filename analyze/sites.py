@@ -30,7 +30,8 @@ from analyze.shortlabels import short_labels
 from analyze.sites_io import LABEL_COLUMN, SITES_WRITTEN
 
 MIB = 1 << 20
-SUMMED = ["n_allocs", "total_bytes", "samples", "loads", "stores", "misses", "weight"]
+SUMMED = ["n_allocs", "total_bytes", "samples", "loads", "stores", "misses", "weight",
+          "sampled_blocks"]
 MAXED = ["max_size", "peak_live_bytes", "last_free_ns", "live_ns"]
 MINNED = ["first_alloc_ns"]
 

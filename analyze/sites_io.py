@@ -29,8 +29,14 @@ SITES_COLUMNS = ["site_id", "callstack", "callstack_raw", "n_allocs", "max_size"
 # Written after SITES_COLUMNS by hmtune analyze; readers do not require it (older
 # files lack it: analyze.shortlabels.labels_for_rows makes it from the chains).
 LABEL_COLUMN = "label"
-SITES_WRITTEN = [*SITES_COLUMNS, LABEL_COLUMN]
+# Small-call sampling (docs/formats.md §4): sites.csv's blocks recorded 1 in N (0: the
+# row is exact) and allocs.csv's blocks a row stands for. Written after the others;
+# readers do not require them (older files are exact: 0 and 1).
+SAMPLED_COLUMN = "sampled_blocks"
+SCALE_COLUMN = "scale"
+SITES_WRITTEN = [*SITES_COLUMNS, LABEL_COLUMN, SAMPLED_COLUMN]
 ALLOCS_COLUMNS = ["site_id", "rank", "thread", "ptr", "size", "t_alloc", "t_free"]
+ALLOCS_WRITTEN = [*ALLOCS_COLUMNS, SCALE_COLUMN]
 
 _VERSION_LINE = re.compile(r"^# hmtune (?P<kind>\w+) v(?P<version>\d+)(?P<rest>.*)$")
 _SAFE = "/:+!,.-_~@()[]"

@@ -38,6 +38,7 @@ struct thr {
     struct ps_pair *g;                 /* the pending group's pairs */
     size_t gn, gcap;
     uint64_t c_t0, c_size, c_in, c_site, c_seq;  /* the open call */
+    uint32_t c_scale;                  /* its 41000040, 0 when it has none */
 };
 
 struct task {
@@ -204,7 +205,8 @@ static struct thr *thread_of(struct ps_model *m, uint64_t app, uint64_t task, ui
 
 static void emit_row(struct ps_rows *rows, const struct ps_block *b, int64_t t_free)
 {
-    struct ps_row r = { b->seq, b->start, b->size, b->t_alloc, t_free, b->grp, b->thread };
+    struct ps_row r = { b->seq, b->start, b->size, b->t_alloc, t_free, b->grp, b->thread,
+                        b->scale };
     ps_rows_add(rows, &r);
 }
 
@@ -215,7 +217,7 @@ static int end_block(struct ps_model *m, struct task *tk, uint64_t ptr, uint64_t
     if (!ps_map_take(tk->map, ptr, &b))
         return 0;
     emit_row(m->rows, &b, (int64_t)t);
-    ps_life_end(m->life, b.grp, b.t_alloc, t, b.size);
+    ps_life_end(m->life, b.grp, b.t_alloc, t, b.size, b.scale);
     return 1;
 }
 
@@ -233,10 +235,12 @@ static void start_block(struct ps_model *m, struct thr *th, uint64_t ptr)
     struct ps_block b = { .start = ptr, .size = th->c_size, .seq = th->c_seq,
                           .t_alloc = th->c_t0,
                           .grp = ps_sites_id(m->sites, tk->task_no, th->c_site),
-                          .thread = th->thread_no };
+                          .thread = th->thread_no, .scale = th->c_scale ? th->c_scale : 1 };
     m->st->allocs++;
+    if (th->c_scale)
+        ps_site_at(m->sites, b.grp)->sampled_blocks++;
     ps_map_insert(tk->map, &b);
-    ps_life_start(m->life, b.grp, b.t_alloc, b.size);
+    ps_life_start(m->life, b.grp, b.t_alloc, b.size, b.scale);
 }
 
 /* Call kinds to CALL_*: hmtune's exact kind (41000000) when the group has it, else
@@ -261,12 +265,13 @@ static int call_class(uint64_t kind, int exact)
 }
 
 static void call_entry(struct ps_model *m, struct thr *th, uint64_t t, int cls, uint64_t size,
-                       uint64_t in, uint64_t site)
+                       uint64_t in, uint64_t site, uint64_t scale)
 {
     if (th->call != CALL_NONE)
         m->st->nested_calls++;            /* the open one never ended: drop it */
     th->call = cls;
     th->c_t0 = t;
+    th->c_scale = scale > UINT32_MAX ? UINT32_MAX : (uint32_t)scale;
     th->c_size = size;
     th->c_in = in;
     if (cls == CALL_FREE) {
@@ -326,6 +331,7 @@ static void sample_done(struct ps_model *m, struct thr *th, const struct ps_samp
         return;
     struct task *tk = &m->tasks[th->task];
     uint32_t grp = tk->grp0;
+    uint64_t scale = 1;
     if (x->seen & PS_SA_OBJ) {
         /* finalize (or Extrae) already resolved it */
         if (!tk->has_obj || tk->obj_site != x->object) {
@@ -336,10 +342,16 @@ static void sample_done(struct ps_model *m, struct thr *th, const struct ps_samp
         grp = tk->obj_grp;
     } else if (x->seen & PS_SA_ADDR) {
         const struct ps_block *b = ps_map_find(tk->map, x->addr);
-        if (b)
+        if (b) {
             grp = b->grp;                   /* the block's own (task, site) */
+            scale = b->scale;
+        }
     }
-    ps_sample_count(ps_site_at(m->sites, grp), m->st, x);
+    if (x->seen & PS_SA_SCALE)
+        scale = x->scale ? x->scale : 1;
+    if (grp == tk->grp0)
+        scale = 1;                          /* outside every site: counted as it is */
+    ps_sample_count(ps_site_at(m->sites, grp), m->st, x, scale);
 }
 
 #define SAMPLE_ATTR(bit, fieldname)                 \
@@ -356,7 +368,7 @@ static void sample_done(struct ps_model *m, struct thr *th, const struct ps_samp
 static inline int is_call_type(uint64_t type)
 {
     return type - 40000040u < 4u || type == 41000000u || type == 32000009u ||
-           type == 41000021u || type == 41000025u;
+           type == 41000021u || type == 41000025u || type == 41000040u;
 }
 
 /* A group's calls: an end and an entry in one group mean the previous call ended as
@@ -364,7 +376,7 @@ static inline int is_call_type(uint64_t type)
 static void group_calls(struct ps_model *m, struct thr *th)
 {
     int entry = 0, end = 0, has_ret = 0;
-    uint64_t kind = 0, exact = 0, size = 0, in = 0, ret = 0, site = 0;
+    uint64_t kind = 0, exact = 0, size = 0, in = 0, ret = 0, site = 0, scale = 0;
     for (size_t i = 0; i < th->gn; i++) {
         uint64_t v = th->g[i].value;
         switch (th->g[i].type) {
@@ -374,6 +386,7 @@ static void group_calls(struct ps_model *m, struct thr *th)
         case 40000042: in = v; break;
         case 40000043: ret = v; has_ret = 1; break;
         case 32000009: site = v; break;
+        case 41000040: scale = v; break;  /* small-call sampling: blocks it stands for */
         case 41000021:
             if (!m->st->has_sampler) {
                 m->st->has_sampler = 1;
@@ -387,7 +400,8 @@ static void group_calls(struct ps_model *m, struct thr *th)
     if (end)
         call_end(m, th, has_ret, ret);
     if (entry)
-        call_entry(m, th, th->gtime, call_class(exact ? exact : kind, exact != 0), size, in, site);
+        call_entry(m, th, th->gtime, call_class(exact ? exact : kind, exact != 0), size, in, site,
+                   scale);
 }
 
 static void group_samples(struct ps_model *m, struct thr *th)
@@ -415,6 +429,7 @@ static void group_samples(struct ps_model *m, struct thr *th)
         case 32000007: SAMPLE_ATTR(PS_SA_OBJ, object); m->st->has_object_events = 1; break;
         case 41000020: SAMPLE_ATTR(PS_SA_W, weight); break;
         case 41000023: SAMPLE_ATTR(PS_SA_CLS, cls); break;
+        case 41000041: SAMPLE_ATTR(PS_SA_SCALE, scale); break;
         default: break;
         }
     }
@@ -548,7 +563,7 @@ static void end_at_trace_end(void *ctx, const struct ps_block *b)
 {
     const struct never_freed *nf = ctx;
     emit_row(nf->m->rows, b, -1);         /* never freed */
-    ps_life_end(nf->m->life, b->grp, b->t_alloc, nf->end, b->size);
+    ps_life_end(nf->m->life, b->grp, b->t_alloc, nf->end, b->size, b->scale);
 }
 
 void ps_model_finish(struct ps_model *m, uint64_t end_ns)
@@ -565,4 +580,5 @@ void ps_model_finish(struct ps_model *m, uint64_t end_ns)
     for (size_t i = 0; i < m->ntasks; i++)
         ps_map_each(m->tasks[i].map, end_at_trace_end, &nf);
     ps_life_finish(m->life);
+    m->st->small_capped = ps_sites_cap(m->sites);
 }
