@@ -1,5 +1,5 @@
 /* sparse_rows.c — a sparse matrix kept as one small block per row (values and
- * column indices together, 204..1992 bytes), the hot data of a sparse
+ * column indices together, 212..2000 bytes), the hot data of a sparse
  * matrix-vector product, next to a big cold array and small cold per-row records.
  * Every row comes from one malloc line: a site of many small blocks.
  *
@@ -47,7 +47,7 @@ int main(int argc, char **argv)
         cold[i] = (double)(i % 1000);
     uint64_t total = 0;
     for (long i = 0; i < nrows; i++) {
-        int nnz = 17 + (int)(rnd() % 150);                         /* 204..1992 bytes */
+        int nnz = 17 + (int)(rnd() % 150);                         /* 212..2000 bytes */
         struct row *r = malloc(row_bytes(nnz));                    /* SITE:rows */
         if (!r)
             return 1;
