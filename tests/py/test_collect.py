@@ -392,10 +392,15 @@ def test_finalize_bad_input(tmp_path: Path) -> None:
     assert load(tmp_path / "y.prv").one(110000)
 
 
-@pytest.mark.parametrize("prog,args", [("allfamily", []), ("threads", []), ("omp", []),
-                                       ("forker", []), ("dlopen_main", []), ("cxx_new", []),
-                                       ("realloc_chain", []), ("stress", ["4", "20000", "65536"])])
-def test_preload_library_under_ubsan(tmp_path: Path, prog: str, args: list[str]) -> None:
+@pytest.mark.parametrize("prog,args,small", [
+    ("allfamily", [], ""), ("threads", [], ""), ("omp", [], ""), ("forker", [], ""),
+    ("dlopen_main", [], ""), ("cxx_new", [], ""), ("realloc_chain", [], ""),
+    ("stress", ["4", "20000", "65536"], ""),
+    # small-call sampling: every small call traced, marks set and cleared across threads
+    ("allfamily", [], "1"), ("stress", ["4", "20000", "64"], "1"),
+    ("sparse_rows", ["4000", "2"], "1")])
+def test_preload_library_under_ubsan(tmp_path: Path, prog: str, args: list[str],
+                                     small: str) -> None:
     """The shim and core, built with -fsanitize=undefined, on real programs."""
     ubsan = subprocess.run(["gcc", "-print-file-name=libubsan.so"], capture_output=True,
                            text=True).stdout.strip()
@@ -403,6 +408,8 @@ def test_preload_library_under_ubsan(tmp_path: Path, prog: str, args: list[str])
         pytest.skip("libubsan.so not installed")
     lib = ROOT / "build" / "lib" / "libhmtrace-ubsan.so"
     env = dict(os.environ, LD_PRELOAD=f"{ubsan} {lib}", HMTUNE_OUT=str(tmp_path))
+    if small:
+        env["HMTUNE_SMALL_SAMPLE"] = small
     r = subprocess.run([str(PROGRAMS / prog), *args], capture_output=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr.decode()
     fin = subprocess.run([str(ROOT / "build/bin/hmtune-finalize"), str(tmp_path), "-o",
