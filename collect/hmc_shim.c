@@ -232,7 +232,8 @@ static HM_NOINLINE void *slow(struct call *c)
         return plain(c);
     struct hmc_thread *t = ensure_ready() ? hmc_thread_get() : NULL;
     if (!t) {
-        if (atomic_load(&g_state) == ST_OFF || (atomic_load(&g_state) == ST_READY && !hmc_core_active()))
+        int st = atomic_load(&g_state);
+        if (st == ST_OFF || (st == ST_READY && !hmc_core_active()))
             hmc_small_left = INT64_MAX;      /* nothing is recorded: keep small calls fast */
         return plain(c);
     }

@@ -267,8 +267,10 @@ def test_stress_16_threads_1m_pairs(tmp_path: Path) -> None:
     summary = json.loads(Path(str(out) + ".json").read_text())
     stress = [p for p in summary["processes"] if p["exe"].endswith("/stress")][0]
     assert stress["threads"] in (16, 17)          # + main, which traces its stdout buffer
-    assert 16_000_000 <= stress["allocs"] <= 16_000_001
-    assert 16_000_000 <= stress["frees"] <= 16_000_001
+    # small-call sampling may add a few blocks of the threads' own small allocations
+    small = stress["small_sampled"]
+    assert 16_000_000 <= stress["allocs"] - small <= 16_000_001
+    assert 16_000_000 <= stress["frees"] <= 16_000_001 + small
     assert stress["end"] == "exit" and stress["missing_chunks"] == 0
 
 

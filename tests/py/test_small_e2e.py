@@ -114,6 +114,6 @@ def test_rows_of_a_sparse_matrix_are_attributed_and_placed(tmp_path: Path) -> No
     assert run.returncode == 0, run.stderr
     assert run.stdout == bare.stdout
     stats = json.loads((d / "run-stats.json").read_text())
-    (placed,) = [s for s in stats["sites"] if s["chain"] == rows["callstack_raw"]]
+    (placed,) = (s for s in stats["sites"] if s["chain"] == rows["callstack_raw"])
     assert placed["placed"] == placed["matches"] == want["rows"] and placed["fell_back"] == 0
     assert placed["placed_bytes"] == want["row_bytes"]
