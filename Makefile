@@ -22,6 +22,7 @@ MPIRUN  ?=
 SAMPLER ?=
 OUT     ?=
 MIN_SIZE ?=
+SMALL_SAMPLE ?=
 DEPTH   ?=
 
 .PHONY: all deps build test test-c test-py lint demo trace analyze rerun bench-collect \
@@ -69,6 +70,7 @@ trace: deps build
 	@if [ -z "$(APP)" ]; then echo 'make trace: set APP, e.g. make trace APP="./build/examples/latency"' >&2; exit 2; fi
 	@$(HMTUNE) trace $(if $(OUT),-o "$(OUT)") $(if $(MPIRUN),--mpirun "$(MPIRUN)") \
 	  $(if $(MIN_SIZE),--min-size $(MIN_SIZE)) $(if $(DEPTH),--depth $(DEPTH)) \
+	  $(if $(SMALL_SAMPLE),--small-sample $(SMALL_SAMPLE)) \
 	  $(if $(SAMPLER),--sampler $(SAMPLER)) $(if $(PERIOD),--period $(PERIOD)) \
 	  $(if $(RATE),--rate $(RATE)) $(if $(FAULT_PERIOD),--fault-period $(FAULT_PERIOD)) -- $(APP)
 

@@ -159,6 +159,22 @@ def _tier_warnings(machine: Machine) -> list[str]:
     return out
 
 
+def _estimate_notes(table: pd.DataFrame, tier_of: np.ndarray, fallback: int) -> list[str]:
+    """A note when placed sites' figures are estimates of small-call sampling (sites.csv
+    sampled_blocks > 0): their sizes are good to about 1/sqrt(blocks seen)."""
+    if "sampled_blocks" not in table.columns or not len(table):
+        return []
+    seen = table["sampled_blocks"].to_numpy()
+    placed = (tier_of != fallback) & (seen > 0)
+    if not placed.any():
+        return []
+    fewest = int(seen[placed].min())
+    return [f"{int(placed.sum())} placed site(s) have blocks of small-call sampling: their "
+            f"sizes and weights are estimates from the blocks seen (as few as {fewest}: "
+            f"about {100 / max(fewest, 1) ** 0.5:.0f} % uncertain); size-window widened "
+            "around their requests"]
+
+
 def _forecast(sites_path: Path, meta: dict[str, str], problem: Problem,
               placement: Placement, notes: list[str]) -> list[str]:
     """The predicted speedups' lines (advisor/predict.py), calibrated by the
@@ -352,6 +368,7 @@ def _run(args: argparse.Namespace) -> int:
     if sites.total_weight <= 0:
         notes.append("the trace has no sampled weight: no site gains from fast memory "
                      "(trace again with a sampler, e.g. hmtune trace --sampler soft)")
+    notes += _estimate_notes(table, placement.tier_of, len(problem.tiers) - 1)
     forecast = _forecast(sites_path, sites.meta, problem, placement, notes)
     files = outputs.render(args, sites, machine, problem, placement, allocs, notes,
                            _command(args), out, strategies, forecast)

@@ -47,6 +47,8 @@ from analyze.sites_io import (
     KIND_COLUMN,
     KIND_STATIC,
     LABEL_COLUMN,
+    SAMPLED_COLUMN,
+    SCALE_COLUMN,
     SitesFormatError,
     Split,
     read_allocs,
@@ -55,12 +57,12 @@ from analyze.sites_io import (
 )
 
 _INT_COLS = ("site_id", "n_allocs", "max_size", "peak_live_bytes", "total_bytes",
-             "samples", "loads", "stores", "misses")
+             "samples", "loads", "stores", "misses", SAMPLED_COLUMN)
 _FLOAT_COLS = ("weight", "share")
 _FAULT_INT_COLS = ("fault_samples", "faults", "bytes_touched")   # optional (newer files)
 _FAULT_FLOAT_COLS = ("allocs_per_s",)
 _SUM_COLS = ("n_allocs", "total_bytes", "samples", "loads", "stores", "misses", "weight",
-             "share", *_FAULT_INT_COLS, *_FAULT_FLOAT_COLS)
+             "share", *_FAULT_INT_COLS, *_FAULT_FLOAT_COLS, SAMPLED_COLUMN)
 _MAX_COLS = ("max_size", "peak_live_bytes", "live_ns", "last_free_ns")
 
 
@@ -322,17 +324,25 @@ def load_allocs(path: str | Path, site_ids: set[int], full: bool,
     `full` keeps site_id, rank, size, t_alloc, t_free (the lifetime-aware strategy's
     rows) with a never-freed block's `t_free` (-1) replaced by one past the latest time
     in the file, so every row is a finite live interval; otherwise only site_id, rank
-    and size are kept (size window). `merged` (Sites.merged) renames the site ids that
-    were merged into another. `attrs["nprocs"]` is the number of processes (ranks) in
-    the whole file, None when it has no rows; `attrs["meta"]` the version line's fields.
+    and size are kept (size window). `scale` (the blocks a row stands for: small-call
+    sampling's N, else 1; 1 for files without the column) is kept in both. `merged`
+    (Sites.merged) renames the site ids that were merged into another. `attrs["nprocs"]`
+    is the number of processes (ranks) in the whole file, None when it has no rows;
+    `attrs["meta"]` the version line's fields.
     """
     p = Path(path)
     df = _read_checked(p, read_allocs, "allocs.csv from hmtune analyze")
     meta = dict(df.attrs.get("meta", {}))
-    cols = ["site_id", "rank", "size"] + (["t_alloc", "t_free"] if full else [])
+    if SCALE_COLUMN not in df.columns:
+        df[SCALE_COLUMN] = 1
+    cols = ["site_id", "rank", "size"] + (["t_alloc", "t_free"] if full else []) + [SCALE_COLUMN]
     df = df[cols].copy()
-    _numeric(df, ("site_id", "rank", "size") + (("t_alloc", "t_free") if full else ()),
-             p, integer=True)
+    _numeric(df, ("site_id", "rank", "size", SCALE_COLUMN)
+             + (("t_alloc", "t_free") if full else ()), p, integer=True)
+    if len(df) and (df[SCALE_COLUMN] < 1).any():
+        row = int(np.flatnonzero((df[SCALE_COLUMN] < 1).to_numpy())[0])
+        raise InputError(f"{p}: column {SCALE_COLUMN}, data row {row + 1}: a row stands for "
+                         "at least 1 block")
     if full and len(df):
         early = (df["t_free"] >= 0) & (df["t_free"] < df["t_alloc"])
         if early.any():

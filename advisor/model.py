@@ -212,12 +212,16 @@ class Problem:
 def charged_peaks(blocks: pd.DataFrame, site_ids: np.ndarray, backend: str) -> np.ndarray:
     """Per site, the most the backend charges for its live blocks at once in one
     process (frees before allocations at equal times, as analyze orders them); -1 for
-    a site without blocks. blocks: site_id, rank, size, t_alloc, t_free (-1: never)."""
+    a site without blocks. blocks: site_id, rank, size, t_alloc, t_free (-1: never), and
+    optionally scale (the blocks a row stands for, small-call sampling: its charge counts
+    that many times)."""
     site = pd.Index(np.asarray(site_ids)).get_indexer(blocks["site_id"].to_numpy())
     keep = site >= 0
     site = site[keep].astype(np.int64)
     rank = blocks["rank"].to_numpy(np.int64)[keep]
     cost = granularity.charges(blocks["size"].to_numpy(np.int64)[keep], backend)
+    if "scale" in blocks.columns:
+        cost = cost * blocks["scale"].to_numpy(np.int64)[keep]
     t0 = blocks["t_alloc"].to_numpy(np.float64)[keep]
     t1 = blocks["t_free"].to_numpy(np.float64)[keep]
     freed = t1 >= 0

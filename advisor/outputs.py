@@ -61,6 +61,43 @@ class Files:
     notes: list[str] = field(default_factory=list)
 
 
+def _pow2_floor(n: int) -> int:
+    return 1 << (max(int(n), 1).bit_length() - 1)
+
+
+def _pow2_ceil_below(n: int) -> int:
+    """The largest request below the power of two above n: 1990 -> 2047."""
+    return (1 << max(int(n), 1).bit_length()) - 1
+
+
+def size_window(placed: pd.DataFrame, allocs: pd.DataFrame | None) -> tuple[int, int]:
+    """placement.txt's size-window for the placed sites' rows of sites.csv: (0, 0) for
+    none; else the smallest request of a placed site in allocs.csv (0 without it) and the
+    largest `max_size`. A site with blocks of small-call sampling (allocs.csv `scale` > 1,
+    sites.csv `sampled_blocks` > 0) had about 1 in N of its requests seen, so its smallest
+    and largest requests are likely beyond those seen: its bounds are widened to the powers
+    of two around them (a smallest seen of 230 bytes gives 128, a largest of 1990 gives
+    2047)."""
+    if not len(placed):
+        return 0, 0
+    hi = int(placed["max_size"].max())
+    rows = (allocs[allocs["site_id"].isin(set(placed["site_id"].tolist()))]
+            if allocs is not None else None)
+    if rows is None or not len(rows):
+        if "sampled_blocks" in placed.columns:
+            est = placed[placed["sampled_blocks"] > 0]
+            if len(est):
+                hi = max(hi, _pow2_ceil_below(int(est["max_size"].max())))
+        return 0, hi
+    lo = int(rows["size"].min())
+    if "scale" in rows.columns:
+        sampled = rows[rows["scale"] > 1]
+        if len(sampled):
+            lo = min(lo, _pow2_floor(int(sampled["size"].min())))
+            hi = max(hi, _pow2_ceil_below(int(sampled["size"].max())))
+    return lo, hi
+
+
 def _placement_file(sites: Sites, problem: Problem, placement: Placement,
                     allocs: pd.DataFrame | None, command: str) -> PlacementFile:
     table = sites.table
@@ -83,13 +120,7 @@ def _placement_file(sites: Sites, problem: Problem, placement: Placement,
                 if not s]
     heap_index = np.cumsum(~static) - 1                 # row -> index into depth_of
     depth = max([depth_of[heap_index[i]] for i in placed] or depth_of or [1])
-    lo = hi = 0
-    if len(placed):
-        hi = int(table["max_size"].to_numpy()[placed].max())
-        if allocs is not None:
-            ids = set(problem.site_ids[placed].tolist())
-            sizes = allocs.loc[allocs["site_id"].isin(ids), "size"]
-            lo = int(sizes.min()) if len(sizes) else 0
+    lo, hi = size_window(table.iloc[placed], allocs)
     stamp = time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())
     window_note = ("smallest and largest request of any placed site" if allocs is not None
                    else "largest request of any placed site; no allocs.csv for the smallest")

@@ -9,7 +9,9 @@ of the rank's events): those moments, the peaks, are the only ones to check.
 Peaks are numbered over all ranks (rank-major, in time order), so a block is live
 on a contiguous range [lo, hi) of peak numbers. Each block counts what its limited
 tier would charge for it (advisor/granularity.py), in that tier's units, rounded up
-per block (conservative: the sum of rounded blocks is at least the rounded sum).
+per block (conservative: the sum of rounded blocks is at least the rounded sum), times
+the blocks a row stands for (allocs.csv `scale`, small-call sampling: that many blocks
+of its size live over its interval).
 """
 
 from __future__ import annotations
@@ -36,12 +38,15 @@ class Timeline:
         keep = site >= 0
         rank = allocs["rank"].to_numpy(np.int64)[keep]
         size = allocs["size"].to_numpy(np.int64)[keep]
+        scale = (allocs["scale"].to_numpy(np.int64)[keep] if "scale" in allocs.columns
+                 else np.ones(size.size, np.int64))
         t0 = allocs["t_alloc"].to_numpy(np.float64)[keep]
         t1 = allocs["t_free"].to_numpy(np.float64)[keep]
         site = site[keep].astype(np.int64)
         t1 = np.where(t1 < 0, np.inf, t1)
         live = t1 > t0                              # [t, t) is never live
         rank, size, t0, t1, site = rank[live], size[live], t0[live], t1[live], site[live]
+        scale = scale[live]
         self.unseen = np.setdiff1d(np.arange(n), site)   # sites without any block
         if self.unseen.size:
             # Conservative: such a site is live at its peak size all the time, everywhere.
@@ -49,6 +54,7 @@ class Timeline:
             extra_site = np.repeat(self.unseen, ranks.size)
             rank = np.concatenate([rank, np.tile(ranks, self.unseen.size)])
             size = np.concatenate([size, sizes[extra_site]])
+            scale = np.concatenate([scale, np.ones(extra_site.size, np.int64)])
             t0 = np.concatenate([t0, np.full(extra_site.size, -np.inf)])
             t1 = np.concatenate([t1, np.full(extra_site.size, np.inf)])
             site = np.concatenate([site, extra_site])
@@ -80,7 +86,7 @@ class Timeline:
         self.site = site
         self.lo = np.searchsorted(peak_pos, alloc_pos, side="left")
         self.hi = np.searchsorted(peak_pos, free_pos, side="left")
-        self.pages = [f(size) for f in units]                    # per tier, per block
+        self.pages = [f(size) * scale for f in units]            # per tier, per row
         self._by_site = np.argsort(site, kind="stable")
         self._site_start = np.searchsorted(site[self._by_site], np.arange(n + 1))
 

@@ -153,6 +153,15 @@ def _print_summary(scan: Scan, sites: SiteTable, split: Split | None, form: str,
         _say(f"{scan.lookahead_samples} samples have an address from the look ahead (the "
              "next access after an instruction without one), counted without it; "
              "--lookahead attributes them")
+    sampled = [r for r in sites.rows if r.get("sampled_blocks")]
+    if sampled:
+        blocks = sum(int(r["sampled_blocks"]) for r in sampled)
+        _say(f"{len({r['site_id'] for r in sampled})} site(s) have blocks of small-call "
+             f"sampling ({blocks} recorded, each standing for the calls between them): "
+             "their counts, bytes, peaks and weights are estimates (column sampled_blocks)")
+        if scan.meta.get("small_capped_tasks"):
+            _say("their scaled weights were lowered to the weight sampled in untraced memory "
+                 f"in {scan.meta['small_capped_tasks']} process(es)")
     total = scan.total_weight
     if total > 0 and split is not None:
         _say(f"sampled weight by address: {split.describe()}")

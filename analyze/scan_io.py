@@ -6,12 +6,13 @@ directory:
 - `sites.tsv`: one row per (task, site) that allocated or was sampled, tab-separated,
   header row, sorted by (task, site_id):
   `task site_id n_allocs max_size peak_live_bytes total_bytes first_alloc_ns
-  last_free_ns live_ns samples loads stores misses weight fault_samples faults`. The
-  lifetime columns have the meanings of sites.csv (DESIGN.md §4) for that one process,
-  and are 0 when the site allocated nothing there; site 0 collects the samples (and
-  sampled page faults) that no allocation site owns (stack, statics without an id,
-  unknown memory, no address); a static variable is a site of its own that allocated
-  nothing.
+  last_free_ns live_ns samples loads stores misses weight fault_samples faults
+  sampled_blocks`. The lifetime columns have the meanings of sites.csv (DESIGN.md §4)
+  for that one process, and are 0 when the site allocated nothing there; site 0
+  collects the samples (and sampled page faults) that no allocation site owns (stack,
+  statics without an id, unknown memory, no address); a static variable is a site of
+  its own that allocated nothing. Blocks of small-call sampling are already scaled
+  (counts, bytes, weight), `sampled_blocks` counts them as recorded.
 - `allocs.csv`: the per-allocation table in its final form (DESIGN.md §4; written by
   the scanner because it grows with the trace). `hmtune analyze` moves it into place.
 - `scan.json`: counters of the whole trace (records, tasks, end_time_ns,
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analyze.sites_io import ALLOCS_COLUMNS
+from analyze.sites_io import ALLOCS_WRITTEN, SAMPLED_COLUMN
 
 Row = dict[str, Any]
 
@@ -41,7 +42,8 @@ LIFETIME_COLUMNS = ["n_allocs", "max_size", "peak_live_bytes", "total_bytes",
                     "first_alloc_ns", "last_free_ns", "live_ns"]
 SAMPLE_COLUMNS = ["samples", "loads", "stores", "misses", "weight"]
 FAULT_COLUMNS = ["fault_samples", "faults"]     # sampled minor page faults (41000030-31)
-SITES_TSV_COLUMNS = SITE_KEYS + LIFETIME_COLUMNS + SAMPLE_COLUMNS + FAULT_COLUMNS
+SITES_TSV_COLUMNS = SITE_KEYS + LIFETIME_COLUMNS + SAMPLE_COLUMNS + FAULT_COLUMNS + [
+    SAMPLED_COLUMN]
 META_REQUIRED = ("total_weight", "alloc_rows")
 
 
@@ -135,7 +137,7 @@ def _check_allocs_csv(path: Path) -> None:
             first, header = fh.readline(), fh.readline().rstrip("\n")
     except OSError as e:
         raise ScanOutputError(f"{path}: {e.strerror or e}") from None
-    if not first.startswith("# hmtune allocs v") or header != ",".join(ALLOCS_COLUMNS):
+    if not first.startswith("# hmtune allocs v") or header != ",".join(ALLOCS_WRITTEN):
         raise ScanOutputError(f"{path}: not the allocs.csv the scanner writes")
 
 

@@ -55,7 +55,7 @@ from analyze.sites_io import (
 MIB = 1 << 20
 BASE_PAGE = 4096          # bytes one minor fault maps (x86-64's base page)
 SUMMED = ["n_allocs", "total_bytes", "samples", "loads", "stores", "misses", "weight",
-          "fault_samples", "faults"]
+          "fault_samples", "faults", "sampled_blocks"]
 MAXED = ["max_size", "peak_live_bytes", "last_free_ns", "live_ns"]
 MINNED = ["first_alloc_ns"]
 PER_OBJECT = ["n_allocs", "total_bytes"]    # a static's: one object per process, not summed

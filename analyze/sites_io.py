@@ -43,7 +43,13 @@ FIRST_TOUCH_COLUMNS = ["fault_samples", "faults", "bytes_touched", "allocs_per_s
 # without it (v1) as all heap.
 KIND_COLUMN = "kind"
 KIND_HEAP, KIND_STATIC = "heap", "static"
-SITES_WRITTEN = [*SITES_COLUMNS, LABEL_COLUMN, KIND_COLUMN, *FIRST_TOUCH_COLUMNS]
+# Small-call sampling (docs/formats.md §4): sites.csv's blocks recorded 1 in N (0: the
+# row is exact) and allocs.csv's blocks a row stands for. Written after the others;
+# readers do not require them (older files are exact: 0 and 1).
+SAMPLED_COLUMN = "sampled_blocks"
+SCALE_COLUMN = "scale"
+SITES_WRITTEN = [*SITES_COLUMNS, LABEL_COLUMN, KIND_COLUMN, *FIRST_TOUCH_COLUMNS,
+                 SAMPLED_COLUMN]
 
 # Address classes of the sampled weight (event 41000023, docs/formats.md §3), in the
 # order the split is shown, with the words that show them.
@@ -94,6 +100,7 @@ def split_from_meta(meta: dict[str, str]) -> Split | None:
         return None
     return Split(samples, weight)
 ALLOCS_COLUMNS = ["site_id", "rank", "thread", "ptr", "size", "t_alloc", "t_free"]
+ALLOCS_WRITTEN = [*ALLOCS_COLUMNS, SCALE_COLUMN]
 
 _VERSION_LINE = re.compile(r"^# hmtune (?P<kind>\w+) v(?P<version>\d+)(?P<rest>.*)$")
 _SAFE = "/:+!,.-_~@()[]"

@@ -2,8 +2,10 @@
 measured interleaved in the same invocation (medians; this VM is noisy).
 
 Prints: added ns per traced malloc+free pair (64 KiB, depth 8) at 1 and 2 threads,
-added ns per below-threshold pair, whole-app overhead on the latency example's
-kernel time, and the tracer's memory per thread (stated bound and measured)."""
+added ns per below-threshold pair with small-call sampling off and at its default (1 in
+32 traced) and with every small call traced (the cost of one sampled pair), whole-app
+overhead on the latency example's kernel time, and the tracer's memory per thread
+(stated bound and measured)."""
 
 from __future__ import annotations
 
@@ -24,14 +26,18 @@ BENCH = BUILD / "bench" / "mallocbench"
 STRESS = BUILD / "tests" / "programs" / "stress"
 
 
-def run(cmd: list[str], traced: bool, raw: Path) -> tuple[str, int]:
+def run(cmd: list[str], traced: bool, raw: Path, small: str | None = None) -> tuple[str, int]:
     """Run once; return stdout and the program's peak RSS in KiB (through rsswrap:
-    Linux would charge a Python parent's RSS to a child it execs)."""
+    Linux would charge a Python parent's RSS to a child it execs). small: the
+    HMTUNE_SMALL_SAMPLE of a traced run (None: the library's default)."""
     env = dict(os.environ)
+    env.pop("HMTUNE_SMALL_SAMPLE", None)
     if traced:
         shutil.rmtree(raw, ignore_errors=True)
         raw.mkdir(parents=True)
         env.update(LD_PRELOAD=str(LIB), HMTUNE_OUT=str(raw))
+        if small is not None:
+            env["HMTUNE_SMALL_SAMPLE"] = small
     p = subprocess.run([str(RSSWRAP), *cmd], capture_output=True, env=env)
     if p.returncode != 0:
         sys.exit(f"bench-collect: {' '.join(cmd)} failed ({p.returncode})")
@@ -46,6 +52,21 @@ def pairs_case(threads: int, pairs: int, size: int, rounds: int, raw: Path,
         plain.append(number(NAME, run(cmd, False, raw)[0], key))
         traced.append(number(NAME, run(cmd, True, raw)[0], key))
     return statistics.median(plain), statistics.median(traced)
+
+
+def small_case(rounds: int, raw: Path) -> dict[str, float]:
+    """CPU ns per 64-byte pair: no tracer, small-call sampling off, at its default, 1 in 1;
+    medians over interleaved rounds (the order reversed every other round)."""
+    kinds = {"plain": None, "off": "off", "default": "", "all": "1"}
+    got: dict[str, list[float]] = {k: [] for k in kinds}
+    for r in range(rounds):
+        for key in (list(kinds) if r % 2 == 0 else list(kinds)[::-1]):
+            pairs = 200_000 if key == "all" else 2_000_000
+            cmd = [str(BENCH), "1", str(pairs), "64", "8"]
+            small = kinds[key] or None
+            out = run(cmd, key != "plain", raw, small)[0]
+            got[key].append(number(NAME, out, "cpu_ns_per_pair"))
+    return {k: statistics.median(v) for k, v in got.items()}
 
 
 def main() -> int:
@@ -70,9 +91,17 @@ def main() -> int:
         print(f"  thread CPU time per pair: added {c1t - c1p:.1f} ns at 1 thread, "
               f"{c2t - c2p:.1f} ns at 2 threads (x{(c2t - c2p) / (c1t - c1p):.2f}; "
               "target: no more)")
-        ps, ts = pairs_case(1, 2_000_000, 64, args.rounds, raw)
-        print(f"below-threshold pair 64B, 1 thread  : plain {ps:7.1f}  traced {ts:7.1f}  "
-              f"added {ts - ps:6.1f} ns  ratio x{ts / ps:.2f}  (target: added <= 20)")
+        small = small_case(args.rounds, raw)
+        ps = small["plain"]
+        for key, what in (("off", "small-call sampling off"),
+                          ("default", "small-call sampling 1 in 32 (default)")):
+            ts = small[key]
+            print(f"below-threshold pair 64B, 1 thread, {what}: plain {ps:7.1f}  traced "
+                  f"{ts:7.1f}  added {ts - ps:6.1f} ns  ratio x{ts / ps:.2f}  (target: added "
+                  "<= 20)")
+        print(f"  every small pair traced (1 in 1): added {small['all'] - ps:.0f} ns per pair, "
+              f"so 1 in 32 should add {(small['all'] - small['off']) / 32:.1f} ns over off "
+              f"(measured {small['default'] - small['off']:.1f})")
         plain, traced = [], []
         for _ in range(args.app_runs):
             plain.append(number(NAME, run([str(LATENCY)], False, raw)[0], "kernel_time_s"))

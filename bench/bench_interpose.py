@@ -14,7 +14,11 @@ directly (what a program calling memkind itself pays; libhmalloc's memkind tiers
 blocks from their own small-object arena on the kind's nodes); (3) no global lock:
 per-thread cost at 2 threads no worse than at 1, i.e. a 2-thread/1-thread ratio no larger
 than the baseline's (the VM's own), 10 % allowed for noise.
-Then where the matched pair's time goes."""
+Then the same for a site of small blocks (small-call sampling, docs/formats.md §2): its
+placement's size window reaches down to the power of two below its smallest request, so
+every small request in it is looked up: 256-byte pairs matched and unmatched in a
+window of 128..4095 bytes, and 64-byte ones outside it. Then where the matched pair's
+time goes."""
 
 from __future__ import annotations
 
@@ -42,6 +46,8 @@ DEPTH = 8               # frames of hmallocbench's own above the malloc call
 SMALL = 64              # outside the window
 SIZE = 4096             # the placed site's size (memkind: cheap backend)
 BIG = 1 << 20           # numa:0, for information
+TINY = 256              # a small site's request
+TINY_WINDOW = (128, 4095)   # the window a sampled site of 212..2000-byte blocks gets
 MK_CAPACITY = 1 << 30
 THREAD_SLACK = 1.10     # our 2-thread / 1-thread ratio over the baseline's, still "no worse"
 CONCURRENT_SHARE = 0.9  # a 2-thread run counts when each thread had a CPU this much of
@@ -170,6 +176,11 @@ def groups(quick: bool) -> dict[str, dict[str, Case]]:
         "unwind5": Case("unwind:5", 1, mid, SIZE),
         "atomics9": Case("atomics:9", 1, 10 * mid, SIZE),
         "numa1m": Case("malloc", 1, big, BIG, "numa", expect="placed"),
+        "plain256": Case("malloc", 1, mid, TINY),
+        "mk256": Case("memkind", 1, mid, TINY),
+        "match256": Case("malloc", 1, mid, TINY, "mk-small", expect="placed"),
+        "miss256": Case("malloc", 1, mid, TINY, "mk-small-miss", expect="unmatched"),
+        "out64s": Case("malloc", 1, small, SMALL, "mk-small", expect="outside"),
         "plain1m": Case("malloc", 1, big, BIG),
     }
     for key in ("plain64", "out64", "plain4k", "mk4k", "match4k", "miss4k", "atomics9"):
@@ -183,6 +194,7 @@ def groups(quick: bool) -> dict[str, dict[str, Case]]:
         "why": ["plain4k", "miss4k", "mk4k", "match4k", "miss4k-d1", "match4k-d1",
                 "locks2", "unwind12", "unwind5", "atomics9", "atomics9-t2"],
         "numa": ["numa1m", "plain1m"],
+        "small": ["plain256", "mk256", "match256", "miss256", "plain64", "out64s"],
     }
     return {g: {f"{g}.{key}": c[key] for key in keys} for g, keys in layout.items()}
 
@@ -282,6 +294,10 @@ def main() -> int:
             "mk-d1-miss": placement(work / "mk-d1-miss.txt", "memkind:MEMKIND_HBW",
                                     missed(first), SIZE, SIZE),
             "numa": placement(work / "numa.txt", "numa:0", chain, BIG, BIG),
+            "mk-small": placement(work / "mk-small.txt", "memkind:MEMKIND_HBW", chain,
+                                  *TINY_WINDOW),
+            "mk-small-miss": placement(work / "mk-small-miss.txt", "memkind:MEMKIND_HBW",
+                                       missed(chain), *TINY_WINDOW),
         }
         res = Rounds()
         budget = Budget(RETRY_SECONDS)
@@ -336,6 +352,14 @@ def report(rounds: int, chain: str, r: Rounds) -> None:
     print(f"   unmatched in window (info; unwinds, matches no site, {SIZE} B go to glibc): "
           f"no preload {m('miss.plain4k'):.1f}  ours {m('miss.miss4k'):.1f}  added "
           f"{d('miss.miss4k', 'miss.plain4k'):+.1f} ns")
+    a4 = d("small.match256", "small.mk256")
+    a5 = d("small.out64s", "small.plain64")
+    print(f"2b. a site of small blocks ({TINY} B, window {TINY_WINDOW[0]}-{TINY_WINDOW[1]}, "
+          f"memkind:MEMKIND_HBW): matched: memkind direct {m('small.mk256'):.1f}  ours "
+          f"{m('small.match256'):.1f}  added {a4:+.1f} ns  (target <= 150)  {verdict(a4 <= 150)}")
+    print(f"    unmatched in the window (info): no preload {m('small.plain256'):.1f}  ours "
+          f"{m('small.miss256'):.1f}  added {d('small.miss256', 'small.plain256'):+.1f} ns; "
+          f"below it ({SMALL} B): added {a5:+.1f} ns  (target <= 10)  {verdict(a5 <= 10)}")
 
     print("3. threads: per-thread cost at 2 threads / at 1, ours over the baseline's (the "
           f"VM's own; median of per-round quotients) (target: no worse, x{THREAD_SLACK:.2f} "

@@ -2,7 +2,7 @@
 HMC_PERF_SRC := $(wildcard $(ROOT)/collect/hmc_perf*.c)
 HMC_LIB_SRC  := $(filter-out $(ROOT)/collect/hmc_probe.c,$(wildcard $(ROOT)/collect/hmc_*.c)) \
                 $(COMMON_SRC)
-HMC_LIBS     := -lunwind -lcapstone -ldl -lpthread
+HMC_LIBS     := -lunwind -lcapstone -ldl -lpthread -lm
 HMC_LIB_HDR  := $(wildcard $(ROOT)/collect/*.h) $(COMMON_HDR)
 HMC_FIN_SRC  := $(wildcard $(ROOT)/collect/finalize/*.c)
 HMC_FIN_HDR  := $(wildcard $(ROOT)/collect/finalize/*.h) $(ROOT)/collect/hmc_stream.h

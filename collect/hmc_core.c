@@ -539,6 +539,27 @@ void hmc_record_call(struct hmc_thread *t, int kind, uint64_t t0, uint64_t t1, u
     commit(t, sizeof(*r));
 }
 
+void hmc_record_sampled_call(struct hmc_thread *t, int kind, uint64_t t0, uint64_t t1,
+                             uint64_t size, uint64_t align, uint64_t ptr_in, uint64_t ptr_out,
+                             const uint64_t *frames, int n, uint64_t weight)
+{
+    uint32_t sid = intern_stack(t, frames, n);
+    struct hmr_scall *r = reserve(t, sizeof(*r));
+    r->h.type = HMR_SCALL;
+    r->h.kind = (uint8_t)kind;
+    r->h.len8 = HMR_LEN8(sizeof(*r));
+    r->h.aux = sid;
+    r->t0 = t0;
+    r->t1 = t1;
+    r->size = size;
+    r->align = align;
+    r->ptr_in = ptr_in;
+    r->ptr_out = ptr_out;
+    r->weight = weight;
+    t->n_traced++;
+    commit(t, sizeof(*r));
+}
+
 void hmc_record_free(struct hmc_thread *t, uint64_t t0, uint64_t t1, uint64_t ptr)
 {
     struct hmr_free *r = reserve(t, sizeof(*r));

@@ -31,6 +31,11 @@ struct hmc_thread *hmc_thread_get(void) HM_HIDDEN;            /* this thread's s
 void hmc_record_call(struct hmc_thread *t, int kind, uint64_t t0, uint64_t t1, uint64_t size,
                      uint64_t align, uint64_t ptr_in, uint64_t ptr_out,
                      const uint64_t *frames, int n) HM_HIDDEN;
+/* The same for a call below min_size traced by small-call sampling (hmc_small.h),
+ * standing for weight calls. */
+void hmc_record_sampled_call(struct hmc_thread *t, int kind, uint64_t t0, uint64_t t1,
+                             uint64_t size, uint64_t align, uint64_t ptr_in, uint64_t ptr_out,
+                             const uint64_t *frames, int n, uint64_t weight) HM_HIDDEN;
 void hmc_record_free(struct hmc_thread *t, uint64_t t0, uint64_t t1, uint64_t ptr) HM_HIDDEN;
 void hmc_add_tracer_ns(struct hmc_thread *t, uint64_t ticks, uint64_t calls) HM_HIDDEN;
 void hmc_count_call(struct hmc_thread *t) HM_HIDDEN;

@@ -1,14 +1,17 @@
 /* hmc_shim.c — libhmtrace.so's symbol interposition and bootstrap.
  *
  * Every malloc-family entry point has a fast path that decides "not traced" from
- * the size alone (frees: from malloc_usable_size, which is never smaller than the
- * request), and one shared slow path that unwinds, calls the real function and
+ * the size alone and the thread's small-call countdown (hmc_small.h: 1 in N calls
+ * below the threshold is traced anyway, with weight N), frees from
+ * malloc_usable_size, which is never smaller than the request, and the mark of a
+ * traced small block; one shared slow path unwinds, calls the real function and
  * records. A thread-local flag stops recursion (libunwind, pthread_setspecific and
  * dlsym may all call malloc); allocations made while dlsym resolves the real
  * functions come from the static arena of hm_real.h and are never freed. */
 #include "hmc_core.h"
 #include "hmc_sampler.h"
 #include "hmc_signal.h"
+#include "hmc_small.h"
 #include "hm_env.h"
 #include "hm_modmap.h"
 #include "hm_real.h"
@@ -125,6 +128,26 @@ static void install_signals(void)
         hmc_sig_claim(g_sigs[i], NULL, 0);
 }
 
+/* HMTUNE_SMALL_SAMPLE: 1 in how many calls below HMTUNE_MIN_SIZE is traced. */
+static void small_config(void)
+{
+    const char *v = getenv("HMTUNE_SMALL_SAMPLE");
+    uint64_t n = HMC_SMALL_DEFAULT;
+    int rc = v && *v ? hmc_small_parse(v, &n) : 0;
+    if (rc == -2)
+        hm_log("hmtune: ", "HMTUNE_SMALL_SAMPLE=0 is no interval (off traces no small call); "
+               "tracing 1 in " HMC_SMALL_DEFAULT_STR " calls below HMTUNE_MIN_SIZE", NULL);
+    else if (rc == -3)
+        hm_log("hmtune: ", "HMTUNE_SMALL_SAMPLE is above 1048576 calls; tracing 1 in "
+               HMC_SMALL_DEFAULT_STR " calls below HMTUNE_MIN_SIZE instead of ", v);
+    else if (rc != 0)
+        hm_log("hmtune: ", "HMTUNE_SMALL_SAMPLE must be off or a whole number 1..1048576; "
+               "tracing 1 in " HMC_SMALL_DEFAULT_STR " calls below HMTUNE_MIN_SIZE instead of ", v);
+    if (rc != 0)
+        n = HMC_SMALL_DEFAULT;
+    hmc_small_set(n);
+}
+
 static void do_init(void)
 {
     hmc_busy++;
@@ -152,6 +175,7 @@ static void do_init(void)
             hm_log("hmtune: ", "HMTUNE_DEPTH must be 1..32, using 8: ", getenv("HMTUNE_DEPTH"));
             depth = 8;
         }
+        small_config();
         struct hmc_config cfg = { out, min_size, (int)depth };
         ok = hmc_core_init(&cfg) == 0;
     }
@@ -206,12 +230,15 @@ __attribute__((destructor)) static void hmc_dtor(void)
 
 static HM_NOINLINE void *slow(struct call *c)
 {
-    int traced_size;
-    if (hmc_busy || !ensure_ready())
+    if (hmc_busy)
         return plain(c);
-    struct hmc_thread *t = hmc_thread_get();
-    if (!t)
+    struct hmc_thread *t = ensure_ready() ? hmc_thread_get() : NULL;
+    if (!t) {
+        int st = atomic_load(&g_state);
+        if (st == ST_OFF || (st == ST_READY && !hmc_core_active()))
+            hmc_small_left = INT64_MAX;      /* nothing is recorded: keep small calls fast */
         return plain(c);
+    }
     size_t size = c->a;
     switch (c->kind) {
     case HMK_CALLOC: case HMK_REALLOCARRAY:
@@ -225,8 +252,14 @@ static HM_NOINLINE void *slow(struct call *c)
     default:
         break;
     }
-    traced_size = size >= g_min;
-    if (!traced_size && !(c->in && !hm_in_boot(c->in) && rm.usable(c->in) >= g_free_min)) {
+    int small = size < g_min, in_marked = 0, in_big = 0;
+    if (c->in && !hm_in_boot(c->in)) {
+        in_marked = hmc_small_unmark(c->in);  /* a traced small block: ends here */
+        in_big = rm.usable(c->in) >= g_free_min;
+    }
+    /* sampled: traced because small-call sampling picked it (or its input block) */
+    int sampled = small && !in_big && (hmc_small_pick() || in_marked);
+    if (small && !in_big && !sampled) {
         hmc_count_call(t);
         return plain(c);
     }
@@ -238,13 +271,28 @@ static HM_NOINLINE void *slow(struct call *c)
     void *r = plain(c);
     int err = errno;
     uint64_t t2 = hm_ticks();
+    if (in_marked && !r && size != 0)
+        hmc_small_mark(c->in);               /* a failed realloc keeps its block */
+    /* A small block that is recorded is marked, so that its free is recorded too; a
+     * sampled one that cannot be (hmc_small_mark) stays unrecorded, unless it ended a
+     * traced block. */
+    if (r && size < g_free_min && hmc_small_mark(r) != 0 && sampled && !in_marked) {
+        hmc_add_tracer_ns(t, (t1 - t0) + (hm_ticks() - t2), 1);
+        hmc_busy = 0;
+        errno = err;
+        return r;
+    }
     uint64_t align = 0;
     if (c->kind == HMK_POSIX_MEMALIGN || c->kind == HMK_ALIGNED_ALLOC || c->kind == HMK_MEMALIGN)
         align = c->a;
     else if (c->kind == HMK_VALLOC || c->kind == HMK_PVALLOC)
         align = (uint64_t)sysconf(_SC_PAGESIZE);
-    hmc_record_call(t, c->kind, t0, t2, size, align, (uint64_t)(uintptr_t)c->in,
-                    (uint64_t)(uintptr_t)r, frames, n);
+    if (sampled)
+        hmc_record_sampled_call(t, c->kind, t0, t2, size, align, (uint64_t)(uintptr_t)c->in,
+                                (uint64_t)(uintptr_t)r, frames, n, hmc_small_interval());
+    else
+        hmc_record_call(t, c->kind, t0, t2, size, align, (uint64_t)(uintptr_t)c->in,
+                        (uint64_t)(uintptr_t)r, frames, n);
     hmc_add_tracer_ns(t, (t1 - t0) + (hm_ticks() - t2), 1);
     hmc_busy = 0;
     errno = err;
@@ -255,7 +303,8 @@ static HM_NOINLINE void slow_free(void *p)
 {
     if (hm_in_boot(p))
         return;
-    if (hmc_busy || !ensure_ready() || rm.usable(p) < g_free_min) {
+    int marked = hmc_small_unmark(p);        /* before the block can be reused */
+    if (hmc_busy || !ensure_ready() || (!marked && rm.usable(p) < g_free_min)) {
         if (rm.free)
             rm.free(p);
         return;
@@ -280,7 +329,7 @@ static HM_NOINLINE void slow_free(void *p)
 
 EXPORT void *malloc(size_t n)
 {
-    if (hm_likely(n < g_min))
+    if (hm_likely(n < g_min) && hm_likely(--hmc_small_left > 0))
         return rm.malloc(n);
     struct call c = { HMK_MALLOC, NULL, n, 0, NULL, 0 };
     return slow(&c);
@@ -290,7 +339,8 @@ EXPORT void free(void *p)
 {
     if (hm_unlikely(p == NULL))
         return;
-    if (hm_likely(g_free_min != 0 && !hm_in_boot(p) && rm.usable(p) < g_free_min)) {
+    if (hm_likely(g_free_min != 0 && !hm_in_boot(p) && rm.usable(p) < g_free_min &&
+                  !hmc_small_marked(p))) {
         rm.free(p);
         return;
     }
@@ -299,7 +349,8 @@ EXPORT void free(void *p)
 
 EXPORT void *calloc(size_t nmemb, size_t size)
 {
-    if (hm_likely(nmemb < g_min && size < g_min && nmemb * size < g_min))
+    if (hm_likely(nmemb < g_min && size < g_min && nmemb * size < g_min) &&
+        hm_likely(--hmc_small_left > 0))
         return rm.calloc(nmemb, size);
     struct call c = { HMK_CALLOC, NULL, nmemb, size, NULL, 0 };
     return slow(&c);
@@ -307,14 +358,27 @@ EXPORT void *calloc(size_t nmemb, size_t size)
 
 EXPORT void *realloc(void *p, size_t n)
 {
-    if (hm_likely(n < g_min && g_free_min != 0 && (p == NULL || (!hm_in_boot(p) && rm.usable(p) < g_free_min))))
+    if (hm_likely(n < g_min && g_free_min != 0 &&
+                  (p == NULL || (!hm_in_boot(p) && rm.usable(p) < g_free_min &&
+                                 !hmc_small_marked(p)))) &&
+        hm_likely(--hmc_small_left > 0))
         return rm.realloc(p, n);
     struct call c = { HMK_REALLOC, p, n, 0, NULL, 0 };
     return slow(&c);
 }
 
+/* The kinds below always take the slow path; a small request counts down here. */
+static inline void count_small(size_t n)
+{
+    if (n < g_min)
+        hmc_small_left--;
+}
+
 EXPORT void *reallocarray(void *p, size_t nmemb, size_t size)
 {
+    size_t total;
+    if (!__builtin_mul_overflow(nmemb, size, &total))
+        count_small(total);
     struct call c = { HMK_REALLOCARRAY, p, nmemb, size, NULL, 0 };
     return slow(&c);
 }
@@ -322,7 +386,7 @@ EXPORT void *reallocarray(void *p, size_t nmemb, size_t size)
 EXPORT int posix_memalign(void **memptr, size_t align, size_t size)
 {
     struct call c = { HMK_POSIX_MEMALIGN, NULL, align, size, memptr, 0 };
-    if (hm_likely(size < g_min))
+    if (hm_likely(size < g_min) && hm_likely(--hmc_small_left > 0))
         return rm.posix_memalign(memptr, align, size);
     slow(&c);
     return c.rc;
@@ -330,7 +394,7 @@ EXPORT int posix_memalign(void **memptr, size_t align, size_t size)
 
 EXPORT void *aligned_alloc(size_t align, size_t size)
 {
-    if (hm_likely(size < g_min))
+    if (hm_likely(size < g_min) && hm_likely(--hmc_small_left > 0))
         return rm.aligned_alloc(align, size);
     struct call c = { HMK_ALIGNED_ALLOC, NULL, align, size, NULL, 0 };
     return slow(&c);
@@ -338,7 +402,7 @@ EXPORT void *aligned_alloc(size_t align, size_t size)
 
 EXPORT void *memalign(size_t align, size_t size)
 {
-    if (hm_likely(size < g_min))
+    if (hm_likely(size < g_min) && hm_likely(--hmc_small_left > 0))
         return rm.memalign(align, size);
     struct call c = { HMK_MEMALIGN, NULL, align, size, NULL, 0 };
     return slow(&c);
@@ -346,12 +410,14 @@ EXPORT void *memalign(size_t align, size_t size)
 
 EXPORT void *valloc(size_t n)
 {
+    count_small(n);
     struct call c = { HMK_VALLOC, NULL, n, 0, NULL, 0 };
     return slow(&c);
 }
 
 EXPORT void *pvalloc(size_t n)
 {
+    count_small(n);
     struct call c = { HMK_PVALLOC, NULL, n, 0, NULL, 0 };
     return slow(&c);
 }

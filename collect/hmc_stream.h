@@ -37,6 +37,7 @@ enum hmr_type {
     HMR_SAMPLER = 10, /* the sampler in use: kind = enum hmr_src, then its name
                        * (kind HMS_SRC_FAULT: the page-fault sampler, a record of its own) */
     HMR_SCOST  = 11, /* the sampler's own cost so far, in a sample stream (cumulative) */
+    HMR_SCALL  = 20, /* a CALL below min_size traced by small-call sampling, with its weight */
 };
 
 /* Where a sample came from. HMS_SRC_FAULT samples are minor page faults (perf's
@@ -180,6 +181,14 @@ struct hmr_call {
     uint64_t align;        /* alignment for the aligned kinds, else 0 */
     uint64_t ptr_in;       /* realloc/reallocarray input */
     uint64_t ptr_out;      /* result (0 on failure) */
+};
+
+/* A call below min_size that small-call sampling traced (hmc_small.h): a CALL
+ * record followed by the number of calls it stands for. */
+struct hmr_scall {
+    struct hmr_hdr h;      /* kind = call kind, aux = stack id, as HMR_CALL */
+    uint64_t t0, t1, size, align, ptr_in, ptr_out;
+    uint64_t weight;       /* calls this one stands for: the sampling interval N */
 };
 
 struct hmr_free {

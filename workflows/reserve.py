@@ -12,7 +12,8 @@ Per tier of the placement that maps hugepages and has sites:
   packed into 2 MiB chunks (one being filled per class and thread; chunks are never
   given back), and a larger one is a mapping of its own, its size rounded up to 2 MiB
   (what the library charges) and by the kernel to whole pages. A site needs the most
-  pages its live blocks held at once in the trace (allocs.csv, per rank); the tier needs
+  pages its live blocks held at once in the trace (allocs.csv, per rank; a row of
+  small-call sampling counts as the `scale` blocks it stands for); the tier needs
   the sum over its sites plus its chunks, but never more than its capacity can hold
   (in whole pages). Without allocs.csv (which objects are packed is then unknown), or
   for a site found in neither file, the tier counts as its whole capacity.
@@ -88,6 +89,7 @@ class Block:
     size: int
     t_alloc: int
     t_free: int                     # -1: never freed
+    scale: int = 1                  # blocks the row stands for (small-call sampling)
 
 
 @dataclass
@@ -133,7 +135,8 @@ def read_sizes(sites: Path, chains: set[str]) -> dict[str, SiteSizes]:
         chain = ids.get(r["site_id"])
         if chain is not None:
             blocks[chain].append(Block(int(r["rank"]), int(r["thread"]), int(r["size"]),
-                                       int(r["t_alloc"]), int(r["t_free"])))
+                                       int(r["t_alloc"]), int(r["t_free"]),
+                                       max(1, int(r.get("scale") or 1))))
     for chain, b in blocks.items():
         out[chain].blocks = b
     return out
@@ -191,7 +194,7 @@ def site_pages(s: SiteSizes, page: int) -> dict[int, int] | None:
     per_rank: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
     for b in s.blocks:
         if not in_arena(b.size):
-            per_rank[b.rank] += _events(b, block_pages(b.size, page))
+            per_rank[b.rank] += _events(b, block_pages(b.size, page) * b.scale)
     return {r: _peak(ev) for r, ev in per_rank.items()}
 
 
@@ -203,7 +206,7 @@ def arena_pages(sites: list[SiteSizes]) -> dict[int, int]:
         for b in s.blocks or []:
             if in_arena(b.size):
                 cs = class_size(b.size)
-                per_key[(b.rank, b.thread, cs)] += _events(b, 1)
+                per_key[(b.rank, b.thread, cs)] += _events(b, b.scale)
     out: dict[int, int] = defaultdict(int)
     for (rank, _, cs), ev in per_key.items():
         out[rank] += -(-_peak(ev) // (CHUNK // cs)) * (CHUNK // MEMKIND_PAGE)

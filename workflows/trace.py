@@ -32,6 +32,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="smallest request traced (default 4K)")
     p.add_argument("--depth", type=int, default=8, metavar="N",
                    help="call-site frames kept per allocation, 1..32 (default 8)")
+    p.add_argument("--small-sample", metavar="N|off", default=None,
+                   help="below --min-size, trace 1 in N calls at random, each standing for N "
+                        f"(1..{SMALL_MAX}; default {SMALL_DEFAULT}); off: none")
     p.add_argument("-o", "--out", metavar="DIR", default=None,
                    help="output directory (default hmtune-out/<app name>/)")
     p.add_argument("--sampler", choices=["auto", "pebs", "ibs", "soft", "none"], default="auto",
@@ -50,6 +53,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="print no summary")
     p.add_argument("app", nargs=argparse.REMAINDER, help="-- APP [ARGS...]")
     p.set_defaults(func=run)
+
+
+# HMTUNE_SMALL_SAMPLE's range and default (collect/hmc_small.h)
+SMALL_DEFAULT = 32
+SMALL_MAX = 1 << 20
+
+
+def small_sample_value(text: str) -> str:
+    """--small-sample's value as HMTUNE_SMALL_SAMPLE takes it; ValueError otherwise."""
+    t = text.strip()
+    if t == "off":
+        return t
+    if not t.isdigit() or not 1 <= int(t) <= SMALL_MAX:
+        raise ValueError(f"must be off or a whole number of calls 1..{SMALL_MAX}, not {text!r}")
+    return str(int(t))
 
 
 def _fail(msg: str, code: int = 2) -> int:
@@ -103,6 +121,10 @@ def print_summary(s: dict, out: Path, wall_s: float) -> None:
     print(f"hmtune: traced {s['allocs']} allocations and {s['frees']} frees at {s['sites']} "
           f"sites in {s['tasks']} process(es), "
           f"{s['threads']} thread(s)", file=sys.stderr)
+    if s.get("small_sampled"):
+        print(f"hmtune: {s['small_sampled']} of them below the tracing threshold, traced 1 in "
+              f"{s['small_weight']} (small-call sampling): their sites' figures are estimates",
+              file=sys.stderr)
     n = s.get("samples", {})
     total = sum(n.values())
     if total:
@@ -132,6 +154,12 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"--min-size: {e}")
     if not 1 <= args.depth <= 32:
         return _fail("--depth must be between 1 and 32")
+    small = None
+    if args.small_sample is not None:
+        try:
+            small = small_sample_value(args.small_sample)
+        except ValueError as e:
+            return _fail(f"--small-sample {e}")
     if args.period is not None and args.period < 1:
         return _fail("--period must be a positive number of events")
     if args.rate is not None and not 1 <= args.rate <= 100000:
@@ -160,6 +188,8 @@ def run(args: argparse.Namespace) -> int:
                   "HMTUNE_OUT": str((out / "raw").resolve()),
                   "HMTUNE_MIN_SIZE": str(min_size), "HMTUNE_DEPTH": str(args.depth),
                   "HMTUNE_SAMPLER": chosen[0]}
+    if small is not None:
+        tracer_env["HMTUNE_SMALL_SAMPLE"] = small
     if args.period is not None:
         tracer_env["HMTUNE_SAMPLE_PERIOD"] = str(args.period)
     if args.rate is not None:

@@ -17,12 +17,12 @@ int gen_check(const char *prv, const char *outdir);
 
 #define MAXT 64
 #define MAXS 4096
-#define NV 14            /* the sites.tsv columns after task and site_id */
+#define NV 15            /* the sites.tsv columns after task and site_id */
 
 static const char *g_names[NV] = { "n_allocs", "max_size", "peak_live_bytes", "total_bytes",
                                    "first_alloc_ns", "last_free_ns", "live_ns", "samples",
                                    "loads", "stores", "misses", "weight", "fault_samples",
-                                   "faults" };
+                                   "faults", "sampled_blocks" };
 
 struct agg {
     int64_t want[NV], got[NV];
@@ -90,15 +90,16 @@ static void check_allocs(const char *outdir, const char *exp)
     char line[512];
     uint64_t last_t = 0, rows = 0, live = 0, order_bad = 0, free_bad = 0;
     if (!fgets(line, sizeof(line), f) || strncmp(line, "# hmtune allocs v1 trace=", 25) != 0 ||
-        !fgets(line, sizeof(line), f) || strcmp(line, "site_id,rank,thread,ptr,size,t_alloc,t_free\n")) {
+        !fgets(line, sizeof(line), f) ||
+        strcmp(line, "site_id,rank,thread,ptr,size,t_alloc,t_free,scale\n")) {
         printf("MISMATCH allocs.csv version line or header\n");
         g_bad = 1;
     }
     while (fgets(line, sizeof(line), f)) {
-        unsigned long long site, rank, thread, ptr, size, ta;
+        unsigned long long site, rank, thread, ptr, size, ta, scale;
         long long tf;
-        if (sscanf(line, "%llu,%llu,%llu,0x%llx,%llu,%llu,%lld", &site, &rank, &thread, &ptr,
-                   &size, &ta, &tf) != 7 || rank >= MAXT || site >= MAXS) {
+        if (sscanf(line, "%llu,%llu,%llu,0x%llx,%llu,%llu,%lld,%llu", &site, &rank, &thread, &ptr,
+                   &size, &ta, &tf, &scale) != 8 || rank >= MAXT || site >= MAXS || !scale) {
             printf("MISMATCH allocs.csv row: %s", line);
             g_bad = 1;
             continue;
@@ -108,8 +109,8 @@ static void check_allocs(const char *outdir, const char *exp)
         last_t = ta;
         live += tf == -1;
         free_bad += tf != -1 && (tf < 0 || (unsigned long long)tf < ta);
-        g_agg[rank + 1][site].rows++;
-        g_agg[rank + 1][site].bytes += (int64_t)size;
+        g_agg[rank + 1][site].rows += (int64_t)scale;            /* the blocks it stands for */
+        g_agg[rank + 1][site].bytes += (int64_t)(size * scale);
     }
     fclose(f);
     same("allocs.csv rows", jget(exp, "allocs"), (int64_t)rows);

@@ -20,7 +20,13 @@
  * Some records are sampled page faults (41000030-41000033), on lines of their own or
  * on an access sample's line, attributed by the same rules.
  * --alloc-heavy: mostly calls (45% allocations, 40% frees, 10% reallocs, 5% samples),
- * for the analyzer's memory with many blocks. */
+ * for the analyzer's memory with many blocks.
+ *
+ * Small-call sampling: one allocation in 8 carries 41000040 (it stands for 2..64
+ * blocks), and samples in it count that many times for its site (41000041 with the
+ * object, else from the block); the expected weights are then bounded per task as the
+ * scanner bounds them (ps_sites_cap: the added weight at most the task's class-4
+ * weight, each site's added part scaled by one factor). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -37,11 +43,13 @@ int gen_check(const char *prv, const char *outdir);
 
 struct exp_site {
     uint64_t n_allocs, bytes, samples, loads, stores, misses, weight, fault_samples, faults;
+    uint64_t sampled_blocks, extra, unknown;   /* extra: weight added by scaling */
+    int has_class;
     uint64_t max_size, peak, first_alloc, last_free, live_ns;
     uint64_t live_bytes, live_blocks, since;   /* the sweep, in time order */
 };
 
-struct slot { uint64_t size, site; int live; uint32_t pos; };
+struct slot { uint64_t size, site, scale; int live; uint32_t pos; };
 
 struct gtask {
     struct slot s[SLOTS];
@@ -71,18 +79,19 @@ static struct exp_site *E(unsigned task, uint64_t site) { return &g_exp[task * (
 
 /* A block of (task, site) live from t; every start and end comes in time order, and
  * at one time (a realloc) the end of the old block before the start of the new. */
-static void life_start(unsigned task, uint64_t site, uint64_t size, uint64_t t)
+static void life_start(unsigned task, uint64_t site, uint64_t size, uint64_t t, uint64_t scale)
 {
     struct exp_site *x = E(task, site);
     if (!x->n_allocs)
         x->first_alloc = t;
-    x->n_allocs++;
-    x->bytes += size;
+    x->n_allocs += scale;
+    x->bytes += size * scale;
+    x->sampled_blocks += scale > 1;
     if (size > x->max_size)
         x->max_size = size;
     if (!x->live_blocks++)
         x->since = t;
-    x->live_bytes += size;
+    x->live_bytes += size * scale;
     if (x->live_bytes > x->peak)
         x->peak = x->live_bytes;
 }
@@ -116,9 +125,9 @@ static void ev(unsigned task, unsigned thr, uint64_t t)
 
 static void pair(uint64_t type, uint64_t v) { fprintf(g_out, ":%" PRIu64 ":%" PRIu64, type, v); }
 
-static void live_add(struct gtask *tk, uint32_t i, uint64_t size, uint64_t site)
+static void live_add(struct gtask *tk, uint32_t i, uint64_t size, uint64_t site, uint64_t scale)
 {
-    tk->s[i] = (struct slot){ size, site, 1, tk->nlive };
+    tk->s[i] = (struct slot){ size, site, scale, 1, tk->nlive };
     tk->live[tk->nlive++] = i;
 }
 
@@ -142,7 +151,7 @@ static uint32_t free_slot(struct gtask *tk)
 /* One call: entry at t0 and end at t1, in hmtune's layout or Extrae's split one.
  * kind: exact hmtune kind (41000000); ret only for non-free. Returns t0. */
 static uint64_t call(unsigned task, unsigned thr, unsigned exact, uint64_t size, uint64_t site,
-                     uint64_t in, uint64_t ret)
+                     uint64_t in, uint64_t ret, uint64_t scale)
 {
     static const unsigned extrae_kind[] = { 0, 1, 2, 3, 4, 5, 5, 5, 1, 1, 3 };
     uint64_t t0 = g_now, t1 = g_now + 50 + below(250);
@@ -161,6 +170,8 @@ static uint64_t call(unsigned task, unsigned thr, unsigned exact, uint64_t size,
         if (!split)
             pair(40000041, size);
         pair(32000009, site);
+        if (scale > 1)
+            pair(41000040, scale);
     }
     if (is_free || is_realloc)
         pair(40000042, in);
@@ -190,23 +201,24 @@ static void do_alloc(unsigned task, unsigned thr, struct gtask *tk)
     static const unsigned kinds[] = { 1, 1, 1, 1, 4, 4, 5, 6, 7, 8 };
     unsigned exact = kinds[below(10)];
     uint64_t size = 4096 + below(SLOT_SZ - 4096), site = 3 + below(NSITES);
+    uint64_t scale = below(8) == 0 ? 2 + below(63) : 1;
     uint32_t i = free_slot(tk);
-    uint64_t t0 = call(task, thr, exact, size, site, 0, BASE + i * SLOT_SZ);
-    live_add(tk, i, size, site);
-    life_start(task, site, size, t0);
+    uint64_t t0 = call(task, thr, exact, size, site, 0, BASE + i * SLOT_SZ, scale);
+    live_add(tk, i, size, site, scale);
+    life_start(task, site, size, t0, scale);
     g_allocs++;
 }
 
 static void do_free(unsigned task, unsigned thr, struct gtask *tk)
 {
     if (below(500) == 0 || !tk->nlive) {          /* a pointer the trace never returned */
-        call(task, thr, 2, 0, 0, STACK - 4096 * (1 + below(1000)), 0);
+        call(task, thr, 2, 0, 0, STACK - 4096 * (1 + below(1000)), 0, 1);
         g_unknown_frees++;
         return;
     }
     uint32_t i = tk->live[below(tk->nlive)];
-    uint64_t t0 = call(task, thr, 2, 0, 0, BASE + i * SLOT_SZ, 0);
-    life_end(task, tk->s[i].site, tk->s[i].size, t0);
+    uint64_t t0 = call(task, thr, 2, 0, 0, BASE + i * SLOT_SZ, 0, 1);
+    life_end(task, tk->s[i].site, tk->s[i].size * tk->s[i].scale, t0);
     live_del(tk, i);
     g_frees++;
 }
@@ -217,30 +229,30 @@ static void do_realloc(unsigned task, unsigned thr, struct gtask *tk)
     unsigned exact = below(5) == 0 ? 10 : 3;
     if (!tk->nlive || below(20) == 0) {           /* realloc(NULL, n) is a malloc */
         uint32_t j = free_slot(tk);
-        uint64_t t0 = call(task, thr, exact, size, site, 0, BASE + j * SLOT_SZ);
-        live_add(tk, j, size, site);
-        life_start(task, site, size, t0);
+        uint64_t t0 = call(task, thr, exact, size, site, 0, BASE + j * SLOT_SZ, 1);
+        live_add(tk, j, size, site, 1);
+        life_start(task, site, size, t0, 1);
     } else {
         uint32_t i = tk->live[below(tk->nlive)];
         uint64_t in = BASE + i * SLOT_SZ;
         if (below(20) == 0) {                     /* realloc(p, 0) -> NULL frees p */
-            uint64_t t0 = call(task, thr, exact, 0, site, in, 0);
-            life_end(task, tk->s[i].site, tk->s[i].size, t0);
+            uint64_t t0 = call(task, thr, exact, 0, site, in, 0, 1);
+            life_end(task, tk->s[i].site, tk->s[i].size * tk->s[i].scale, t0);
             live_del(tk, i);
             g_frees++;
             return;
         }
         if (below(30) == 0) {                     /* failed: p stays live and unchanged */
-            call(task, thr, exact, size, site, in, 0);
+            call(task, thr, exact, size, site, in, 0, 1);
             return;
         }
         uint32_t j = below(2) ? i : free_slot(tk);   /* in place, or moved */
-        uint64_t t0 = call(task, thr, exact, size, site, in, BASE + j * SLOT_SZ);
-        life_end(task, tk->s[i].site, tk->s[i].size, t0);   /* the old block first */
+        uint64_t t0 = call(task, thr, exact, size, site, in, BASE + j * SLOT_SZ, 1);
+        life_end(task, tk->s[i].site, tk->s[i].size * tk->s[i].scale, t0);   /* old first */
         live_del(tk, i);
         g_frees++;
-        live_add(tk, j, size, site);
-        life_start(task, site, size, t0);
+        live_add(tk, j, size, site, 1);
+        life_start(task, site, size, t0, 1);
     }
     g_allocs++;
 }
@@ -287,12 +299,13 @@ static void do_fault(unsigned task, unsigned thr, struct gtask *tk)
 
 static void do_sample(unsigned task, unsigned thr, struct gtask *tk)
 {
-    uint64_t r = below(100), addr = 0, site = 0, cls;
+    uint64_t r = below(100), addr = 0, site = 0, cls, scale = 1;
     int has_addr = 1, give_obj = 0, pebs = below(5) == 0, store = below(10) < 3;
     if (r < 75 && tk->nlive) {
         uint32_t i = tk->live[below(tk->nlive)];
         addr = BASE + i * SLOT_SZ + below(tk->s[i].size);
         site = tk->s[i].site;
+        scale = tk->s[i].scale;
         cls = 1;
         give_obj = below(2);
     } else if (r < 85) {                          /* a free slot: stale or never used */
@@ -316,6 +329,8 @@ static void do_sample(unsigned task, unsigned thr, struct gtask *tk)
             pair(32000006, lat);
         if (give_obj)
             pair(32000007, site);
+        if (give_obj && scale > 1)
+            pair(41000041, scale);
     }
     pair(30000000, 1 + below(10));
     pair(30000100, 1 + below(10));
@@ -341,7 +356,12 @@ static void do_sample(unsigned task, unsigned thr, struct gtask *tk)
             x->loads++;
         x->misses += hit == 2;
     }
-    x->weight += w;
+    x->weight += w * scale;
+    x->extra += w * (scale - 1);
+    if (site == 0 && !pebs) {
+        x->has_class = 1;
+        x->unknown += cls == 4 ? w : 0;
+    }
     g_weight += w;
     g_samples++;
     g_now += 1 + below(200);
@@ -383,7 +403,9 @@ static void write_side_files(const char *prv)
           "0    41000023    hmtune sampled address class\n0    41000002    OS thread id\n"
           "0    41000030    hmtune sampled minor page fault\n"
           "0    41000031    hmtune page faults the fault sample stands for\n"
-          "0    41000033    hmtune page-fault address class\n\n"
+          "0    41000033    hmtune page-fault address class\n"
+          "0    41000040    hmtune small-call sampling (allocation)\n"
+          "0    41000041    hmtune small-call sampling (sampled object)\n\n"
           "EVENT_TYPE\n0    32000009    Allocation object\n0    32000007    Memory object referenced by sampled address\n"
           "0    41000032    hmtune memory object of a sampled page fault\n"
           "VALUES\n1    ??\n2    ??\n", f);
@@ -400,6 +422,18 @@ static void write_expected(const char *prv, uint64_t never_freed)
     if (!f) {
         perror(path);
         exit(1);
+    }
+    for (unsigned t = 0; t < g_ntasks; t++) {     /* the bound of ps_sites_cap */
+        uint64_t extra = 0;
+        for (unsigned s = 0; s < NSITES + 3; s++)
+            extra += E(t, s)->extra;
+        if (!E(t, 0)->has_class || extra <= E(t, 0)->unknown)
+            continue;
+        double f = (double)E(t, 0)->unknown / (double)extra;
+        for (unsigned s = 0; s < NSITES + 3; s++) {
+            struct exp_site *x = E(t, s);
+            x->weight -= x->extra - (uint64_t)((double)x->extra * f);
+        }
     }
     fprintf(f, "{\"records\":%" PRIu64 ",\"events\":%" PRIu64 ",\"states\":%" PRIu64
             ",\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"never_freed\":%" PRIu64
@@ -424,10 +458,11 @@ static void write_expected(const char *prv, uint64_t never_freed)
                     ",\"last_free_ns\":%" PRIu64 ",\"live_ns\":%" PRIu64
                     ",\"samples\":%" PRIu64 ",\"loads\":%" PRIu64 ",\"stores\":%" PRIu64
                     ",\"misses\":%" PRIu64 ",\"weight\":%" PRIu64
-                    ",\"fault_samples\":%" PRIu64 ",\"faults\":%" PRIu64 "}",
+                    ",\"fault_samples\":%" PRIu64 ",\"faults\":%" PRIu64
+                    ",\"sampled_blocks\":%" PRIu64 "}",
                     first ? "" : ",\n", t + 1, s, x->n_allocs, x->max_size, x->peak, x->bytes,
                     x->first_alloc, x->last_free, x->live_ns, x->samples, x->loads, x->stores,
-                    x->misses, x->weight, x->fault_samples, x->faults);
+                    x->misses, x->weight, x->fault_samples, x->faults, x->sampled_blocks);
             first = 0;
         }
     fputs("\n]}\n", f);
@@ -516,7 +551,7 @@ int main(int argc, char **argv)
         never_freed += tasks[t].nlive;
         for (uint32_t k = 0; k < tasks[t].nlive; k++) {   /* live until the trace end */
             const struct slot *sl = &tasks[t].s[tasks[t].live[k]];
-            life_end(t, sl->site, sl->size, g_now + 1);
+            life_end(t, sl->site, sl->size * sl->scale, g_now + 1);
         }
     }
     if (fseek(g_out, 0, SEEK_SET) != 0 ||

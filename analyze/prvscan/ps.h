@@ -80,6 +80,10 @@ struct ps_site {
     int64_t live_bytes, live_blocks;     /* sweep state (ps_life.c) */
     uint64_t peak, live_ns, sweep_t;
     uint64_t fault_samples, faults;      /* sampled page faults, the faults they stand for */
+    uint64_t sampled_blocks;             /* blocks of small-call sampling (unscaled) */
+    uint64_t weight_extra;               /* the part of weight that scaling added */
+    uint64_t unknown_weight;             /* site 0: weight of samples of class 4 */
+    int has_class;                       /* site 0: some sample carried 41000023 */
 };
 /* Entries keep their index (the group id) for the whole scan. */
 struct ps_sites {
@@ -93,6 +97,10 @@ uint32_t ps_sites_id(struct ps_sites *s, uint32_t task, uint64_t site);
 static inline struct ps_site *ps_site_at(struct ps_sites *s, uint32_t id) { return &s->e[id]; }
 /* Group ids sorted by (task, site); malloc'ed, n entries. */
 uint32_t *ps_sites_sorted(const struct ps_sites *s);
+/* Bound the scaled weights of each task's sites (small-call sampling) by what the
+ * unsampled blocks can have had: the weight of the task's samples in untraced memory
+ * (class 4). Returns the number of tasks whose estimates were scaled down. */
+uint64_t ps_sites_cap(struct ps_sites *s);
 void ps_sites_free(struct ps_sites *s);
 
 /* ---- ordered map of live blocks per task (ps_map.c) ---- */
@@ -102,6 +110,7 @@ struct ps_block {
     uint64_t t_alloc;
     uint32_t grp;                /* its (task, site) group */
     uint32_t thread;             /* the allocating thread's number in the trace */
+    uint32_t scale;              /* blocks it stands for: 1, or small-call sampling's N */
 };
 struct ps_live { uint64_t now, peak; };   /* live blocks over all maps */
 struct ps_map;
@@ -123,11 +132,19 @@ void ps_map_each(const struct ps_map *m, void (*fn)(void *ctx, const struct ps_b
 struct ps_life;
 struct ps_life *ps_life_new(struct ps_sites *s);
 void ps_life_free(struct ps_life *l);
-/* A block of group grp live from t_alloc: counts it, queues its start. */
-void ps_life_start(struct ps_life *l, uint32_t grp, uint64_t t_alloc, uint64_t size);
+/* A block of group grp live from t_alloc, standing for scale blocks of its size
+ * (small-call sampling; else 1): counts them, queues their start. */
+void ps_life_start(struct ps_life *l, uint32_t grp, uint64_t t_alloc, uint64_t size,
+                   uint32_t scale);
 /* The block ends at t_end (clamped to t_alloc): queues its end. */
 void ps_life_end(struct ps_life *l, uint32_t grp, uint64_t t_alloc, uint64_t t_end,
-                 uint64_t size);
+                 uint64_t size, uint32_t scale);
+/* size * scale, saturated. */
+static inline uint64_t ps_scaled(uint64_t size, uint32_t scale)
+{
+    uint64_t r;
+    return __builtin_mul_overflow(size, (uint64_t)scale, &r) ? UINT64_MAX : r;
+}
 /* Thread thr entered a call at t that may start a block (at t) when it ends; close
  * says it ended. Open calls hold the sweep back to their entry time. */
 void ps_life_call_open(struct ps_life *l, uint32_t thr, uint64_t t);
@@ -152,6 +169,7 @@ struct ps_row {
     uint64_t ptr, size, t_alloc;
     int64_t t_free;          /* -1: never freed */
     uint32_t grp, thread;    /* (task, site) group; thread number in the trace */
+    uint32_t scale;          /* blocks the row stands for (allocs.csv `scale`) */
 };
 struct ps_rows;
 /* fd: a temporary file for sorted runs, used once more than a run of rows waits. */
@@ -176,6 +194,7 @@ struct ps_stats {
     uint64_t evictions, unmatched_ends, unterminated_calls, nested_calls;
     uint64_t late_records, time_regressions, max_time;
     uint64_t fault_samples, faults, lost_fault_samples, fault_classes[6];
+    uint64_t small_capped;       /* tasks whose scaled weights ps_sites_cap lowered */
     int has_object_events, has_sampler;
     uint64_t sampler;
     uint32_t threads_seen, tasks_seen;
@@ -201,14 +220,17 @@ void ps_model_free(struct ps_model *m);
 struct ps_sample {
     unsigned seen;           /* PS_SA_* bits */
     uint64_t addr, object, weight, latency, hit, cls, recovered;
+    uint64_t scale;          /* 41000041: blocks the object it fell in stands for */
     int is_store;
 };
 enum { PS_SA_ADDR = 1, PS_SA_OBJ = 2, PS_SA_W = 4, PS_SA_LAT = 8, PS_SA_HIT = 16,
-       PS_SA_CLS = 32, PS_SA_REC = 64 };
+       PS_SA_CLS = 32, PS_SA_REC = 64, PS_SA_SCALE = 128 };
 /* Count a sample in group grp (its task and the site its address fell in; site 0
- * when unattributed); cls is its address class (41000023's values, 1-5). */
+ * when unattributed); cls is its address class (41000023's values, 1-5). Its weight
+ * counts scale times in the group (a block of small-call sampling stands for scale
+ * blocks), once in the trace's total. */
 void ps_sample_count(struct ps_site *g, struct ps_stats *st, const struct ps_sample *x,
-                     uint64_t cls);
+                     uint64_t cls, uint64_t scale);
 
 /* A sampled page fault (41000030-41000033), gathered like a sample. */
 struct ps_fault {

@@ -97,21 +97,23 @@ void ps_life_free(struct ps_life *l)
     }
 }
 
-void ps_life_start(struct ps_life *l, uint32_t grp, uint64_t t_alloc, uint64_t size)
+void ps_life_start(struct ps_life *l, uint32_t grp, uint64_t t_alloc, uint64_t size,
+                   uint32_t scale)
 {
     struct ps_site *g = ps_site_at(l->sites, grp);
     if (!g->n_allocs || t_alloc < g->first_alloc)
         g->first_alloc = t_alloc;
-    g->n_allocs++;
-    g->total_bytes += size;
+    g->n_allocs += scale;
+    g->total_bytes += ps_scaled(size, scale);
     if (size > g->max_size)
         g->max_size = size;
-    push(&l->ends, (struct ev){ t_alloc, size, grp, 1 });
+    push(&l->ends, (struct ev){ t_alloc, ps_scaled(size, scale), grp, 1 });
 }
 
 void ps_life_end(struct ps_life *l, uint32_t grp, uint64_t t_alloc, uint64_t t_end,
-                 uint64_t size)
+                 uint64_t size, uint32_t scale)
 {
+    size = ps_scaled(size, scale);
     struct ps_site *g = ps_site_at(l->sites, grp);
     if (t_end < t_alloc)
         t_end = t_alloc;

@@ -38,6 +38,7 @@ struct thr {
     struct ps_pair *g;                 /* the pending group's pairs */
     size_t gn, gcap;
     uint64_t c_t0, c_size, c_in, c_site, c_seq;  /* the open call */
+    uint32_t c_scale;                  /* its 41000040, 0 when it has none */
 };
 
 struct task {
@@ -206,7 +207,8 @@ static struct thr *thread_of(struct ps_model *m, uint64_t app, uint64_t task, ui
 
 static void emit_row(struct ps_rows *rows, const struct ps_block *b, int64_t t_free)
 {
-    struct ps_row r = { b->seq, b->start, b->size, b->t_alloc, t_free, b->grp, b->thread };
+    struct ps_row r = { b->seq, b->start, b->size, b->t_alloc, t_free, b->grp, b->thread,
+                        b->scale };
     ps_rows_add(rows, &r);
 }
 
@@ -217,7 +219,7 @@ static int end_block(struct ps_model *m, struct task *tk, uint64_t ptr, uint64_t
     if (!ps_map_take(tk->map, ptr, &b))
         return 0;
     emit_row(m->rows, &b, (int64_t)t);
-    ps_life_end(m->life, b.grp, b.t_alloc, t, b.size);
+    ps_life_end(m->life, b.grp, b.t_alloc, t, b.size, b.scale);
     return 1;
 }
 
@@ -235,10 +237,12 @@ static void start_block(struct ps_model *m, struct thr *th, uint64_t ptr)
     struct ps_block b = { .start = ptr, .size = th->c_size, .seq = th->c_seq,
                           .t_alloc = th->c_t0,
                           .grp = ps_sites_id(m->sites, tk->task_no, th->c_site),
-                          .thread = th->thread_no };
+                          .thread = th->thread_no, .scale = th->c_scale ? th->c_scale : 1 };
     m->st->allocs++;
+    if (th->c_scale)
+        ps_site_at(m->sites, b.grp)->sampled_blocks++;
     ps_map_insert(tk->map, &b);
-    ps_life_start(m->life, b.grp, b.t_alloc, b.size);
+    ps_life_start(m->life, b.grp, b.t_alloc, b.size, b.scale);
 }
 
 /* Call kinds to CALL_*: hmtune's exact kind (41000000) when the group has it, else
@@ -263,12 +267,13 @@ static int call_class(uint64_t kind, int exact)
 }
 
 static void call_entry(struct ps_model *m, struct thr *th, uint64_t t, int cls, uint64_t size,
-                       uint64_t in, uint64_t site)
+                       uint64_t in, uint64_t site, uint64_t scale)
 {
     if (th->call != CALL_NONE)
         m->st->nested_calls++;            /* the open one never ended: drop it */
     th->call = cls;
     th->c_t0 = t;
+    th->c_scale = scale > UINT32_MAX ? UINT32_MAX : (uint32_t)scale;
     th->c_size = size;
     th->c_in = in;
     if (cls == CALL_FREE) {
@@ -324,10 +329,13 @@ static void call_end(struct ps_model *m, struct thr *th, int has_ret, uint64_t r
 
 /* The group a sampled address belongs to in task tk: the object the trace names
  * (finalize or Extrae resolved it), else the live block holding the address, else
- * the task's site 0. */
+ * the task's site 0; *scale (when not NULL): the blocks the live block found stands
+ * for (small-call sampling), else 1. */
 static uint32_t attribute(struct ps_model *m, struct task *tk, int has_obj, uint64_t object,
-                          int has_addr, uint64_t addr)
+                          int has_addr, uint64_t addr, uint64_t *scale)
 {
+    if (scale)
+        *scale = 1;
     if (has_obj) {
         if (!tk->has_obj || tk->obj_site != object) {
             tk->obj_grp = ps_sites_id(m->sites, tk->task_no, object);
@@ -338,8 +346,11 @@ static uint32_t attribute(struct ps_model *m, struct task *tk, int has_obj, uint
     }
     if (has_addr) {
         const struct ps_block *b = ps_map_find(tk->map, addr);
-        if (b)
+        if (b) {
+            if (scale)
+                *scale = b->scale;
             return b->grp;                  /* the block's own (task, site) */
+        }
     }
     return tk->grp0;
 }
@@ -356,19 +367,25 @@ static void sample_done(struct ps_model *m, struct thr *th, const struct ps_samp
             /* the look ahead's address is the next access, not the one the sampled
              * time was spent on: counted as it was before (docs/formats.md §4) */
             set_aside = *xs;
-            set_aside.seen = (xs->seen & ~(unsigned)(PS_SA_ADDR | PS_SA_OBJ)) | PS_SA_CLS;
+            set_aside.seen = (xs->seen & ~(unsigned)(PS_SA_ADDR | PS_SA_OBJ | PS_SA_SCALE))
+                             | PS_SA_CLS;
             set_aside.cls = 5;
             x = &set_aside;
         }
     }
     struct task *tk = &m->tasks[th->task];
+    uint64_t scale;
     uint32_t grp = attribute(m, tk, (x->seen & PS_SA_OBJ) != 0, x->object,
-                             (x->seen & PS_SA_ADDR) != 0, x->addr);
+                             (x->seen & PS_SA_ADDR) != 0, x->addr, &scale);
+    if (x->seen & PS_SA_SCALE)
+        scale = x->scale ? x->scale : 1;
+    if (grp == tk->grp0)
+        scale = 1;                          /* outside every site: counted as it is */
     /* the trace's class (hmtune), else what the attribution says (Extrae): in an
      * object, an address in none, no address */
     uint64_t cls = (x->seen & PS_SA_CLS) ? x->cls
                    : grp != tk->grp0 ? 1 : (x->seen & PS_SA_ADDR) ? 4 : 5;
-    ps_sample_count(ps_site_at(m->sites, grp), m->st, x, cls);
+    ps_sample_count(ps_site_at(m->sites, grp), m->st, x, cls, scale);
 }
 
 /* A sampled page fault: attributed by the same rules as an access sample. */
@@ -378,7 +395,7 @@ static void fault_done(struct ps_model *m, struct thr *th, const struct ps_fault
         return;
     struct task *tk = &m->tasks[th->task];
     uint32_t grp = attribute(m, tk, (f->seen & PS_FA_OBJ) != 0, f->object,
-                             (f->seen & PS_FA_ADDR) != 0, f->addr);
+                             (f->seen & PS_FA_ADDR) != 0, f->addr, NULL);
     ps_fault_count(ps_site_at(m->sites, grp), m->st, f);
 }
 
@@ -406,7 +423,7 @@ static void fault_done(struct ps_model *m, struct thr *th, const struct ps_fault
 static inline int is_call_type(uint64_t type)
 {
     return type - 40000040u < 4u || type == 41000000u || type == 32000009u ||
-           type == 41000021u || type == 41000025u;
+           type == 41000021u || type == 41000025u || type == 41000040u;
 }
 
 /* A group's calls: an end and an entry in one group mean the previous call ended as
@@ -414,7 +431,7 @@ static inline int is_call_type(uint64_t type)
 static void group_calls(struct ps_model *m, struct thr *th)
 {
     int entry = 0, end = 0, has_ret = 0;
-    uint64_t kind = 0, exact = 0, size = 0, in = 0, ret = 0, site = 0;
+    uint64_t kind = 0, exact = 0, size = 0, in = 0, ret = 0, site = 0, scale = 0;
     for (size_t i = 0; i < th->gn; i++) {
         uint64_t v = th->g[i].value;
         switch (th->g[i].type) {
@@ -424,6 +441,7 @@ static void group_calls(struct ps_model *m, struct thr *th)
         case 40000042: in = v; break;
         case 40000043: ret = v; has_ret = 1; break;
         case 32000009: site = v; break;
+        case 41000040: scale = v; break;  /* small-call sampling: blocks it stands for */
         case 41000021:
             if (!m->st->has_sampler) {
                 m->st->has_sampler = 1;
@@ -437,7 +455,8 @@ static void group_calls(struct ps_model *m, struct thr *th)
     if (end)
         call_end(m, th, has_ret, ret);
     if (entry)
-        call_entry(m, th, th->gtime, call_class(exact ? exact : kind, exact != 0), size, in, site);
+        call_entry(m, th, th->gtime, call_class(exact ? exact : kind, exact != 0), size, in, site,
+                   scale);
 }
 
 static void group_samples(struct ps_model *m, struct thr *th)
@@ -481,6 +500,7 @@ static void group_samples(struct ps_model *m, struct thr *th)
         case 41000033: FAULT_ATTR(PS_FA_CLS, cls); break;
         case 41000034: m->st->lost_fault_samples += v; break;
         case 41000024: SAMPLE_ATTR(PS_SA_REC, recovered); break;
+        case 41000041: SAMPLE_ATTR(PS_SA_SCALE, scale); break;
         default: break;
         }
     }
@@ -615,7 +635,7 @@ static void end_at_trace_end(void *ctx, const struct ps_block *b)
 {
     const struct never_freed *nf = ctx;
     emit_row(nf->m->rows, b, -1);         /* never freed */
-    ps_life_end(nf->m->life, b->grp, b->t_alloc, nf->end, b->size);
+    ps_life_end(nf->m->life, b->grp, b->t_alloc, nf->end, b->size, b->scale);
 }
 
 void ps_model_finish(struct ps_model *m, uint64_t end_ns)
@@ -632,4 +652,5 @@ void ps_model_finish(struct ps_model *m, uint64_t end_ns)
     for (size_t i = 0; i < m->ntasks; i++)
         ps_map_each(m->tasks[i].map, end_at_trace_end, &nf);
     ps_life_finish(m->life);
+    m->st->small_capped = ps_sites_cap(m->sites);
 }

@@ -43,15 +43,16 @@ int ps_write_sites(const struct ps_sites *s, FILE *out)
     uint32_t *ids = ps_sites_sorted(s);
     fputs("task\tsite_id\tn_allocs\tmax_size\tpeak_live_bytes\ttotal_bytes\tfirst_alloc_ns"
           "\tlast_free_ns\tlive_ns\tsamples\tloads\tstores\tmisses\tweight"
-          "\tfault_samples\tfaults\n", out);
+          "\tfault_samples\tfaults\tsampled_blocks\n", out);
     for (size_t i = 0; i < s->n; i++) {
         const struct ps_site *g = &s->e[ids[i]];
         if (!g->n_allocs && !g->samples && !g->fault_samples)
             continue;                  /* e.g. a task's site-0 entry with no samples */
         uint64_t v[] = { g->task, g->site, g->n_allocs, g->max_size, g->peak, g->total_bytes,
                          g->first_alloc, g->last_free, g->live_ns, g->samples, g->loads,
-                         g->stores, g->misses, g->weight, g->fault_samples, g->faults };
-        char line[18 * 24], *p = line;
+                         g->stores, g->misses, g->weight, g->fault_samples, g->faults,
+                         g->sampled_blocks };
+        char line[19 * 24], *p = line;
         for (size_t k = 0; k < sizeof(v) / sizeof(*v); k++) {
             p = ps_fmt_u64(p, v[k]);
             *p++ = k + 1 < sizeof(v) / sizeof(*v) ? '\t' : '\n';
@@ -94,13 +95,14 @@ int ps_write_scan_json(FILE *out, const struct ps_header *h, const struct ps_sta
             "\"frees\":%llu,\"unknown_realloc_inputs\":%llu,\"failed_calls\":%llu,"
             "\"evictions\":%llu,\"unmatched_ends\":%llu,\"unterminated_calls\":%llu,"
             "\"nested_calls\":%llu,\"late_records\":%llu,\"time_regressions\":%llu,"
-            "\"peak_live_blocks\":%llu,\"late_endpoints\":%llu,\"lookahead_samples\":%llu,",
+            "\"peak_live_blocks\":%llu,\"late_endpoints\":%llu,\"lookahead_samples\":%llu,"
+            "\"small_capped_tasks\":%llu,",
             h->scale == 1 ? "ns" : "us", st->tasks_seen, st->threads_seen, U(st->groups),
             U(st->samples), U(st->lost_samples), U(st->allocs), U(alloc_rows), U(st->frees),
             U(st->unknown_realloc_inputs), U(st->failed_calls), U(st->evictions),
             U(st->unmatched_ends), U(st->unterminated_calls), U(st->nested_calls),
             U(st->late_records), U(st->time_regressions), U(peak_live_blocks),
-            U(late_endpoints), U(st->lookahead_samples));
+            U(late_endpoints), U(st->lookahead_samples), U(st->small_capped));
     /* sampled page faults (41000030-41000034): samples, the faults they stand for,
      * the faults by address class, fault samples the kernel dropped */
     fprintf(out, "\"fault_samples\":%llu,\"faults\":%llu,\"fault_classes\":{\"1\":%llu,"

@@ -21,7 +21,7 @@
 #define RUN (1u << RUN_BITS)              /* rows per run: 6 MiB of rows */
 #define MERGE_BUDGET (8u << 20)           /* bytes of read buffers for the final merge */
 
-_Static_assert(sizeof(struct ps_row) == 48, "rows are 48 bytes");
+_Static_assert(sizeof(struct ps_row) == 56, "rows are 56 bytes");
 
 struct run { uint64_t off, n; };          /* in rows, within the file */
 
@@ -172,6 +172,8 @@ static char *format(char *p, const struct ps_row *r, const struct ps_sites *s)
     p = ps_fmt_u64(p, r->t_alloc);
     *p++ = ',';
     p = ps_fmt_i64(p, r->t_free);
+    *p++ = ',';
+    p = ps_fmt_u64(p, r->scale);
     *p++ = '\n';
     return p;
 }
@@ -243,7 +245,7 @@ int64_t ps_rows_write_csv(struct ps_rows *w, FILE *out, const char *trace,
         return -1;
     }
     version_line(out, trace);
-    fputs("site_id,rank,thread,ptr,size,t_alloc,t_free\n", out);
+    fputs("site_id,rank,thread,ptr,size,t_alloc,t_free,scale\n", out);
     char text[1024 * 8 * 24];
     size_t used = 0;
     if (!w->nruns) {                   /* everything is still in memory */

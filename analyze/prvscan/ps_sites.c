@@ -99,7 +99,7 @@ uint32_t *ps_sites_sorted(const struct ps_sites *t)
 }
 
 void ps_sample_count(struct ps_site *c, struct ps_stats *st, const struct ps_sample *x,
-                     uint64_t cls)
+                     uint64_t cls, uint64_t scale)
 {
     /* weight: the tracer's own (41000020) when present, else the PEBS/IBS latency,
      * else 1 so that a trace without costs still ranks sites by sample count */
@@ -113,7 +113,13 @@ void ps_sample_count(struct ps_site *c, struct ps_stats *st, const struct ps_sam
     }
     if ((x->seen & PS_SA_HIT) && x->hit == 2)
         c->misses++;
-    c->weight += w;
+    c->weight += w * scale;
+    c->weight_extra += w * (scale - 1);
+    if (c->site == 0 && (x->seen & PS_SA_CLS)) {
+        c->has_class = 1;
+        if (x->cls == 4)
+            c->unknown_weight += w;
+    }
     st->samples++;
     st->total_weight += w;
     st->class_events += (x->seen & PS_SA_CLS) != 0;
@@ -134,4 +140,43 @@ void ps_fault_count(struct ps_site *c, struct ps_stats *st, const struct ps_faul
     st->faults += n;
     if ((f->seen & PS_FA_CLS) && f->cls >= 1 && f->cls <= 5)
         st->fault_classes[f->cls] += n;
+}
+
+/* A sample in a block of small-call sampling counts scale times for its site: the
+ * blocks sampling did not trace are assumed to be accessed as the traced ones are.
+ * Their accesses are samples in untraced memory (class 4: not in a traced block, a
+ * static variable or a stack), so the weight scaling adds to a task's sites cannot
+ * be more than the weight of those: when it is, every site's added part is scaled
+ * down by one factor, so that together they take exactly that weight. A task whose
+ * samples carry no class (not an hmtune trace) is left as it is. */
+uint64_t ps_sites_cap(struct ps_sites *t)
+{
+    uint32_t *ids = ps_sites_sorted(t);
+    uint64_t capped = 0;
+    for (size_t i = 0; i < t->n;) {
+        size_t j = i;
+        uint64_t extra = 0, unknown = 0;
+        int has_class = 0;
+        for (; j < t->n && t->e[ids[j]].task == t->e[ids[i]].task; j++) {
+            const struct ps_site *g = &t->e[ids[j]];
+            extra += g->weight_extra;
+            if (g->site == 0) {
+                unknown = g->unknown_weight;
+                has_class = g->has_class;
+            }
+        }
+        if (has_class && extra > unknown) {
+            double f = (double)unknown / (double)extra;
+            for (size_t k = i; k < j; k++) {
+                struct ps_site *g = &t->e[ids[k]];
+                uint64_t keep = (uint64_t)((double)g->weight_extra * f);
+                g->weight -= g->weight_extra - keep;
+                g->weight_extra = keep;
+            }
+            capped++;
+        }
+        i = j;
+    }
+    free(ids);
+    return capped;
 }

@@ -93,6 +93,7 @@ struct fin_proc {
     uint64_t n_faults[8];        /* faults they stand for (sum of their periods) by class */
     uint64_t n_lost_faults;      /* page-fault samples the kernel dropped */
     struct fin_recov recov;
+    uint64_t n_small, small_weight;   /* blocks of small-call sampling; their largest weight */
     /* ticks → ns: the earliest and latest (ticks, ns) pairs seen */
     uint64_t cal_tk0, cal_ns0, cal_tk1, cal_ns1;
     int ncal;
@@ -136,9 +137,14 @@ void fin_free_ctx(struct fin_ctx *c);   /* the processes and streams */
 /* fin_live.c: live blocks of a process by address */
 struct fin_live *fin_live_new(void);
 void fin_live_free(struct fin_live *t);
-void fin_live_put(struct fin_live *t, uint64_t ptr, uint64_t size, uint32_t site);
+/* weight: calls the block stands for (small-call sampling), 0 for a traced block */
+void fin_live_put(struct fin_live *t, uint64_t ptr, uint64_t size, uint32_t site,
+                  uint64_t weight);
 uint32_t fin_live_take(struct fin_live *t, uint64_t ptr, int remove);   /* 0: not live */
-uint32_t fin_live_find(const struct fin_live *t, uint64_t addr, uint64_t *base);
+/* The site of the live block holding addr (0: none); its start in *base and its
+ * weight in *weight when they are not NULL. */
+uint32_t fin_live_find(const struct fin_live *t, uint64_t addr, uint64_t *base,
+                       uint64_t *weight);
 /* fin_objects.c: static variables, sampled instructions */
 uint32_t fin_static_object(struct fin_ctx *c, struct fin_proc *p, uint64_t addr);
 int fin_module_of(const struct fin_proc *p, uint64_t addr);          /* id or 0 */

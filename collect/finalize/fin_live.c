@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct node { uint64_t key, size; uint32_t site, prio, l, r; };
+struct node { uint64_t key, size, weight; uint32_t site, prio, l, r; };
 
 struct fin_live {
     struct node *n;          /* n[0] is the null node */
@@ -33,7 +33,8 @@ void fin_live_free(struct fin_live *t)
     }
 }
 
-static uint32_t new_node(struct fin_live *t, uint64_t key, uint64_t size, uint32_t site)
+static uint32_t new_node(struct fin_live *t, uint64_t key, uint64_t size, uint32_t site,
+                         uint64_t weight)
 {
     uint32_t i;
     if (t->free_head) {
@@ -49,7 +50,7 @@ static uint32_t new_node(struct fin_live *t, uint64_t key, uint64_t size, uint32
     t->rng ^= t->rng << 13;
     t->rng ^= t->rng >> 7;
     t->rng ^= t->rng << 17;
-    t->n[i] = (struct node){ key, size, site, (uint32_t)t->rng, 0, 0 };
+    t->n[i] = (struct node){ key, size, weight, site, (uint32_t)t->rng, 0, 0 };
     return i;
 }
 
@@ -100,15 +101,17 @@ uint32_t fin_live_take(struct fin_live *t, uint64_t key, int remove)
     return 0;
 }
 
-void fin_live_put(struct fin_live *t, uint64_t key, uint64_t size, uint32_t site)
+void fin_live_put(struct fin_live *t, uint64_t key, uint64_t size, uint32_t site,
+                  uint64_t weight)
 {
     fin_live_take(t, key, 1);            /* a block at the same address is replaced */
-    uint32_t i = new_node(t, key, size, site), l, r;
+    uint32_t i = new_node(t, key, size, site, weight), l, r;
     split(t, t->root, key, &l, &r);
     t->root = merge(t, merge(t, l, i), r);
 }
 
-uint32_t fin_live_find(const struct fin_live *t, uint64_t addr, uint64_t *base)
+uint32_t fin_live_find(const struct fin_live *t, uint64_t addr, uint64_t *base,
+                       uint64_t *weight)
 {
     uint32_t i = t->root, best = 0;
     while (i) {                           /* the greatest key <= addr */
@@ -123,5 +126,7 @@ uint32_t fin_live_find(const struct fin_live *t, uint64_t addr, uint64_t *base)
         return 0;
     if (base)
         *base = t->n[best].key;
+    if (weight)
+        *weight = t->n[best].weight;
     return t->n[best].site;
 }

@@ -18,6 +18,8 @@ uint64_t fin_rec_ns(const struct fin_proc *p, const struct hmr_hdr *r)
         return len >= sizeof(struct hmr_thread) ? fin_ns(p, ((const struct hmr_thread *)r)->t) : 0;
     case HMR_CALL:
         return len >= sizeof(struct hmr_call) ? fin_ns(p, ((const struct hmr_call *)r)->t1) : 0;
+    case HMR_SCALL:
+        return len >= sizeof(struct hmr_scall) ? fin_ns(p, ((const struct hmr_scall *)r)->t1) : 0;
     case HMR_FREE:
         return len >= sizeof(struct hmr_free) ? fin_ns(p, ((const struct hmr_free *)r)->t1) : 0;
     case HMR_TEND:
@@ -229,6 +231,7 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
         fin_die("cannot write %s", summary);
     uint64_t allocs = 0, frees = 0, tracer_ns = 0, calls = 0, lost = 0, tbytes = 0;
     uint64_t samples[8] = { 0 }, weights[8] = { 0 }, lost_samples = 0;
+    uint64_t small = 0, small_weight = 0;
     uint64_t fsamples[8] = { 0 }, faults[8] = { 0 }, lost_faults = 0;
     const char *sampler = "none", *fault_sampler = "none";
     struct fin_recov recov;
@@ -279,6 +282,8 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
             sampler = p->sampler_name;
         allocs += p->n_allocs;
         frees += p->n_frees;
+        small += p->n_small;
+        small_weight = p->small_weight > small_weight ? p->small_weight : small_weight;
         tracer_ns += ptracer;
         calls += pcalls;
         lost += plost;
@@ -325,11 +330,13 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
         fprintf(f, ", \"threads\": %d, \"allocs\": %llu, \"frees\": %llu, \"calls_seen\": %llu, "
                 "\"tracer_ns\": %llu, \"end\": \"%s\", \"signal\": %d, \"truncated_bytes\": %llu, "
                 "\"missing_chunks\": %d, \"bad_records\": %u, \"threads_without_end\": %d, "
-                "\"lost_buffers\": %llu, \"raw_bytes\": %llu}%s\n",
+                "\"lost_buffers\": %llu, \"raw_bytes\": %llu, \"small_sampled\": %llu, "
+                "\"small_weight\": %llu}%s\n",
                 threads, (unsigned long long)p->n_allocs, (unsigned long long)p->n_frees,
                 (unsigned long long)pcalls, (unsigned long long)ptracer, end, p->end_signo,
                 (unsigned long long)p->truncated_bytes, gaps, p->bad_chunks, no_tend,
                 (unsigned long long)plost, (unsigned long long)p->fsize,
+                (unsigned long long)p->n_small, (unsigned long long)p->small_weight,
                 i + 1 < c->nprocs ? "," : "");
     }
     if (!f)
@@ -352,11 +359,13 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
     cost_json(f, cost_ns, cost_n);
     fprintf(f, ",\n  \"tasks\": %zu, \"threads\": %d, \"allocs\": %llu, \"frees\": %llu, "
             "\"sites\": %zu, \"calls_seen\": %llu, \"tracer_ns\": %llu, \"lost_buffers\": %llu, "
-            "\"raw_bytes\": %llu, \"prv_bytes\": %llu, \"duration_ns\": %llu\n}\n",
+            "\"raw_bytes\": %llu, \"prv_bytes\": %llu, \"duration_ns\": %llu, "
+            "\"small_sampled\": %llu, \"small_weight\": %llu\n}\n",
             c->nprocs, c->total_threads, (unsigned long long)allocs, (unsigned long long)frees,
             c->nsites, (unsigned long long)calls, (unsigned long long)tracer_ns,
             (unsigned long long)lost, (unsigned long long)tbytes,
-            (unsigned long long)c->bytes_written, (unsigned long long)(c->t_end - c->t_zero));
+            (unsigned long long)c->bytes_written, (unsigned long long)(c->t_end - c->t_zero),
+            (unsigned long long)small, (unsigned long long)small_weight);
     if (fclose(f) != 0)
         fin_die("cannot write %s", summary);
 }

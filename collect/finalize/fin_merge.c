@@ -164,6 +164,7 @@ struct cur {            /* the stream's current call */
     struct hmr_sample sample;
     int drop;
     uint32_t site;
+    uint64_t weight;      /* a call of small-call sampling: the calls it stands for; else 0 */
 };
 
 static struct cur *g_cur;     /* parallel to the stream list */
@@ -216,9 +217,16 @@ static void advance(struct fin_ctx *c, struct fin_stream *s, struct cur *u)
             break;
         }
         case HMR_CALL:
-            if (len < sizeof(struct hmr_call))
+        case HMR_SCALL:
+            if (len < (r->type == HMR_SCALL ? sizeof(struct hmr_scall) : sizeof(struct hmr_call)))
                 break;
+            /* a sampled call is a CALL record with its weight after it */
             memcpy(&u->call, r, sizeof(u->call));
+            u->weight = 0;
+            if (r->type == HMR_SCALL) {
+                const struct hmr_scall *sc = (const void *)r;
+                u->weight = sc->weight ? sc->weight : 1;
+            }
             u->call.t0 = fin_ns(s->proc, u->call.t0);
             u->call.t1 = fin_ns(s->proc, u->call.t1);
             u->site = r->aux < s->nstack && s->stack_site[r->aux] ? s->stack_site[r->aux] : 1;
@@ -236,6 +244,7 @@ static void advance(struct fin_ctx *c, struct fin_stream *s, struct cur *u)
             u->call.t1 = fin_ns(s->proc, f->t1);
             u->call.ptr_in = f->ptr;
             u->site = 0;
+            u->weight = 0;
             u->what = NX_ENTRY;
             u->t_next = u->call.t0;
             return;
@@ -311,9 +320,10 @@ static size_t heap_pop(void)
 static uint64_t rel(const struct fin_ctx *c, uint64_t t) { return t > c->t_zero ? t - c->t_zero : 0; }
 
 static enum fin_class classify(struct fin_ctx *c, struct fin_proc *p, uint64_t addr,
-                               uint32_t *obj)
+                               uint32_t *obj, uint64_t *weight)
 {
-    *obj = fin_live_find(p->live, addr, NULL);
+    *weight = 0;
+    *obj = fin_live_find(p->live, addr, NULL, weight);
     if (*obj)
         return FC_HEAP;
     *obj = fin_static_object(c, p, addr);
@@ -339,7 +349,8 @@ static void emit_fault(struct fin_ctx *c, struct out *o, struct fin_proc *p,
     uint32_t obj = 0;
     enum fin_class cls = FC_NOADDR;
     if (x->h.aux & HMS_ADDR_OK) {
-        cls = classify(c, p, x->addr, &obj);
+        uint64_t scale;                 /* faults are not scaled: they are counted once */
+        cls = classify(c, p, x->addr, &obj, &scale);
         out_ev(o, 41000030, x->addr);
         if (obj)
             out_ev(o, 41000032, obj);
@@ -369,9 +380,10 @@ static void emit_sample(struct fin_ctx *c, struct out *o, struct fin_stream *s, 
         return;
     }
     uint32_t obj = 0;
+    uint64_t weight = 0;
     enum fin_class cls = FC_NOADDR;
     if (flags & HMS_ADDR_OK) {
-        cls = classify(c, p, x->addr, &obj);
+        cls = classify(c, p, x->addr, &obj, &weight);
         out_ev(o, (flags & HMS_STORE) ? 32000001 : 32000000, x->addr);
         unsigned lvl = (flags >> HMS_LEVEL_SHIFT) & 0xff, hit = (flags >> HMS_HIT_SHIFT) & 3;
         if (lvl)
@@ -382,6 +394,8 @@ static void emit_sample(struct fin_ctx *c, struct out *o, struct fin_stream *s, 
             out_ev(o, 32000006, x->weight);
         if (obj)
             out_ev(o, 32000007, obj);
+        if (weight)
+            out_ev(o, 41000041, weight);      /* the block stands for weight blocks */
     }
     p->n_samples[cls]++;
     fin_recov_count(&p->recov, flags, cls);
@@ -439,7 +453,7 @@ static void emit(struct fin_ctx *c, struct out *o, struct fin_stream *s, struct 
                 p->n_frees++;
         } else if (is_realloc) {
             int in_live = fin_live_take(p->live, k->ptr_in, 0) != 0;
-            u->drop = !(in_live || k->size >= p->hdr.min_size);
+            u->drop = !(in_live || k->size >= p->hdr.min_size || u->weight);
             if (!u->drop && in_live && k->ptr_out != k->ptr_in && (k->ptr_out || k->size == 0))
                 fin_live_take(p->live, k->ptr_in, 1);
         } else {
@@ -449,6 +463,11 @@ static void emit(struct fin_ctx *c, struct out *o, struct fin_stream *s, struct 
             return;
         if (kind != HMK_FREE) {
             p->n_allocs++;
+            if (u->weight) {
+                p->n_small++;
+                if (u->weight > p->small_weight)
+                    p->small_weight = u->weight;
+            }
             if (u->site >= 3 && u->site - 3 < c->nsites)
                 c->sites[u->site - 3].n_allocs++;
         }
@@ -472,6 +491,8 @@ static void emit(struct fin_ctx *c, struct out *o, struct fin_stream *s, struct 
             out_ev(o, 40000042, k->ptr_in);
         if (k->align)
             out_ev(o, 41000001, k->align);
+        if (u->weight)
+            out_ev(o, 41000040, u->weight);
         out_ch(o, '\n');
         return;
     }
@@ -479,7 +500,7 @@ static void emit(struct fin_ctx *c, struct out *o, struct fin_stream *s, struct 
     if (u->drop)
         return;
     if (kind != HMK_FREE && k->ptr_out)
-        fin_live_put(p->live, k->ptr_out, k->size, u->site);
+        fin_live_put(p->live, k->ptr_out, k->size, u->site, u->weight);
     out_head(o, 2, s);
     out_u64(o, rel(c, k->t1));
     out_ev(o, 40000040, 0);

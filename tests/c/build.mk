@@ -128,6 +128,14 @@ TEST_C_BINS := $(TEST_C_DIR)/test_util $(TEST_C_DIR)/test_core $(TEST_C_DIR)/tes
 TEST_C_BINS += $(TEST_C_DIR)/test_backend $(TEST_C_DIR)/test_static
 TEST_C_BINS += $(TEST_C_DIR)/test_match
 TEST_C_BINS += $(TEST_C_DIR)/test_hmalloc
+
+# Small-call sampling's parser, countdown, gaps and block marks (collect/hmc_small.c).
+$(TEST_C_DIR)/test_small: $(ROOT)/tests/c/test_small.c $(ROOT)/collect/hmc_small.c \
+    $(ROOT)/collect/hmc_small.h $(COMMON_SRC) $(COMMON_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_C_CFLAGS) -o $@ $< $(ROOT)/collect/hmc_small.c $(COMMON_SRC) -lunwind -ldl \
+	  -lm $(LDSAN)
+TEST_C_BINS += $(TEST_C_DIR)/test_small
 BUILD_TARGETS += $(TEST_C_BINS)
 
 test-c: $(TEST_C_BINS)

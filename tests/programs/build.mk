@@ -85,6 +85,13 @@ $(TP_OUTDIR)/compute_hot: $(TP_SRCDIR)/compute_hot.c $(TP_DEPS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 -g $(WARN) -o $@ $<
 
+# Small-call sampling (collect/hmc_small.h): a sparse matrix of small row blocks from
+# one site; -O2 like a real application.
+TP_BINS += $(TP_OUTDIR)/sparse_rows
+$(TP_OUTDIR)/sparse_rows: $(TP_SRCDIR)/sparse_rows.c $(TP_DEPS)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g $(WARN) -o $@ $<
+
 # The tracer's signals against the application's handlers and masks (issue 13): -O2
 # like a real application, so the chase loads overwrite their address register and
 # the sampler sets breakpoints. fortran_chase keeps gfortran's default flags on

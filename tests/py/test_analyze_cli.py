@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from analyze.scan_io import SITES_TSV_COLUMNS
-from analyze.sites_io import ALLOCS_COLUMNS, SITES_WRITTEN, read_allocs, read_sites
+from analyze.sites_io import ALLOCS_WRITTEN, SITES_WRITTEN, read_allocs, read_sites
 from analyze.traceid import trace_id
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,7 +33,7 @@ for name in ("allocs.csv", "sites.tsv", "scan.json"):
 sys.stderr.write("hmtune-prvscan: skipped 2 bad lines\\n")
 """
 
-AHEAD = "# hmtune allocs v1 trace=x.prv\nsite_id,rank,thread,ptr,size,t_alloc,t_free\n"
+AHEAD = "# hmtune allocs v1 trace=x.prv\nsite_id,rank,thread,ptr,size,t_alloc,t_free,scale\n"
 SHEAD = "\t".join(SITES_TSV_COLUMNS) + "\n"
 PCF = """EVENT_TYPE
 0    32000009    Allocation memory object
@@ -70,7 +70,7 @@ def site(task: int, site_id: int, blocks: tuple[int, int, int] | None = None,
     fault counters (samples, faults)."""
     size, t0, t1 = blocks or (0, 0, 0)
     life = (1, size, size, size, t0, t1, t1 - t0) if blocks else (0,) * 7
-    return "\t".join(str(v) for v in (task, site_id, *life, *samples, *faults)) + "\n"
+    return "\t".join(str(v) for v in (task, site_id, *life, *samples, *faults, 0)) + "\n"
 
 
 def prepare(env: dict[str, str], allocs: str, sites: str, meta: dict) -> None:
@@ -135,11 +135,11 @@ def test_empty_trace_writes_headers(env: dict[str, str], tmp_path: Path) -> None
     sites = read_sites(prv.parent / "sites.csv")
     assert sites.empty and list(sites.columns) == SITES_WRITTEN
     allocs = read_allocs(prv.parent / "allocs.csv")
-    assert allocs.empty and list(allocs.columns) == ALLOCS_COLUMNS
+    assert allocs.empty and list(allocs.columns) == ALLOCS_WRITTEN
 
 
 def test_outputs_next_to_the_trace(env: dict[str, str], tmp_path: Path) -> None:
-    prepare(env, "3,0,1,0x1000,100,10,500\n4,0,1,0x2000,64,20,-1\n",
+    prepare(env, "3,0,1,0x1000,100,10,500,1\n4,0,1,0x2000,64,20,-1,1\n",
             site(1, 0, samples=(2, 2, 0, 0, 400)) + site(1, 3, (100, 10, 500), (5, 5, 0, 0, 500))
             + site(1, 4, (64, 20, 1000), (1, 0, 1, 1, 100)),
             {"end_time_ns": 1000, "total_weight": 1000, "sampler": 3, "alloc_rows": 2})
@@ -172,7 +172,7 @@ def test_outputs_next_to_the_trace(env: dict[str, str], tmp_path: Path) -> None:
 
 
 def test_out_dir_per_rank_top(env: dict[str, str], tmp_path: Path) -> None:
-    prepare(env, "3,0,1,0x1000,100,10,500\n3,1,1,0x1000,300,10,500\n",
+    prepare(env, "3,0,1,0x1000,100,10,500,1\n3,1,1,0x1000,300,10,500,1\n",
             site(1, 3, (100, 10, 500), (1, 1, 0, 0, 10))
             + site(2, 3, (300, 10, 500), (1, 1, 0, 0, 30)),
             {"end_time_ns": 1000, "total_weight": 40, "sampler": "pebs", "alloc_rows": 2})
@@ -212,7 +212,7 @@ def test_allocs_copied_whole_without_copy_file_range(tmp_path: Path,
     are (also where copy_file_range fails), and the scanner's file is left alone."""
     from analyze.writer import install_allocs
 
-    rows = "".join(f"3,0,1,0x{i:x},{i},10,-1\n" for i in range(1, 50000))
+    rows = "".join(f"3,0,1,0x{i:x},{i},10,-1,1\n" for i in range(1, 50000))
     src = tmp_path / "scan.csv"
     src.write_text(AHEAD + rows)
 

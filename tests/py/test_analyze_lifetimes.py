@@ -68,8 +68,8 @@ def test_realloc_rows(tmp_path: Path) -> None:
     assert (r5["n_allocs"], r5["total_bytes"], r5["live_ns"], r5["last_free_ns"]) == \
         (2, 500, 70, 70)
     assert (r6["peak_live_bytes"], r6["live_ns"], r6["first_alloc_ns"]) == (1000, 20, 70)
-    assert alloc_lines(scan) == ["5,0,1,0x10000,100,0,50", "5,0,1,0x10000,400,50,70",
-                                 "6,0,1,0x20000,1000,70,90"]
+    assert alloc_lines(scan) == ["5,0,1,0x10000,100,0,50,1", "5,0,1,0x10000,400,50,70,1",
+                                 "6,0,1,0x20000,1000,70,90,1"]
 
 
 def test_zero_length_and_out_of_order_end(tmp_path: Path) -> None:
@@ -86,8 +86,8 @@ def test_zero_length_and_out_of_order_end(tmp_path: Path) -> None:
     assert (r7["live_ns"], r7["peak_live_bytes"], r7["last_free_ns"]) == (0, 0, 10)
     assert (r8["live_ns"], r8["peak_live_bytes"], r8["last_free_ns"]) == (0, 0, 40)
     assert scan.meta["evictions"] == 2
-    assert alloc_lines(scan)[:2] == ["7,0,1,0x10000,100,10,10", "9,0,2,0x10000,64,10,-1"]
-    assert "8,0,1,0x20000,100,40,35" in alloc_lines(scan)   # the row keeps the raw time
+    assert alloc_lines(scan)[:2] == ["7,0,1,0x10000,100,10,10,1", "9,0,2,0x10000,64,10,-1,1"]
+    assert "8,0,1,0x20000,100,40,35,1" in alloc_lines(scan)   # the row keeps the raw time
 
 
 def test_calls_overlapping_across_threads(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from analyze.labels import FORM_NONE, FORM_RAW, SiteLabels
 from analyze.scan_io import SITES_TSV_COLUMNS, Scan, ScanOutputError, read_scan
 from analyze.sites import SiteTable, site_table
 from analyze.sites_io import (
-    ALLOCS_COLUMNS,
+    ALLOCS_WRITTEN,
     SITES_COLUMNS,
     SITES_WRITTEN,
     SitesFormatError,
@@ -115,7 +115,7 @@ def test_labels_fill_callstacks(tmp_path: Path) -> None:
 # ---- scanner output files ----
 
 SHEAD = "\t".join(SITES_TSV_COLUMNS) + "\n"
-AHEAD = "# hmtune allocs v1 trace=t.prv\n" + ",".join(ALLOCS_COLUMNS) + "\n"
+AHEAD = "# hmtune allocs v1 trace=t.prv\n" + ",".join(ALLOCS_WRITTEN) + "\n"
 
 
 def write_scan_files(d: Path, sites: str, meta: dict, allocs: str = AHEAD) -> Path:
@@ -128,8 +128,8 @@ def write_scan_files(d: Path, sites: str, meta: dict, allocs: str = AHEAD) -> Pa
 
 def test_read_scan(tmp_path: Path) -> None:
     d = write_scan_files(tmp_path, SHEAD + "1\t3\t1\t100\t100\t100\t5\t99\t94\t2\t2\t0\t0\t50"
-                         "\t3\t183\n"
-                         "1\t0\t0\t0\t0\t0\t0\t0\t0\t1\t1\t0\t0\t5.0\t1\t61\n",
+                         "\t3\t183\t0\n"
+                         "1\t0\t0\t0\t0\t0\t0\t0\t0\t1\t1\t0\t0\t5.0\t1\t61\t0\n",
                          {"end_time_ns": 99, "total_weight": 55, "sampler": 3, "alloc_rows": 1,
                           "faults": 244})
     scan = read_scan(d)
@@ -189,8 +189,8 @@ def test_allocs_csv_from_the_scanner(tmp_path: Path) -> None:
     prv = tmp_path / "out dir,é+[x]" / "trace.prv"
     lines = scan.allocs_csv.read_text().splitlines()
     assert lines[0] == version_line("allocs", 1, trace=str(prv))   # same encoding
-    assert lines[1:] == ["site_id,rank,thread,ptr,size,t_alloc,t_free",
-                         "3,1,1,0x800000000000,100,5,-1", "4,0,3,0x1000,7,6,9"]
+    assert lines[1:] == ["site_id,rank,thread,ptr,size,t_alloc,t_free,scale",
+                         "3,1,1,0x800000000000,100,5,-1,1", "4,0,3,0x1000,7,6,9,1"]
     install_allocs(scan.allocs_csv, tmp_path / "allocs.csv")
     back = read_allocs(tmp_path / "allocs.csv")
     assert list(back["ptr"]) == ["0x800000000000", "0x1000"]

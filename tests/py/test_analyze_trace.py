@@ -76,9 +76,10 @@ def test_extrae_fixture_ground_truth(tmp_path: Path, gz: bool) -> None:
     out = tmp_path / "out"
 
     rows = read_csv(out / "allocs.csv")
-    assert list(rows[0]) == ["site_id", "rank", "thread", "ptr", "size", "t_alloc", "t_free"]
+    assert list(rows[0]) == ["site_id", "rank", "thread", "ptr", "size", "t_alloc", "t_free",
+                             "scale"]
     assert [tuple(row.values()) for row in rows] == [
-        (str(s), "0", "1", ptr, str(size), str(t0), str(t1))
+        (str(s), "0", "1", ptr, str(size), str(t0), str(t1), "1")
         for s, size, ptr, t0, t1, _ in EXTRAE_TRUTH]
 
     got = sites(out)

@@ -21,7 +21,7 @@ def _site_has(t, call, src: Path, name: str) -> bool:
 
 @pytest.mark.parametrize("prog", ["allfamily", "allfamily-nopie"])
 def test_every_malloc_family_call(tmp_path: Path, prog: str) -> None:
-    r = trace(tmp_path, str(PROGRAMS / prog))
+    r = trace(tmp_path, str(PROGRAMS / prog), extra=("--small-sample", "off"))
     assert r.returncode == 0 and r.stdout == b"ok\n"
     prv = tmp_path / "trace.prv"
     assert check(prv) == []
@@ -45,9 +45,46 @@ def test_every_malloc_family_call(tmp_path: Path, prog: str) -> None:
     outs = {c.ptr_out for c in t.allocs()}
     frees = [c for c in t.calls if c.kind == KIND["free"]]
     assert len(frees) >= 9 and all(f.ptr_in in outs for f in frees)
-    # below the 4 KiB threshold nothing is traced
+    # below the 4 KiB threshold nothing is traced (small-call sampling is off)
     assert all(c.size >= 4096 or c.kind in (3, 10) for c in t.allocs())
     assert not t.allocs(16) and not t.allocs(1000) and not t.allocs(4000)
+    assert not any(c.sampled for c in t.calls)
+
+
+def _small_line(src: Path, name: str) -> str:
+    """`file:line` of the line carrying `SMALL:name` (allfamily.c's small calls)."""
+    lines = src.read_text().splitlines()
+    return next(f"{src}:{i}" for i, line in enumerate(lines, 1) if f"SMALL:{name} " in line)
+
+
+def test_small_call_sampling_one_in_one(tmp_path: Path) -> None:
+    """--small-sample 1 traces every call below the threshold, each standing for 1, and
+    the frees of those blocks (recognized by their marks, not their size)."""
+    r = trace(tmp_path, str(PROGRAMS / "allfamily"), extra=("--small-sample", "1"))
+    assert r.returncode == 0 and r.stdout == b"ok\n"
+    prv = tmp_path / "trace.prv"
+    assert check(prv) == []
+    t = load(prv)
+    src = SRC / "allfamily.c"
+    small = {16: ("malloc", "malloc16"), 1000: ("malloc", "malloc1000"),
+             100: ("calloc", "calloc100"), 4000: ("malloc", "malloc4000"),
+             3000: ("realloc", "realloc3000")}
+    mine = {}
+    for size, (kind, marker) in small.items():
+        calls = [c for c in t.allocs(size) if _small_line(src, marker) in t.fileline[c.site]]
+        assert len(calls) == 1, (size, calls)
+        c = calls[0]
+        assert c.kind == KIND[kind] and c.sampled == 1 and c.ptr_out
+        mine[size] = c
+    assert mine[3000].ptr_in == mine[4000].ptr_out       # the realloc of a traced small block
+    # every call below the threshold is marked as sampled; calls above it never are
+    assert all(c.sampled == 1 for c in t.allocs() if c.size < 4096 and c.kind not in (3, 10))
+    assert not any(c.sampled for c in t.allocs() if c.size >= 4096)
+    frees = {c.ptr_in for c in t.calls if c.kind == KIND["free"]}
+    assert {mine[s].ptr_out for s in (16, 1000, 100, 3000)} <= frees
+    summary = json.loads((tmp_path / "trace.summary.json").read_text())
+    assert summary["small_weight"] == 1
+    assert summary["small_sampled"] == sum(1 for c in t.allocs() if c.sampled)
 
 
 def test_min_size_and_depth_options(tmp_path: Path) -> None:
@@ -230,8 +267,10 @@ def test_stress_16_threads_1m_pairs(tmp_path: Path) -> None:
     summary = json.loads(Path(str(out) + ".json").read_text())
     stress = [p for p in summary["processes"] if p["exe"].endswith("/stress")][0]
     assert stress["threads"] in (16, 17)          # + main, which traces its stdout buffer
-    assert 16_000_000 <= stress["allocs"] <= 16_000_001
-    assert 16_000_000 <= stress["frees"] <= 16_000_001
+    # small-call sampling may add a few blocks of the threads' own small allocations
+    small = stress["small_sampled"]
+    assert 16_000_000 <= stress["allocs"] - small <= 16_000_001
+    assert 16_000_000 <= stress["frees"] <= 16_000_001 + small
     assert stress["end"] == "exit" and stress["missing_chunks"] == 0
 
 
@@ -284,7 +323,9 @@ def test_static_binary_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "trace.prv").exists()
 
 
-@pytest.mark.parametrize("args", [["--min-size", "lots"], ["--depth", "0"], ["--depth", "99"], []])
+@pytest.mark.parametrize("args", [["--min-size", "lots"], ["--depth", "0"], ["--depth", "99"],
+                                  ["--small-sample", "0"], ["--small-sample", "2000000"],
+                                  ["--small-sample", "some"], []])
 def test_bad_options(tmp_path: Path, args: list[str]) -> None:
     app = [] if not args else [str(PROGRAMS / "echo_io")]
     r = trace(tmp_path, *app, extra=tuple(args))
@@ -308,7 +349,26 @@ def test_malformed_env_falls_back(tmp_path: Path) -> None:
     assert fin.returncode == 0
     t = load(tmp_path / "t.prv")
     assert t.one(110000)                       # default 4K threshold and depth 8 applied
-    assert not t.allocs(1000)
+    assert not [c for c in t.allocs(1000) if not c.sampled]   # only small-call sampling's
+
+
+@pytest.mark.parametrize("value", ["0", "1048577", "99999999999999999999999", "lots", "-3",
+                                   "32x", " 8"])
+def test_bad_small_sample_falls_back(tmp_path: Path, value: str) -> None:
+    """A bad HMTUNE_SMALL_SAMPLE gives one warning line and the default, 1 in 32."""
+    app = [str(PROGRAMS / "sparse_rows"), "4000", "0"]     # 8000 small mallocs
+    plain = subprocess.run(app, capture_output=True)
+    env = dict(os.environ, LD_PRELOAD=str(ROOT / "build/lib/libhmtrace.so"),
+               HMTUNE_OUT=str(tmp_path), HMTUNE_SMALL_SAMPLE=value)
+    r = subprocess.run(app, capture_output=True, env=env)
+    assert r.returncode == 0 and r.stdout == plain.stdout
+    assert r.stderr.count(b"\n") == 1
+    fin = subprocess.run([str(ROOT / "build/bin/hmtune-finalize"), str(tmp_path), "-o",
+                          str(tmp_path / "t")], capture_output=True)
+    assert fin.returncode == 0
+    sampled = [c for c in load(tmp_path / "t.prv").allocs() if c.sampled]
+    assert {c.sampled for c in sampled} == {32}
+    assert 100 < len(sampled) < 500             # about 8000 / 32 (5 standard deviations)
 
 
 def test_finalize_bad_input(tmp_path: Path) -> None:
@@ -334,10 +394,15 @@ def test_finalize_bad_input(tmp_path: Path) -> None:
     assert load(tmp_path / "y.prv").one(110000)
 
 
-@pytest.mark.parametrize("prog,args", [("allfamily", []), ("threads", []), ("omp", []),
-                                       ("forker", []), ("dlopen_main", []), ("cxx_new", []),
-                                       ("realloc_chain", []), ("stress", ["4", "20000", "65536"])])
-def test_preload_library_under_ubsan(tmp_path: Path, prog: str, args: list[str]) -> None:
+@pytest.mark.parametrize("prog,args,small", [
+    ("allfamily", [], ""), ("threads", [], ""), ("omp", [], ""), ("forker", [], ""),
+    ("dlopen_main", [], ""), ("cxx_new", [], ""), ("realloc_chain", [], ""),
+    ("stress", ["4", "20000", "65536"], ""),
+    # small-call sampling: every small call traced, marks set and cleared across threads
+    ("allfamily", [], "1"), ("stress", ["4", "20000", "64"], "1"),
+    ("sparse_rows", ["4000", "2"], "1")])
+def test_preload_library_under_ubsan(tmp_path: Path, prog: str, args: list[str],
+                                     small: str) -> None:
     """The shim and core, built with -fsanitize=undefined, on real programs."""
     ubsan = subprocess.run(["gcc", "-print-file-name=libubsan.so"], capture_output=True,
                            text=True).stdout.strip()
@@ -345,6 +410,8 @@ def test_preload_library_under_ubsan(tmp_path: Path, prog: str, args: list[str])
         pytest.skip("libubsan.so not installed")
     lib = ROOT / "build" / "lib" / "libhmtrace-ubsan.so"
     env = dict(os.environ, LD_PRELOAD=f"{ubsan} {lib}", HMTUNE_OUT=str(tmp_path))
+    if small:
+        env["HMTUNE_SMALL_SAMPLE"] = small
     r = subprocess.run([str(PROGRAMS / prog), *args], capture_output=True, env=env, timeout=120)
     assert r.returncode == 0, r.stderr.decode()
     fin = subprocess.run([str(ROOT / "build/bin/hmtune-finalize"), str(tmp_path), "-o",

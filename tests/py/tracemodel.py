@@ -32,6 +32,7 @@ class Call:
     ptr_out: int = 0
     align: int = 0
     t1: int = -1
+    sampled: int = 0        # 41000040: calls a call of small-call sampling stands for
 
 
 @dataclass
@@ -50,6 +51,7 @@ class Sample:
     ahead: int | None = None  # 41000027: look-ahead distance (41000024 = 2), else None
     why: int = 0            # 41000026: why the sampled instruction gave no address
     verified: int = 0       # 41000028: 1 same, 2 different, 3 not reached
+    scale: int = 0          # 41000041: blocks the object stands for (small-call sampling)
 
 
 @dataclass
@@ -148,12 +150,14 @@ def load(prv: Path) -> Trace:
                                     lines.get(ev.get(30000100, 0), "??"),
                                     ev.get(41000024) == 1,
                                     ev.get(41000027) if ev.get(41000024) == 2 else None,
-                                    ev.get(41000026, 0), ev.get(41000028, 0)))
+                                    ev.get(41000026, 0), ev.get(41000028, 0),
+                                    ev.get(41000041, 0)))
         kind = ev.get(41000000)
         if kind:
             assert key not in open_calls, f"nested call at line {rec.lineno}"
             c = Call(rec.task, rec.thread, kind, rec.time, ev.get(40000041, 0),
-                     ev.get(32000009, 0), ev.get(40000042, 0), 0, ev.get(41000001, 0))
+                     ev.get(32000009, 0), ev.get(40000042, 0), 0, ev.get(41000001, 0),
+                     sampled=ev.get(41000040, 0))
             open_calls[key] = c
         elif kind == 0:
             c = open_calls.pop(key)
