@@ -243,7 +243,7 @@ def compare(app: App, d: Path, stage: Path, frac: float, budget: str) -> Path:
         shutil.rmtree(out)
     shutil.copytree(stage, out, ignore=shutil.ignore_patterns("raw", "compare*", "stale"))
     cmd = [str(HMTUNE), "compare", "-o", str(out), "--fraction", str(frac),
-           "--strategies", "ilp", "--fom", app.fom, "--budget", budget,
+           "--strategies", "ilp,ilp-lifetime", "--fom", app.fom, "--budget", budget,
            "--reserve-hugepages",
            *(["--higher-is-better"] if app.higher_is_better else []),
            *(["--mpirun", app.mpirun] if app.mpirun else []), "--", *app.cmd]
