@@ -519,15 +519,17 @@ static uint32_t intern_stack(struct hmc_thread *t, const uint64_t *frames, int n
     return id;
 }
 
-void hmc_record_call(struct hmc_thread *t, int kind, uint64_t t0, uint64_t t1, uint64_t size,
-                     uint64_t align, uint64_t ptr_in, uint64_t ptr_out,
-                     const uint64_t *frames, int n)
+/* A CALL record, or with weight != 0 an SCALL (the same fields, then the weight). */
+static void record_call(struct hmc_thread *t, int kind, uint64_t t0, uint64_t t1,
+                        uint64_t size, uint64_t align, uint64_t ptr_in, uint64_t ptr_out,
+                        const uint64_t *frames, int n, uint64_t weight)
 {
     uint32_t sid = intern_stack(t, frames, n);
-    struct hmr_call *r = reserve(t, sizeof(*r));
-    r->h.type = HMR_CALL;
+    size_t len = weight ? sizeof(struct hmr_scall) : sizeof(struct hmr_call);
+    struct hmr_scall *r = reserve(t, len);
+    r->h.type = weight ? HMR_SCALL : HMR_CALL;
     r->h.kind = (uint8_t)kind;
-    r->h.len8 = HMR_LEN8(sizeof(*r));
+    r->h.len8 = HMR_LEN8(len);
     r->h.aux = sid;
     r->t0 = t0;
     r->t1 = t1;
@@ -535,29 +537,24 @@ void hmc_record_call(struct hmc_thread *t, int kind, uint64_t t0, uint64_t t1, u
     r->align = align;
     r->ptr_in = ptr_in;
     r->ptr_out = ptr_out;
+    if (weight)
+        r->weight = weight;
     t->n_traced++;
-    commit(t, sizeof(*r));
+    commit(t, len);
+}
+
+void hmc_record_call(struct hmc_thread *t, int kind, uint64_t t0, uint64_t t1, uint64_t size,
+                     uint64_t align, uint64_t ptr_in, uint64_t ptr_out,
+                     const uint64_t *frames, int n)
+{
+    record_call(t, kind, t0, t1, size, align, ptr_in, ptr_out, frames, n, 0);
 }
 
 void hmc_record_sampled_call(struct hmc_thread *t, int kind, uint64_t t0, uint64_t t1,
                              uint64_t size, uint64_t align, uint64_t ptr_in, uint64_t ptr_out,
                              const uint64_t *frames, int n, uint64_t weight)
 {
-    uint32_t sid = intern_stack(t, frames, n);
-    struct hmr_scall *r = reserve(t, sizeof(*r));
-    r->h.type = HMR_SCALL;
-    r->h.kind = (uint8_t)kind;
-    r->h.len8 = HMR_LEN8(sizeof(*r));
-    r->h.aux = sid;
-    r->t0 = t0;
-    r->t1 = t1;
-    r->size = size;
-    r->align = align;
-    r->ptr_in = ptr_in;
-    r->ptr_out = ptr_out;
-    r->weight = weight;
-    t->n_traced++;
-    commit(t, sizeof(*r));
+    record_call(t, kind, t0, t1, size, align, ptr_in, ptr_out, frames, n, weight);
 }
 
 void hmc_record_free(struct hmc_thread *t, uint64_t t0, uint64_t t1, uint64_t ptr)

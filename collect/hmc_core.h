@@ -32,7 +32,7 @@ void hmc_record_call(struct hmc_thread *t, int kind, uint64_t t0, uint64_t t1, u
                      uint64_t align, uint64_t ptr_in, uint64_t ptr_out,
                      const uint64_t *frames, int n) HM_HIDDEN;
 /* The same for a call below min_size traced by small-call sampling (hmc_small.h),
- * standing for weight calls. */
+ * standing for weight (>= 1: the sampling interval) calls. */
 void hmc_record_sampled_call(struct hmc_thread *t, int kind, uint64_t t0, uint64_t t1,
                              uint64_t size, uint64_t align, uint64_t ptr_in, uint64_t ptr_out,
                              const uint64_t *frames, int n, uint64_t weight) HM_HIDDEN;
