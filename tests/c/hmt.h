@@ -32,4 +32,27 @@ static int hmt_failures;
 
 #define HMT_END() return hmt_failures ? 1 : 0
 
+/* A number read from / written to a one-number file (/proc/sys/vm/nr_hugepages):
+ * -1 when it cannot be read; 0, or -1 when it cannot be written. */
+static inline long hmt_read_long(const char *path)
+{
+    long v = -1;
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (fscanf(f, "%ld", &v) != 1)
+            v = -1;
+        fclose(f);
+    }
+    return v;
+}
+
+static inline int hmt_write_long(const char *path, long v)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    int ok = fprintf(f, "%ld\n", v) > 0;
+    return fclose(f) == 0 && ok ? 0 : -1;
+}
+
 #endif

@@ -362,27 +362,6 @@ static void test_arena(void)
 
 /* ---- hugetlb ---- */
 
-static long read_long(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    long v = -1;
-    if (f) {
-        if (fscanf(f, "%ld", &v) != 1)
-            v = -1;
-        fclose(f);
-    }
-    return v;
-}
-
-static int write_long(const char *path, long v)
-{
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return -1;
-    int r = fprintf(f, "%ld\n", v) > 0;
-    return (fclose(f) == 0 && r) ? 0 : -1;
-}
-
 static long huge_free(void)
 {
     FILE *f = fopen("/proc/meminfo", "r");
@@ -399,7 +378,7 @@ static long huge_free(void)
 static void test_hugetlb(void)
 {
     static const char *nr = "/proc/sys/vm/nr_hugepages";
-    long old = read_long(nr);
+    long old = hmt_read_long(nr);
     CHECK(old >= 0);
     if (huge_free() == 0) {
         CHECK(open_tier(T_HUGE, "hugetlb", 64 * MiB) == -1);
@@ -407,7 +386,7 @@ static void test_hugetlb(void)
         fprintf(stderr, "  hugetlb without hugepages -> %s\n", reason);
         CHECK(hmi_backend_close(T_HUGE) == 0);
     }
-    int reserved = geteuid() == 0 && write_long(nr, old + 8) == 0 && huge_free() >= 8;
+    int reserved = geteuid() == 0 && hmt_write_long(nr, old + 8) == 0 && huge_free() >= 8;
     if (!reserved) {
         fprintf(stderr, "  cannot reserve hugepages: checking that hugetlb is unavailable\n");
         if (huge_free() == 0) {
@@ -418,7 +397,7 @@ static void test_hugetlb(void)
         }
         hmi_backend_close(T_HUGE);
         if (old >= 0)
-            write_long(nr, old);
+            hmt_write_long(nr, old);
         return;
     }
     CHECK(open_tier(T_HUGE, "hugetlb", 6 * MiB) == 0);
@@ -495,8 +474,8 @@ static void test_hugetlb(void)
     CHECK(s.used == 0 && s.placed == 101 && s.freed == 101);
     CHECK(hmi_backend_close(T_MK2) == 0);
     CHECK(huge_free() == f0);                       /* close gave the chunk back */
-    CHECK(write_long(nr, old) == 0);
-    CHECK(read_long(nr) == old);
+    CHECK(hmt_write_long(nr, old) == 0);
+    CHECK(hmt_read_long(nr) == old);
 }
 
 /* ---- 8 threads allocate from thp, numa:0, memkind and glibc and free each other's

@@ -241,30 +241,9 @@ static void test_bad_inputs(void)
     CHECK(r && n == 1 && r[0].state == HMI_STATIC_REFUSED && strstr(r[0].why, "default"));
 }
 
-static long read_long(const char *path)
-{
-    long v = -1;
-    FILE *f = fopen(path, "r");
-    if (f) {
-        if (fscanf(f, "%ld", &v) != 1)
-            v = -1;
-        fclose(f);
-    }
-    return v;
-}
-
-static int write_long(const char *path, long v)
-{
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return -1;
-    int ok = fprintf(f, "%ld\n", v) > 0;
-    return fclose(f) == 0 && ok ? 0 : -1;
-}
-
 static long huge_free(void)
 {
-    return read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
+    return hmt_read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
 }
 
 static void test_hugetlb(void)
@@ -272,15 +251,15 @@ static void test_hugetlb(void)
     static const char *nr = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
     char lines[8192], m[8192];
     uint32_t n;
-    long old = read_long(nr);
+    long old = hmt_read_long(nr);
     fill(huge_arr, sizeof huge_arr, 5);
     size_t k = line(lines, sizeof lines, sizeof huge_arr, exe, off_of(huge_arr));
     line(lines + k, sizeof lines - k, sizeof ro_arr, exe, off_of(ro_arr));
     /* 4 pages for huge_arr's whole 2 MiB pages (3 or 4), one for the tier's probe */
-    if (old < 0 || geteuid() != 0 || write_long(nr, old + 5) != 0 || huge_free() < 5) {
+    if (old < 0 || geteuid() != 0 || hmt_write_long(nr, old + 5) != 0 || huge_free() < 5) {
         fprintf(stderr, "  cannot reserve hugepages: hugetlb statics not exercised\n");
         if (old >= 0 && geteuid() == 0)
-            write_long(nr, old);
+            hmt_write_long(nr, old);
         return;
     }
     const struct hmi_static_result *r = place("hugetlb", 64 * MiB, lines, &n);
@@ -317,7 +296,7 @@ static void test_hugetlb(void)
         fprintf(stderr, "  %ld hugepages free: the short pool is not exercised\n", left);
     }
     hmi_backend_close(0);
-    write_long(nr, old);
+    hmt_write_long(nr, old);
 }
 
 int main(void)
