@@ -297,20 +297,27 @@ static void build_funcs(struct mod *m)
 
 /* Where the unnamed data starting at s0 ends: the next data boundary above s0, or the
  * end of s0's data section, whichever comes first; 0 when s0 is in no data section. */
+/* The index of the first data boundary (m->bounds, sorted) above x; nbounds if none. */
+static size_t first_bound_above(const struct mod *m, uint64_t x)
+{
+    size_t lo = 0, hi = m->nbounds;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->bounds[mid].value <= x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 static uint64_t region_end(const struct mod *m, uint64_t s0)
 {
     uint64_t end = 0;
     for (size_t i = 0; i < m->nsecs; i++)
         if (s0 >= m->secs[i].lo && s0 < m->secs[i].hi)
             end = m->secs[i].hi;
-    size_t lo = 0, hi = m->nbounds;
-    while (lo < hi) {                     /* the first boundary above s0 */
-        size_t mid = lo + (hi - lo) / 2;
-        if (m->bounds[mid].value <= s0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = first_bound_above(m, s0);
     if (end && lo < m->nbounds && m->bounds[lo].value < end)
         end = m->bounds[lo].value;
     return end;
@@ -534,14 +541,7 @@ const char *fin_data_symbol(const char *path, uint64_t off, uint64_t *sym_off, u
             sec = &m->secs[i];
     if (!sec)
         return NULL;
-    size_t lo = 0, hi = m->nbounds;
-    while (lo < hi) {                     /* the first boundary above off */
-        size_t mid = lo + (hi - lo) / 2;
-        if (m->bounds[mid].value <= off)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    size_t lo = first_bound_above(m, off);
     uint64_t s0 = sec->lo;
     const char *name = sec->name;
     if (lo > 0 && m->bounds[lo - 1].value >= sec->lo) {
