@@ -281,15 +281,19 @@ def test_stripped_program_unnamed_static_data(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert hmtune("analyze", str(d)).returncode == 0
     got = statics_of(d)
-    assert list(got) == [".bss"]
+    # the arrays' .bss is the static with the weight (a stray sample may land in other
+    # unnamed data, e.g. .data)
+    assert max(got, key=lambda k: float(got[k]["weight"])) == ".bss"
     assert got[".bss"]["callstack_raw"] == f"{app}+0x{addr:x} [static {size}]"
     statics = advise(d, tmp_path / "numa", "numa:0")
-    assert [(s.frame, s.size) for s in statics] == [(f"{app}+0x{addr:x}", size)]
+    assert (f"{app}+0x{addr:x}", size) in [(s.frame, s.size) for s in statics]
     stats = tmp_path / "stats.json"
     r = hmtune("run", "-q", "-o", str(tmp_path), "--placement",
                str(tmp_path / "numa" / "placement.txt"), "--stats", str(stats), "--",
                str(app), "6")
     want = subprocess.run([str(APP), "6"], capture_output=True, text=True).stdout
     assert r.returncode == 0 and r.stdout == want, r.stderr
-    placed = json.loads(stats.read_text())["statics"]
+    placed = [s for s in json.loads(stats.read_text())["statics"]
+              if s["object"] == f"{app}+0x{addr:x}"]
+    assert len(placed) == 1
     assert placed[0]["placed"] and placed[0]["placed_bytes"] >= size - 8192
