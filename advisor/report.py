@@ -26,8 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from advisor.arena_fit import footprint
 from advisor.inputs import Sites
-from advisor.model import Placement, Problem, Tier, charged_peaks
+from advisor.model import Placement, Problem, Tier
 from analyze.traceid import FIELD as TRACE_ID
 from analyze.traceid import PNG_SOFTWARE
 from workflows.units import human
@@ -42,7 +43,8 @@ class TierUse:
     used: int                     # bytes: the sum of the sites' own peaks in the tier
     share: float                  # fraction of the trace's weight in this tier
     # the most the tier holds at once in one process (allocs.csv known), else None; less
-    # than `used` when the sites' peaks come at different times (time-shared capacity)
+    # than `used` when the sites' peaks come at different times (time-shared capacity),
+    # more when the arena's partly used chunks add to them
     at_once: int | None = None
 
     def occupancy(self) -> str:
@@ -50,8 +52,12 @@ class TierUse:
         held = self.used if self.at_once is None else self.at_once
         of = "" if self.tier.capacity is None else \
             f" of {human(self.tier.capacity)} ({_pct(held / self.tier.capacity)})"
-        if self.at_once is None or self.at_once >= self.used:
+        if self.at_once is None or self.at_once == self.used:
             return f"{human(held)}{of} used"
+        if self.at_once > self.used:
+            return (f"{human(held)}{of} used (the sites' own peaks add up to "
+                    f"{human(self.used)}; the rest is the unused ends of the arena's 2 MiB "
+                    "chunks, one per size class and thread)")
         return (f"{human(held)}{of} used at most at once (the sites' own peaks add up to "
                 f"{human(self.used)}: they are live at different times)")
 
@@ -83,13 +89,9 @@ def tier_use(sites: Sites, problem: Problem, placement: Placement) -> list[TierU
         }).sort_values(["weight", "site_id"], ascending=[False, True], kind="stable")
         at_once = None
         if problem.blocks is not None and len(problem.blocks) and t < len(problem.tiers) - 1:
-            inside = problem.blocks[problem.blocks["site_id"].isin(problem.site_ids[idx])]
-            peak = charged_peaks(inside.assign(site_id=0), np.zeros(1, np.int64),
-                                 tier.backend)[0] if len(inside) else 0
+            # blocks over time, chunk tails included; statics (no blocks) their size
             unit = Problem.unit(tier)
-            # statics have no blocks: live all run, their whole size at every moment
-            fixed = int(sizes[problem.statics[idx]].sum()) if problem.statics is not None else 0
-            at_once = min(int(sizes.sum()), -(-max(int(peak), 0) // unit) * unit + fixed)
+            at_once = -(-footprint(problem, t, placement.tier_of == t) // unit) * unit
         out.append(TierUse(tier, rows.reset_index(drop=True), int(sizes.sum()),
                            float(weight.sum() / total), at_once))
     return out

@@ -15,7 +15,7 @@ import time
 import numpy as np
 import pandas as pd
 
-from advisor import greedy, knapsack
+from advisor import arena_fit, greedy, knapsack
 from advisor.assign import AssignResult, solve_assign
 from advisor.lifetime_ilp import density_lifetime, solve_lifetime
 from advisor.limited import Limited
@@ -61,11 +61,18 @@ def solve(problem: Problem, strategy: str, threshold_pct: float = 1.0,
     time_limit_s, gap_target: the exact strategies stop at this wall time or once
     the proven relative gap is at most gap_target (0: prove optimality), whichever
     comes first. A missing or failing MIP solver gives the density placement with
-    a note; ilp-lifetime without problem.allocs raises ValueError."""
+    a note; ilp-lifetime without problem.allocs raises ValueError. The placement is
+    then kept within each tier's capacity, chunk tails included (arena_fit.py)."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}: use one of {', '.join(STRATEGIES)}")
-    deadline = time.monotonic() + max(0.0, time_limit_s)
     red = Limited(problem)
+    placement = _solve(problem, strategy, threshold_pct, time_limit_s, gap_target, red)
+    return arena_fit.fit(problem, placement, red.base_tier, red.values)
+
+
+def _solve(problem: Problem, strategy: str, threshold_pct: float, time_limit_s: float,
+           gap_target: float, red: Limited) -> Placement:
+    deadline = time.monotonic() + max(0.0, time_limit_s)
     if strategy in ("misses", "density"):
         return _heuristic(problem, strategy, threshold_pct, red)
     if strategy == "ilp-lifetime":

@@ -1,0 +1,131 @@
+"""advisor/arena_fit.py: a tier's footprint with the arena's chunk tails, and the repair
+that keeps every strategy's placement within the capacity."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from advisor import strategies
+from advisor.arena_fit import blocks_footprint, footprint
+from advisor.model import KIB, MIB, Problem, Tier
+
+CHUNK = 2 * MIB
+COLS = ["site_id", "rank", "thread", "size", "t_alloc", "t_free", "scale"]
+
+
+def frame(rows: list[tuple[int, ...]]) -> pd.DataFrame:
+    return pd.DataFrame([r if len(r) == 7 else (*r, 1) for r in rows], columns=COLS)
+
+
+def test_chunks_per_class_and_thread_and_rank() -> None:
+    """400 objects of 24 KiB (85 to a chunk) take 5 chunks; a 96-byte object a chunk
+    of its own class; the same class on another thread its own chunk; a second rank
+    is counted apart (the largest)."""
+    rows = [(1, 0, 1, 24 * KIB, i, -1) for i in range(400)]
+    assert blocks_footprint(frame(rows), "hugetlb") == 5 * CHUNK
+    rows.append((2, 0, 1, 96, 500, -1))
+    assert blocks_footprint(frame(rows), "hugetlb") == 6 * CHUNK
+    rows.append((1, 0, 2, 24 * KIB, 501, -1))
+    assert blocks_footprint(frame(rows), "hugetlb") == 7 * CHUNK
+    rows.append((1, 1, 1, 24 * KIB, 0, -1))
+    assert blocks_footprint(frame(rows), "hugetlb") == 7 * CHUNK
+
+
+def test_chunks_are_never_given_back_but_blocks_are() -> None:
+    """Objects freed before another class is used leave their chunk mapped; a block of
+    its own (3 MiB: 4 MiB of hugepages) freed before the next one is not counted
+    twice; scale counts a sampled row as that many objects."""
+    rows = [(1, 0, 1, 64, 0, 10), (2, 0, 1, 4096, 20, -1)]
+    assert blocks_footprint(frame(rows), "hugetlb") == 2 * CHUNK
+    big = [(3, 0, 1, 3 * MIB, 0, 10), (3, 0, 1, 3 * MIB, 10, 20)]
+    assert blocks_footprint(frame(big), "hugetlb") == 4 * MIB
+    assert blocks_footprint(frame(big), "numa:0") == 3 * MIB
+    # 1 MiB class: 2 to a chunk; one row standing for 5 objects takes 3 chunks
+    assert blocks_footprint(frame([(4, 0, 1, MIB, 0, -1, 5)]), "hugetlb") == 3 * CHUNK
+    # above numa's 256 KiB arena limit a 300 KiB object is a mapping of its own
+    assert blocks_footprint(frame([(4, 0, 1, 300 * KIB, 0, -1)]), "numa:0") == 300 * KIB
+
+
+def _small_objects(cap: int) -> Problem:
+    """The layout of tests/programs/small_objects: rows (hot), mids (warm) and the
+    pointer array of the mids (96 bytes, sampled once)."""
+    rows = [(3, 0, 1, 24 * KIB, i, -1) for i in range(400)]
+    rows += [(4, 0, 1, 96, 400, -1)]
+    rows += [(5, 0, 1, 600 * KIB, 401 + i, -1) for i in range(12)]
+    blocks = frame(rows)
+    tiers = [Tier("huge", cap, "hugetlb", 0.5, 0.5), Tier("slow", None, "default")]
+    return Problem(np.array([3, 4, 5]), np.array([400 * 24 * KIB, 96, 12 * 600 * KIB]),
+                   np.array([87.0, 1.0, 42.0]), np.array([87, 1, 42]), np.zeros(3, np.int64),
+                   tiers, total_weight=130.0, blocks=blocks)
+
+
+@pytest.mark.parametrize("strategy", strategies.STRATEGIES)
+def test_a_tiny_site_does_not_push_the_rest_out(strategy: str) -> None:
+    """Rows + mids fill 9 chunks of an 18 MiB tier exactly; the 96-byte site is charged
+    4 KiB but needs a 10th chunk: every strategy leaves it out and keeps the rest, and
+    the placement's footprint is within the capacity."""
+    p = _small_objects(18 * MIB)
+    if strategy == "ilp-lifetime":
+        p.allocs = p.blocks
+    got = strategies.solve(p, strategy, threshold_pct=0.0)
+    assert got.tier_of.tolist() == [0, 1, 0]
+    assert footprint(p, 0, got.tier_of == 0) == 9 * CHUNK
+    assert np.isclose(got.value, p.values()[np.arange(3), got.tier_of].sum())
+
+
+def test_room_freed_is_filled_again() -> None:
+    """At 17 MiB the mids cannot all stay with the rows (9 chunks): the repair moves
+    the least worth per byte freed out, then fills the room again; the hottest, densest
+    site stays and the tier holds at most its capacity."""
+    p = _small_objects(17 * MIB)
+    got = strategies.solve(p, "ilp")
+    assert footprint(p, 0, got.tier_of == 0) <= 17 * MIB
+    assert got.tier_of[0] == 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("backend", ["hugetlb", "numa:0", "memkind:MEMKIND_HBW"])
+def test_every_strategy_stays_within_the_capacity(seed: int, backend: str) -> None:
+    """Random sites of small and large objects on several threads and ranks: whatever
+    the strategy, the placed sites' footprint (chunk tails included) fits each tier."""
+    rng = np.random.default_rng(seed)
+    n = 14
+    rows = []
+    for sid in range(n):
+        size = int(rng.choice([48, 700, 8 * KIB, 40 * KIB, 200 * KIB, 900 * KIB, 3 * MIB]))
+        for _ in range(int(rng.integers(1, 30))):
+            a = int(rng.integers(0, 100))
+            f = -1 if rng.random() < 0.5 else a + int(rng.integers(1, 50))
+            rows.append((sid, int(rng.integers(0, 2)), int(rng.integers(1, 4)), size, a, f,
+                         int(rng.choice([1, 1, 1, 32]))))
+    blocks = frame(rows)
+    sizes = blocks.groupby("site_id")["size"].sum().reindex(range(n), fill_value=1)
+    weights = np.round(rng.pareto(1.2, n) * 20 + 1, 1)
+    total = int(sizes.sum())
+    caps = [max(CHUNK, int(total * f)) for f in rng.uniform(0.1, 0.5, 2)]
+    tiers = [Tier("t0", caps[0], backend, 0.4, 0.4), Tier("t1", caps[1], backend, 0.7, 0.7),
+             Tier("slow", None, "default")]
+    for strategy in strategies.STRATEGIES:
+        p = Problem(np.arange(n), sizes.to_numpy(np.int64), weights,
+                    rng.integers(1, 9, n), np.zeros(n, np.int64), tiers,
+                    total_weight=float(weights.sum()), blocks=blocks,
+                    allocs=blocks if strategy == "ilp-lifetime" else None)
+        got = strategies.solve(p, strategy, threshold_pct=0.0)
+        for t in (0, 1):
+            assert footprint(p, t, got.tier_of == t) <= caps[t], (strategy, t)
+        assert np.isclose(got.value, p.values()[np.arange(n), got.tier_of].sum())
+
+
+def test_without_allocs_a_class_is_rounded_to_whole_chunks() -> None:
+    """From sites.csv alone: a site of 100 objects of 24 KiB (mean size) is charged
+    2400 KiB and takes 2 chunks; a site of one 3 MiB object its 4 MiB mapping."""
+    tiers = [Tier("huge", 64 * MIB, "hugetlb", 0.5, 0.5), Tier("slow", None, "default")]
+    p = Problem(np.array([1, 2]), np.array([100 * 24 * KIB, 3 * MIB]), np.ones(2),
+                np.ones(2, np.int64), np.zeros(2, np.int64), tiers,
+                max_sizes=np.array([24 * KIB, 3 * MIB]), n_allocs=np.array([100, 1]),
+                total_bytes=np.array([100 * 24 * KIB, 3 * MIB]))
+    assert footprint(p, 0, np.array([True, False])) == 2 * CHUNK
+    assert footprint(p, 0, np.array([False, True])) == 4 * MIB
+    assert footprint(p, 0, np.array([True, True])) == 2 * CHUNK + 4 * MIB
