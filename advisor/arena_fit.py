@@ -3,11 +3,13 @@ keeps a placement within the tier's capacity.
 
 The strategies charge an object packed in libhmalloc's arena its size class
 (advisor/granularity.py). The arena maps 2 MiB chunks, each holding objects of one
-class for one thread stripe (interpose/hmi_arena.c), so a tier also takes the unused
-end of the last chunk of every (class, thread) it serves: up to 2 MiB each. On a
-small tier, or with many classes, that can push a placement past the capacity, and
-the objects that come last then fall back at run time (hugetlb: the reserved pool
-runs out).
+class for one thread stripe (interpose/hmi_arena.c), carved from the chunk's start.
+Where a chunk is one 2 MiB page (`hugetlb`, memkind's hugepage kinds, `thp`) the tier
+also takes the unused end of the last chunk of every (class, thread) it serves: up to
+2 MiB each. On a small tier, or with many classes, that can push a placement past the
+capacity, and the objects that come last then fall back at run time (hugetlb: the
+reserved pool runs out). On 4 KiB pages a chunk's untouched end takes no memory: only
+the pages its objects reach count.
 
 `footprint` is one process's most bytes at once in a tier for a set of sites: from
 allocs.csv, the chunks each (rank, thread stripe, class) has mapped so far (never
@@ -33,6 +35,21 @@ FILL_TRIES = 64         # sites tried when placing again
 
 def _stripe(thread: np.ndarray) -> np.ndarray:
     return np.where(thread < STRIPES, thread, 0)
+
+
+def arena_page(backend: str) -> int:
+    """The page a chunk's memory is taken in: the whole 2 MiB chunk on hugepages."""
+    hp = granularity.uses_hugetlb(backend) or backend == "thp"
+    return granularity.CHUNK if hp else granularity.SMALL_PAGE
+
+
+def class_bytes(objects: np.ndarray, cs: np.ndarray, page: int) -> np.ndarray:
+    """Memory `objects` objects of class cs take in one (thread, class): full chunks,
+    each the pages its objects reach, plus the pages the last one's objects reach."""
+    per = granularity.CHUNK // cs
+    full, rest = objects // per, objects % per
+    chunk = -(-(per * cs) // page) * page
+    return full * chunk + -(-(rest * cs) // page) * page
 
 
 def _group_starts(*keys: np.ndarray) -> np.ndarray:
@@ -95,29 +112,28 @@ def blocks_footprint(blocks: pd.DataFrame, backend: str) -> int:
     # arena: live objects per (rank, stripe, class); chunks follow their running peak
     if packed.any():
         cs = granularity.class_sizes(size[packed])
-        per_chunk = granularity.CHUNK // cs
         pf = freed[packed]
         k_rank = np.concatenate([rank[packed], rank[packed][pf]])
         k_thr = np.concatenate([thread[packed], thread[packed][pf]])
         k_cls = np.concatenate([cs, cs[pf]])
-        k_per = np.concatenate([per_chunk, per_chunk[pf]])
         k_time = np.concatenate([t0[packed], t1[packed][pf]])
         k_kind = np.concatenate([np.ones(int(packed.sum()), np.int8),
                                  np.zeros(int(pf.sum()), np.int8)])
         k_delta = np.concatenate([scale[packed], -scale[packed][pf]])
         order = np.lexsort((k_kind, k_time, k_cls, k_thr, k_rank))
-        k_rank, k_thr, k_cls, k_per = k_rank[order], k_thr[order], k_cls[order], k_per[order]
+        k_rank, k_thr, k_cls = k_rank[order], k_thr[order], k_cls[order]
         k_time, k_kind, k_delta = k_time[order], k_kind[order], k_delta[order]
         start = _group_starts(k_rank, k_thr, k_cls)
         live = _group_cumsum(k_delta, start)
-        chunks = -(-_group_cummax(live.astype(np.float64), start).astype(np.int64) // k_per)
-        prev = np.concatenate([[0], chunks[:-1]])
+        peak = _group_cummax(live.astype(np.float64), start).astype(np.int64)
+        mem = class_bytes(peak, k_cls, arena_page(backend))
+        prev = np.concatenate([[0], mem[:-1]])
         prev[start] = 0
-        grew = chunks > prev
+        grew = mem > prev
         ev_rank.append(k_rank[grew])
         ev_time.append(k_time[grew])
         ev_kind.append(np.ones(int(grew.sum()), np.int8))
-        ev_delta.append((chunks - prev)[grew] * granularity.CHUNK)
+        ev_delta.append((mem - prev)[grew])
 
     r = np.concatenate(ev_rank)
     if not r.size:
@@ -150,7 +166,7 @@ def footprint(problem: Problem, tier: int, placed: np.ndarray) -> int:
     rest = placed & ~with_blocks
     total += int(charged[rest].sum())
     # sites of packed objects known from sites.csv alone: their charge in objects of
-    # their mean size's class, rounded up to whole chunks per class
+    # their mean size's class, laid out in chunks per class
     if problem.statics is not None:
         rest &= ~problem.statics
     limit = granularity.arena_max(t.backend)
@@ -166,8 +182,8 @@ def footprint(problem: Problem, tier: int, placed: np.ndarray) -> int:
         objs = -(-charged[rest] // cs)
         for c in np.unique(cs):
             n = int(objs[cs == c].sum())
-            per = granularity.CHUNK // int(c)
-            total += -(-n // per) * granularity.CHUNK - n * int(c)
+            total += int(class_bytes(np.array([n]), np.array([c]), arena_page(t.backend))[0]) \
+                - n * int(c)
     return total
 
 

@@ -44,6 +44,11 @@ def test_chunks_are_never_given_back_but_blocks_are() -> None:
     assert blocks_footprint(frame(big), "numa:0") == 3 * MIB
     # 1 MiB class: 2 to a chunk; one row standing for 5 objects takes 3 chunks
     assert blocks_footprint(frame([(4, 0, 1, MIB, 0, -1, 5)]), "hugetlb") == 3 * CHUNK
+    # on 4 KiB pages a chunk's untouched end takes nothing: only the pages reached
+    rows = [(1, 0, 1, 24 * KIB, i, -1) for i in range(400)] + [(2, 0, 1, 96, 500, -1)]
+    assert blocks_footprint(frame(rows), "numa:0") == 400 * 24 * KIB + 4 * KIB
+    assert blocks_footprint(frame(rows), "memkind:MEMKIND_HBW") == 400 * 24 * KIB + 4 * KIB
+    assert blocks_footprint(frame(rows), "thp") == 6 * CHUNK
     # above numa's 256 KiB arena limit a 300 KiB object is a mapping of its own
     assert blocks_footprint(frame([(4, 0, 1, 300 * KIB, 0, -1)]), "numa:0") == 300 * KIB
 
