@@ -50,9 +50,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "machine's fastest tier")
     p.add_argument("--machine", metavar="FILE.toml",
                    help="tier description (configs/machines/*.toml)")
-    p.add_argument("--strategy", choices=STRATEGIES, default="ilp",
-                   help="ilp: exact knapsack (default); ilp-lifetime: sites whose blocks are "
-                        "never live together share capacity (needs allocs.csv); misses: the "
+    p.add_argument("--strategy", choices=STRATEGIES, default=None,
+                   help="ilp-lifetime (default with allocs.csv): sites whose blocks are "
+                        "never live together share capacity, as the interposer shares it; "
+                        "ilp (default without allocs.csv): exact knapsack of the sites' "
+                        "peaks; misses: the "
                         "sites above --threshold percent of the weight, largest first; "
                         "density: weight per byte, greedily")
     p.add_argument("--threshold", type=float, default=1.0, metavar="PCT",
@@ -89,10 +91,22 @@ DEFAULT_GAP_PCT_LIFETIME = 0.1
 @dataclass
 class Options:
     mem: int | None
-    strategy: str
+    strategy: str | None  # None: default_strategy once allocs.csv is known
     threshold: float
     time_limit: float
-    gap: float            # fraction, not percent
+    gap: float | None     # fraction, not percent; None: the strategy's default
+
+
+def default_strategy(has_allocs: bool) -> str:
+    """ilp-lifetime where allocs.csv gives the blocks' lifetimes: libhmalloc checks the
+    capacity at each allocation, so sites live at different times share the tier;
+    ilp (each site's peak held all run) without it."""
+    return "ilp-lifetime" if has_allocs else "ilp"
+
+
+def default_gap(strategy: str) -> float:
+    """The proven gap the exact strategies stop at by default (a fraction)."""
+    return (DEFAULT_GAP_PCT_LIFETIME if strategy == "ilp-lifetime" else DEFAULT_GAP_PCT) / 100
 
 
 def _options(args: argparse.Namespace) -> Options:
@@ -112,11 +126,10 @@ def _options(args: argparse.Namespace) -> Options:
         raise Failure("--threshold is a percentage, 0 to 100", 2)
     if not args.time_limit > 0:
         raise Failure("--time-limit must be > 0 seconds", 2)
-    gap_pct = args.gap if args.gap is not None else (
-        DEFAULT_GAP_PCT_LIFETIME if args.strategy == "ilp-lifetime" else DEFAULT_GAP_PCT)
-    if not 0 <= gap_pct < 100:
+    if args.gap is not None and not 0 <= args.gap < 100:
         raise Failure("--gap is a percentage, 0 to less than 100", 2)
-    return Options(mem, args.strategy, args.threshold, args.time_limit, gap_pct / 100.0)
+    return Options(mem, args.strategy, args.threshold, args.time_limit,
+                   None if args.gap is None else args.gap / 100.0)
 
 
 def _host_machine(mem: int) -> Machine:
@@ -305,6 +318,10 @@ def _run(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     sites_path = resolve(args.sites)
     allocs_path = Path(args.allocs) if args.allocs else sites_path.parent / "allocs.csv"
+    if opts.strategy is None:
+        opts.strategy = default_strategy(bool(args.allocs) or allocs_path.exists())
+    if opts.gap is None:
+        opts.gap = default_gap(opts.strategy)
     lifetime = opts.strategy == "ilp-lifetime"
     try:
         if args.machine:

@@ -143,14 +143,17 @@ class Problem:
         return self.rounded_sizes(tier) // self.unit(self.tiers[tier])
 
     def block_units(self, tier: int) -> Callable[[np.ndarray], np.ndarray]:
-        """Block sizes -> what tier `tier` charges for each block, in its units (rounded
-        up)."""
+        """Block sizes -> what tier `tier` charges for each block, in its units: rounded
+        up to whole pages on a `default` tier, else exact (an object packed in the arena
+        takes its class, a fraction of a unit: 16 bytes is 1/256 of 4 KiB, so sums stay
+        exact in float64)."""
         t = self.tiers[tier]
         unit = np.int64(self.unit(t))
 
         def f(sizes: np.ndarray) -> np.ndarray:
-            c = sizes if t.backend == "default" else granularity.charges(sizes, t.backend)
-            return -(-np.asarray(c, np.int64) // unit)
+            if t.backend == "default":
+                return -(-np.asarray(sizes, np.int64) // unit)
+            return granularity.charges(sizes, t.backend).astype(np.float64) / float(unit)
         return f
 
     def capacity_units(self, tier: int) -> int:

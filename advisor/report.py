@@ -56,8 +56,8 @@ class TierUse:
             return f"{human(held)}{of} used"
         if self.at_once > self.used:
             return (f"{human(held)}{of} used (the sites' own peaks add up to "
-                    f"{human(self.used)}; the rest is the unused ends of the arena's 2 MiB "
-                    "chunks, one per size class and thread)")
+                    f"{human(self.used)}; the rest is the arena's rounding: each size class "
+                    "and thread's last, partly used chunk on hugepages, or page)")
         return (f"{human(held)}{of} used at most at once (the sites' own peaks add up to "
                 f"{human(self.used)}: they are live at different times)")
 

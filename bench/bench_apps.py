@@ -4,9 +4,10 @@ end to end, with stated confidence (never part of `make test`).
 For each code: a bare run (its figure of merit and correctness lines); the tracer's
 overhead from interleaved bare and traced runs; where the samples fell (heap sites,
 statics, stack, no address); analyze; then `hmtune compare` at 25 % and 50 % of the
-traced heap footprint: all-slow, first-come, size-window, the advisor (ilp) and every
-site in the fast tier (the upper bound), interleaved, with 95 % intervals. Every run's
-correctness lines (energies, validity checks) must equal the bare run's.
+traced heap footprint: all-slow, first-come, size-window, the advisor (ilp-lifetime, its
+default with allocs.csv, and ilp) and every site in the fast tier (the upper bound),
+interleaved, with 95 % intervals. Every run's correctness lines (energies, validity
+checks) must equal the bare run's.
 
 Codes (why each): LAMMPS Lennard-Jones melt (the classic MD benchmark: neighbour lists
 and per-atom arrays, C++), LAMMPS EAM copper (a many-body potential with more per-atom
@@ -482,8 +483,8 @@ def plot(results: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    bars = [("all-fast", 0.5), ("ilp", 0.5), ("ilp", 0.25), ("first-come", 0.5),
-            ("size-window", 0.5)]
+    bars = [("all-fast", 0.5), ("ilp-lifetime", 0.5), ("ilp", 0.5), ("ilp-lifetime", 0.25),
+            ("first-come", 0.5), ("size-window", 0.5)]
     fig, ax = plt.subplots(figsize=(max(6.0, 2.2 * len(results)), 4))
     width = 0.8 / len(bars)
     ends: list[float] = [1.0]

@@ -52,9 +52,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help=f"sites explored one by one, by sampled weight (default 7, at most "
                         f"{MAX_TOP}); the others form one more group")
     compare.add_run_options(p, "explore")
-    p.add_argument("--strategy", choices=compare.STRATEGIES, default="ilp",
+    p.add_argument("--strategy", choices=compare.STRATEGIES, default=None,
                    help="the advisor strategy measured against the exhaustive best "
-                        "(default ilp)")
+                        "(default: hmtune advise's, ilp-lifetime with allocs.csv, else ilp)")
     p.add_argument("app", nargs=argparse.REMAINDER, help="-- APP [ARGS...]")
     p.set_defaults(func=run)
 
@@ -211,6 +211,10 @@ def run(args: argparse.Namespace) -> int:
         return launch.fail("explore", f"{setup.stage / 'sites.csv'} lists no site")
     rest = len(groups) > args.top
     k = min(args.top, len(groups))
+    if args.strategy is None:
+        from advisor.cli import default_strategy
+
+        args.strategy = default_strategy((setup.stage / "allocs.csv").is_file())
     setup.config.update({"top": args.top, "strategy": args.strategy})
     done = compare.open_runs(setup, "explore", args.force)
     if isinstance(done, int):

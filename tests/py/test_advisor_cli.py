@@ -217,6 +217,32 @@ def test_ilp_lifetime_gets_the_allocs(tmp_path: Path, capsys: pytest.CaptureFixt
     assert a.loc[a["site_id"] == 5, "t_free"].item() == 901
 
 
+def test_default_strategy_follows_allocs(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without --strategy: ilp-lifetime when allocs.csv is there (with its blocks),
+    ilp without it; an explicit --strategy wins."""
+    import advisor.strategies as s
+
+    seen: list[tuple[str, bool]] = []
+    real = s.solve
+
+    def spy(problem, strategy, **kw):             # noqa: ANN001, ANN202
+        seen.append((strategy, problem.allocs is not None))
+        return real(problem, strategy, **kw)
+
+    monkeypatch.setattr(s, "solve", spy)
+    d = standard_dir(tmp_path)
+    rc, _, err = advise(capsys, str(d), "--mem", "80M")
+    assert rc == 0, err
+    rc, _, err = advise(capsys, str(d), "--mem", "80M", "--strategy", "ilp")
+    assert rc == 0, err
+    (d / "allocs.csv").unlink()
+    rc, _, err = advise(capsys, str(d), "--mem", "80M")
+    assert rc == 0, err
+    assert seen == [("ilp-lifetime", True), ("ilp", False), ("ilp", False)]
+    assert read_placement(d / "placement.txt").sites
+
+
 SHARED_CHAIN = [site(3, 64 * MIB, 500.0), site(4, 32 * MIB, 300.0, site(3, 0, 0)["callstack_raw"]),
                 site(5, 8 * MIB, 100.0)]
 

@@ -134,3 +134,17 @@ def test_without_allocs_a_class_is_rounded_to_whole_chunks() -> None:
     assert footprint(p, 0, np.array([True, False])) == 2 * CHUNK
     assert footprint(p, 0, np.array([False, True])) == 4 * MIB
     assert footprint(p, 0, np.array([True, True])) == 2 * CHUNK + 4 * MIB
+
+
+def test_lifetime_charges_small_blocks_their_class_not_a_page() -> None:
+    """20000 objects of 1000 bytes (class 1024: 19.5 MiB) fit a 24 MiB numa tier;
+    ilp-lifetime places them (charged a 4 KiB unit each they would need 78 MiB)."""
+    rows = [(1, 0, 1, 1000, i, -1) for i in range(20000)]
+    blocks = frame(rows)
+    tiers = [Tier("fast", 24 * MIB, "numa:0", 0.5, 0.5), Tier("slow", None, "default")]
+    p = Problem(np.array([1]), np.array([20000 * 1000]), np.array([10.0]),
+                np.array([10]), np.zeros(1, np.int64), tiers, total_weight=10.0,
+                blocks=blocks, allocs=blocks)
+    got = strategies.solve(p, "ilp-lifetime")
+    assert got.tier_of.tolist() == [0]
+    assert footprint(p, 0, got.tier_of == 0) == 20000 * 1024
