@@ -4,7 +4,9 @@ end to end, with stated confidence (never part of `make test`).
 For each code: a bare run (its figure of merit and correctness lines); the tracer's
 overhead from interleaved bare and traced runs; where the samples fell (heap sites,
 statics, stack, no address); analyze; then `hmtune compare` at 25 % and 50 % of the
-traced heap footprint: all-slow, first-come, size-window, the advisor (ilp-lifetime, its
+heap footprint (one process's heap live at once at its most, from allocs.csv, plus its
+static variables; not the sum of the sites' peaks, which counts memory reused over
+time several times): all-slow, first-come, size-window, the advisor (ilp-lifetime, its
 default with allocs.csv, and ilp) and every site in the fast tier (the upper bound),
 interleaved, with 95 % intervals. Every run's correctness lines (energies, validity
 checks) must equal the bare run's.
@@ -234,16 +236,34 @@ def analyze(app: App, stage: Path) -> dict:
         rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
     # allocation sites, as before sites.csv v2 listed static variables too
     ids = {r["site_id"] for r in rows if r.get("kind", "heap") == "heap"}
-    # the footprint compare takes its fractions of (one process's), statics included
-    return {"sites": len(ids), "footprint": sitegroups.footprint(stage / "sites.csv")}
+    # one process's footprint, statics included: the sum of the sites' peaks (compare's
+    # --fraction), and what is live at once (the capacities here are fractions of it)
+    return {"sites": len(ids), "footprint": sitegroups.footprint(stage / "sites.csv"),
+            "at_once": at_once(stage, rows)}
 
 
-def compare(app: App, d: Path, stage: Path, frac: float, budget: str) -> Path:
+def at_once(stage: Path, rows: list[dict[str, str]]) -> int:
+    """One process's heap live at once at its most (allocs.csv, the largest rank), plus
+    its static variables: what every site in the fast tier needs. Without allocs.csv,
+    the sum of the sites' peaks."""
+    import pandas as pd
+
+    from advisor.arena_fit import blocks_footprint
+
+    statics = sum(int(r["peak_live_bytes"]) for r in rows if r.get("kind") == "static")
+    try:
+        allocs = pd.read_csv(stage / "allocs.csv", comment="#")
+    except (OSError, ValueError):
+        return sitegroups.footprint(stage / "sites.csv")
+    return blocks_footprint(allocs, "default") + statics
+
+
+def compare(app: App, d: Path, stage: Path, frac: float, budget: str, base: int) -> Path:
     out = d / f"compare-{int(frac * 100)}"
     if out.exists():
         shutil.rmtree(out)
     shutil.copytree(stage, out, ignore=shutil.ignore_patterns("raw", "compare*", "stale"))
-    cmd = [str(HMTUNE), "compare", "-o", str(out), "--fraction", str(frac),
+    cmd = [str(HMTUNE), "compare", "-o", str(out), "--mem", str(max(1, int(base * frac))),
            "--strategies", "ilp,ilp-lifetime", "--fom", app.fom, "--budget", budget,
            "--reserve-hugepages",
            *(["--higher-is-better"] if app.higher_is_better else []),
@@ -307,7 +327,7 @@ def main() -> int:
                  "trace": {k: v for k, v in tr.items() if k != "stage"}}
         (d / "bench.json").write_text(json.dumps(saved, indent=1) + "\n")
         for frac in FRACTIONS:
-            compare(app, d, tr["stage"], frac, args.budget)
+            compare(app, d, tr["stage"], frac, args.budget, an["at_once"])
         results.append(load_result(app))
     write_results(results, args)
     return 0
@@ -413,7 +433,8 @@ def write_results(results: list[dict], args: argparse.Namespace) -> None:
           f"Budget per capacity: {args.budget}"
           f"{'; quick inputs (a smoke test)' if args.quick else ''}.",
           "", "| code | bare run | trace overhead [95 %] | samples: heap / static / stack / "
-          "unknown / no address | sites | heap footprint per process |", "|---" * 6 + "|"]
+          "unknown / no address | sites | footprint per process: at once / sum of site peaks |",
+          "|---" * 6 + "|"]
     for r in results:
         t, s = r["trace"], r["trace"]["samples"]
         total = sum(s.values()) or 1
@@ -424,6 +445,7 @@ def write_results(results: list[dict], args: argparse.Namespace) -> None:
         md.append(f"| {r['app'].name} | {r['bare_s']:.1f} s | {t['overhead']:.2f}x "
                   f"{ci} ({t['rounds']} rounds) | "
                   f"{split} ({total} samples) | {r['analyze']['sites']} | "
+                  f"{r['analyze'].get('at_once', 0) / 2**20:.0f} MiB / "
                   f"{r['analyze']['footprint'] / 2**20:.0f} MiB |")
     lines: list[str] = []
     for r in results:
