@@ -188,6 +188,39 @@ def _estimate_notes(table: pd.DataFrame, tier_of: np.ndarray, fallback: int) -> 
             "around their requests"]
 
 
+def too_large(problem: Problem, tier_of: np.ndarray) -> list[tuple[str, float, int, int, int]]:
+    """Per limited tier with at least 1 % of the sampled weight in sites left out whose
+    single largest object the tier could never hold (no whole-object placement captures
+    it): (tier, share of the weight, sites, capacity, largest object's charge)."""
+    from advisor import granularity
+
+    out: list[tuple[str, float, int, int, int]] = []
+    if problem.max_sizes is None or problem.total_weight <= 0:
+        return out
+    for t, tier in enumerate(problem.tiers[:-1]):
+        if tier.capacity is None:
+            continue
+        one = (problem.max_sizes if tier.backend == "default"
+               else granularity.charges(problem.max_sizes, tier.backend))
+        big = (one > tier.capacity) & (tier_of != t) & (problem.weights > 0)
+        if problem.statics is not None:
+            big &= ~problem.statics
+        share = float(problem.weights[big].sum()) / problem.total_weight
+        if share >= 0.01:
+            out.append((tier.name, share, int(big.sum()), int(tier.capacity),
+                        int(one[big].max())))
+    return out
+
+
+def too_large_notes(problem: Problem, tier_of: np.ndarray) -> list[str]:
+    from workflows.units import human
+
+    return [f"{100 * share:.1f}% of the sampled weight is in {n} site(s) whose largest "
+            f"object alone is over tier {name}'s {human(cap)} (up to {human(largest)}): no "
+            "placement of whole objects can capture it"
+            for name, share, n, cap, largest in too_large(problem, tier_of)]
+
+
 def _forecast(sites_path: Path, meta: dict[str, str], problem: Problem,
               placement: Placement, notes: list[str]) -> list[str]:
     """The predicted speedups' lines (advisor/predict.py), calibrated by the
@@ -386,6 +419,7 @@ def _run(args: argparse.Namespace) -> int:
         notes.append("the trace has no sampled weight: no site gains from fast memory "
                      "(trace again with a sampler, e.g. hmtune trace --sampler soft)")
     notes += _estimate_notes(table, placement.tier_of, len(problem.tiers) - 1)
+    notes += too_large_notes(problem, placement.tier_of)
     forecast = _forecast(sites_path, sites.meta, problem, placement, notes)
     files = outputs.render(args, sites, machine, problem, placement, allocs, notes,
                            _command(args), out, strategies, forecast)

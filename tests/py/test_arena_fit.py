@@ -148,3 +148,21 @@ def test_lifetime_charges_small_blocks_their_class_not_a_page() -> None:
     got = strategies.solve(p, "ilp-lifetime")
     assert got.tier_of.tolist() == [0]
     assert footprint(p, 0, got.tier_of == 0) == 20000 * 1024
+
+
+def test_weight_in_objects_larger_than_the_tier_is_named() -> None:
+    """A hot site of one 36 MiB object cannot go into a 14 MiB hugetlb tier: advise
+    names its share of the weight, the tier and the object's charge; a site that fits
+    and a tier large enough give nothing."""
+    from advisor.cli import too_large
+
+    tiers = [Tier("huge", 14 * MIB, "hugetlb", 0.5, 0.5), Tier("slow", None, "default")]
+    p = Problem(np.array([1, 2, 3]), np.array([35 * MIB, 4 * MIB, 40 * MIB]),
+                np.array([50.0, 30.0, 0.0]), np.array([50, 30, 0]), np.zeros(3, np.int64),
+                tiers, total_weight=100.0, max_sizes=np.array([35 * MIB, MIB, 40 * MIB]),
+                n_allocs=np.ones(3, np.int64), total_bytes=np.array([35 * MIB, 4 * MIB, 40 * MIB]))
+    got = strategies.solve(p, "ilp")
+    assert got.tier_of.tolist() == [1, 0, 1]
+    assert too_large(p, got.tier_of) == [("huge", 0.5, 1, 14 * MIB, 36 * MIB)]
+    p.tiers = [Tier("huge", 64 * MIB, "hugetlb", 0.5, 0.5), Tier("slow", None, "default")]
+    assert too_large(p, strategies.solve(p, "ilp").tier_of) == []
