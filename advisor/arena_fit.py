@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from advisor import granularity
-from advisor.model import Placement, Problem
+from advisor.model import Placement, Problem, group_cumsum, group_starts
 
 STRIPES = 16            # HM_STRIPES: threads past the first 15 share stripe 0
 CANDIDATES = 32         # sites whose freed bytes are measured per repair step
@@ -50,25 +50,6 @@ def class_bytes(objects: np.ndarray, cs: np.ndarray, page: int) -> np.ndarray:
     full, rest = objects // per, objects % per
     chunk = -(-(per * cs) // page) * page
     return full * chunk + -(-(rest * cs) // page) * page
-
-
-def _group_starts(*keys: np.ndarray) -> np.ndarray:
-    """Boolean: row starts a new group of equal keys (rows sorted by the keys)."""
-    n = keys[0].size
-    start = np.zeros(n, bool)
-    if n:
-        start[0] = True
-        for k in keys:
-            start[1:] |= k[1:] != k[:-1]
-    return start
-
-
-def _group_cumsum(values: np.ndarray, start: np.ndarray) -> np.ndarray:
-    cum = np.cumsum(values)
-    idx = np.flatnonzero(start)
-    before = np.concatenate([[0], cum[idx[1:] - 1]]) if idx.size else np.zeros(0)
-    group = np.cumsum(start) - 1
-    return cum - before[group] if values.size else cum
 
 
 def _group_cummax(values: np.ndarray, start: np.ndarray) -> np.ndarray:
@@ -123,8 +104,8 @@ def blocks_footprint(blocks: pd.DataFrame, backend: str) -> int:
         order = np.lexsort((k_kind, k_time, k_cls, k_thr, k_rank))
         k_rank, k_thr, k_cls = k_rank[order], k_thr[order], k_cls[order]
         k_time, k_kind, k_delta = k_time[order], k_kind[order], k_delta[order]
-        start = _group_starts(k_rank, k_thr, k_cls)
-        live = _group_cumsum(k_delta, start)
+        start = group_starts(k_rank, k_thr, k_cls)
+        live = group_cumsum(k_delta, start)
         peak = _group_cummax(live.astype(np.float64), start).astype(np.int64)
         mem = class_bytes(peak, k_cls, arena_page(backend))
         prev = np.concatenate([[0], mem[:-1]])
@@ -143,7 +124,7 @@ def blocks_footprint(blocks: pd.DataFrame, backend: str) -> int:
     delta = np.concatenate(ev_delta)
     order = np.lexsort((kind, t, r))
     r, delta = r[order], delta[order]
-    used = _group_cumsum(delta, _group_starts(r))
+    used = group_cumsum(delta, group_starts(r))
     return int(max(0, used.max()))
 
 
@@ -151,10 +132,10 @@ def footprint(problem: Problem, tier: int, placed: np.ndarray) -> int:
     """One process's most bytes at once in tier `tier` for the sites placed[i] (a
     boolean mask): from their blocks where the problem has them, else their charges plus
     one chunk's rounding per size class (module doc)."""
-    t = problem.tiers[tier]
-    charged = problem.rounded_sizes(tier)
     if not placed.any():
         return 0
+    t = problem.tiers[tier]
+    charged = problem.rounded_sizes(tier)
     ids = problem.site_ids[placed]
     total = 0
     with_blocks = np.zeros(problem.n, bool)
@@ -180,10 +161,9 @@ def footprint(problem: Problem, tier: int, placed: np.ndarray) -> int:
         mean = np.maximum(1, tb[rest] // np.maximum(na[rest], 1))
         cs = granularity.class_sizes(np.minimum(mean, limit))
         objs = -(-charged[rest] // cs)
-        for c in np.unique(cs):
-            n = int(objs[cs == c].sum())
-            total += int(class_bytes(np.array([n]), np.array([c]), arena_page(t.backend))[0]) \
-                - n * int(c)
+        classes, which = np.unique(cs, return_inverse=True)
+        n = np.bincount(which, weights=objs).astype(np.int64)      # objects per class
+        total += int((class_bytes(n, classes, arena_page(t.backend)) - n * classes).sum())
     return total
 
 
@@ -192,7 +172,7 @@ def fit(problem: Problem, placement: Placement, base_tier: np.ndarray,
     """placement with every limited tier's footprint within its capacity (module doc);
     base_tier[i]: where site i goes when it leaves a tier; values[i, t]: its value
     there. Tiers without an arena (`default`) have no tails and are left as they are.
-The placement is returned changed in place, with a note when it was."""
+    The placement is returned changed in place, with a note when it was."""
     moved_out = moved_in = 0
     for t, tier in enumerate(problem.tiers[:-1]):
         if tier.capacity is None or granularity.arena_max(tier.backend) == 0:

@@ -212,6 +212,27 @@ class Problem:
         return out
 
 
+def group_starts(*keys: np.ndarray) -> np.ndarray:
+    """Boolean: the row starts a new group of equal keys (rows sorted by the keys)."""
+    n = keys[0].size
+    start = np.zeros(n, bool)
+    if n:
+        start[0] = True
+        for k in keys:
+            start[1:] |= k[1:] != k[:-1]
+    return start
+
+
+def group_cumsum(values: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Cumulative sum of values restarted at each group start."""
+    if not values.size:
+        return np.cumsum(values)
+    cum = np.cumsum(values)
+    idx = np.flatnonzero(start)
+    before = np.concatenate([[0], cum[idx[1:] - 1]])
+    return cum - before[np.cumsum(start) - 1]
+
+
 def charged_peaks(blocks: pd.DataFrame, site_ids: np.ndarray, backend: str) -> np.ndarray:
     """Per site, the most the backend charges for its live blocks at once in one
     process (frees before allocations at equal times, as analyze orders them); -1 for
@@ -238,13 +259,8 @@ def charged_peaks(blocks: pd.DataFrame, site_ids: np.ndarray, backend: str) -> n
     out = np.full(len(site_ids), -1, np.int64)
     if not ev_site.size:
         return out
-    # running sum per (site, rank): a cumulative sum restarted at each group's start
-    cum = np.cumsum(ev_delta)
-    start = np.flatnonzero(np.concatenate([[True], (ev_site[1:] != ev_site[:-1])
-                                           | (ev_rank[1:] != ev_rank[:-1])]))
-    before = np.concatenate([[0], cum[start[1:] - 1]])
-    group = np.repeat(np.arange(start.size), np.diff(np.append(start, ev_site.size)))
-    live = cum - before[group]
+    # running sum per (site, rank)
+    live = group_cumsum(ev_delta, group_starts(ev_site, ev_rank))
     np.maximum.at(out, ev_site, live)
     return np.maximum(out, np.where(np.isin(np.arange(len(site_ids)), site), 0, -1))
 

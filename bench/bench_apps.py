@@ -246,14 +246,13 @@ def at_once(stage: Path, rows: list[dict[str, str]]) -> int:
     """One process's heap live at once at its most (allocs.csv, the largest rank), plus
     its static variables: what every site in the fast tier needs. Without allocs.csv,
     the sum of the sites' peaks."""
-    import pandas as pd
-
     from advisor.arena_fit import blocks_footprint
+    from analyze.sites_io import SitesFormatError, read_allocs
 
     statics = sum(int(r["peak_live_bytes"]) for r in rows if r.get("kind") == "static")
     try:
-        allocs = pd.read_csv(stage / "allocs.csv", comment="#")
-    except (OSError, ValueError):
+        allocs = read_allocs(stage / "allocs.csv")
+    except SitesFormatError:
         return sitegroups.footprint(stage / "sites.csv")
     return blocks_footprint(allocs, "default") + statics
 
