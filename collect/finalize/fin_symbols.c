@@ -295,8 +295,6 @@ static void build_funcs(struct mod *m)
         qsort(m->bounds, m->nbounds, sizeof(*m->bounds), cmp_fsym);
 }
 
-/* Where the unnamed data starting at s0 ends: the next data boundary above s0, or the
- * end of s0's data section, whichever comes first; 0 when s0 is in no data section. */
 /* The index of the first data boundary (m->bounds, sorted) above x; nbounds if none. */
 static size_t first_bound_above(const struct mod *m, uint64_t x)
 {
@@ -311,6 +309,8 @@ static size_t first_bound_above(const struct mod *m, uint64_t x)
     return lo;
 }
 
+/* Where the unnamed data starting at s0 ends: the next data boundary above s0, or the
+ * end of s0's data section, whichever comes first; 0 when s0 is in no data section. */
 static uint64_t region_end(const struct mod *m, uint64_t s0)
 {
     uint64_t end = 0;
