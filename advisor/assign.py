@@ -182,7 +182,7 @@ def _fixing(tp: TierProblem, ok: np.ndarray, lam: np.ndarray, d: float, lb: floa
 
 def _single(tp: TierProblem, deadline: float | None, gap_target: float) -> AssignResult:
     res = knapsack.solve_knapsack(tp.profit[:, 0], tp.weight[:, 0], int(tp.cap[0]),
-                                  deadline=deadline)
+                                  deadline=deadline, gap=gap_target)
     assign = np.where(res.take, 0, -1).astype(np.int64)
     if res.optimal or res.bound - res.value <= gap_target * res.bound:
         return AssignResult(assign, res.value, res.bound, res.optimal, "knapsack-exact")

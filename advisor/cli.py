@@ -73,6 +73,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--format", choices=("hmtune", "flexmalloc"), default="hmtune",
                    help="flexmalloc: also write flexmalloc-definitions.txt and "
                         "flexmalloc-locations.txt for FlexMalloc")
+    p.add_argument("--whole-objects", action="store_true",
+                   help="place whole objects only (default: a site whose objects span two "
+                        "or more 2 MiB ranges may have only its hot ranges placed, from "
+                        "profile.csv next to sites.csv)")
     p.set_defaults(func=run)
 
 
@@ -256,6 +260,8 @@ def _command(args: argparse.Namespace) -> str:
                         ("--format", args.format)):
         if value is not None:
             parts += [flag, str(value)]
+    if getattr(args, "whole_objects", False):
+        parts.append("--whole-objects")
     return " ".join(shlex.quote(p) for p in parts)
 
 
@@ -319,6 +325,41 @@ def first_touch_notes(sites: Sites, tiers: list[Tier], faults: np.ndarray | None
                 f"'{sites.meta.get('sampler', '?')}' latency cycles, which the ns of a page "
                 f"fault do not convert to: the first-touch gains of {which} are not counted"]
     return []
+
+
+def _split(problem: Problem, sites: Sites, sites_path: Path,
+           notes: list[str]) -> tuple[Problem, Sites]:
+    """The problem with its splittable sites cut into ranges (advisor/split.py) by
+    profile.csv next to sites.csv; as it is without one (an older hmtune analyze)."""
+    import numpy as np
+
+    from advisor import split
+
+    path = sites_path.parent / "profile.csv"
+    if not path.is_file():
+        if too_large(problem, np.full(problem.n, len(problem.tiers) - 1)):
+            notes.append(f"no {path.name} next to {sites_path.name} (an older hmtune "
+                         "analyze): objects are placed whole; run hmtune analyze again to "
+                         "place the hot ranges of objects over the capacity")
+        return problem, sites
+    from analyze.profile import ProfileError, read_profile
+
+    try:
+        prof = read_profile(path)
+    except (OSError, ProfileError) as e:
+        raise Failure(f"{e}", 1) from None
+    from analyze.traceid import FIELD
+
+    tid, ptid = sites.meta.get(FIELD), prof.meta.get(FIELD)
+    if tid and ptid and tid != ptid:
+        raise Failure(f"{path} and {sites_path.name} were made from different traces: run "
+                      f"hmtune analyze {sites_path.parent} first", 2)
+    df = prof.table
+    if sites.merged:
+        df = df.assign(site_id=df["site_id"].map(lambda i: sites.merged.get(int(i), int(i))))
+    ex = split.expand(problem, sites, df, prof.granularity)
+    notes += ex.notes
+    return ex.problem, ex.sites
 
 
 def run(args: argparse.Namespace) -> int:
@@ -399,6 +440,9 @@ def _run(args: argparse.Namespace) -> int:
                       total_bytes=table["total_bytes"].to_numpy(np.int64),
                       blocks=allocs, fraction=static_fractions(table, tiers),
                       statics=(table[KIND_COLUMN] == KIND_STATIC).to_numpy())
+    if not getattr(args, "whole_objects", False):
+        problem, sites = _split(problem, sites, sites_path, notes)
+        table = sites.table
     if problem.n == 0:
         placement = Placement(np.zeros(0, np.int64), opts.strategy, 0.0, 0.0, "none",
                               ["no placeable site in the input: nothing to place"])
@@ -410,6 +454,9 @@ def _run(args: argparse.Namespace) -> int:
                                          gap_target=opts.gap)
         except ValueError as e:
             raise Failure(f"{sites_path}: {e}", 1) from None
+        from advisor.split import complete
+
+        placement = complete(problem, table, placement)
     from advisor import outputs
 
     out = Path(args.output) if args.output else sites_path.parent / "placement.txt"

@@ -247,10 +247,12 @@ def _core_dp(p: np.ndarray, w: np.ndarray, e: np.ndarray, cap: int, lb: float,
 
 
 def solve_knapsack(p: np.ndarray, w: np.ndarray, cap: int, deadline: float | None = None,
-                   budget: int = STATE_BUDGET) -> KnapsackResult:
+                   budget: int = STATE_BUDGET, gap: float = 0.0) -> KnapsackResult:
     """Maximize sum p[i] over a subset with sum w[i] <= cap (w integral, >= 0).
 
-    Items with p <= 0 are never taken; items with w == 0 and p > 0 always are."""
+    Items with p <= 0 are never taken; items with w == 0 and p > 0 always are. gap > 0:
+    stop as soon as the incumbent is proven within that fraction of the optimum (the
+    result then says optimal only if it is)."""
     p = np.asarray(p, np.float64)
     w = np.asarray(w, np.int64)
     cap = int(max(cap, 0))
@@ -275,6 +277,8 @@ def solve_knapsack(p: np.ndarray, w: np.ndarray, cap: int, deadline: float | Non
 
     if ub - lb <= _tol(ub):
         return result(g, lb, lb, True, "greedy")
+    if ub - lb <= gap * ub:
+        return result(g, lb, ub, False, "greedy")
     # A beam search over the reduced core first: a near-optimal incumbent makes the
     # reduction and the exact pass far stronger.
     fix_in, fix_out = _reduce(s, cap, lb)
@@ -296,6 +300,8 @@ def solve_knapsack(p: np.ndarray, w: np.ndarray, cap: int, deadline: float | Non
     fixed_val = float(s.p[fix_in].sum())
     if ub - lb <= _tol(ub):
         return result(g, lb, lb, True, "dp")
+    if ub - lb <= gap * ub:
+        return result(g, lb, ub, False, "dp")
     # The exact pass; the core keeps the efficiency order of the sorted items.
     try:
         sub, val = _core_dp(s.p[core], s.w[core], s.e[core], cap2, lb - fixed_val,

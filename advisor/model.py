@@ -166,12 +166,13 @@ class Problem:
         mx = self.max_sizes if self.max_sizes is not None else peak
         na = self.n_allocs if self.n_allocs is not None else np.ones(self.n, np.int64)
         tb = self.total_bytes if self.total_bytes is not None else peak
-        out = np.array([granularity.estimate(int(p), int(m), int(k), int(b), backend)
-                        for p, m, k, b in zip(peak, mx, na, tb, strict=True)], np.int64)
+        out = np.full(self.n, -1, np.int64)
         if self.blocks is not None and len(self.blocks):
-            exact = charged_peaks(self.blocks, self.site_ids, backend)
-            known = exact >= 0
-            out[known] = exact[known]
+            out = charged_peaks(self.blocks, self.site_ids, backend)
+        # estimated where no block is known (sites.csv alone)
+        for i in np.flatnonzero(out < 0).tolist():
+            out[i] = granularity.estimate(int(peak[i]), int(mx[i]), int(na[i]), int(tb[i]),
+                                          backend)
         if self.statics is not None:        # charged the whole pages moved: at most its size
             out = np.where(self.statics, peak, out)
         return out

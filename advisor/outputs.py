@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import argparse
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pandas as pd
 
+from advisor import split
 from advisor.cli import Failure
 from advisor.flexmalloc import FlexMallocError, flexmalloc_files
 from advisor.inputs import Sites
@@ -50,6 +51,7 @@ from advisor.report import (
     tier_use,
 )
 from advisor.tiers import Machine
+from workflows.units import human
 
 
 @dataclass
@@ -104,11 +106,20 @@ def _placement_file(sites: Sites, problem: Problem, placement: Placement,
     last = len(problem.tiers) - 1
     static = (table["kind"] == "static").to_numpy()
     placed_all = np.flatnonzero(placement.tier_of != last)
-    placed = placed_all[~static[placed_all]]            # allocation sites
-    site_lines = [SiteLine(problem.tiers[int(placement.tier_of[i])].name,
-                           str(table["callstack_raw"].iloc[i]),
-                           f"{table['label'].iloc[i]} (site {int(table['site_id'].iloc[i])})")
-                  for i in placed]
+    placed = placed_all[~static[placed_all]]            # allocation sites (or pieces)
+    heap_tier = np.where(static, last, placement.tier_of)
+    site_lines = []
+    for s in split.placed_sites(table, heap_tier, last):
+        label = str(table["label"].iloc[s.row])
+        if s.ranges:                    # the parent's label, without the piece's range
+            label = label.rpartition(" [")[0] or label
+            label += (f" (site {s.parent_id}) {human(s.placed_bytes)} of "
+                      f"{human(s.object_bytes)}")
+        else:
+            label += f" (site {s.parent_id})"
+        line = SiteLine(problem.tiers[s.tier].name, str(table["callstack_raw"].iloc[s.row]),
+                        label)
+        site_lines.append(replace(line, ranges=s.ranges) if s.ranges else line)
     static_lines: list[StaticLine] = []
     for i in placed_all[static[placed_all]]:
         line = static_line(problem.tiers[int(placement.tier_of[i])].name,
@@ -120,7 +131,10 @@ def _placement_file(sites: Sites, problem: Problem, placement: Placement,
                 if not s]
     heap_index = np.cumsum(~static) - 1                 # row -> index into depth_of
     depth = max([depth_of[heap_index[i]] for i in placed] or depth_of or [1])
-    lo, hi = size_window(table.iloc[placed], allocs)
+    parents = table.iloc[placed]
+    if "parent_id" in parents.columns:  # pieces: their sites' own rows and blocks
+        parents = parents.assign(site_id=parents["parent_id"])
+    lo, hi = size_window(parents, allocs)
     stamp = time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())
     window_note = ("smallest and largest request of any placed site" if allocs is not None
                    else "largest request of any placed site; no allocs.csv for the smallest")

@@ -154,6 +154,25 @@ def _site_rows(rows: pd.DataFrame, limit: int | None = None, values: bool = Fals
     return out
 
 
+def _split_lines(sites: Sites, problem: Problem, placement: Placement) -> list[str]:
+    """The placed sites with only ranges of their objects in a tier (split.py):
+    `N of M MiB (ranges ...)` per site; nothing when none is split."""
+    from advisor.split import placed_sites
+
+    last = len(problem.tiers) - 1
+    split = [s for s in placed_sites(sites.table, placement.tier_of, last) if s.ranges]
+    if not split:
+        return []
+    out = ["", f"split sites (only these ranges of each object are placed; the rest stays "
+               f"in ordinary memory): {len(split)}"]
+    for s in split:
+        label = str(sites.table["label"].iloc[s.row]).rpartition(" [")[0]
+        ranges = ", ".join(f"{human(a)}-{human(b)}" for a, b in s.ranges)
+        out.append(f"    {s.parent_id:>6}  {human(s.placed_bytes)} of {human(s.object_bytes)} "
+                   f"(ranges {ranges}) -> {problem.tiers[s.tier].name}  {label}")
+    return out
+
+
 @dataclass
 class Curve:
     table: pd.DataFrame           # capacity (bytes), share (of the capturable weight)
@@ -209,6 +228,7 @@ def report_text(sites: Sites, problem: Problem, placement: Placement, uses: list
             out += _site_rows(live, _FALLBACK_ROWS if fb else None, values)
         if values and fb and len(live):
             out.append(f"    (value: what the site would save in tier {uses[0].tier.name})")
+    out += _split_lines(sites, problem, placement)
     zero_rows = pd.concat([u.rows[(u.rows["weight"] == 0) & ~(u.rows["value"] > 0)]
                            .assign(tier=u.tier.name) for u in uses])
     out += ["", "zero-weight sites (no sampled access fell in them"

@@ -1,0 +1,133 @@
+"""advisor/split.py: sites cut into ranges by their profile, solved and gathered back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from advisor import split, strategies
+from advisor.inputs import Sites
+from advisor.model import MIB, Problem, Tier
+from advisor.placement import SiteLine
+
+HOT = (8 * MIB, 16 * MIB)       # the hot window of the big object
+
+
+def test_segments_merge_equal_runs_first_and_keep_a_window_edge() -> None:
+    w = np.zeros(32)
+    w[4:8] = 10.0
+    assert split.segments(w) == [(0, 4), (4, 8), (8, 32)]
+    noisy = np.r_[np.full(10, 1.0), np.full(6, 50.0) + np.arange(6), np.full(16, 1.0)]
+    segs = split.segments(noisy, 3)
+    assert segs == [(0, 10), (10, 16), (16, 32)]
+
+
+def test_segments_never_exceed_the_limit_and_tile_the_object() -> None:
+    rng = np.random.default_rng(1)
+    for n in (1, 2, 65, 500):
+        w = rng.random(n)
+        segs = split.segments(w, 64)
+        assert len(segs) <= 64
+        assert segs[0][0] == 0 and segs[-1][1] == n
+        assert all(a < b for a, b in segs)
+        assert all(segs[k][1] == segs[k + 1][0] for k in range(len(segs) - 1))
+
+
+def _case(cap: int, backend: str = "hugetlb") -> tuple[Problem, Sites, pd.DataFrame]:
+    """A 64 MiB object whose weight is in HOT (60 % of the weight) beside four warm
+    4 MiB objects (10 % each), one block each, live all run."""
+    ids = np.array([3, 4, 5, 6, 7], np.int64)
+    sizes = np.array([64 * MIB] + [4 * MIB] * 4, np.int64)
+    weights = np.array([600.0, 100.0, 100.0, 100.0, 100.0])
+    blocks = pd.DataFrame({"site_id": ids, "rank": 0, "size": sizes, "t_alloc": 0,
+                           "t_free": 100, "scale": 1})
+    tiers = [Tier("fast", cap, backend, 0.5, 0.5, page_size=2 * MIB),
+             Tier("slow", None, "default", 1.0, 1.0)]
+    problem = Problem(ids, sizes, weights, np.ones(5, np.int64), np.zeros(5, np.int64),
+                      tiers, total_weight=1000.0, allocs=blocks,
+                      samples=np.array([60, 10, 10, 10, 10]), max_sizes=sizes.copy(),
+                      n_allocs=np.ones(5, np.int64), total_bytes=sizes.copy(),
+                      blocks=blocks, statics=np.zeros(5, bool), ns_weight=0.0)
+    table = pd.DataFrame({"site_id": ids, "label": [f"app.c:{i}" for i in ids],
+                          "callstack_raw": [f"/app+0x{i:x}" for i in ids],
+                          "kind": "heap", "peak_live_bytes": sizes, "max_size": sizes,
+                          "weight": weights})
+    sites = Sites(Path("sites.csv"), {}, table, table.iloc[0:0], 1000.0)
+    offs = np.arange(HOT[0], HOT[1], 4096 * 64)
+    prof = pd.DataFrame({"site_id": 3, "offset": offs,
+                         "weight": 600.0 / offs.size, "samples": 1})
+    return problem, sites, prof
+
+
+def test_expand_keeps_weights_and_cuts_the_blocks() -> None:
+    problem, sites, prof = _case(16 * MIB)
+    ex = split.expand(problem, sites, prof, 4096)
+    ep = ex.problem
+    assert ex.split_sites == 1
+    assert ep.weights.sum() == pytest.approx(problem.weights.sum())
+    pieces = ex.sites.table[ex.sites.table["range_start"] >= 0]
+    assert list(zip(pieces["range_start"], pieces["range_end"], strict=True)) == [
+        (0, HOT[0]), HOT, (HOT[1], 64 * MIB)]
+    hot = ep.site_ids[ep.weights == 600.0]
+    assert hot.size == 1
+    blk = ep.blocks[ep.blocks["site_id"] == hot[0]]
+    assert blk["size"].tolist() == [HOT[1] - HOT[0]]
+    assert len(set(ep.site_ids.tolist())) == ep.n
+    assert (ex.sites.table["site_id"].to_numpy() == ep.site_ids).all()
+
+
+@pytest.mark.parametrize("strategy", ["ilp", "ilp-lifetime", "density"])
+def test_a_hot_window_is_placed_with_the_warm_objects(strategy: str) -> None:
+    """16 MiB: the whole object never fits; its 8 MiB window and two warm objects do."""
+    problem, sites, prof = _case(16 * MIB)
+    whole = strategies.solve(problem, strategy)
+    assert whole.tier_of[0] == 1
+    ex = split.expand(problem, sites, prof, 4096)
+    got = strategies.solve(ex.problem, strategy)
+    assert got.value > 1.5 * whole.value
+    placed = split.placed_sites(ex.sites.table, got.tier_of, 1)
+    big = [s for s in placed if s.parent_id == 3]
+    assert len(big) == 1 and big[0].ranges == (HOT,)
+    assert big[0].placed_bytes == 8 * MIB and big[0].object_bytes == 64 * MIB
+    assert sorted(s.parent_id for s in placed) == [3, 4, 5]
+
+
+def test_every_piece_placed_is_the_whole_object() -> None:
+    problem, sites, prof = _case(128 * MIB)
+    ex = split.expand(problem, sites, prof, 4096)
+    got = strategies.solve(ex.problem, "ilp")
+    placed = split.placed_sites(ex.sites.table, got.tier_of, 1)
+    assert [s.ranges for s in placed if s.parent_id == 3] == [(HOT,)]
+    done = split.complete(ex.problem, ex.sites.table, got)
+    placed = split.placed_sites(ex.sites.table, done.tier_of, 1)
+    assert [s.ranges for s in placed] == [()] * 5
+    # at 24 MiB the window and the warm objects fill the tier: nothing more of the big one
+    problem, sites, prof = _case(24 * MIB)
+    ex = split.expand(problem, sites, prof, 4096)
+    got = split.complete(ex.problem, ex.sites.table, strategies.solve(ex.problem, "ilp"))
+    big = [s for s in split.placed_sites(ex.sites.table, got.tier_of, 1) if s.parent_id == 3]
+    assert big[0].ranges == (HOT,)
+
+
+def test_no_split_with_two_limited_tiers_or_without_profile() -> None:
+    problem, sites, prof = _case(16 * MIB)
+    assert split.expand(problem, sites, prof.iloc[0:0], 4096).split_sites == 0
+    two = Problem(**{**problem.__dict__, "tiers": [
+        Tier("a", 8 * MIB, "hugetlb"), Tier("b", 8 * MIB, "numa:0"),
+        Tier("slow", None, "default", 2.0, 2.0)], "_charged": {}})
+    ex = split.expand(two, sites, prof, 4096)
+    assert ex.split_sites == 0 and ex.notes
+
+
+def test_the_placement_line_carries_the_ranges(tmp_path: Path) -> None:
+    from advisor.placement import PlacementFile, TierLine, read_placement, write_placement
+
+    pf = PlacementFile([TierLine("fast", "hugetlb", 16 * MIB),
+                        TierLine("slow", "default", None)], 1, (0, 64 * MIB),
+                       [SiteLine("fast", "/app+0x3", "app.c:3", (HOT,))])
+    write_placement(tmp_path / "p.txt", pf)
+    back = read_placement(tmp_path / "p.txt")
+    assert back.sites[0].ranges == (HOT,)
