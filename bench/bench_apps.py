@@ -16,7 +16,11 @@ and per-atom arrays, C++), LAMMPS EAM copper (a many-body potential with more pe
 state and tabulated splines), HPC Challenge on 2 MPI ranks (RandomAccess, STREAM, FFT:
 latency-, bandwidth- and FFT-bound kernels in one MPI code, C), NWChem SCF of a water
 dimer with the integrals kept in memory (Fortran, its MA heap, a quantum chemistry
-production code with offline inputs from nwchem-data).
+production code with offline inputs from nwchem-data), and hotwindow (bench/hotwindow.c,
+ours: a 256 MiB array whose hot part is a 32 MiB window beside two warm 8 MiB arrays,
+the case for split objects: at 25 % of the footprint no whole-object placement holds
+the window). The advisor runs twice at each capacity: ilp-lifetime (split objects on,
+its default) and ilp-lifetime-whole (hmtune advise --whole-objects).
 
 Output: bench/results/apps-<date>-<host>.md (table) and .png (speedups with intervals),
 one summary line per code on stdout. Work files in bench/work/ (not committed)."""
@@ -149,6 +153,9 @@ def apps(quick: bool) -> list[App]:
             extra_foms={"StarSTREAM_Triad": r"StarSTREAM_Triad=([0-9.]+)",
                         "StarFFT_Gflops": r"StarFFT_Gflops=([0-9.]+)",
                         "MPIRandomAccess_GUPs": r"MPIRandomAccess_GUPs=([0-9.]+)"}),
+        App("hotwindow", [str(ROOT / "build" / "bench" / "hotwindow"),
+                          *(["-n", "30"] if quick else [])],
+            r"kernel_time_s=([0-9.]+)", False, [r"^checksum=\d+"]),
         App("nwchem-scf", ["nwchem", "scf.nw"], r"Time for solution =\s+([0-9.]+)s", False,
             [r"Total SCF energy =\s+\S+"], {"scf.nw": NWCHEM}),
     ]
@@ -263,7 +270,7 @@ def compare(app: App, d: Path, stage: Path, frac: float, budget: str, base: int)
         shutil.rmtree(out)
     shutil.copytree(stage, out, ignore=shutil.ignore_patterns("raw", "compare*", "stale"))
     cmd = [str(HMTUNE), "compare", "-o", str(out), "--mem", str(max(1, int(base * frac))),
-           "--strategies", "ilp,ilp-lifetime", "--fom", app.fom, "--budget", budget,
+           "--strategies", ",".join(ADVISOR), "--fom", app.fom, "--budget", budget,
            "--reserve-hugepages",
            *(["--higher-is-better"] if app.higher_is_better else []),
            *(["--mpirun", app.mpirun] if app.mpirun else []), "--", *app.cmd]
@@ -350,7 +357,8 @@ def load_result(app: App) -> dict:
     return res
 
 
-VARIANTS = ("all-fast", "ilp", "ilp-lifetime", "first-come", "size-window")
+ADVISOR = ("ilp-lifetime", "ilp-lifetime-whole")    # split objects on, and whole objects
+VARIANTS = ("all-fast", *ADVISOR, "first-come", "size-window")
 
 
 def _f(x: str | None, fmt: str = "{:.2f}") -> str:
@@ -479,7 +487,7 @@ def write_results(results: list[dict], args: argparse.Namespace) -> None:
                       "| | | | | | |")
             top = rows.get("all-fast", {})
             summary.append(f"{frac:.0%}: all-fast {_speedup(top)};")
-            for name in ("ilp", "ilp-lifetime"):
+            for name in ADVISOR:
                 adv = rows.get(name, {})
                 if adv:
                     summary.append(f"{name} {_speedup(adv)} ({adv.get('verdict', '?')}; "
@@ -504,7 +512,8 @@ def plot(results: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    bars = [("all-fast", 0.5), ("ilp-lifetime", 0.5), ("ilp", 0.5), ("ilp-lifetime", 0.25),
+    bars = [("all-fast", 0.5), ("ilp-lifetime", 0.5), ("ilp-lifetime-whole", 0.5),
+            ("ilp-lifetime", 0.25), ("ilp-lifetime-whole", 0.25),
             ("first-come", 0.5), ("size-window", 0.5)]
     fig, ax = plt.subplots(figsize=(max(6.0, 2.2 * len(results)), 4))
     width = 0.8 / len(bars)

@@ -34,3 +34,11 @@ $(BUILD)/bench/faultcost: $(ROOT)/bench/faultcost.c
 	$(CC) -std=gnu11 -O2 -g $(WARN) -o $@ $<
 
 BUILD_TARGETS += $(BUILD)/bench/faultcost
+
+# hotwindow: a large array with a hot window inside it beside warm arrays (bench-apps'
+# object-splitting case).
+$(BUILD)/bench/hotwindow: $(ROOT)/bench/hotwindow.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g $(WARN) -o $@ $<
+
+BUILD_TARGETS += $(BUILD)/bench/hotwindow

@@ -61,7 +61,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_run_options(p, "compare")
     p.add_argument("--strategies", default="ilp,ilp-lifetime,misses,density", metavar="LIST",
                    help="advisor strategies to compare (default all four; ilp-lifetime "
-                        "only when DIR has allocs.csv)")
+                        "only when DIR has allocs.csv); NAME-whole is NAME with "
+                        "hmtune advise --whole-objects (no split objects)")
     p.add_argument("app", nargs=argparse.REMAINDER, help="-- APP [ARGS...]")
     p.set_defaults(func=run)
 
@@ -255,11 +256,21 @@ def cannot_place(placements: list[Path], procs: int) -> str | None:
     return None
 
 
+WHOLE = "-whole"        # a strategy name's suffix: hmtune advise --whole-objects
+
+
+def known_strategy(name: str) -> bool:
+    return name.removesuffix(WHOLE) in STRATEGIES
+
+
 def advise(stage: Path, out: Path, machine: Path, mem: int, strategy: str) -> str | None:
-    """placement.txt for one strategy in out/; None when written, else the reason."""
+    """placement.txt for one strategy (NAME-whole: with --whole-objects) in out/; None
+    when written, else the reason."""
     out.mkdir(parents=True, exist_ok=True)
+    whole = strategy.endswith(WHOLE)
     cmd = [str(paths.cli()), "advise", str(stage), "--machine", str(machine),
-           "--mem", str(mem), "--strategy", strategy, "-o", str(out / "placement.txt")]
+           "--mem", str(mem), "--strategy", strategy.removesuffix(WHOLE),
+           "-o", str(out / "placement.txt"), *(["--whole-objects"] if whole else [])]
     r = subprocess.run(cmd, capture_output=True, text=True)
     (out / "advise.log").write_text(r.stdout + r.stderr)
     if r.returncode != 0:
@@ -306,16 +317,17 @@ def print_table(summary: list[measure.Summary]) -> None:
 def run(args: argparse.Namespace) -> int:
     who = "hmtune compare"
     strategies = [s for s in args.strategies.split(",") if s]
-    bad = [s for s in strategies if s not in STRATEGIES]
+    bad = [s for s in strategies if not known_strategy(s)]
     if bad:
-        return _fail(f"--strategies: unknown {', '.join(bad)} (known: {', '.join(STRATEGIES)})")
+        return _fail(f"--strategies: unknown {', '.join(bad)} (known: {', '.join(STRATEGIES)}, "
+                     f"each also as NAME{WHOLE})")
     setup = prepare(args, "compare")
     if isinstance(setup, int):
         return setup
     stage, work, machine, mem, plan = setup.stage, setup.work, setup.machine, setup.mem, \
         setup.plan
-    if "ilp-lifetime" in strategies and not (stage / "allocs.csv").is_file():
-        strategies.remove("ilp-lifetime")
+    if not (stage / "allocs.csv").is_file():
+        strategies = [s for s in strategies if s.removesuffix(WHOLE) != "ilp-lifetime"]
     done = open_runs(setup, "compare", args.force)
     if isinstance(done, int):
         return done

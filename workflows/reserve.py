@@ -185,15 +185,33 @@ def _events(b: Block, pages: int) -> list[tuple[int, int, int]]:
     return ev
 
 
-def site_pages(s: SiteSizes, page: int) -> dict[int, int] | None:
+def range_pages(size: int, ranges: tuple[tuple[int, int], ...], page: int) -> int:
+    """Pages the ranges of a split object of `size` bytes take: each range cut to the
+    object, widened to 2 MiB boundaries within the object's 2 MiB-rounded mapping (as
+    libhmalloc maps them), in whole pages."""
+    span = -(-size // CHARGE) * CHARGE
+    total = 0
+    for a, b in ranges:
+        if a >= size:
+            continue
+        lo, hi = a // CHARGE * CHARGE, min(-(-b // CHARGE) * CHARGE, span)
+        total += max(0, hi - lo)
+    return -(-total // page)
+
+
+def site_pages(s: SiteSizes, page: int,
+               ranges: tuple[tuple[int, int], ...] = ()) -> dict[int, int] | None:
     """Pages the site's blocks of their own need at most at once, per traced rank
-    (objects packed in the arena apart: arena_pages); None when unknown (no allocs.csv:
-    which objects went to the arena is not known)."""
+    (objects packed in the arena apart: arena_pages; a split site's objects are
+    mappings of their own, only their ranges in hugepages); None when unknown (no
+    allocs.csv: which objects went to the arena is not known)."""
     if s.blocks is None:
         return None
     per_rank: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
     for b in s.blocks:
-        if not in_arena(b.size):
+        if ranges:
+            per_rank[b.rank] += _events(b, range_pages(b.size, ranges, page) * b.scale)
+        elif not in_arena(b.size):
             per_rank[b.rank] += _events(b, block_pages(b.size, page) * b.scale)
     return {r: _peak(ev) for r, ev in per_rank.items()}
 
@@ -245,7 +263,8 @@ def tier_needs(pf: PlacementFile, sizes: dict[str, SiteSizes], processes: int,
             continue
         cap = capacity_pages(t.capacity, t.backend, page)
         known = [sizes.get(s.chain) for s in sites]
-        per_site = [site_pages(k, page) if k else None for k in known]
+        per_site = [site_pages(k, page, getattr(s, "ranges", ())) if k else None
+                    for k, s in zip(known, sites, strict=True)]
         if not sites:
             need, by = 0, "placement"
         elif any(p is None for p in per_site):
@@ -255,7 +274,9 @@ def tier_needs(pf: PlacementFile, sizes: dict[str, SiteSizes], processes: int,
             for p in per_site:
                 for r, n in (p or {}).items():
                     ranks[r] += n
-            for r, n in arena_pages([k for k in known if k]).items():
+            whole = [k for k, s in zip(known, sites, strict=True)
+                     if k and not getattr(s, "ranges", ())]
+            for r, n in arena_pages(whole).items():
                 ranks[r] += n
             need = max(ranks.values(), default=0)
             by = "allocs.csv"
