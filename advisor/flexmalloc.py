@@ -166,6 +166,12 @@ def flexmalloc_files(tiers: list[TierLine], sites: list[SiteLine],
     for s in sites:
         if s.tier == fb.name:
             continue
+        if getattr(s, "ranges", ()):
+            out.left_out.append(s.chain)
+            out.notes.append(f"FlexMalloc: split site {s.comment or s.chain} left out: "
+                             "FlexMalloc places whole objects only, and the whole object "
+                             "may not fit (placement.txt places its ranges)")
+            continue
         rebased = [rebase_frame(f, cache) for f in frames(s.chain)]
         why = next((w for r, w in rebased if r is None), "")
         if why:
