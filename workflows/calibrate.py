@@ -58,10 +58,51 @@ def tier_of(problem: Problem, chains: list[str], placement: Path) -> np.ndarray:
     return np.asarray([where.get(c, fb) for c in chains], np.int64)
 
 
+def split_shares(problem: Problem, chains: list[str], placement: Path,
+                 sites_csv: Path) -> np.ndarray | None:
+    """Per site, the share of its sampled weight the placement's ranges hold (1 for
+    whole sites), from profile.csv next to sites_csv; None when nothing is split. A
+    split site without profile rows counts as capturing nothing."""
+    import numpy as np
+
+    from advisor.inputs import load_sites
+    from advisor.placement import read_placement
+    from analyze.profile import profile_next_to
+
+    ranges = {s.chain: s.ranges for s in read_placement(placement).sites if s.ranges}
+    if not ranges:
+        return None
+    prof = profile_next_to(sites_csv)
+    df = prof.df if prof is not None else None
+    merged = load_sites(sites_csv).merged
+    if df is not None and merged:
+        df = df.assign(site_id=df["site_id"].map(lambda i: merged.get(int(i), int(i))))
+    share = np.ones(problem.n)
+    for i, c in enumerate(chains):
+        r = ranges.get(c)
+        if not r:
+            continue
+        rows = df[df["site_id"] == problem.site_ids[i]] if df is not None else None
+        if rows is None or float(rows["weight"].sum()) <= 0:
+            share[i] = 0.0
+            continue
+        off = rows["offset"].to_numpy(np.int64)
+        inside = np.zeros(off.size, bool)
+        for a, b in r:
+            inside |= (off >= a) & (off < b)
+        share[i] = float(rows["weight"].to_numpy(np.float64)[inside].sum()) \
+            / float(rows["weight"].sum())
+    return share
+
+
 def calibrate(stage: Path, machine: Path, work: Path, summary: list[Summary], upper: str,
               placements: dict[str, Path]) -> Outcome:
     """Fit k from `upper`'s measured speedup, write stage/calibration.json, and predict
     `placements` (name -> placement.txt) with it."""
+    from dataclasses import replace
+
+    import numpy as np
+
     from advisor import predict
     from analyze.traceid import FIELD as TRACE_ID
 
@@ -94,7 +135,11 @@ def calibrate(stage: Path, machine: Path, work: Path, summary: list[Summary], up
     out: dict[str, Prediction] = {}
     for name, pl in placements.items():
         try:
-            out[name] = predict.predict(problem, tier_of(problem, chains, pl), cal)
+            share = split_shares(problem, chains, pl, stage / "sites.csv")
+            p = problem if share is None else replace(
+                problem, fraction=np.repeat(share[:, None], len(problem.tiers), axis=1),
+                _charged={})
+            out[name] = predict.predict(p, tier_of(problem, chains, pl), cal)
         except (OSError, ValueError) as e:
             notes.append(f"no prediction for {name}: {e}")
     return Outcome(cal, out, notes)
