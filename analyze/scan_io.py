@@ -71,6 +71,7 @@ class Scan:
         samples: traced without them, or by another tool)."""
         return int(self.meta.get("faults", 0))
 
+    @property
     def lookahead_samples(self) -> int:
         """Samples with a look-ahead address (0 for scans from before it existed)."""
         return int(self.meta.get("lookahead_samples", 0))
