@@ -154,6 +154,8 @@ def read_profile(path: str | Path) -> ProfileData:
     ints = {c: np.int64 for c in ("site_id", "offset", "samples")}
     try:
         df = pd.read_csv(p, skiprows=1, dtype=ints, keep_default_na=False, na_values=[])
+        if len(df) == 0:
+            df = df.astype({"weight": np.int64})
         bad_weight = df["weight"].dtype.kind not in "iuf"
     except (ValueError, TypeError, OverflowError, pd.errors.ParserError):
         bad_weight = True
