@@ -49,7 +49,8 @@ struct task {
     uint64_t obj_site;                 /* one-entry cache of object -> group */
     uint32_t obj_grp, has_obj;
     /* the profile's one-entry cache of the block at an object's address: a copy,
-     * dropped whenever a block of the task starts or ends */
+     * dropped when that block ends (a new block cannot overlap a live one: the one it
+     * collides with ends first, start_block) */
     uint64_t pc_start, pc_size;
     uint32_t pc_grp, pc_valid;
 };
@@ -227,7 +228,8 @@ static int end_block(struct ps_model *m, struct task *tk, uint64_t ptr, uint64_t
     struct ps_block b;
     if (!ps_map_take(tk->map, ptr, &b))
         return 0;
-    tk->pc_valid = 0;
+    if (b.start == tk->pc_start)
+        tk->pc_valid = 0;
     emit_row(m->rows, &b, (int64_t)t);
     ps_life_end(m->life, b.grp, b.t_alloc, t, b.size, b.scale);
     return 1;
@@ -252,7 +254,6 @@ static void start_block(struct ps_model *m, struct thr *th, uint64_t ptr)
     if (th->c_scale)
         ps_site_at(m->sites, b.grp)->sampled_blocks++;
     ps_map_insert(tk->map, &b);
-    tk->pc_valid = 0;
     ps_life_start(m->life, b.grp, b.t_alloc, b.size, b.scale);
 }
 
