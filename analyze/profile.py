@@ -302,8 +302,9 @@ def flat_counts(rows: Iterable[tuple[int, int]], object_size: int,
     counts = [sum(counts[i:i + m]) for i in range(0, nb, m)]
     share = [sum(share[i:i + m]) for i in range(0, nb, m)]
     if len(counts) > 1 and n * share[-1] < MIN_EXPECTED:   # a short last run: merged
-        counts[-2] += counts.pop()
-        share[-2] += share.pop()
+        last_count, last_share = counts.pop(), share.pop()
+        counts[-1] += last_count
+        share[-1] += last_share
     if len(counts) < LARGE_BUCKETS:
         return None
     stat = sum((c - n * s) ** 2 / (n * s) for c, s in zip(counts, share, strict=True))

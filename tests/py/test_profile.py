@@ -147,6 +147,8 @@ def test_flatness_rule_on_counts() -> None:
     assert flatness(site([5 if i % 4 == 0 else 0 for i in range(32)]), 64 * MIB) is True
     # a short last huge page expects fewer samples
     assert flatness(site([30, 30, 30, 30, 3]), 8 * MIB + MIB // 10) is True
+    # pooled into two runs, the short last one merged into the first: one run, None
+    assert flatness(site([2, 2, 2, 1, 1]), 8 * MIB + 1) is None
 
 
 def test_chi2_tail() -> None:
