@@ -287,3 +287,19 @@ def test_traced_program_hot_window(tmp_path: Path) -> None:
     assert inside["weight"].sum() >= 0.8 * site["weight"].sum(), site
     assert flatness(site, size) is not True
     assert "profiles: 2 large site(s)" in a.stderr
+
+
+def test_flatness_never_fails_on_odd_shapes() -> None:
+    """Any object size and spread of samples gives True, False or None."""
+    import random
+
+    from analyze.profile import flat_counts
+
+    rnd = random.Random(5)
+    for _ in range(3000):
+        size = rnd.choice([1, 4096, 6 * MIB, 6 * MIB + 1, 8 * MIB, 8 * MIB + 1,
+                           rnd.randrange(1, 1 << 34)])
+        nbuckets = max(1, -(-size // HUGEPAGE))
+        rows = [(rnd.randrange(nbuckets) * HUGEPAGE + rnd.randrange(HUGEPAGE) // 4096 * 4096,
+                 rnd.randrange(1, 4) ** rnd.randrange(4)) for _ in range(rnd.randrange(60))]
+        assert flat_counts(rows, size) in (True, False, None)
