@@ -205,10 +205,26 @@ def profile_next_to(sites_csv: str | Path) -> ProfileData | None:
     """The profile.csv in the directory of `sites_csv` (or in `sites_csv` when it is a
     directory); None when there is none (an analyze older than the profile): callers
     take it as "no profile", e.g. no splits. A profile that is there but unreadable
-    raises ProfileFormatError."""
+    raises ProfileFormatError, and so does one whose trace-id is not that of the
+    sites.csv next to it (when both have one: a profile of another trace)."""
     p = Path(sites_csv)
-    path = (p if p.is_dir() else p.parent) / PROFILE_NAME
-    return read_profile(path) if path.exists() else None
+    d = p if p.is_dir() else p.parent
+    path = d / PROFILE_NAME
+    if not path.exists():
+        return None
+    prof = read_profile(path)
+    sites = p if p.is_file() else d / "sites.csv"
+    try:
+        with sites.open() as fh:
+            meta = parse_version_line(fh.readline(), "sites", 1 << 30, sites)
+    except (OSError, UnicodeDecodeError, SitesFormatError):
+        return prof                        # no sites.csv to compare with
+    theirs = meta.get("trace-id")
+    if theirs and prof.trace_id and theirs != prof.trace_id:
+        raise ProfileFormatError(f"{path}:1: made from another trace (trace-id "
+                                 f"{prof.trace_id}) than {sites} ({theirs}); run hmtune "
+                                 "analyze on the trace again")
+    return prof
 
 
 def rebucket(df: pd.DataFrame, granularity: int) -> pd.DataFrame:

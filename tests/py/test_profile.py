@@ -253,6 +253,14 @@ def test_reader_good_file_missing_file_and_old_outputs(tmp_path: Path) -> None:
     assert profile_next_to(tmp_path) is None
     p.write_text(GOOD)
     assert profile_next_to(tmp_path / "sites.csv").granularity == 4096
+    # a sites.csv of another trace next to it: refused; of the same trace, or none: read
+    (tmp_path / "sites.csv").write_text("# hmtune sites v2 trace=t.prv trace-id=ff\n")
+    with pytest.raises(ProfileFormatError, match=r"profile.csv:1: made from another trace"):
+        profile_next_to(tmp_path)
+    (tmp_path / "sites.csv").write_text("# hmtune sites v2 trace=t.prv trace-id=00\n")
+    assert profile_next_to(tmp_path / "sites.csv").trace_id == "00"
+    (tmp_path / "sites.csv").unlink()
+    assert profile_next_to(tmp_path).trace_id == "00"
 
 
 def test_empty_trace_writes_a_header_only_profile(tmp_path: Path) -> None:
