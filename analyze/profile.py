@@ -13,8 +13,8 @@ site's blocks, summed over blocks and processes. Written by hmtune-prvscan
 (analyze/prvscan/ps_profile.c); `hmtune analyze` adds the trace id.
 
 - read_profile(path) -> ProfileData (granularity, trace, trace_id, a DataFrame with
-  PROFILE_COLUMNS); ProfileFormatError (a SitesFormatError, so a ValueError) with
-  `FILE:LINE: why` for what it cannot read.
+  PROFILE_COLUMNS); ProfileFormatError (also named ProfileError; a SitesFormatError,
+  so a ValueError) with `FILE:LINE: why` for what it cannot read.
 - profile_next_to(sites_csv) -> ProfileData | None: the profile of an analyze output
   directory; None when it has none (an older analyze): no profile, no splits.
 - rebucket(df, granularity): the same profile in coarser buckets.
@@ -52,6 +52,9 @@ MIN_EXPECTED = 5.0          # samples expected in every bucket for the test to t
 
 class ProfileFormatError(SitesFormatError):
     """A profile.csv that this reader cannot read; str() is `FILE:LINE: why`."""
+
+
+ProfileError = ProfileFormatError      # the name the advisor imports
 
 
 def granularity_error(value: int) -> str | None:

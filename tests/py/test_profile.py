@@ -235,6 +235,8 @@ def test_reader_refuses_bad_files(tmp_path: Path, text: str, where: int, why: st
     assert str(e.value).startswith(f"{p}:{where}: "), str(e.value)
     assert why in str(e.value)
     assert isinstance(e.value, SitesFormatError) and isinstance(e.value, ValueError)
+    from analyze.profile import ProfileError
+    assert isinstance(e.value, ProfileError)
 
 
 def test_reader_good_file_missing_file_and_old_outputs(tmp_path: Path) -> None:
