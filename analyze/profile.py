@@ -12,9 +12,10 @@ of the block (a multiple of `granularity`), `weight` and `samples` what sites.cs
 site's blocks, summed over blocks and processes. Written by hmtune-prvscan
 (analyze/prvscan/ps_profile.c); `hmtune analyze` adds the trace id.
 
-- read_profile(path) -> ProfileData (granularity, trace, trace_id, a DataFrame with
-  PROFILE_COLUMNS); ProfileFormatError (also named ProfileError; a SitesFormatError,
-  so a ValueError) with `FILE:LINE: why` for what it cannot read.
+- read_profile(path) -> ProfileData (granularity, trace, trace_id, df / table: a
+  DataFrame with PROFILE_COLUMNS, meta: the version line's fields);
+  ProfileFormatError (also named ProfileError; a SitesFormatError, so a ValueError)
+  with `FILE:LINE: why` for what it cannot read.
 - profile_next_to(sites_csv) -> ProfileData | None: the profile of an analyze output
   directory; None when it has none (an older analyze): no profile, no splits.
 - rebucket(df, granularity): the same profile in coarser buckets.
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -67,14 +68,20 @@ def granularity_error(value: int) -> str | None:
 
 @dataclass
 class ProfileData:
-    """A read profile.csv: `df` has PROFILE_COLUMNS (int64; weight float64 only when
-    a file has fractional weights), sorted by site_id then offset."""
+    """A read profile.csv: `df` (also `table`) has PROFILE_COLUMNS (int64; weight
+    float64 only when a file has fractional weights), sorted by site_id then offset;
+    `meta` the version line's fields (`trace`, `trace-id`, `granularity`, `version`)."""
 
     path: Path
     granularity: int
     trace: str | None
     trace_id: str | None
     df: pd.DataFrame
+    meta: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def table(self) -> pd.DataFrame:
+        return self.df
 
     def site(self, site_id: int) -> pd.DataFrame:
         """The rows of one site (empty when it has none)."""
@@ -169,7 +176,7 @@ def read_profile(path: str | Path) -> ProfileData:
         df["weight"] = df["weight"].astype(np.int64)
     _check_rows(p, df, granularity)
     df.attrs["granularity"] = granularity
-    return ProfileData(p, granularity, meta.get("trace"), meta.get("trace-id"), df)
+    return ProfileData(p, granularity, meta.get("trace"), meta.get("trace-id"), df, meta)
 
 
 def _check_rows(path: Path, df: pd.DataFrame, granularity: int) -> None:

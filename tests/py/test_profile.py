@@ -244,6 +244,8 @@ def test_reader_good_file_missing_file_and_old_outputs(tmp_path: Path) -> None:
     p.write_text(GOOD)
     prof = read_profile(p)
     assert (prof.granularity, prof.trace, prof.trace_id) == (4096, "t.prv", "00")
+    assert prof.meta["trace-id"] == "00" and prof.meta["granularity"] == "4096"
+    assert prof.table is prof.df
     assert prof.df["weight"].tolist() == [10, 5, 1.5]
     assert prof.df["samples"].dtype == "int64"
     p.unlink()
