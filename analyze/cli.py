@@ -1,7 +1,8 @@
-"""`hmtune analyze`: trace → per-site metrics (`sites.csv`) and per-block rows
-(`allocs.csv`), written next to the trace unless `-o DIR` says otherwise.
+"""`hmtune analyze`: trace → per-site metrics (`sites.csv`), per-block rows
+(`allocs.csv`) and where in its blocks each site's sampled weight falls
+(`profile.csv`), written next to the trace unless `-o DIR` says otherwise.
 
-Exit status: 0 done (also for a trace without allocations: both files are then
+Exit status: 0 done (also for a trace without allocations: the files are then
 written with their header only), 1 bad input (the scanner refused the trace, its .pcf
 is there but unreadable or without a site table, or an output could not be written),
 2 usage (missing trace, scanner not built, bad option). Nothing is written on failure.
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from analyze.scanner import ScanFailed, run_scanner, scanner_bin
 from workflows import paths
+from workflows.units import parse_size
 
 if TYPE_CHECKING:                 # the analyze modules load only when analyze runs
     from analyze.scan_io import Scan
@@ -29,9 +31,11 @@ if TYPE_CHECKING:                 # the analyze modules load only when analyze r
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "analyze",
-        help="turn a trace into per-allocation-site metrics (sites.csv, allocs.csv)",
-        description="Read TRACE.prv (hmtune's or Extrae's) and write DIR/sites.csv and "
-                    "DIR/allocs.csv, then print the sites with the most sampled weight.",
+        help="turn a trace into per-allocation-site metrics (sites.csv, allocs.csv, "
+             "profile.csv)",
+        description="Read TRACE.prv (hmtune's or Extrae's) and write DIR/sites.csv, "
+                    "DIR/allocs.csv and DIR/profile.csv, then print the sites with the most "
+                    "sampled weight.",
         epilog="example: hmtune analyze hmtune-out/app/trace.prv --top 20",
     )
     p.add_argument("trace", metavar="TRACE.prv",
@@ -49,6 +53,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="count the software sampler's look-ahead samples (the next access "
                         "after an instruction without one) in the objects they fell in; by "
                         "default they count as samples without an address")
+    p.add_argument("--profile-granularity", default="4096", metavar="BYTES",
+                   help="profile.csv's bucket size: a power of two from 4096 to 1G (4K, 2M "
+                        "and the like also work; default 4096)")
     p.set_defaults(func=run)
 
 
@@ -71,6 +78,14 @@ def _resolve_trace(arg: str) -> Path | None:
 def run(args: argparse.Namespace) -> int:
     if args.top < 0:
         return _fail("--top must be 0 or more", 2)
+    from analyze.profile import granularity_error
+    try:
+        args.profile_granularity = parse_size(str(args.profile_granularity))
+        why = granularity_error(args.profile_granularity)
+    except ValueError as e:
+        why = str(e)
+    if why is not None:
+        return _fail(f"--profile-granularity: {why}", 2)
     trace = _resolve_trace(args.trace)
     if trace is None:
         return _fail(f"{args.trace}: no such trace file", 2)
@@ -90,18 +105,20 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> int:
-    """Scan into `work`, then write sites.csv and move allocs.csv to `out`."""
+    """Scan into `work`, then write sites.csv and move allocs.csv and profile.csv to
+    `out`."""
     from analyze.labels import load_labels, pcf_path_for
     from analyze.report import top_table
     from analyze.scan_io import ScanOutputError, read_scan
     from analyze.sites import site_table, weight_split
     from analyze.traceid import trace_id
-    from analyze.writer import install_allocs, write_sites
+    from analyze.writer import install_allocs, install_profile, write_sites
 
     t0 = time.monotonic()
     tid = trace_id(trace)
     try:
-        notes = run_scanner(trace, work, skip_bad=args.skip_bad, lookahead=args.lookahead)
+        notes = run_scanner(trace, work, skip_bad=args.skip_bad, lookahead=args.lookahead,
+                            profile_granularity=args.profile_granularity)
         scan = read_scan(work)
     except (ScanFailed, ScanOutputError) as e:
         return _fail(str(e), 1)
@@ -120,16 +137,23 @@ def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> in
     sites = site_table(scan, labels, per_rank=args.per_rank)
     split = weight_split(scan, labels)
     sampler = scan.sampler + ("+lookahead" if args.lookahead and scan.lookahead_samples else "")
-    sites_csv, allocs_csv = out / "sites.csv", out / "allocs.csv"
+    sites_csv, allocs_csv, profile_csv = out / "sites.csv", out / "allocs.csv", \
+        out / "profile.csv"
     try:
         write_sites(sites_csv, sites, str(trace), sampler, labels.form, tid, split)
         install_allocs(work / "allocs.csv", allocs_csv, tid)
+        if (work / "profile.csv").exists():
+            install_profile(work / "profile.csv", profile_csv, tid)
+        else:               # a scanner built before profiles: no profile of this trace
+            profile_csv.unlink(missing_ok=True)
+            _say("warning: the scanner wrote no profile.csv (built before profiles? run "
+                 "make build); none written")
     except OSError as e:
         return _fail(f"cannot write to {out}: {e.strerror or e}", 1)
     elapsed = time.monotonic() - t0
     if scan.alloc_rows == 0:
-        _say(f"no allocations in {trace}: wrote {sites_csv} and {allocs_csv} with their "
-             "header only")
+        _say(f"no allocations in {trace}: wrote {sites_csv}, {allocs_csv} and {profile_csv} "
+             "with their header only")
         return 0
     _print_summary(scan, sites, split, labels.form, sampler, out, elapsed, args.lookahead)
     if args.top:
@@ -180,4 +204,32 @@ def _print_summary(scan: Scan, sites: SiteTable, split: Split | None, form: str,
         _say(f"~{faults} minor page faults (from {scan.meta.get('fault_samples', 0)} "
              f"samples), {100.0 * in_sites / faults:.1f}% of them in allocation sites' "
              "blocks (first touch)")
-    _say(f"wrote {out / 'sites.csv'} and {out / 'allocs.csv'} in {elapsed:.1f} s")
+    if (out / "profile.csv").exists():
+        _say(_profile_summary(scan, sites, out / "profile.csv"))
+    _say(f"wrote {out / 'sites.csv'}, {out / 'allocs.csv'} and {out / 'profile.csv'} in "
+         f"{elapsed:.1f} s")
+
+
+def _profile_summary(scan: Scan, sites: SiteTable, profile_csv: Path) -> str:
+    """One line: of the heap sites whose largest object spans 4 or more huge-page
+    buckets, how many have a concentrated profile, how many a flat one, how many too
+    few samples to tell (analyze.profile.flatness)."""
+    from analyze.profile import flat_counts, is_large, read_counts
+    from analyze.sites_io import KIND_COLUMN, KIND_HEAP
+
+    size: dict[int, int] = {}
+    for r in sites.rows:
+        if r[KIND_COLUMN] == KIND_HEAP and is_large(int(r["max_size"])):
+            size[int(r["site_id"])] = max(size.get(int(r["site_id"]), 0), int(r["max_size"]))
+    verdicts = [flat_counts(rows, size[sid])
+                for sid, rows in read_counts(profile_csv, set(size)).items()]
+    concentrated = sum(1 for v in verdicts if v is False)
+    flat = sum(1 for v in verdicts if v is True)
+    line = (f"profiles: {len(size)} large site(s) (an object over 6 MiB, 4+ huge pages): "
+            f"{concentrated} concentrated (splitting them can pay), {flat} flat, "
+            f"{len(size) - concentrated - flat} with too few samples to tell")
+    unplaced = int(scan.meta.get("profile_unplaced_samples", 0))
+    if unplaced:
+        line += (f"; {unplaced} sample(s) of allocation sites are in no profile (no live "
+                 "block of their site at their address)")
+    return line

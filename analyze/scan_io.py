@@ -15,6 +15,10 @@ directory:
   (counts, bytes, weight), `sampled_blocks` counts them as recorded.
 - `allocs.csv`: the per-allocation table in its final form (DESIGN.md §4; written by
   the scanner because it grows with the trace). `hmtune analyze` moves it into place.
+- `profile.csv`: each allocation site's sampled weight by offset bucket in its blocks,
+  in its final form but for the trace id (docs/formats.md §4, analyze.profile);
+  `hmtune analyze` moves it into place too. scan.json's `profile_unplaced_samples`
+  counts the samples of allocation sites it could not place in a block.
 - `scan.json`: counters of the whole trace (records, tasks, end_time_ns,
   total_weight, sampler, alloc_rows, ...); `classes` and `class_weight` the samples and
   their weight by address class ("1".."5", the values of 41000023: the trace's own,
@@ -71,6 +75,7 @@ class Scan:
         samples: traced without them, or by another tool)."""
         return int(self.meta.get("faults", 0))
 
+    @property
     def lookahead_samples(self) -> int:
         """Samples with a look-ahead address (0 for scans from before it existed)."""
         return int(self.meta.get("lookahead_samples", 0))

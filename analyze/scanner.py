@@ -1,6 +1,7 @@
 """Run `hmtune-prvscan`, the C scanner that reads a `.prv` once (see analyze.scan_io).
 
-`hmtune-prvscan TRACE.prv[.gz] -o OUTDIR [--skip-bad] [--progress-live]` exits 0 on
+`hmtune-prvscan TRACE.prv[.gz] -o OUTDIR [--skip-bad] [--progress-live] [--lookahead]
+[--profile-granularity BYTES]` exits 0 on
 success and 1 with one line on stderr for bad input. Its progress display (lines
 ending in '\\r') is passed through to the terminal; its other stderr lines are held
 back: on failure the last one is the error message, on success they are notes
@@ -38,12 +39,15 @@ def _split(buffer: str) -> tuple[list[tuple[str, str]], str]:
 
 
 def run_scanner(trace: Path, outdir: Path, skip_bad: bool = False,
-                progress: bool | None = None, lookahead: bool = False) -> list[str]:
+                progress: bool | None = None, lookahead: bool = False,
+                profile_granularity: int | None = None) -> list[str]:
     """Scan `trace` into `outdir`; return the scanner's stderr lines (notes).
 
     progress None: show the scanner's progress when our stderr is a terminal.
     lookahead: attribute the software sampler's look-ahead addresses to their objects
     (by default they count as samples without an address).
+    profile_granularity: profile.csv's bucket size (the scanner's default, 4096, when
+    None).
     Raises ScanFailed with the scanner's own message when it fails.
     """
     if progress is None:
@@ -52,6 +56,8 @@ def run_scanner(trace: Path, outdir: Path, skip_bad: bool = False,
     cmd += ["--skip-bad"] if skip_bad else []
     cmd += ["--progress-live"] if progress else []
     cmd += ["--lookahead"] if lookahead else []
+    if profile_granularity is not None:
+        cmd += ["--profile-granularity", str(profile_granularity)]
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     except OSError as e:

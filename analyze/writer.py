@@ -1,5 +1,5 @@
-"""Write `sites.csv` and put the scanner's `allocs.csv` in place (DESIGN.md §4; format
-in analyze.sites_io).
+"""Write `sites.csv` and put the scanner's `allocs.csv` and `profile.csv` in place
+(DESIGN.md §4; formats in analyze.sites_io and analyze.profile).
 
 sites.csv is written atomically (workflows.fileio), so a reader never sees half a file.
 allocs.csv is written whole by the scanner (its rows grow with the trace, so they
@@ -13,11 +13,13 @@ import csv
 import io
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
+from analyze.profile import PROFILE_VERSION, profile_line
 from analyze.sites import SiteTable
-from analyze.sites_io import SITES_VERSION, Split, version_line
+from analyze.sites_io import SITES_VERSION, Split, parse_version_line, version_line
 from analyze.traceid import FIELD
 from workflows.fileio import write_atomic
 
@@ -68,10 +70,29 @@ def install_allocs(scanned: str | Path, path: str | Path, trace_id: str | None =
     (the rest copied as it is), written next to `path` under a temporary name and
     renamed; without an id, a plain rename (or a copy and a rename across file
     systems)."""
+    def with_id(first: bytes) -> bytes:
+        return first.rstrip(b"\r\n") + f" {FIELD}={trace_id}\n".encode()
+
+    _install(scanned, path, with_id if trace_id is not None else None)
+
+
+def install_profile(scanned: str | Path, path: str | Path, trace_id: str | None = None) -> None:
+    """Put the scanner's profile.csv at `path` as install_allocs does, its version line
+    made again in the order of docs/formats.md: `trace=`, `trace-id=`, `granularity=`."""
+    def with_id(first: bytes) -> bytes:
+        meta = parse_version_line(first.decode(), "profile", PROFILE_VERSION, scanned)
+        return (profile_line(meta["trace"], trace_id, int(meta["granularity"])) + "\n").encode()
+
+    _install(scanned, path, with_id)
+
+
+def _install(scanned: str | Path, path: str | Path,
+             first_line: Callable[[bytes], bytes] | None) -> None:
+    """`scanned` to `path` (atomically), its first line replaced by first_line(line)."""
     src, dst = Path(scanned), Path(path)
     tmp = dst.with_name(f".{dst.name}.tmp.{os.getpid()}")
     try:
-        if trace_id is None:
+        if first_line is None:
             try:
                 os.replace(src, dst)
                 return
@@ -80,7 +101,7 @@ def install_allocs(scanned: str | Path, path: str | Path, trace_id: str | None =
         else:
             with src.open("rb") as fin, tmp.open("wb") as fout:
                 first = fin.readline()
-                fout.write(first.rstrip(b"\r\n") + f" {FIELD}={trace_id}\n".encode())
+                fout.write(first_line(first))
                 _copy_rest(fin, len(first), fout)
                 fout.flush()
                 os.fsync(fout.fileno())

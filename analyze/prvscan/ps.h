@@ -5,9 +5,10 @@
  * one time and apply the allocation/sample semantics (ps_model.c) over an ordered
  * map of live blocks per task (ps_map.c), count samples and sweep the lifetime facts
  * per (task, site) in time order as blocks start and end (ps_sites.c, ps_life.c), and
- * write allocs.csv, sites.tsv and scan.json (ps_rows.c, ps_output.c). Memory is
- * bounded by live blocks, threads and sites, plus fixed buffers; the per-allocation
- * table goes through a file in sorted runs. */
+ * write allocs.csv, sites.tsv, profile.csv (ps_profile.c) and scan.json (ps_rows.c,
+ * ps_output.c). Memory is bounded by live blocks, threads, sites and the profile's
+ * sampled (task, site, offset bucket)s, plus fixed buffers; the per-allocation table
+ * goes through a file in sorted runs. */
 #ifndef PS_H
 #define PS_H
 
@@ -84,6 +85,7 @@ struct ps_site {
     uint64_t weight_extra;               /* the part of weight that scaling added */
     uint64_t unknown_weight;             /* site 0: weight of samples of class 4 */
     int has_class;                       /* site 0: some sample carried 41000023 */
+    uint64_t prof_missed;                /* samples the profile found no block of it for */
 };
 /* Entries keep their index (the group id) for the whole scan. */
 struct ps_sites {
@@ -195,6 +197,7 @@ struct ps_stats {
     uint64_t late_records, time_regressions, max_time;
     uint64_t fault_samples, faults, lost_fault_samples, fault_classes[6];
     uint64_t small_capped;       /* tasks whose scaled weights ps_sites_cap lowered */
+    uint64_t profile_unplaced;   /* samples of allocation sites the profile has no block for */
     int has_object_events, has_sampler;
     uint64_t sampler;
     uint32_t threads_seen, tasks_seen;
@@ -205,8 +208,10 @@ struct ps_model;
 /* use_lookahead: attribute samples whose address came from the software sampler's
  * look ahead (41000024 = 2) to the object they fell in; else they count as samples
  * without an address (class 5, unattributed weight), as before the look ahead. */
+/* profile_shift: log2 of profile.csv's bucket size (ps_profile.c). */
 struct ps_model *ps_model_new(const struct ps_header *h, struct ps_rows *rows,
-                              struct ps_stats *st, int per_thread_time, int use_lookahead);
+                              struct ps_stats *st, int per_thread_time, int use_lookahead,
+                              unsigned profile_shift);
 /* One event record (already parsed). 0 ok, -1 bad ids (message in err). */
 int ps_model_event(struct ps_model *m, const struct ps_record *r, char *err, size_t errlen);
 /* At EOF: flush pending groups; blocks still live end at end_ns (the trace end). */
@@ -214,6 +219,7 @@ void ps_model_finish(struct ps_model *m, uint64_t end_ns);
 struct ps_sites *ps_model_sites(struct ps_model *m);
 uint64_t ps_model_peak_live(struct ps_model *m);
 uint64_t ps_model_late_endpoints(struct ps_model *m);
+struct ps_profile *ps_model_profile(struct ps_model *m);
 void ps_model_free(struct ps_model *m);
 
 /* A sample's attributes, gathered from the pairs of one fused group (ps_sites.c). */
@@ -231,6 +237,30 @@ enum { PS_SA_ADDR = 1, PS_SA_OBJ = 2, PS_SA_W = 4, PS_SA_LAT = 8, PS_SA_HIT = 16
  * blocks), once in the trace's total. */
 void ps_sample_count(struct ps_site *g, struct ps_stats *st, const struct ps_sample *x,
                      uint64_t cls, uint64_t scale);
+/* A sample's weight: the tracer's own (41000020) when present, else the PEBS/IBS
+ * latency, else 1 so that a trace without costs still ranks sites by sample count. */
+static inline uint64_t ps_sample_weight(const struct ps_sample *x)
+{
+    return (x->seen & PS_SA_W) ? x->weight : (x->seen & PS_SA_LAT) ? x->latency : 1;
+}
+
+/* ---- profile.csv: sampled weight by offset inside the blocks (ps_profile.c) ---- */
+#define PS_PROFILE_MIN_SHIFT 12      /* 4 KiB */
+#define PS_PROFILE_MAX_SHIFT 30      /* 1 GiB */
+struct ps_profile;
+struct ps_profile *ps_profile_new(unsigned shift);
+void ps_profile_free(struct ps_profile *p);
+unsigned ps_profile_shift(const struct ps_profile *p);
+/* A sample of group grp at `offset` bytes into its block: w x scale to its bucket, as
+ * ps_sample_count adds it to the group. */
+void ps_profile_add(struct ps_profile *p, uint32_t grp, uint64_t offset, uint64_t w,
+                    uint64_t scale);
+/* Before ps_sites_cap: remember each group's added weight. */
+void ps_profile_snapshot(struct ps_profile *p, const struct ps_sites *s);
+/* profile.csv (version line naming trace); *unplaced: samples of sites that allocated
+ * which the profile could not place in a block. 0 ok, -1 I/O error. */
+int ps_profile_write(struct ps_profile *p, const struct ps_sites *s, FILE *out,
+                     const char *trace, uint64_t *unplaced);
 
 /* A sampled page fault (41000030-41000033), gathered like a sample. */
 struct ps_fault {

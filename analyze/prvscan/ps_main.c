@@ -2,12 +2,13 @@
  * the all-or-nothing output step.
  *
  *   hmtune-prvscan TRACE.prv[.gz] -o OUTDIR [--skip-bad] [--progress] [--per-thread-time]
- *                  [--lookahead]
+ *                  [--lookahead] [--profile-granularity BYTES]
  *
  * Outputs (docs/formats.md): allocs.csv, the per-allocation table in its final form
  * (DESIGN.md §4); sites.tsv, one row per (task, site) with its lifetime facts and
- * sampled accesses; scan.json, the trace's counters. They are written under
- * temporary names and renamed only once all three are complete (scan.json last), so
+ * sampled accesses; profile.csv, each site's sampled weight by offset in its blocks;
+ * scan.json, the trace's counters. They are written under temporary names and
+ * renamed only once all four are complete (scan.json last), so
  * a failed scan never leaves a half-written file that the Python layer could mistake
  * for a result. */
 #include "ps.h"
@@ -24,8 +25,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *g_outs[] = { "allocs.csv", "sites.tsv", "scan.json" };
-enum { NOUT = 3 };
+static const char *g_outs[] = { "allocs.csv", "sites.tsv", "profile.csv", "scan.json" };
+enum { NOUT = 4 };
 static char g_tmp[NOUT][PATH_MAX];     /* temp names to remove if we fail */
 static char g_created_dir[PATH_MAX];   /* OUTDIR, when this run created it */
 static int g_done;
@@ -217,7 +218,8 @@ static void usage(FILE *f)
 {
     fputs("usage: hmtune-prvscan TRACE.prv[.gz] -o OUTDIR [--skip-bad]"
           " [--progress|--progress-live] [--per-thread-time] [--lookahead]\n"
-          "Writes OUTDIR/allocs.csv, sites.tsv and scan.json (docs/formats.md).\n"
+          "       [--profile-granularity BYTES]\n"
+          "Writes OUTDIR/allocs.csv, sites.tsv, profile.csv and scan.json (docs/formats.md).\n"
           "  --skip-bad         skip malformed lines (counted in scan.json bad_lines)\n"
           "  --progress         report progress on stderr when the scan takes over 1 s\n"
           "                     (a live line on a terminal, else a line every 5 s)\n"
@@ -225,7 +227,10 @@ static void usage(FILE *f)
           "                     that relays it to a terminal)\n"
           "  --per-thread-time  the trace is time-sorted per thread only, not globally\n"
           "  --lookahead        attribute samples whose address came from the software\n"
-          "                     sampler's look ahead (41000024 = 2) to their objects\n", f);
+          "                     sampler's look ahead (41000024 = 2) to their objects\n"
+          "  --profile-granularity BYTES\n"
+          "                     profile.csv's bucket size: a power of two from 4096 to\n"
+          "                     1073741824 (default 4096)\n", f);
 }
 
 int main(int argc, char **argv)
@@ -234,10 +239,12 @@ int main(int argc, char **argv)
         { "output", required_argument, 0, 'o' }, { "skip-bad", no_argument, 0, 's' },
         { "progress", no_argument, 0, 'p' },     { "per-thread-time", no_argument, 0, 't' },
         { "progress-live", no_argument, 0, 'l' }, { "lookahead", no_argument, 0, 'a' },
+        { "profile-granularity", required_argument, 0, 'g' },
         { "help", no_argument, 0, 'h' },         { 0, 0, 0, 0 },
     };
     const char *outdir = NULL;
     int skip_bad = 0, per_thread = 0, live = 0, lookahead = 0, c;
+    unsigned shift = PS_PROFILE_MIN_SHIFT;
     struct progress pg = { 0 };
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         switch (c) {
@@ -247,6 +254,21 @@ int main(int argc, char **argv)
         case 'l': pg.on = live = 1; break;
         case 't': per_thread = 1; break;
         case 'a': lookahead = 1; break;
+        case 'g': {
+            char *end;
+            errno = 0;
+            unsigned long long g = strtoull(optarg, &end, 10);
+            shift = 0;
+            while (shift < 63 && (1ull << shift) < g)
+                shift++;
+            if (errno || end == optarg || *end || optarg[0] == '-' || g != 1ull << shift ||
+                shift < PS_PROFILE_MIN_SHIFT || shift > PS_PROFILE_MAX_SHIFT) {
+                fprintf(stderr, "hmtune-prvscan: --profile-granularity %s: not a power of two "
+                        "from 4096 to 1073741824\n", optarg);
+                return 2;
+            }
+            break;
+        }
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -291,7 +313,8 @@ int main(int argc, char **argv)
     memset(&st, 0, sizeof(st));
     struct ps_rows *rows = ps_rows_new(binfd);
     struct scan sc = { .path = path, .skip_bad = skip_bad, .pg = &pg, .h = &h, .st = &st,
-                       .m = ps_model_new(&h, rows, &st, per_thread, lookahead), .lineno = 1 };
+                       .m = ps_model_new(&h, rows, &st, per_thread, lookahead, shift),
+                       .lineno = 1 };
     for (;;) {
         scan_run(&sc, p, e, partial);
         progress_tick(&pg, in, st.records, 0);
@@ -308,7 +331,8 @@ int main(int argc, char **argv)
     uint64_t end_ns = st.max_time > h.end_ns ? st.max_time : h.end_ns;
     ps_model_finish(m, end_ns);
 
-    FILE *fa = open_tmp(0, outdir), *fs = open_tmp(1, outdir), *fj = open_tmp(2, outdir);
+    FILE *fa = open_tmp(0, outdir), *fs = open_tmp(1, outdir), *fp = open_tmp(2, outdir);
+    FILE *fj = open_tmp(3, outdir);
     int64_t nrows = ps_rows_write_csv(rows, fa, path, ps_model_sites(m));
     if (nrows < 0)
         die("%s: write error: %s", g_tmp[0], strerror(errno));
@@ -316,12 +340,16 @@ int main(int argc, char **argv)
     if (ps_write_sites(ps_model_sites(m), fs) != 0)
         die("%s: write error: %s", g_tmp[1], strerror(errno));
     close_tmp(fs, 1);
+    if (ps_profile_write(ps_model_profile(m), ps_model_sites(m), fp, path,
+                         &st.profile_unplaced) != 0)
+        die("%s: write error: %s", g_tmp[2], strerror(errno));
+    close_tmp(fp, 2);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     double elapsed = now_s() - pg.t0;
     ps_write_scan_json(fj, &h, &st, end_ns, elapsed, ru.ru_maxrss, ps_model_peak_live(m),
                        (uint64_t)nrows, ps_model_late_endpoints(m));
-    close_tmp(fj, 2);
+    close_tmp(fj, 3);
     /* scan.json last: its presence means the other two are complete */
     for (int i = 0; i < NOUT; i++) {
         char final[PATH_MAX];

@@ -48,6 +48,11 @@ struct task {
     uint32_t grp0;                     /* group of (task, site 0): unattributed samples */
     uint64_t obj_site;                 /* one-entry cache of object -> group */
     uint32_t obj_grp, has_obj;
+    /* the profile's one-entry cache of the block at an object's address: a copy,
+     * dropped when that block ends (a new block cannot overlap a live one: the one it
+     * collides with ends first, start_block) */
+    uint64_t pc_start, pc_size;
+    uint32_t pc_grp, pc_valid;
 };
 
 struct ps_model {
@@ -56,6 +61,7 @@ struct ps_model {
     struct ps_stats *st;
     struct ps_sites *sites;
     struct ps_life *life;
+    struct ps_profile *prof;
     struct ps_live live;
     int per_thread;
     int use_lookahead;
@@ -75,7 +81,8 @@ struct ps_model {
 };
 
 struct ps_model *ps_model_new(const struct ps_header *h, struct ps_rows *rows,
-                              struct ps_stats *st, int per_thread_time, int use_lookahead)
+                              struct ps_stats *st, int per_thread_time, int use_lookahead,
+                              unsigned profile_shift)
 {
     struct ps_model *m = ps_xcalloc(1, sizeof(*m));
     m->h = h;
@@ -85,6 +92,7 @@ struct ps_model *ps_model_new(const struct ps_header *h, struct ps_rows *rows,
     m->use_lookahead = use_lookahead;
     m->sites = ps_sites_new();
     m->life = ps_life_new(m->sites);
+    m->prof = ps_profile_new(profile_shift);
     m->next_try = 4096;
     m->hcap = 64;
     m->hash = ps_xcalloc(m->hcap, sizeof(uint32_t));
@@ -105,6 +113,7 @@ void ps_model_free(struct ps_model *m)
     free(m->hash);
     free(m->pend);
     ps_life_free(m->life);
+    ps_profile_free(m->prof);
     ps_sites_free(m->sites);
     free(m);
 }
@@ -112,6 +121,7 @@ void ps_model_free(struct ps_model *m)
 struct ps_sites *ps_model_sites(struct ps_model *m) { return m->sites; }
 uint64_t ps_model_peak_live(struct ps_model *m) { return m->live.peak; }
 uint64_t ps_model_late_endpoints(struct ps_model *m) { return ps_life_late(m->life); }
+struct ps_profile *ps_model_profile(struct ps_model *m) { return m->prof; }
 
 static size_t hslot(const uint32_t *hash, size_t cap, const struct thr *thr, uint64_t key)
 {
@@ -218,6 +228,8 @@ static int end_block(struct ps_model *m, struct task *tk, uint64_t ptr, uint64_t
     struct ps_block b;
     if (!ps_map_take(tk->map, ptr, &b))
         return 0;
+    if (b.start == tk->pc_start)
+        tk->pc_valid = 0;
     emit_row(m->rows, &b, (int64_t)t);
     ps_life_end(m->life, b.grp, b.t_alloc, t, b.size, b.scale);
     return 1;
@@ -330,9 +342,10 @@ static void call_end(struct ps_model *m, struct thr *th, int has_ret, uint64_t r
 /* The group a sampled address belongs to in task tk: the object the trace names
  * (finalize or Extrae resolved it), else the live block holding the address, else
  * the task's site 0; *scale (when not NULL): the blocks the live block found stands
- * for (small-call sampling), else 1. */
+ * for (small-call sampling), else 1; *start (when not NULL): where that block
+ * starts, set only when the block was found by address. */
 static uint32_t attribute(struct ps_model *m, struct task *tk, int has_obj, uint64_t object,
-                          int has_addr, uint64_t addr, uint64_t *scale)
+                          int has_addr, uint64_t addr, uint64_t *scale, uint64_t *start)
 {
     if (scale)
         *scale = 1;
@@ -349,10 +362,41 @@ static uint32_t attribute(struct ps_model *m, struct task *tk, int has_obj, uint
         if (b) {
             if (scale)
                 *scale = b->scale;
+            if (start)
+                *start = b->start;
             return b->grp;                  /* the block's own (task, site) */
         }
     }
     return tk->grp0;
+}
+
+/* The sample's place in its group's block, for profile.csv: the block found by
+ * address, else (the trace named the object) the live block at the address when it is
+ * that object's; a sample of a site without such a block is counted as not placed. */
+static void profile_sample(struct ps_model *m, struct task *tk, const struct ps_sample *x,
+                           uint32_t grp, int found, uint64_t start, uint64_t scale)
+{
+    if (!found) {
+        if (!(x->seen & PS_SA_ADDR)) {
+            ps_site_at(m->sites, grp)->prof_missed++;
+            return;
+        }
+        if (tk->pc_valid && tk->pc_grp == grp && x->addr - tk->pc_start < tk->pc_size) {
+            start = tk->pc_start;
+        } else {
+            const struct ps_block *b = ps_map_find(tk->map, x->addr);
+            if (!b || b->grp != grp) {          /* a static, or another site's block */
+                ps_site_at(m->sites, grp)->prof_missed++;
+                return;
+            }
+            tk->pc_start = b->start;
+            tk->pc_size = b->size;
+            tk->pc_grp = grp;
+            tk->pc_valid = 1;
+            start = b->start;
+        }
+    }
+    ps_profile_add(m->prof, grp, x->addr - start, ps_sample_weight(x), scale);
 }
 
 static void sample_done(struct ps_model *m, struct thr *th, const struct ps_sample *xs)
@@ -374,9 +418,10 @@ static void sample_done(struct ps_model *m, struct thr *th, const struct ps_samp
         }
     }
     struct task *tk = &m->tasks[th->task];
-    uint64_t scale;
+    uint64_t scale, start = 0;
     uint32_t grp = attribute(m, tk, (x->seen & PS_SA_OBJ) != 0, x->object,
-                             (x->seen & PS_SA_ADDR) != 0, x->addr, &scale);
+                             (x->seen & PS_SA_ADDR) != 0, x->addr, &scale, &start);
+    int found = !(x->seen & PS_SA_OBJ) && grp != tk->grp0;
     if (x->seen & PS_SA_SCALE)
         scale = x->scale ? x->scale : 1;
     if (grp == tk->grp0)
@@ -386,6 +431,8 @@ static void sample_done(struct ps_model *m, struct thr *th, const struct ps_samp
     uint64_t cls = (x->seen & PS_SA_CLS) ? x->cls
                    : grp != tk->grp0 ? 1 : (x->seen & PS_SA_ADDR) ? 4 : 5;
     ps_sample_count(ps_site_at(m->sites, grp), m->st, x, cls, scale);
+    if (grp != tk->grp0)
+        profile_sample(m, tk, x, grp, found, start, scale);
 }
 
 /* A sampled page fault: attributed by the same rules as an access sample. */
@@ -395,7 +442,7 @@ static void fault_done(struct ps_model *m, struct thr *th, const struct ps_fault
         return;
     struct task *tk = &m->tasks[th->task];
     uint32_t grp = attribute(m, tk, (f->seen & PS_FA_OBJ) != 0, f->object,
-                             (f->seen & PS_FA_ADDR) != 0, f->addr, NULL);
+                             (f->seen & PS_FA_ADDR) != 0, f->addr, NULL, NULL);
     ps_fault_count(ps_site_at(m->sites, grp), m->st, f);
 }
 
@@ -652,5 +699,6 @@ void ps_model_finish(struct ps_model *m, uint64_t end_ns)
     for (size_t i = 0; i < m->ntasks; i++)
         ps_map_each(m->tasks[i].map, end_at_trace_end, &nf);
     ps_life_finish(m->life);
+    ps_profile_snapshot(m->prof, m->sites);
     m->st->small_capped = ps_sites_cap(m->sites);
 }

@@ -101,9 +101,7 @@ uint32_t *ps_sites_sorted(const struct ps_sites *t)
 void ps_sample_count(struct ps_site *c, struct ps_stats *st, const struct ps_sample *x,
                      uint64_t cls, uint64_t scale)
 {
-    /* weight: the tracer's own (41000020) when present, else the PEBS/IBS latency,
-     * else 1 so that a trace without costs still ranks sites by sample count */
-    uint64_t w = (x->seen & PS_SA_W) ? x->weight : (x->seen & PS_SA_LAT) ? x->latency : 1;
+    uint64_t w = ps_sample_weight(x);
     c->samples++;
     if (x->seen & PS_SA_ADDR) {
         if (x->is_store)

@@ -2,7 +2,8 @@
  * program, so that `make SAN=1 test-c` exercises it under ASan/UBSan: the real
  * Extrae fixture, generated traces checked against their known per-site answers
  * (plain, allocation-heavy, gzipped, many tasks and threads), and broken inputs,
- * which must fail with status 1 and leave no output behind. The data checks of
+ * which must fail with status 1 and leave no output behind; profile.csv's bucket
+ * option. The data checks of
  * every column live in tests/py; here the point is memory safety on all paths. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +46,8 @@ static void test_extrae_fixture(void)
     char out[300];
     snprintf(out, sizeof out, "%s/fx", tmp);
     CHECK(scan(HMT_ROOT "/tests/py/data/extrae-malloc-trace/malloc_test.prv", out, "") == 0);
-    CHECK(exists(out, "allocs.csv") && exists(out, "sites.tsv") && exists(out, "scan.json"));
+    CHECK(exists(out, "allocs.csv") && exists(out, "sites.tsv") && exists(out, "scan.json") &&
+          exists(out, "profile.csv"));
     /* the four blocks of the fixture's ground truth */
     char cmd[512];
     snprintf(cmd, sizeof cmd, "test $(grep -c '^[0-9]' %s/allocs.csv) -eq 4", out);
@@ -93,7 +95,8 @@ static void broken(const char *edit, int skip_ok)
     snprintf(cmd, sizeof cmd, "%s < %s > %s", edit, src, bad);
     CHECK(system(cmd) == 0);
     CHECK(scan(bad, out, "") == 1);
-    CHECK(!exists(out, "allocs.csv") && !exists(out, "sites.tsv") && !exists(out, "scan.json"));
+    CHECK(!exists(out, "allocs.csv") && !exists(out, "sites.tsv") && !exists(out, "scan.json") &&
+          !exists(out, "profile.csv"));
     if (skip_ok)
         CHECK(scan(bad, out, "--skip-bad") == 0);
 }
@@ -114,6 +117,27 @@ static void test_broken_gzip(void)
     CHECK(system(cmd) == 0);
     CHECK(scan(bad, out, "") == 1);
     CHECK(!exists(out, "allocs.csv"));
+}
+
+/* profile.csv's buckets: a power of two from 4 KiB to 1 GiB, else a usage error (2)
+ * and nothing written. */
+static void test_profile_granularity(void)
+{
+    char prv[300], out[300], cmd[1024];
+    snprintf(prv, sizeof prv, "%s/plain.prv", tmp);
+    snprintf(out, sizeof out, "%s/gran.out", tmp);
+    CHECK(scan(prv, out, "--profile-granularity 2097152") == 0);
+    snprintf(cmd, sizeof cmd, "head -1 %s/profile.csv | grep -q ' granularity=2097152$' && "
+             "test -z \"$(awk -F, 'NR > 2 && $2 %% 2097152' %s/profile.csv)\"", out, out);
+    CHECK(system(cmd) == 0);
+    CHECK(scan(prv, out, "--profile-granularity 1073741824") == 0);
+    static const char *bad[] = { "3000", "2048", "2147483648", "4096x", "-4096", "" };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+        char opt[64];
+        snprintf(opt, sizeof opt, "--profile-granularity '%s'", bad[i]);
+        CHECK(scan(prv, out, opt) == 2);
+        CHECK(!exists(out, "profile.csv"));
+    }
 }
 
 static void test_missing_file(void)
@@ -143,6 +167,7 @@ int main(void)
     RUN(test_garbage_header);
     RUN(test_binary_noise);
     RUN(test_broken_gzip);
+    RUN(test_profile_granularity);
     RUN(test_missing_file);
     sh("rm -rf %s", tmp, NULL);
     HMT_END();

@@ -85,6 +85,12 @@ $(TP_OUTDIR)/compute_hot: $(TP_SRCDIR)/compute_hot.c $(TP_DEPS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 -g $(WARN) -o $@ $<
 
+# profile.csv: a large array whose hot loop touches a window of it (-O1, the default).
+TP_BINS += $(TP_OUTDIR)/window_hot
+$(TP_OUTDIR)/window_hot: $(TP_SRCDIR)/window_hot.c $(TP_DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(TP_CFLAGS) -o $@ $<
+
 # Small-call sampling (collect/hmc_small.h): a sparse matrix of small row blocks from
 # one site; -O2 like a real application.
 TP_BINS += $(TP_OUTDIR)/sparse_rows
