@@ -79,21 +79,22 @@ def _png_by_hmtune(path: Path) -> bool:
 
 def written_by_hmtune(path: Path) -> bool:
     """Whether path is one of the derived outputs of a stage directory as hmtune
-    writes it (sites.csv, allocs.csv, placement.txt, report.txt, capacity_curve.*,
-    calibration.json)."""
+    writes it (sites.csv, allocs.csv, profile.csv, placement.txt, report.txt,
+    capacity_curve.*, calibration.json)."""
     name = path.name
     if name == "capacity_curve.png":     # older ones carry no mark: go by their csv
         return _png_by_hmtune(path) or (
             _starts(path, _PNG) and written_by_hmtune(path.with_name("capacity_curve.csv")))
     prefix = {"sites.csv": b"# hmtune sites v", "allocs.csv": b"# hmtune allocs v",
+              "profile.csv": b"# hmtune profile v",
               "placement.txt": b"# hmtune placement v", "report.txt": b"hmtune advise report",
               "capacity_curve.csv": _CURVE_HEADER,
               "calibration.json": b'{\n "format": "hmtune calibration v'}.get(name)
     return prefix is not None and _starts(path, prefix)
 
 
-DERIVED = ("sites.csv", "allocs.csv", "placement.txt", "report.txt", "capacity_curve.csv",
-           "capacity_curve.png", "calibration.json")
+DERIVED = ("sites.csv", "allocs.csv", "profile.csv", "placement.txt", "report.txt",
+           "capacity_curve.csv", "capacity_curve.png", "calibration.json")
 
 
 def stale_outputs(directory: Path, new_id: str | None) -> list[Path]:
