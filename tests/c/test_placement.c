@@ -145,7 +145,7 @@ static void test_refusals(void)
     REFUSE("tier slow default unlimited\n", 1, "not an hmtune placement file");
     REFUSE("# hmtune placement\n", 1, "not an hmtune");
     REFUSE("# hmtune placement v1x\n", 1, "not an hmtune");
-    REFUSE("# hmtune placement v2\ntier s default unlimited\n", 1, "version '2'");
+    REFUSE("# hmtune placement v4\ntier s default unlimited\n", 1, "version '4'");
     REFUSE("# hmtune placement v0\n", 1, "version '0'");
     REFUSE("# hmtune placement v99999999999999999999999\n", 1, "version");
     REFUSE(HEAD "bogus 1\n", 6, "unknown keyword 'bogus'");

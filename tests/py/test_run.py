@@ -464,7 +464,7 @@ def test_mpi_ranks_each_write_their_statistics(programs: Programs, tmp_path: Pat
 # ---- refusals ----
 
 @pytest.mark.parametrize("text", [None, "", "tier fast thp 100\n",
-                                  "# hmtune placement v2\n",
+                                  "# hmtune placement v3\n",
                                   "# hmtune placement v1\ntier fast thp 1000\n"])
 def test_missing_or_malformed_placement(tmp_path: Path, text: str | None) -> None:
     pl = tmp_path / "placement.txt"
