@@ -670,6 +670,23 @@ static void test_split_numa(void)
     hmi_backend_stats(T_NUMA, &s);
     CHECK(s.used == 0 && s.split_placed == 1 && s.split_bytes == 2 * MiB + 4096);
     CHECK(hmi_backend_close(T_NUMA) == 0);
+    /* a memkind kind: the range gets the kind's policy, the rest none */
+    CHECK(open_tier(T_MK, "memkind:MEMKIND_HBW", 64 * MiB) == 0);
+    p = hmi_backend_alloc_split(T_MK, 8 * MiB, 0, 1, r + 1, 1, placed, &mask);
+    CHECK(p != NULL && mask == 1 && placed[0] == 2 * MiB);
+    if (p) {
+        int mode = -1;
+        unsigned long nodes[16] = { 0 };
+        CHECK(syscall(SYS_get_mempolicy, &mode, nodes, 1024ul, p + 2 * MiB, 2ul) == 0);
+        CHECK(mode != MPOL_DEFAULT && (nodes[0] & 1));
+        CHECK(syscall(SYS_get_mempolicy, &mode, nodes, 1024ul, p + 5 * MiB, 2ul) == 0);
+        CHECK(mode == MPOL_DEFAULT);
+        memset(p, 8, 8 * MiB);
+        hmi_backend_free(T_MK, p);
+    }
+    hmi_backend_stats(T_MK, &s);
+    CHECK(s.used == 0 && s.placed == s.freed);
+    CHECK(hmi_backend_close(T_MK) == 0);
 }
 
 /* Split objects on hugetlb: the ranges in hugepages (widened to 2 MiB), a range that
@@ -754,6 +771,10 @@ static void test_split_hugetlb(void)
     hmi_backend_stats(T_HUGE, &s);
     CHECK(s.used == 0 && s.placed == s.freed);
     CHECK(hmi_backend_close(T_HUGE) == 0);
+    /* memkind's hugepage kind behaves as hugetlb */
+    CHECK(open_tier(T_MK2, "memkind:MEMKIND_HUGETLB", 64 * MiB) == 0);
+    split_basic(T_MK2, 1);
+    CHECK(hmi_backend_close(T_MK2) == 0);
     CHECK(hmt_write_long(nr, old) == 0);
 }
 
