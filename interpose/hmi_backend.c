@@ -680,14 +680,29 @@ static void *mmap_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t al
 /* ---- split objects ---- */
 
 /* Put [a + hs, a + he) (2 MiB aligned) in hugepages over the block's 4 KiB pages
- * (len: the block's read-write length; past it the span is PROT_NONE). A failed
- * MAP_FIXED may leave a hole (older kernels unmap first): the ordinary pages are
- * mapped back. 0 placed, -1 not placed (ordinary pages there), -2 neither. */
+ * (len: the block's read-write length; past it the span is PROT_NONE). The pages are
+ * taken first in a mapping of their own, so an empty pool leaves the range as it was;
+ * mremap then moves that mapping over the range in one step. Where mremap cannot
+ * (hugetlb mremap needs Linux >= 5.17), a MAP_FIXED hugetlb mapping replaces the
+ * range; a failed one leaves a hole (seen on 6.18), so the ordinary pages are mapped
+ * back. 0 placed, -1 not placed (ordinary pages there), -2 neither. */
 static int split_huge(struct hmi_bk *b, char *a, uint64_t hs, uint64_t he, uint64_t len)
 {
-    if (mmap(a + hs, he - hs, PROT_READ | PROT_WRITE,
+    size_t n = (size_t)(he - hs);
+    void *t = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB,
+                   -1, 0);
+    if (t == MAP_FAILED)
+        return -1;
+    if (b->mpol && sys_mbind(t, n, b->mpol, b->nodes) != 0) {
+        munmap(t, n);
+        return -1;
+    }
+    if (mremap(t, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, a + hs) != MAP_FAILED)
+        return 0;
+    munmap(t, n);
+    if (mmap(a + hs, n, PROT_READ | PROT_WRITE,
              MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_HUGETLB, -1, 0) != MAP_FAILED) {
-        if (!b->mpol || sys_mbind(a + hs, he - hs, b->mpol, b->nodes) == 0)
+        if (!b->mpol || sys_mbind(a + hs, n, b->mpol, b->nodes) == 0)
             return 0;
     }
     uint64_t rw = he < len ? he : len;

@@ -112,8 +112,9 @@ void *hmi_backend_alloc_zeroed(uint32_t index, size_t size, size_t align) HM_HID
 /* A split object (placement v2 `split` lines): one anonymous mapping of size bytes
  * (4 KiB pages, start aligned to max(align, 2 MiB)) in which only the ranges
  * [start, end) of ranges[0..n) (clipped to size) are put in tier index: hugetlb (and
- * memkind hugepage kinds) map 2 MiB hugepages over the range widened to 2 MiB
- * boundaries (MAP_FIXED), thp madvises it MADV_HUGEPAGE, numa and memkind kinds
+ * memkind hugepage kinds) put 2 MiB hugepages over the range widened to 2 MiB
+ * boundaries (taken in a mapping of their own, moved there by mremap; MAP_FIXED where
+ * mremap cannot), thp madvises it MADV_HUGEPAGE, numa and memkind kinds
  * mbind it with the tier's policy; the rest stays ordinary memory. Each range is
  * charged what it takes in the tier (hugetlb: its new 2 MiB pages; else its 4 KiB
  * pages); a range that does not fit or whose mapping fails stays in ordinary memory
