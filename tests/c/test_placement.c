@@ -109,6 +109,25 @@ static void test_python_writer_file(void)
     hmi_placement_free(&p);
 }
 
+/* tests/c/data/placement_writer_v2.txt: the same writer with a split site. */
+static void test_python_writer_v2_file(void)
+{
+    struct hmi_placement p;
+    char err[256];
+    int rc = hmi_placement_load(HMT_DATA_DIR "/placement_writer_v2.txt", &p, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "  %s\n", err);
+    CHECK(rc == 0);
+    if (rc)
+        return;
+    CHECK(p.version == 2 && p.ntiers == 2 && p.nsites == 2 && p.nsplit == 1);
+    CHECK(p.sites[0].nranges == 2 && p.sites[0].nframes == 2 && p.sites[0].tier == 0);
+    CHECK(p.sites[0].ranges[0].start == 0 && p.sites[0].ranges[0].end == 2097152);
+    CHECK(p.sites[0].ranges[1].start == 6291456 && p.sites[0].ranges[1].end == 10485760);
+    CHECK(p.sites[1].nranges == 0 && !strcmp(modpath(&p, &p.sites[1], 0), "/opt/my app/bin/stream"));
+    hmi_placement_free(&p);
+}
+
 static void test_crlf_and_comments(void)
 {
     static const char t[] = "# hmtune placement v1  \r\n\r\n   # indented comment\r\n"
@@ -447,6 +466,7 @@ int main(void)
 {
     RUN(test_docs_example);
     RUN(test_python_writer_file);
+    RUN(test_python_writer_v2_file);
     RUN(test_crlf_and_comments);
     RUN(test_reader_quirks);
     RUN(test_refusals);
