@@ -6,7 +6,8 @@
  * to the wrapped allocator (hm_real.h). Inside it the slow path unwinds (common/
  * hm_unwind, as collect does), matches the chain (hmi_match: per-thread cache, then
  * the site hash) and, for a placed site whose tier has room, allocates from the
- * tier's backend; anything else goes to the wrapped allocator. free, realloc and
+ * tier's backend (a split site of placement v2: hmi_backend_alloc_split, only its
+ * ranges in the tier); anything else goes to the wrapped allocator. free, realloc and
  * malloc_usable_size ask hmi_owner which allocator owns the pointer (two loads once
  * any tier is open, none before).
  *
