@@ -32,6 +32,21 @@ struct hmi_bk_credit hmi_bk_credit[HMI_MAX_TIERS][HM_STRIPES];
 #define E_MAX_PAGES ((1ull << (32 - E_PAGES_SHIFT)) - 1)   /* 256 GiB blocks */
 
 static uint32_t *hmi_pagemap;               /* published with a release store */
+/* Live split blocks (hmi_backend_alloc_split) and what each was charged: open
+ * addressing keyed by the block's start (2 MiB aligned, so SPLIT_TOMB is no key),
+ * lock-free (a slot is claimed by CAS; only the thread freeing a block removes it,
+ * leaving a tombstone). Consulted only when an mmap block is freed while split
+ * blocks are live, never for arena objects or glibc's pointers. Private memory: a
+ * fork child has its own copy of the entries of the blocks it inherits. */
+#define SPLIT_SLOTS (1u << 14)
+#define SPLIT_PROBE 512u
+#define SPLIT_TOMB  ((uintptr_t)1)
+struct split_ent {
+    uintptr_t start;                        /* 0 never used, SPLIT_TOMB freed */
+    uint64_t charge;
+};
+static struct split_ent *hmi_split_tab;
+static uint64_t hmi_split_live;
 /* Every arena chunk mapped, so that hmi_backend_close can unmap a tier's: append-
  * only, MAP_NORESERVE. */
 #define CHUNKS_MAX  (1u << 18)              /* 512 GiB of chunks */
@@ -180,6 +195,9 @@ static void count_sum(uint32_t index, struct hmi_backend_stats *out)
         out->placed += __atomic_load_n(&c->placed, __ATOMIC_RELAXED);
         out->freed += __atomic_load_n(&c->freed, __ATOMIC_RELAXED);
         out->not_fitting += __atomic_load_n(&c->not_fitting, __ATOMIC_RELAXED);
+        out->split_placed += __atomic_load_n(&c->split_placed, __ATOMIC_RELAXED);
+        out->split_bytes += __atomic_load_n(&c->split_bytes, __ATOMIC_RELAXED);
+        out->split_refused += __atomic_load_n(&c->split_refused, __ATOMIC_RELAXED);
     }
 }
 
@@ -207,7 +225,65 @@ static int map_table(uint32_t **slot, size_t bytes, const char *what, struct hmi
 
 static int pagemap_init(struct hmi_msg *why)
 {
-    return map_table(&hmi_pagemap, MAP_ENTRIES * sizeof(uint32_t), "ownership page map", why);
+    if (map_table(&hmi_pagemap, MAP_ENTRIES * sizeof(uint32_t), "ownership page map", why))
+        return -1;
+    if (__atomic_load_n(&hmi_split_tab, __ATOMIC_ACQUIRE))
+        return 0;
+    void *m = mmap(NULL, SPLIT_SLOTS * sizeof(struct split_ent), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) {
+        int e = errno;
+        hmi_msg_str(why, "cannot map the split block table: ");
+        msg_errno(why, e);
+        return -1;
+    }
+    __atomic_store_n(&hmi_split_tab, (struct split_ent *)m, __ATOMIC_RELEASE);
+    return 0;
+}
+
+static uint64_t split_hash(uintptr_t a)
+{
+    return ((uint64_t)(a >> 21) * 0x9e3779b97f4a7c15ull) >> 40;
+}
+
+/* Record block a (not yet published) as charged charge bytes; -1 when no slot. */
+static int split_put(uintptr_t a, uint64_t charge)
+{
+    struct split_ent *t = __atomic_load_n(&hmi_split_tab, __ATOMIC_ACQUIRE);
+    uint64_t h = split_hash(a);
+    for (uint32_t k = 0; t && k < SPLIT_PROBE; k++) {
+        struct split_ent *e = &t[(h + k) & (SPLIT_SLOTS - 1)];
+        uintptr_t cur = __atomic_load_n(&e->start, __ATOMIC_RELAXED);
+        while (cur == 0 || cur == SPLIT_TOMB) {
+            if (__atomic_compare_exchange_n(&e->start, &cur, a, 0, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_RELAXED)) {
+                __atomic_store_n(&e->charge, charge, __ATOMIC_RELEASE);
+                __atomic_fetch_add(&hmi_split_live, 1, __ATOMIC_RELEASE);
+                return 0;
+            }
+        }
+    }
+    return -1;
+}
+
+/* Take block a out of the table: 1 with its charge, 0 when it is not a split block. */
+static int split_take(uintptr_t a, uint64_t *charge)
+{
+    struct split_ent *t = __atomic_load_n(&hmi_split_tab, __ATOMIC_ACQUIRE);
+    uint64_t h = split_hash(a);
+    for (uint32_t k = 0; t && k < SPLIT_PROBE; k++) {
+        struct split_ent *e = &t[(h + k) & (SPLIT_SLOTS - 1)];
+        uintptr_t cur = __atomic_load_n(&e->start, __ATOMIC_ACQUIRE);
+        if (cur == 0)
+            return 0;
+        if (cur != a)
+            continue;
+        *charge = __atomic_load_n(&e->charge, __ATOMIC_ACQUIRE);
+        __atomic_store_n(&e->start, SPLIT_TOMB, __ATOMIC_RELEASE);
+        __atomic_fetch_sub(&hmi_split_live, 1, __ATOMIC_RELEASE);
+        return 1;
+    }
+    return 0;
 }
 
 /* Granules [a, a + span) belong to tier index; the first one records pages. */
@@ -488,9 +564,8 @@ void hmi_backend_uncharge(uint32_t index, uint64_t n)
 /* Map a block of len bytes (len a multiple of 4 KiB; of 2 MiB for hugetlb) whose
  * start is aligned to max(align, 2 MiB), owning span = len rounded to 2 MiB of
  * address space (the tail past len stays PROT_NONE). NULL on failure. */
-static void *map_block(struct hmi_bk *b, uint64_t len, uint64_t span, size_t align)
+static void *map_span(int huge, uint64_t len, uint64_t span, size_t align)
 {
-    int huge = b->map_huge;
     if (huge && align <= PAGE_2M) {
         /* The kernel places hugetlb mappings on 2 MiB boundaries. */
         void *a = mmap(NULL, len, PROT_READ | PROT_WRITE,
@@ -514,6 +589,11 @@ static void *map_block(struct hmi_bk *b, uint64_t len, uint64_t span, size_t ali
         return NULL;
     }
     return a;
+}
+
+static void *map_block(struct hmi_bk *b, uint64_t len, uint64_t span, size_t align)
+{
+    return map_span(b->map_huge, len, span, align);
 }
 
 /* Map a 2 MiB chunk for the arena (hmi_chunk_fn): b's pages, policy and nodes. */
@@ -597,6 +677,157 @@ static void *mmap_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t al
     return a;
 }
 
+/* ---- split objects ---- */
+
+/* Put [a + hs, a + he) (2 MiB aligned) in hugepages over the block's 4 KiB pages
+ * (len: the block's read-write length; past it the span is PROT_NONE). The pages are
+ * taken first in a mapping of their own, so an empty pool leaves the range as it was;
+ * mremap then moves that mapping over the range in one step. Where mremap cannot
+ * (hugetlb mremap needs Linux >= 5.17), a MAP_FIXED hugetlb mapping replaces the
+ * range; a failed one leaves a hole (seen on 6.18), so the ordinary pages are mapped
+ * back. 0 placed, -1 not placed (ordinary pages there), -2 neither. */
+static int split_huge(struct hmi_bk *b, char *a, uint64_t hs, uint64_t he, uint64_t len)
+{
+    size_t n = (size_t)(he - hs);
+    void *t = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB,
+                   -1, 0);
+    if (t == MAP_FAILED)
+        return -1;
+    if (b->mpol && sys_mbind(t, n, b->mpol, b->nodes) != 0) {
+        munmap(t, n);
+        return -1;
+    }
+    if (mremap(t, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, a + hs) != MAP_FAILED)
+        return 0;
+    munmap(t, n);
+    if (mmap(a + hs, n, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_HUGETLB, -1, 0) != MAP_FAILED) {
+        if (!b->mpol || sys_mbind(a + hs, n, b->mpol, b->nodes) == 0)
+            return 0;
+    }
+    uint64_t rw = he < len ? he : len;
+    if (mmap(a + hs, rw - hs, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+        return -2;
+    if (he > rw && mmap(a + rw, he - rw, PROT_NONE,
+                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED)
+        return -2;
+    return -1;
+}
+
+static void *split_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t align,
+                         const struct hmi_range *rg, uint32_t n, uint64_t *placed,
+                         uint64_t *mask)
+{
+    struct hmi_bk_counts *c = &hmi_bk_counts[index][hm_stripe()];
+    if (size > (1ull << ADDR_BITS) || n > 64)
+        return NULL;
+    uint64_t len = round_up(size, PAGE_4K);
+    uint64_t span = round_up(len, PAGE_2M);
+    if (len / PAGE_4K > E_MAX_PAGES)
+        return NULL;
+    char *a = map_span(0, len, span, align);
+    if (a && ((uintptr_t)a >> ADDR_BITS || ((uintptr_t)a & (PAGE_2M - 1)))) {
+        munmap(a, span);
+        a = NULL;
+    }
+    if (!a)
+        return NULL;
+    uint64_t charged = 0, bytes = 0, refused = 0, huge_end = 0;
+    uint32_t nplaced = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t s = rg[i].start, e = rg[i].end < size ? rg[i].end : size;
+        placed[i] = 0;
+        if (s >= e)
+            continue;                       /* past the object's end */
+        uint64_t lo = s, hi = round_up(e, PAGE_4K), ch;
+        if (b->map_huge) {
+            lo = s & ~(PAGE_2M - 1);
+            hi = round_up(e, PAGE_2M);
+            if (lo < huge_end)
+                lo = huge_end;              /* the page is the previous range's */
+            ch = hi > lo ? hi - lo : 0;
+        } else {
+            ch = hi - lo;
+        }
+        if (ch && hmi_charge(b, ch) != 0) {
+            refused++;
+            continue;
+        }
+        int r = 0;
+        if (ch && b->map_huge) {
+            r = split_huge(b, a, lo, hi, len);
+        } else if (ch) {
+            if (b->thp && madvise(a + lo, hi - lo, MADV_HUGEPAGE) != 0)
+                r = -1;
+            if (!r && b->mpol && sys_mbind(a + lo, hi - lo, b->mpol, b->nodes) != 0)
+                r = -1;
+        }
+        if (r) {
+            if (ch)
+                hmi_uncharge(b, ch);
+            refused++;
+            if (r == -2) {                  /* a hole in the object: give it up */
+                munmap(a, span);
+                if (charged)
+                    hmi_uncharge(b, charged);
+                hm_stripe_add(&c->split_refused, n);
+                return NULL;
+            }
+            continue;
+        }
+        if (b->map_huge && hi > huge_end)
+            huge_end = hi;
+        charged += ch;
+        placed[i] = e - s;
+        bytes += e - s;
+        *mask |= 1ull << i;
+        nplaced++;
+    }
+    if (nplaced && split_put((uintptr_t)a, charged) != 0)
+        nplaced = 0, refused = n;           /* no room to remember its charge */
+    if (refused)
+        hm_stripe_add(&c->split_refused, refused);
+    if (!nplaced) {
+        munmap(a, span);
+        if (charged)
+            hmi_uncharge(b, charged);
+        memset(placed, 0, n * sizeof *placed);
+        *mask = 0;
+        return NULL;
+    }
+    hm_stripe_add(&c->split_placed, 1);
+    hm_stripe_add(&c->split_bytes, bytes);
+    pagemap_set((uintptr_t)a, span, index, len / PAGE_4K);
+    return a;
+}
+
+void *hmi_backend_alloc_split(uint32_t index, size_t size, size_t align, int zero,
+                              const struct hmi_range *ranges, uint32_t n,
+                              uint64_t *placed, uint64_t *mask)
+{
+    (void)zero;                             /* a fresh mapping is zero */
+    *mask = 0;
+    for (uint32_t i = 0; i < n; i++)
+        placed[i] = 0;
+    if (index >= HMI_MAX_TIERS)
+        return NULL;
+    struct hmi_bk *b = &hmi_bks[index];
+    if (b->state != HMI_TIER_OK || b->kind == HMI_BK_DEFAULT)
+        return NULL;
+    if (align < 16)
+        align = 16;
+    if (align & (align - 1)) {
+        count(b, C_NOT_FITTING);
+        return NULL;
+    }
+    if (size == 0)
+        size = 1;
+    void *p = split_alloc(b, index, size, align, ranges, n, placed, mask);
+    count(b, p ? C_PLACED : C_NOT_FITTING);
+    return p;
+}
+
 /* ---- dispatch ---- */
 
 static void *backend_alloc(uint32_t index, size_t size, size_t align, int zero)
@@ -661,10 +892,13 @@ void hmi_backend_free_usable(int owner, void *p, size_t usable)
         if (!(e & E_HEAD))
             return;                         /* not a block start: ignore */
         uint64_t len = (uint64_t)(e >> E_PAGES_SHIFT) * PAGE_4K;
-        uint64_t span = round_up(len, PAGE_2M);
+        uint64_t span = round_up(len, PAGE_2M), charge = len;
+        if (hm_unlikely(__atomic_load_n(&hmi_split_live, __ATOMIC_ACQUIRE) != 0))
+            split_take((uintptr_t)p, &charge);      /* a split block: its own charge */
         pagemap_clear((uintptr_t)p, span);
         munmap(p, span);
-        hmi_uncharge(b, len);
+        if (charge)
+            hmi_uncharge(b, charge);
     }
     count(b, C_FREED);
 }

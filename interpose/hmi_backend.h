@@ -54,6 +54,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "hm_util.h"
+#include "hmi_placement.h"
 
 #define HMI_MAX_TIERS   16          /* tier indexes 0..15 */
 #define HMI_OWNER_LIBC  (-1)
@@ -74,6 +75,11 @@ struct hmi_backend_stats {
     uint64_t placed;        /* blocks handed out */
     uint64_t freed;         /* blocks given back */
     uint64_t not_fitting;   /* requests refused: capacity, or the kernel had no memory */
+    /* split objects (hmi_backend_alloc_split) */
+    uint64_t split_placed;  /* objects with at least one range in the tier */
+    uint64_t split_bytes;   /* bytes of their ranges placed (clipped to the objects) */
+    uint64_t split_refused; /* ranges of placed-or-not split objects that stayed in
+                             * ordinary memory: capacity, or the mapping failed */
 };
 
 /* Set up tier `index` (< HMI_MAX_TIERS) as `spec` with `capacity` bytes (0 and
@@ -102,6 +108,25 @@ void *hmi_backend_alloc(uint32_t index, size_t size, size_t align) HM_HIDDEN;
 
 /* The same, zero-filled (calloc). */
 void *hmi_backend_alloc_zeroed(uint32_t index, size_t size, size_t align) HM_HIDDEN;
+
+/* A split object (placement v2 `split` lines): one anonymous mapping of size bytes
+ * (4 KiB pages, start aligned to max(align, 2 MiB)) in which only the ranges
+ * [start, end) of ranges[0..n) (clipped to size) are put in tier index: hugetlb (and
+ * memkind hugepage kinds) put 2 MiB hugepages over the range widened to 2 MiB
+ * boundaries (taken in a mapping of their own, moved there by mremap; MAP_FIXED where
+ * mremap cannot), thp madvises it MADV_HUGEPAGE, numa and memkind kinds
+ * mbind it with the tier's policy; the rest stays ordinary memory. Each range is
+ * charged what it takes in the tier (hugetlb: its new 2 MiB pages; else its 4 KiB
+ * pages); a range that does not fit or whose mapping fails stays in ordinary memory
+ * (counted in split_refused). placed[i] (n entries) gets the bytes of range i placed
+ * (0 when not) and *mask bit i is set for it. NULL (counted as not fitting) when no
+ * range could be placed, or the tier cannot allocate: the caller falls back. The
+ * memory is fresh (zero) either way, so zero is only for symmetry with calloc.
+ * The block is owned by the tier as any mmap block (hmi_owner, usable size, free,
+ * resize in place); free gives back exactly what was charged. */
+void *hmi_backend_alloc_split(uint32_t index, size_t size, size_t align, int zero,
+                              const struct hmi_range *ranges, uint32_t n,
+                              uint64_t *placed, uint64_t *mask) HM_HIDDEN;
 
 /* Tier index that allocated p, or HMI_OWNER_LIBC. Lock-free, async-signal-safe. */
 int hmi_owner(const void *p) HM_HIDDEN;

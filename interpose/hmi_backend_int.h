@@ -33,6 +33,7 @@ struct hmi_bk {
 /* Block counts, striped (hm_util.h). */
 struct hmi_bk_counts {
     uint64_t placed, freed, not_fitting;
+    uint64_t split_placed, split_bytes, split_refused;
 } __attribute__((aligned(64)));
 
 /* Capacity reserves, striped: a charge of at most HMI_CREDIT_SMALL bytes comes out

@@ -1,4 +1,4 @@
-/* hmi_fields.h — the field checks of placement.txt v1 (hmi_placement.c): numbers,
+/* hmi_fields.h — the field checks of placement.txt v1/v2 (hmi_placement.c): numbers,
  * tier names, backends and frames, each as advisor/placement.py and advisor/tiers.py
  * check them. Byte spans into the input; no allocation. */
 #ifndef HMI_FIELDS_H

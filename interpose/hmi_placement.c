@@ -20,6 +20,8 @@
 #define BAD_TIER  "expected 'tier NAME BACKEND CAPACITY' (bytes or 'unlimited')"
 #define BAD_CHAIN "site chain is not module+0xHEX frames joined by ' > '"
 #define BAD_STATIC "expected 'static TIER SIZE module+0xHEX' (SIZE 1 or more)"
+#define BAD_SPLIT "expected 'split TIER START-END[,START-END...] CHAIN': byte offsets, " \
+                  "multiples of 4096, START < END <= 2^48, increasing and not touching"
 
 /* Open-addressing set of byte strings; slot holds key index + 1, 0 when empty. */
 struct strset {
@@ -42,6 +44,8 @@ struct parser {
     struct strset tiers, chains, modules, objects;
     struct hmi_frame *frames;
     uint32_t nframes;
+    struct hmi_range *ranges;
+    uint32_t nranges;
     int have_depth, have_window, have_program;
 };
 
@@ -222,8 +226,8 @@ static int do_tier(struct parser *ps, struct span rest)
     size_t where;
     int unl, r;
     if (o->nsites || o->nstatics || ps->have_depth || ps->have_window)
-        return fail(ps, "tier lines must come before depth, size-window, site and static lines",
-                    NONE);
+        return fail(ps, "tier lines must come before depth, size-window, site, split and "
+                        "static lines", NONE);
     if (split_sp(rest, f, 3) != 3)
         return fail(ps, BAD_TIER, NONE);
     if (o->ntiers >= HMI_MAX_TIER_LINES)     /* the backends have that many slots */
@@ -280,16 +284,14 @@ static uint32_t intern_module(struct parser *ps, struct span m)
     return set_add(&ps->modules, where, (struct span){ mod->path, m.n }, h);
 }
 
-static int do_site(struct parser *ps, struct span rest)
+/* The chain of a site or split line (the rest of the line up to a comment,
+ * stripped): frames checked, the chain listed at most once over site and split
+ * lines; then the site is added with its ranges (none for a site line). */
+static int add_site(struct parser *ps, uint32_t ti, struct span chain,
+                    const struct hmi_range *ranges, uint32_t nranges)
 {
     struct hmi_placement *o = ps->out;
-    const char *sp = memchr(rest.p, ' ', rest.n);
-    struct span tier = { rest.p, sp ? (size_t)(sp - rest.p) : rest.n };
-    struct span chain = strip(sp ? (struct span){ sp + 1, rest.n - tier.n - 1 } : NONE);
     size_t where;
-    uint32_t ti = set_find(&ps->tiers, tier, hm_fnv1a(tier.p, tier.n, FNV_SEED), &where);
-    if (ti == NOT_FOUND)
-        return fail(ps, "site in undeclared tier", tier);
     if (!chain.n || memchr(chain.p, '#', chain.n))
         return fail(ps, BAD_CHAIN, chain);
     uint32_t first = ps->nframes, k = 0;
@@ -321,6 +323,71 @@ static int do_site(struct parser *ps, struct span rest)
     s->nframes = k;
     s->frames = ps->frames + first;
     s->line = ps->lineno;
+    s->nranges = nranges;
+    s->ranges = nranges ? ranges : NULL;
+    o->nsplit += nranges != 0;
+    return 0;
+}
+
+static int do_site(struct parser *ps, struct span rest)
+{
+    const char *sp = memchr(rest.p, ' ', rest.n);
+    struct span tier = { rest.p, sp ? (size_t)(sp - rest.p) : rest.n };
+    struct span chain = strip(sp ? (struct span){ sp + 1, rest.n - tier.n - 1 } : NONE);
+    size_t where;
+    uint32_t ti = set_find(&ps->tiers, tier, hm_fnv1a(tier.p, tier.n, FNV_SEED), &where);
+    if (ti == NOT_FOUND)
+        return fail(ps, "site in undeclared tier", tier);
+    return add_site(ps, ti, chain, NULL, 0);
+}
+
+/* `split TIER RANGES CHAIN` (v2 only): RANGES 1..HMI_MAX_RANGES comma-separated
+ * START-END decimal byte offsets, multiples of HMI_RANGE_ALIGN, START < END <=
+ * HMI_RANGE_END_MAX, each range starting after the previous one's end; TIER declared
+ * and not the fallback (last) tier; CHAIN as a site line's. */
+static int do_split(struct parser *ps, struct span rest)
+{
+    struct hmi_placement *o = ps->out;
+    if (o->version < 2)
+        return fail(ps, "split lines need '# hmtune placement v2' as the first line", NONE);
+    const char *sp = memchr(rest.p, ' ', rest.n);
+    struct span tier = { rest.p, sp ? (size_t)(sp - rest.p) : rest.n };
+    struct span after = sp ? (struct span){ sp + 1, rest.n - tier.n - 1 } : NONE;
+    const char *sp2 = after.n ? memchr(after.p, ' ', after.n) : NULL;
+    struct span rs = { after.p, sp2 ? (size_t)(sp2 - after.p) : after.n };
+    struct span chain = strip(sp2 ? (struct span){ sp2 + 1, after.n - rs.n - 1 } : NONE);
+    size_t where;
+    uint32_t ti = set_find(&ps->tiers, tier, hm_fnv1a(tier.p, tier.n, FNV_SEED), &where);
+    if (ti == NOT_FOUND)
+        return fail(ps, "split in undeclared tier", tier);
+    if (ti + 1 == o->ntiers)
+        return fail(ps, "split in the fallback (last) tier", tier);
+    struct hmi_range *r = ps->ranges + ps->nranges;
+    uint32_t n = 0;
+    const char *p = rs.p, *end = rs.p + rs.n;
+    for (;;) {                         /* RANGES.split(","), each START-END */
+        const char *q = p ? memchr(p, ',', (size_t)(end - p)) : NULL;
+        struct span item = { p, (size_t)((q ? q : end) - p) };
+        const char *dash = item.n ? memchr(item.p, '-', item.n) : NULL;
+        uint64_t a, b;
+        if (n >= HMI_MAX_RANGES)
+            return fail_at(ps, ps->lineno, "split line has more ranges than", NONE, 1,
+                           HMI_MAX_RANGES);
+        if (!dash || hmi_dec((struct span){ item.p, (size_t)(dash - item.p) }, &a) != 0 ||
+            hmi_dec((struct span){ dash + 1, item.n - (size_t)(dash - item.p) - 1 }, &b) != 0 ||
+            a >= b || a % HMI_RANGE_ALIGN || b % HMI_RANGE_ALIGN || b > HMI_RANGE_END_MAX ||
+            (n && a <= r[n - 1].end))
+            return fail(ps, BAD_SPLIT, item);
+        r[n].start = a;
+        r[n].end = b;
+        n++;
+        if (!q)
+            break;
+        p = q + 1;
+    }
+    if (add_site(ps, ti, chain, r, n))
+        return -1;
+    ps->nranges += n;
     return 0;
 }
 
@@ -401,6 +468,8 @@ static int do_line(struct parser *ps, struct span raw)
         return do_tier(ps, rest);
     if (span_is(key, "site"))
         return do_site(ps, rest);
+    if (span_is(key, "split"))
+        return do_split(ps, rest);
     if (span_is(key, "static"))
         return do_static(ps, rest);
     if (span_is(key, "program"))
@@ -431,7 +500,8 @@ static int do_line(struct parser *ps, struct span raw)
     return fail(ps, "unknown keyword", key);
 }
 
-/* placement._VERSION_LINE: ^# hmtune placement v(\d+)\s*$, and the number must be 1. */
+/* placement._VERSION_LINE: ^# hmtune placement v(\d+)\s*$, and the number must be 1
+ * or 2 (HMI_VERSION_MAX; v2 adds split lines). */
 static int check_version(struct parser *ps, struct span l)
 {
     static const char head[] = "# hmtune placement v";
@@ -447,28 +517,37 @@ static int check_version(struct parser *ps, struct span l)
     if (!num.n || i != l.n)
         return fail(ps, "not an hmtune placement file (the first line must be "
                         "'# hmtune placement v1')", NONE);
-    if (hmi_numcmp(num, (struct span){ "1", 1 }) != 0)
-        return fail(ps, "this hmtune reads placement v1, not version", num);
+    if (hmi_numcmp(num, (struct span){ "1", 1 }) == 0)
+        ps->out->version = 1;
+    else if (hmi_numcmp(num, (struct span){ "2", 1 }) == 0)
+        ps->out->version = 2;
+    else
+        return fail(ps, "this hmtune reads placement v1 and v2, not version", num);
     return 0;
 }
 
-/* Upper bounds for the arena: lines starting "tier", lines starting "site", the '+'
- * in the latter (every frame holds one), and lines starting "static". */
+/* Upper bounds for the arena: lines starting "tier", lines starting "site" or
+ * "split", the '+' in the latter (every frame holds one), the '-' in split lines
+ * (every range holds one), and lines starting "static". */
 static void prescan(const char *t, size_t len, size_t *nt, size_t *ns, size_t *np,
-                    size_t *nst)
+                    size_t *nst, size_t *nr)
 {
     size_t pos = 0;
     struct span l;
-    *nt = *ns = *np = *nst = 0;
+    *nt = *ns = *np = *nst = *nr = 0;
     while (next_line(t, len, &pos, &l)) {
         if (l.n >= 4 && memcmp(l.p, "tier", 4) == 0) {
             (*nt)++;
         } else if (l.n >= 6 && memcmp(l.p, "static", 6) == 0) {
             (*nst)++;
-        } else if (l.n >= 4 && memcmp(l.p, "site", 4) == 0) {
+        } else if ((l.n >= 4 && memcmp(l.p, "site", 4) == 0) ||
+                   (l.n >= 5 && memcmp(l.p, "split", 5) == 0)) {
             (*ns)++;
             for (const char *p = l.p; (p = memchr(p, '+', l.n - (size_t)(p - l.p))); p++)
                 (*np)++;
+            if (l.p[1] == 'p')
+                for (const char *p = l.p; (p = memchr(p, '-', l.n - (size_t)(p - l.p))); p++)
+                    (*nr)++;
         }
     }
 }
@@ -476,12 +555,13 @@ static void prescan(const char *t, size_t len, size_t *nt, size_t *ns, size_t *n
 static int parse(struct parser *ps)
 {
     struct hmi_placement *o = ps->out;
-    size_t nt, ns, np, nst, sl, first = 1;
+    size_t nt, ns, np, nst, nr, sl, first = 1;
     struct span l;
     if (ps->len > HMI_INPUT_MAX)
         return fail_at(ps, 0, "input of 4 GiB - 1 bytes or more", NONE, 0, 0);
-    prescan(ps->text, ps->len, &nt, &ns, &np, &nst);
+    prescan(ps->text, ps->len, &nt, &ns, &np, &nst, &nr);
     size_t structs = nt * sizeof(struct hmi_tier) + ns * sizeof(struct hmi_site) +
+                     nr * sizeof(struct hmi_range) +
                      np * (sizeof(struct hmi_frame) + sizeof(struct hmi_module)) +
                      nst * sizeof(struct hmi_static) + set_bytes(nt, &sl) +
                      set_bytes(ns, &sl) + set_bytes(np, &sl) + set_bytes(nst, &sl) + 64;
@@ -502,6 +582,7 @@ static int parse(struct parser *ps)
     ps->frames = carve(ps, np * sizeof(struct hmi_frame));
     o->modules = carve(ps, np * sizeof(struct hmi_module));
     o->statics = carve(ps, nst * sizeof(struct hmi_static));
+    ps->ranges = carve(ps, nr * sizeof(struct hmi_range));
     set_init(ps, &ps->tiers, nt);
     set_init(ps, &ps->chains, ns);
     set_init(ps, &ps->modules, np);

@@ -1,4 +1,4 @@
-/* hmi_placement.h — the interposer's reader of placement.txt v1 (docs/formats.md §5,
+/* hmi_placement.h — the interposer's reader of placement.txt v1 and v2 (docs/formats.md §5,
  * written by advisor/placement.py).
  *
  * It runs in the interposer's constructor, before the application's allocator may be
@@ -22,6 +22,10 @@
 #define HMI_MAX_TIER_LINES 16u        /* tier lines: HMI_MAX_TIERS (hmi_backend.h) */
 #define HMI_INPUT_MAX   0xfffffffeu   /* bytes in the file (4 GiB - 2) */
 #define HMI_PROGRAM_MAX 4095u         /* bytes in the program path (PATH_MAX - 1) */
+#define HMI_VERSION_MAX 2u            /* placement versions read: 1 and 2 (split lines) */
+#define HMI_MAX_RANGES  64u           /* ranges of a split line */
+#define HMI_RANGE_ALIGN 4096u         /* range starts and ends are multiples of it */
+#define HMI_RANGE_END_MAX 0x1000000000000  /* range ends at most 2^48 */
 /* Numbers (capacity, depth, size-window) are at most 2^64 - 1 and frame offsets
  * below 2^48 (HM_FRAME_MODSHIFT, hm_modmap.h: a packed frame's offset field). */
 
@@ -46,11 +50,21 @@ struct hmi_tier {
     uint32_t line;
 };
 
+/* [start, end): byte offsets from an object's start (v2 `split` lines). */
+struct hmi_range {
+    uint64_t start, end;
+};
+
+/* A `site` line (nranges 0: the whole object goes to the tier) or a `split` line
+ * (nranges 1..HMI_MAX_RANGES, strictly increasing, not touching: only those bytes of
+ * each object go to the tier, the rest to ordinary memory). */
 struct hmi_site {
     uint32_t tier;          /* index into hmi_placement.tiers */
     uint32_t nframes;       /* 1..HMI_MAX_FRAMES, <= depth */
     const struct hmi_frame *frames;   /* innermost first */
     uint32_t line;
+    uint32_t nranges;       /* 0: a site line */
+    const struct hmi_range *ranges;
 };
 
 /* `static TIER SIZE MODULE+0xOFF`: a static variable of SIZE bytes at OFF from the
@@ -66,6 +80,8 @@ struct hmi_static {
 };
 
 struct hmi_placement {
+    uint32_t version;                 /* 1 or 2 (line 1) */
+    uint32_t nsplit;                  /* sites with ranges (split lines) */
     const char *program;              /* `program PATH`: the program it was made for, or NULL */
     struct hmi_tier *tiers;
     uint32_t ntiers;

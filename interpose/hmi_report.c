@@ -23,7 +23,17 @@ static struct { uint64_t n; } __attribute__((aligned(64))) g_unmatched[HM_STRIPE
 struct live {
     uintptr_t ptr;          /* 0: free slot */
     uint64_t len_tier;      /* len << 5 | tier */
+    uint64_t mask;          /* split object: its ranges placed */
+    uint64_t site1;         /* split object: its site + 1; 0: a whole block */
 };
+
+/* Per range of each split site: objects and bytes placed (atomics). */
+struct split_count {
+    uint64_t objects, bytes;
+};
+static const struct hmi_placement *g_split_pl;
+static uint32_t *g_split_off;              /* by site: its first entry in g_split_rc */
+static struct split_count *g_split_rc;
 
 static struct live *g_live;
 static char g_baseline[64];
@@ -91,7 +101,43 @@ void hmi_report_baseline(const char *name)
     snprintf(g_baseline, sizeof g_baseline, "%s", name);
 }
 
-void hmi_report_placed(int tier, void *p, size_t len)
+int hmi_report_split_init(const struct hmi_placement *pl)
+{
+    uint64_t nr = 0;
+    if (!pl->nsplit)
+        return 0;
+    for (uint32_t i = 0; i < pl->nsites; i++)
+        nr += pl->sites[i].nranges;
+    size_t off = ((size_t)pl->nsites * sizeof(uint32_t) + 63) & ~(size_t)63;
+    size_t len = off + (size_t)nr * sizeof(struct split_count);
+    char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return -1;
+    g_split_off = (uint32_t *)m;
+    g_split_rc = (struct split_count *)(m + off);
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < pl->nsites; i++) {
+        g_split_off[i] = k;
+        k += pl->sites[i].nranges;
+    }
+    g_split_pl = pl;
+    return 0;
+}
+
+void hmi_report_split(int site, const uint64_t *placed, uint32_t n)
+{
+    if (!g_split_rc || site < 0 || (uint32_t)site >= g_split_pl->nsites)
+        return;
+    struct split_count *c = &g_split_rc[g_split_off[site]];
+    for (uint32_t i = 0; i < n && i < g_split_pl->sites[site].nranges; i++) {
+        if (!placed[i])
+            continue;
+        __atomic_fetch_add(&c[i].objects, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&c[i].bytes, placed[i], __ATOMIC_RELAXED);
+    }
+}
+
+static void live_enter(int tier, void *p, size_t len, uint64_t site1, uint64_t mask)
 {
     if (len < HMI_LIVE_MIN || !g_live)
         return;
@@ -102,11 +148,23 @@ void hmi_report_placed(int tier, void *p, size_t len)
         if (__atomic_load_n(&s->ptr, __ATOMIC_RELAXED) == 0 &&
             __atomic_compare_exchange_n(&s->ptr, &z, (uintptr_t)p, 0, __ATOMIC_ACQ_REL,
                                         __ATOMIC_RELAXED)) {
+            __atomic_store_n(&s->mask, mask, __ATOMIC_RELAXED);
+            __atomic_store_n(&s->site1, site1, __ATOMIC_RELAXED);
             __atomic_store_n(&s->len_tier, ((uint64_t)len << 5) | (uint64_t)tier, __ATOMIC_RELEASE);
             return;
         }
     }
     add(&g_res[tier].blocks_unchecked, 1);
+}
+
+void hmi_report_placed(int tier, void *p, size_t len)
+{
+    live_enter(tier, p, len, 0, 0);
+}
+
+void hmi_report_placed_split(int tier, void *p, size_t len, int site, uint64_t mask)
+{
+    live_enter(tier, p, len, (uint64_t)site + 1, mask);
 }
 
 /* ---- residency ---- */
@@ -203,6 +261,36 @@ void hmi_report_residency(int tier, void *p, size_t len, struct hmi_residency *r
     }
 }
 
+/* The residency of a live-table entry: a whole block, or a split object's placed
+ * ranges (clipped to len), summed as one block. */
+static void entry_residency(int tier, uintptr_t p, uint64_t len, uint64_t site1,
+                            uint64_t mask, struct hmi_residency *r)
+{
+    if (!site1 || !g_split_pl || site1 > g_split_pl->nsites) {
+        hmi_report_residency(tier, (void *)p, (size_t)len, r);
+        return;
+    }
+    const struct hmi_site *si = &g_split_pl->sites[site1 - 1];
+    memset(r, 0, sizeof *r);
+    for (uint32_t i = 0; i < si->nranges && i < 64; i++) {
+        uint64_t s = si->ranges[i].start, e = si->ranges[i].end < len ? si->ranges[i].end : len;
+        if (!(mask >> i & 1) || s >= e)
+            continue;
+        struct hmi_residency x;
+        hmi_report_residency(tier, (void *)(p + s), (size_t)(e - s), &x);
+        if (x.blocks_unchecked) {
+            memset(r, 0, sizeof *r);
+            r->blocks_unchecked = 1;
+            return;
+        }
+        r->bytes_checked += x.bytes_checked;
+        r->bytes_intended += x.bytes_intended;
+        r->bytes_elsewhere += x.bytes_elsewhere;
+        r->bytes_absent += x.bytes_absent;
+    }
+    r->blocks_checked = 1;
+}
+
 static void accumulate(int tier, const struct hmi_residency *r)
 {
     struct hmi_residency *t = &g_res[tier];
@@ -225,7 +313,8 @@ void hmi_report_freeing(int tier, void *p, size_t usable)
             continue;
         uint64_t lt = __atomic_load_n(&s->len_tier, __ATOMIC_ACQUIRE);
         struct hmi_residency r;
-        hmi_report_residency(tier, p, (size_t)(lt >> 5), &r);
+        entry_residency(tier, (uintptr_t)p, lt >> 5, __atomic_load_n(&s->site1, __ATOMIC_RELAXED),
+                        __atomic_load_n(&s->mask, __ATOMIC_RELAXED), &r);
         accumulate(tier, &r);
         __atomic_store_n(&s->len_tier, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&s->ptr, 0, __ATOMIC_RELEASE);
@@ -314,7 +403,8 @@ static void check_live(void)
         if (!p || !lt)
             continue;
         struct hmi_residency r;
-        hmi_report_residency((int)(lt & 31), (void *)p, (size_t)(lt >> 5), &r);
+        entry_residency((int)(lt & 31), p, lt >> 5, __atomic_load_n(&s->site1, __ATOMIC_RELAXED),
+                        __atomic_load_n(&s->mask, __ATOMIC_RELAXED), &r);
         accumulate((int)(lt & 31), &r);
     }
 }
@@ -442,6 +532,34 @@ static void static_json(struct out *o, const struct hmi_placement *pl,
     outf(o, "%s]", n ? "\n  " : "");
 }
 
+#define SUMMARY_RANGES 8u
+
+/* Per matched split site (the first SUMMARY_SITES), per range (the first
+ * SUMMARY_RANGES): objects and bytes placed. */
+static void split_lines(struct out *o, const char *who, const struct hmi_placement *pl)
+{
+    char a[32];
+    uint32_t shown = 0;
+    for (uint32_t i = 0; g_split_rc && i < pl->nsites && shown < SUMMARY_SITES; i++) {
+        const struct hmi_site *si = &pl->sites[i];
+        struct hmi_site_stats sum;
+        hmi_site_sum(i, &sum);
+        if (!si->nranges || !sum.matches)
+            continue;
+        shown++;
+        const struct split_count *c = &g_split_rc[g_split_off[i]];
+        for (uint32_t k = 0; k < si->nranges && k < SUMMARY_RANGES; k++)
+            outf(o, "hmalloc%s:   split line %u -> %s: range %llu-%llu: %llu objects, %s placed\n",
+                 who, si->line, pl->tiers[si->tier].name,
+                 (unsigned long long)si->ranges[k].start, (unsigned long long)si->ranges[k].end,
+                 (unsigned long long)__atomic_load_n(&c[k].objects, __ATOMIC_RELAXED),
+                 human(__atomic_load_n(&c[k].bytes, __ATOMIC_RELAXED), a, sizeof a));
+        if (si->nranges > SUMMARY_RANGES)
+            outf(o, "hmalloc%s:   split line %u: ... %u more ranges (HMTUNE_STATS=FILE lists all)\n",
+                 who, si->line, si->nranges - SUMMARY_RANGES);
+    }
+}
+
 static void write_summary(int fd, const struct hmi_placement *pl, const char *path, int rank,
                           const struct hmi_residency *sres)
 {
@@ -482,6 +600,10 @@ static void write_summary(int fd, const struct hmi_placement *pl, const char *pa
             outf(&o, "hmalloc%s: tier %s statics: %llu placed (%s), %llu left where they were\n",
                  who, ti->name, (unsigned long long)sp, human(sb, a, sizeof a),
                  (unsigned long long)sr);
+        if (s.split_placed || s.split_refused)
+            outf(&o, "hmalloc%s: tier %s split objects: %llu placed, %s in their ranges, "
+                 "%llu ranges did not fit\n", who, ti->name, (unsigned long long)s.split_placed,
+                 human(s.split_bytes, a, sizeof a), (unsigned long long)s.split_refused);
     }
     static_lines(&o, who, pl, sres);
     uint32_t shown = 0, matched = 0;
@@ -506,6 +628,7 @@ static void write_summary(int fd, const struct hmi_placement *pl, const char *pa
     if (matched > shown)
         outf(&o, "hmalloc%s:   ... %u more matched sites (HMTUNE_STATS=FILE lists all)\n", who,
              matched - shown);
+    split_lines(&o, who, pl);
     out_flush(&o);
 }
 
@@ -551,12 +674,15 @@ static void write_json(struct out *o, const struct hmi_placement *pl, const char
         outf(o, ", \"available\": %s, \"placed_blocks\": %llu, \"placed_bytes\": %llu, "
              "\"freed_blocks\": %llu, \"high_water_bytes\": %llu, \"used_bytes_at_exit\": %llu, "
              "\"not_fitting\": %llu, \"static_placed\": %llu, "
-             "\"static_bytes\": %llu, \"static_refused\": %llu,\n     \"residency\": ",
+             "\"static_bytes\": %llu, \"static_refused\": %llu, \"split_placed\": %llu, "
+             "\"split_bytes\": %llu, \"split_ranges_not_fitting\": %llu,\n     \"residency\": ",
              hmi_backend_available(t) ? "true" : "false", (unsigned long long)s.placed,
              (unsigned long long)tier_bytes(pl, t), (unsigned long long)s.freed,
              (unsigned long long)s.high_water, (unsigned long long)s.used,
              (unsigned long long)s.not_fitting,
-             (unsigned long long)sp, (unsigned long long)sb, (unsigned long long)sr);
+             (unsigned long long)sp, (unsigned long long)sb, (unsigned long long)sr,
+             (unsigned long long)s.split_placed, (unsigned long long)s.split_bytes,
+             (unsigned long long)s.split_refused);
         out_residency(o, &r);
         outf(o, "}");
     }
@@ -574,9 +700,22 @@ static void write_json(struct out *o, const struct hmi_placement *pl, const char
             out_json_str(o, pl->modules[si->frames[f].module].path);
             outf(o, "+0x%llx", (unsigned long long)si->frames[f].offset);
         }
-        outf(o, "\", \"matches\": %llu, \"placed\": %llu, \"placed_bytes\": %llu, \"fell_back\": %llu}",
+        outf(o, "\", \"matches\": %llu, \"placed\": %llu, \"placed_bytes\": %llu, \"fell_back\": %llu",
              (unsigned long long)st->matches, (unsigned long long)st->placed,
              (unsigned long long)st->bytes, (unsigned long long)st->fell_back);
+        if (si->nranges && g_split_rc) {
+            const struct split_count *c = &g_split_rc[g_split_off[i]];
+            outf(o, ",\n     \"ranges\": [");
+            for (uint32_t k = 0; k < si->nranges; k++)
+                outf(o, "%s{\"start\": %llu, \"end\": %llu, \"objects\": %llu, "
+                     "\"placed_bytes\": %llu}", k ? ", " : "",
+                     (unsigned long long)si->ranges[k].start,
+                     (unsigned long long)si->ranges[k].end,
+                     (unsigned long long)__atomic_load_n(&c[k].objects, __ATOMIC_RELAXED),
+                     (unsigned long long)__atomic_load_n(&c[k].bytes, __ATOMIC_RELAXED));
+            outf(o, "]");
+        }
+        outf(o, "}");
     }
     outf(o, "\n  ]");
     static_json(o, pl, sres);

@@ -68,11 +68,20 @@ void hmi_report_baseline(const char *name) HM_HIDDEN;
 void hmi_report_placed(int tier, void *p, size_t len) HM_HIDDEN;
 void hmi_report_freeing(int tier, void *p, size_t usable) HM_HIDDEN;
 
+/* Split sites (placement v2 `split` lines). Set up the per-range counters of pl's
+ * split sites (mmap; -1 on failure); pl must stay alive. */
+struct hmi_placement;
+int hmi_report_split_init(const struct hmi_placement *pl) HM_HIDDEN;
+/* A split object of site was placed: placed[i] bytes of its range i (0: not). */
+void hmi_report_split(int site, const uint64_t *placed, uint32_t n) HM_HIDDEN;
+/* As hmi_report_placed for a split object of site whose ranges in mask were placed:
+ * its residency is checked over those ranges only (the rest is not the tier's). */
+void hmi_report_placed_split(int tier, void *p, size_t len, int site, uint64_t mask) HM_HIDDEN;
+
 /* Check the blocks still live, then write the summary lines to errfd (unless quiet
  * or errfd < 0) and the JSON file (when path is set; written as path.tmp.PID and
  * renamed; a failure is said on errfd). rank < 0: not MPI. Uses snprintf: call it
  * from the destructor, outside any allocator lock. */
-struct hmi_placement;
 void hmi_report_exit(int errfd, const struct hmi_placement *pl, const char *placement_path,
                      int rank, int quiet, const char *json_path) HM_HIDDEN;
 

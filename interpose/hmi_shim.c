@@ -6,7 +6,8 @@
  * to the wrapped allocator (hm_real.h). Inside it the slow path unwinds (common/
  * hm_unwind, as collect does), matches the chain (hmi_match: per-thread cache, then
  * the site hash) and, for a placed site whose tier has room, allocates from the
- * tier's backend; anything else goes to the wrapped allocator. free, realloc and
+ * tier's backend (a split site of placement v2: hmi_backend_alloc_split, only its
+ * ranges in the tier); anything else goes to the wrapped allocator. free, realloc and
  * malloc_usable_size ask hmi_owner which allocator owns the pointer (two loads once
  * any tier is open, none before).
  *
@@ -310,7 +311,8 @@ static void do_init(void)
         if (sp && strlen(sp) < sizeof g_stats)
             memcpy(g_stats, sp, strlen(sp) + 1);
         int usable = ok ? open_tiers() : 0;
-        ok = ok && hmi_report_init(g_pl.nsites + 1) == 0 && hmi_match_init(&g_pl) == 0;
+        ok = ok && hmi_report_init(g_pl.nsites + 1) == 0 && hmi_report_split_init(&g_pl) == 0 &&
+             hmi_match_init(&g_pl) == 0;
         /* static variables: bound or remapped now, before main (a baseline run
          * places by request size only) */
         if (ok && usable && !g_baseline && hmi_static_place(&g_pl, exe, 1) != 0)
@@ -401,12 +403,38 @@ static int tier_of(int site)
     return g_baseline && site == (int)g_pl.nsites ? 0 : hmi_match_site_tier(site);
 }
 
+/* A split site's object (placement v2): its ranges in the tier, the rest ordinary
+ * memory, one mapping (hmi_backend_alloc_split). */
+static HM_NOINLINE void *place_split(int site, int tier, size_t size, size_t align, int zero)
+{
+    const struct hmi_site *si = &g_pl.sites[site];
+    uint64_t placed[HMI_MAX_RANGES], mask = 0;
+    void *p = hmi_backend_alloc_split((uint32_t)tier, size, align, zero, si->ranges,
+                                      si->nranges, placed, &mask);
+    if (p) {
+        hmi_report_split(site, placed, si->nranges);
+        hmi_report_placed_split(tier, p, size, site, mask);
+    }
+    return p;
+}
+
 static void *place(int site, size_t size, size_t align, int zero)
 {
     struct hmi_site_stats *st = hmi_site_mine(site);
     hm_stripe_add(&st->matches, 1);
     int tier = tier_of(site);
     void *p = NULL;
+    if (hm_unlikely(g_pl.nsplit != 0) && site < (int)g_pl.nsites && g_pl.sites[site].nranges) {
+        if (hmi_backend_available((uint32_t)tier))
+            p = place_split(site, tier, size, align, zero);
+        if (p) {
+            hm_stripe_add(&st->placed, 1);
+            hm_stripe_add(&st->bytes, size);
+        } else {
+            hm_stripe_add(&st->fell_back, 1);
+        }
+        return p;
+    }
     if (hmi_backend_available((uint32_t)tier))
         p = zero ? hmi_backend_alloc_zeroed((uint32_t)tier, size, align)
                  : hmi_backend_alloc((uint32_t)tier, size, align);

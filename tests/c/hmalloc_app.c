@@ -724,6 +724,97 @@ NOIPA static void mode_boot(void)
     result("boot");
 }
 
+/* ---- split: objects of which only [HA_S_LO, HA_S_HI) is placed ---- */
+
+/* Bytes of [p, p + len) in 2 MiB pages (hugetlb: KernelPageSize; THP:
+ * AnonHugePages), inside [p + lo, p + hi) and outside it, to HMT_INFO as
+ * NAME_huge_in, NAME_huge_out, NAME_thp_in, NAME_thp_out. */
+static void smaps_info(const char *name, const char *p, size_t len, size_t lo, size_t hi)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f)
+        return;
+    char line[512];
+    uintptr_t a = (uintptr_t)p, vlo = 0, vhi = 0;
+    unsigned long long v[4] = { 0 };
+    int in = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long l, h, kb;
+        if (sscanf(line, "%lx-%lx ", &l, &h) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            vlo = l > a ? l : a;
+            vhi = h < a + len ? h : a + len;
+            in = vlo < vhi;
+            continue;
+        }
+        int inside = vlo >= a + lo && vhi <= a + hi;
+        if (in && sscanf(line, "KernelPageSize: %lu kB", &kb) == 1 && kb == 2048)
+            v[inside ? 0 : 1] += vhi - vlo;
+        else if (in && sscanf(line, "AnonHugePages: %lu kB", &kb) == 1)
+            v[inside ? 2 : 3] += kb * 1024ull;
+    }
+    fclose(f);
+    info("%s_huge_in %llu", name, v[0]);
+    info("%s_huge_out %llu", name, v[1]);
+    info("%s_thp_in %llu", name, v[2]);
+    info("%s_thp_out %llu", name, v[3]);
+}
+
+static unsigned char *g_exit_obj;
+
+/* Runs at exit, after main: the object is still valid, written and read again; the
+ * line goes out with libc's final flush, after every destructor. */
+static void split_atexit(void)
+{
+    size_t n = ha_size[HA_S_EXIT];
+    check(g_exit_obj, n, 930, "split object at exit");
+    fill(g_exit_obj, n, 931);
+    check(g_exit_obj, n, 931, "split object written at exit");
+    printf("split atexit errors=%d checksum=%016llx\n", atomic_load(&g_err),
+           (unsigned long long)atomic_load(&g_sum));
+}
+
+NOIPA static void mode_split(void)
+{
+    size_t n = ha_size[HA_S_CALLOC], m = ha_size[HA_S_REALLOC];
+    unsigned char *p = need(calloc(1, n), "split calloc");
+    size_t nz = 0;
+    for (size_t i = 0; i < n; i++)
+        nz += p[i] != 0;
+    if (nz)
+        bad("split calloc not zero");
+    usable(p, n, "split usable size");
+    fill(p, n, 910);
+    smaps_info("obj", (char *)p, n, HA_S_LO, HA_S_HI);
+    info("obj_aligned %d", (int)((uintptr_t)p % (2 * HA_MiB) == 0));
+    fflush(stdout);
+    fflush(stderr);
+    if (g_info)
+        fflush(g_info);
+    pid_t pid = fork();
+    if (pid < 0)
+        need(NULL, "fork");
+    if (pid == 0) {                 /* the child reads and writes the object */
+        check_sum(p, n, 910, "split object in the child", 0);
+        fill(p, n, 911);
+        check_sum(p, n, 911, "split object written in the child", 0);
+        _exit(atomic_load(&g_err) ? 3 : 0);
+    }
+    int st = 0;
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        bad("split fork child failed");
+    check(p, n, 910, "split object after the child");
+    unsigned char *q = need(realloc(p, m), "split realloc");
+    check(q, n, 910, "split object after realloc");
+    fill(q, m, 920);
+    smaps_info("grown", (char *)q, m, HA_S_LO, HA_S_HI);
+    check(q, m, 920, "split object grown");
+    free(q);
+    g_exit_obj = need(malloc(ha_size[HA_S_EXIT]), "split exit object");
+    fill(g_exit_obj, ha_size[HA_S_EXIT], 930);
+    atexit(split_atexit);
+    result("split");
+}
+
 /* ---- main ---- */
 
 typedef void (*mode_fn)(void);
@@ -747,10 +838,11 @@ int main(int argc, char **argv)
         { "io", mode_io, 7 }, { "family", mode_family, 0 }, { "cap", mode_cap, 0 },
         { "threads", mode_threads, 0 }, { "fork", mode_fork, 0 }, { "dl", mode_dl, 0 },
         { "boot", mode_boot, 0 }, { "fd2", mode_fd2, 0 }, { "static", mode_static, 0 },
+        { "split", mode_split, 0 },
     };
     if (argc < 2) {
         fprintf(stderr, "usage: hmalloc_app io|family|cap|threads|fork LIB|dl LIB COPY|boot|"
-                        "fd2 FILE|static\n");
+                        "fd2 FILE|static|split\n");
         return 2;
     }
     const char *ip = getenv("HMT_INFO");

@@ -46,6 +46,9 @@ enum ha_site {
     /* mode boot: the app's constructor, threads it starts, and the constructor of
      * libhmalloc_early.so, which runs before any preloaded library's */
     HA_B_CTOR, HA_B_THREAD, HA_E_CTOR,
+    /* mode split (placement v2 split lines): calloc'ed object, the realloc growing
+     * it, and an object still live at exit that an atexit handler writes */
+    HA_S_CALLOC, HA_S_REALLOC, HA_S_EXIT,
     HA_NSITES
 };
 
@@ -94,7 +97,15 @@ static const size_t ha_size[HA_NSITES] = {
     [HA_B_CTOR] = 110000,
     [HA_B_THREAD] = 130000,
     [HA_E_CTOR] = 140000,
+    [HA_S_CALLOC] = 16 * HA_MiB,
+    [HA_S_REALLOC] = 24 * HA_MiB + 4096,
+    [HA_S_EXIT] = 12 * HA_MiB,
 };
+
+/* Mode split: the range the driver places of each object, whose page sizes the app
+ * reports (HMT_INFO) from /proc/self/smaps. */
+#define HA_S_LO (2 * HA_MiB)
+#define HA_S_HI (6 * HA_MiB)
 
 #define HA_MALLOC0_N   3
 #define HA_CAP_N       10       /* live blocks of HA_CAP per round, two rounds */

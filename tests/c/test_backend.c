@@ -11,7 +11,9 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define MiB (1ull << 20)
@@ -513,6 +515,269 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* ---- split objects (hmi_backend_alloc_split) ---- */
+
+/* Over [p, p + len), from /proc/self/smaps: bytes of mappings with 2 MiB kernel
+ * pages (hugetlb) and AnonHugePages (THP), counted inside [lo, hi) and outside it. */
+struct split_view {
+    uint64_t huge_in, huge_out, thp_in, thp_out, mapped;
+};
+static void smaps_view(const char *p, uint64_t len, uint64_t lo, uint64_t hi,
+                       struct split_view *v)
+{
+    memset(v, 0, sizeof *v);
+    FILE *f = fopen("/proc/self/smaps", "r");
+    if (!f)
+        return;
+    char line[512];
+    uintptr_t a = (uintptr_t)p, vlo = 0, vhi = 0;
+    int in = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long l, h, kb;
+        if (sscanf(line, "%lx-%lx ", &l, &h) == 2 && strchr(line, '-') < strchr(line, ' ')) {
+            vlo = l > a ? l : a;
+            vhi = h < a + len ? h : a + len;
+            in = vlo < vhi;
+            if (in)
+                v->mapped += vhi - vlo;
+            continue;
+        }
+        if (!in)
+            continue;
+        int inside = vlo >= a + lo && vhi <= a + hi;
+        if (sscanf(line, "KernelPageSize: %lu kB", &kb) == 1 && kb == 2048)
+            *(inside ? &v->huge_in : &v->huge_out) += vhi - vlo;
+        else if (sscanf(line, "AnonHugePages: %lu kB", &kb) == 1)
+            *(inside ? &v->thp_in : &v->thp_out) += kb * 1024;
+    }
+    fclose(f);
+}
+
+static int all_zero(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i += 512)
+        if (p[i])
+            return 0;
+    return p[n - 1] == 0;
+}
+
+/* A 16 MiB object with [2 MiB, 6 MiB) in tier i: exactly that range is in huge pages
+ * (hugetlb: its mapping; thp: AnonHugePages once touched), it is zero, readable and
+ * writable over its whole length, in a fork child too, and freeing it gives back
+ * what it was charged. */
+static void split_basic(uint32_t i, int hugetlb)
+{
+    static const struct hmi_range r[] = { { 2 * MiB, 6 * MiB } };
+    uint64_t placed[1], mask;
+    struct hmi_backend_stats s0, s1;
+    hmi_backend_stats(i, &s0);
+    char *p = hmi_backend_alloc_split(i, 16 * MiB, 0, 1, r, 1, placed, &mask);
+    CHECK(p != NULL);
+    if (!p)
+        return;
+    CHECK((uintptr_t)p % (2 * MiB) == 0 && hmi_owner(p) == (int)i);
+    CHECK(hmi_owner(p + 16 * MiB - 1) == (int)i);
+    CHECK(hmi_backend_usable_size((int)i, p) == 16 * MiB);
+    CHECK(placed[0] == 4 * MiB && mask == 1);
+    hmi_backend_stats(i, &s1);
+    CHECK(s1.used == s0.used + 4 * MiB);
+    CHECK(s1.split_placed == s0.split_placed + 1 && s1.split_bytes == s0.split_bytes + 4 * MiB);
+    CHECK(s1.placed == s0.placed + 1 && s1.split_refused == s0.split_refused);
+    CHECK(all_zero(p, 16 * MiB));
+    memset(p, 0x5a, 16 * MiB);
+    struct split_view v;
+    smaps_view(p, 16 * MiB, 2 * MiB, 6 * MiB, &v);
+    CHECK(v.mapped == 16 * MiB);
+    if (hugetlb) {
+        CHECK(v.huge_in == 4 * MiB && v.huge_out == 0);
+    } else {
+        CHECK(v.thp_in == 4 * MiB && v.thp_out == 0);
+        CHECK(v.huge_in == 0 && v.huge_out == 0);
+    }
+    if (v.huge_in + v.thp_in != 4 * MiB || v.huge_out + v.thp_out)
+        fprintf(stderr, "  smaps: hugetlb %llu in / %llu out, thp %llu in / %llu out\n",
+                (unsigned long long)v.huge_in, (unsigned long long)v.huge_out,
+                (unsigned long long)v.thp_in, (unsigned long long)v.thp_out);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int bad = 0;
+        for (size_t k = 0; k < 16 * MiB; k += 4096)
+            bad |= p[k] != 0x5a;
+        memset(p, 0x33, 16 * MiB);
+        _exit(bad || p[16 * MiB - 1] != 0x33);
+    }
+    int st = -1;
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK(p[0] == 0x5a && p[3 * MiB] == 0x5a && p[16 * MiB - 1] == 0x5a);
+    CHECK(hmi_backend_resize_in_place((int)i, p, 16 * MiB) == 1);
+    hmi_backend_free((int)i, p);
+    hmi_backend_stats(i, &s1);
+    CHECK(s1.used == s0.used && s1.placed == s1.freed);
+}
+
+static void test_split_thp(void)
+{
+    CHECK(open_tier(T_THP, "thp", 16 * MiB) == 0);
+    split_basic(T_THP, 0);
+    /* ranges past the object are not placed; an object with none placed falls back */
+    static const struct hmi_range far[] = { { 8 * MiB, 12 * MiB } };
+    uint64_t placed[2], mask;
+    struct hmi_backend_stats s;
+    CHECK(hmi_backend_alloc_split(T_THP, 4 * MiB, 0, 0, far, 1, placed, &mask) == NULL);
+    hmi_backend_stats(T_THP, &s);
+    CHECK(s.not_fitting == 1 && s.used == 0);
+    /* the capacity: of [0, 12 MiB) and [12 MiB, 20 MiB) only the first fits 16 MiB */
+    static const struct hmi_range two[] = { { 0, 12 * MiB }, { 12 * MiB + 4096, 20 * MiB } };
+    char *p = hmi_backend_alloc_split(T_THP, 24 * MiB + 5, 64, 0, two, 2, placed, &mask);
+    CHECK(p != NULL && mask == 1 && placed[0] == 12 * MiB && placed[1] == 0);
+    hmi_backend_stats(T_THP, &s);
+    CHECK(s.used == 12 * MiB && s.split_refused == 1);
+    /* a clipped range: [12 MiB + 4 KiB, 20 MiB) of a 14 MiB object is charged its
+     * 4 KiB pages inside the object */
+    static const struct hmi_range clip[] = { { 12 * MiB + 4096, 20 * MiB } };
+    char *q = hmi_backend_alloc_split(T_THP, 14 * MiB - 100, 0, 0, clip, 1, placed, &mask);
+    CHECK(q != NULL && placed[0] == 2 * MiB - 4096 - 100);
+    hmi_backend_stats(T_THP, &s);
+    CHECK(s.used == 14 * MiB - 4096);
+    if (p)
+        hmi_backend_free(T_THP, p);
+    if (q)
+        hmi_backend_free(T_THP, q);
+    hmi_backend_stats(T_THP, &s);
+    CHECK(s.used == 0 && s.placed == s.freed && s.split_placed == 3);
+    CHECK(hmi_backend_close(T_THP) == 0);
+}
+
+static void test_split_numa(void)
+{
+    CHECK(open_tier(T_NUMA, "numa:0", 64 * MiB) == 0);
+    static const struct hmi_range r[] = { { 0, 4096 }, { 1 * MiB, 3 * MiB } };
+    uint64_t placed[2], mask;
+    char *p = hmi_backend_alloc_split(T_NUMA, 8 * MiB, 0, 1, r, 2, placed, &mask);
+    CHECK(p != NULL && mask == 3 && placed[0] == 4096 && placed[1] == 2 * MiB);
+    if (p) {
+        int mode = -1;
+        unsigned long nodes[16] = { 0 };
+        CHECK(syscall(SYS_get_mempolicy, &mode, nodes, 1024ul, p + 1 * MiB, 2ul) == 0);
+        CHECK(mode == MPOL_BIND && (nodes[0] & 1));
+        CHECK(syscall(SYS_get_mempolicy, &mode, nodes, 1024ul, p + 4 * MiB, 2ul) == 0);
+        CHECK(mode == MPOL_DEFAULT);
+        memset(p, 7, 8 * MiB);
+        hmi_backend_free(T_NUMA, p);
+    }
+    struct hmi_backend_stats s;
+    hmi_backend_stats(T_NUMA, &s);
+    CHECK(s.used == 0 && s.split_placed == 1 && s.split_bytes == 2 * MiB + 4096);
+    CHECK(hmi_backend_close(T_NUMA) == 0);
+    /* a memkind kind: the range gets the kind's policy, the rest none */
+    CHECK(open_tier(T_MK, "memkind:MEMKIND_HBW", 64 * MiB) == 0);
+    p = hmi_backend_alloc_split(T_MK, 8 * MiB, 0, 1, r + 1, 1, placed, &mask);
+    CHECK(p != NULL && mask == 1 && placed[0] == 2 * MiB);
+    if (p) {
+        int mode = -1;
+        unsigned long nodes[16] = { 0 };
+        CHECK(syscall(SYS_get_mempolicy, &mode, nodes, 1024ul, p + 2 * MiB, 2ul) == 0);
+        CHECK(mode != MPOL_DEFAULT && (nodes[0] & 1));
+        CHECK(syscall(SYS_get_mempolicy, &mode, nodes, 1024ul, p + 5 * MiB, 2ul) == 0);
+        CHECK(mode == MPOL_DEFAULT);
+        memset(p, 8, 8 * MiB);
+        hmi_backend_free(T_MK, p);
+    }
+    hmi_backend_stats(T_MK, &s);
+    CHECK(s.used == 0 && s.placed == s.freed);
+    CHECK(hmi_backend_close(T_MK) == 0);
+}
+
+/* Split objects on hugetlb: the ranges in hugepages (widened to 2 MiB), a range that
+ * does not fit the capacity or finds the pool empty stays ordinary memory. */
+static void test_split_hugetlb(void)
+{
+    static const char *nr = "/proc/sys/vm/nr_hugepages";
+    long old = hmt_read_long(nr);
+    if (geteuid() != 0 || hmt_write_long(nr, old + 8) != 0 || huge_free() < 8) {
+        fprintf(stderr, "  cannot reserve hugepages: split hugetlb not run\n");
+        if (old >= 0)
+            hmt_write_long(nr, old);
+        return;
+    }
+    struct hmi_backend_stats s;
+    uint64_t placed[2], mask;
+    CHECK(open_tier(T_HUGE, "hugetlb", 64 * MiB) == 0);
+    long f0 = huge_free();
+    split_basic(T_HUGE, 1);
+    CHECK(huge_free() == f0);
+    /* two ranges in one 2 MiB page: one page for both, then the next page */
+    static const struct hmi_range w[] = { { MiB, MiB + 4096 }, { MiB + 8192, 3 * MiB } };
+    char *p = hmi_backend_alloc_split(T_HUGE, 5 * MiB, 0, 0, w, 2, placed, &mask);
+    CHECK(p && mask == 3 && placed[0] == 4096 && placed[1] == 2 * MiB - 8192);
+    hmi_backend_stats(T_HUGE, &s);
+    CHECK(s.used == 4 * MiB);
+    if (p) {
+        memset(p, 3, 5 * MiB);
+        CHECK(huge_free() == f0 - 2);
+        struct split_view v;
+        smaps_view(p, 5 * MiB, 0, 4 * MiB, &v);
+        CHECK(v.huge_in == 4 * MiB && v.huge_out == 0 && v.mapped == 5 * MiB);
+        hmi_backend_free(T_HUGE, p);
+    }
+    CHECK(huge_free() == f0);
+    CHECK(hmi_backend_close(T_HUGE) == 0);
+    /* capacity 6 MiB: [0, 4 MiB) fits, [6 MiB, 10 MiB) does not */
+    CHECK(open_tier(T_HUGE, "hugetlb", 6 * MiB) == 0);
+    static const struct hmi_range c[] = { { 0, 4 * MiB }, { 6 * MiB, 10 * MiB } };
+    p = hmi_backend_alloc_split(T_HUGE, 12 * MiB, 0, 0, c, 2, placed, &mask);
+    CHECK(p && mask == 1 && placed[0] == 4 * MiB && placed[1] == 0);
+    hmi_backend_stats(T_HUGE, &s);
+    CHECK(s.used == 4 * MiB && s.split_refused == 1 && s.split_bytes == 4 * MiB);
+    if (p) {
+        memset(p, 4, 12 * MiB);
+        struct split_view v;
+        smaps_view(p, 12 * MiB, 0, 4 * MiB, &v);
+        CHECK(v.huge_in == 4 * MiB && v.huge_out == 0);
+        hmi_backend_free(T_HUGE, p);
+    }
+    hmi_backend_stats(T_HUGE, &s);
+    CHECK(s.used == 0);
+    CHECK(hmi_backend_close(T_HUGE) == 0);
+    /* the pool: one page left; [0, 4 MiB) cannot have its two, [8 MiB, 10 MiB) gets
+     * the last; then nothing can be placed and the object falls back */
+    CHECK(open_tier(T_HUGE, "hugetlb", 1024 * MiB) == 0);
+    long fr = huge_free();
+    void *hold = fr > 1 ? mmap(NULL, (size_t)(fr - 1) * 2 * MiB, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0) : NULL;
+    CHECK(hold != MAP_FAILED);
+    static const struct hmi_range e[] = { { 0, 4 * MiB }, { 8 * MiB, 10 * MiB } };
+    p = hmi_backend_alloc_split(T_HUGE, 10 * MiB, 0, 1, e, 2, placed, &mask);
+    CHECK(p && mask == 2 && placed[0] == 0 && placed[1] == 2 * MiB);
+    hmi_backend_stats(T_HUGE, &s);
+    CHECK(s.used == 2 * MiB && s.split_refused == 1);
+    if (p) {
+        CHECK(all_zero(p, 10 * MiB));
+        memset(p, 5, 10 * MiB);
+        struct split_view v;
+        smaps_view(p, 10 * MiB, 8 * MiB, 10 * MiB, &v);
+        CHECK(v.huge_in == 2 * MiB && v.huge_out == 0 && v.mapped == 10 * MiB);
+        CHECK(p[0] == 5 && p[4 * MiB - 1] == 5 && p[10 * MiB - 1] == 5);
+    }
+    char *q = hmi_backend_alloc_split(T_HUGE, 10 * MiB, 0, 0, e, 2, placed, &mask);
+    CHECK(q == NULL && mask == 0);
+    hmi_backend_stats(T_HUGE, &s);
+    CHECK(s.not_fitting == 1 && s.split_refused == 3 && s.used == 2 * MiB);
+    if (p)
+        hmi_backend_free(T_HUGE, p);
+    if (hold && hold != MAP_FAILED)
+        munmap(hold, (size_t)(fr - 1) * 2 * MiB);
+    hmi_backend_stats(T_HUGE, &s);
+    CHECK(s.used == 0 && s.placed == s.freed);
+    CHECK(hmi_backend_close(T_HUGE) == 0);
+    /* memkind's hugepage kind behaves as hugetlb */
+    CHECK(open_tier(T_MK2, "memkind:MEMKIND_HUGETLB", 64 * MiB) == 0);
+    split_basic(T_MK2, 1);
+    CHECK(hmi_backend_close(T_MK2) == 0);
+    CHECK(hmt_write_long(nr, old) == 0);
+}
+
 static void test_threads_ownership(void)
 {
     CHECK(open_tier(T_THP, "thp", 64 * MiB) == 0);
@@ -554,6 +819,9 @@ int main(void)
     RUN(test_memkind_kinds);
     RUN(test_arena);
     RUN(test_hugetlb);
+    RUN(test_split_thp);
+    RUN(test_split_numa);
+    RUN(test_split_hugetlb);
     RUN(test_threads_ownership);
     RUN(test_glibc_pointers);
     HMT_END();

@@ -306,7 +306,7 @@ static char *strip_hm(const struct run *r)
 
 /* ---- the app's modes, their baselines and chains ---- */
 
-enum { M_IO, M_FAMILY, M_CAP, M_THREADS, M_FORK, M_DL, M_BOOT, M_FD2, M_N };
+enum { M_IO, M_FAMILY, M_CAP, M_THREADS, M_FORK, M_DL, M_BOOT, M_FD2, M_SPLIT, M_N };
 
 static struct mode {
     const char *name;
@@ -322,6 +322,7 @@ static struct mode {
     { "dl", HA_D_LIB, HA_D_LIB_REALLOC, 0, { 0 } },
     { "boot", HA_B_CTOR, HA_E_CTOR, 0, { 0 } },
     { "fd2", HA_FD_MALLOC, HA_FD_MALLOC, 0, { 0 } },
+    { "split", HA_S_CALLOC, HA_S_EXIT, 0, { 0 } },
 };
 
 static char g_fd2_file[PATH_MAX];               /* mode fd2's file */
@@ -431,6 +432,8 @@ struct place {
     int site;
     const char *tier;
 };
+/* Sites written as v2 split lines with these RANGES (NULL: a site line). */
+static const char *g_split[HA_NSITES];
 
 /* Tiers t (the default tier is added last), the sites s; 0, or -1 when a chain is
  * unknown. */
@@ -440,8 +443,10 @@ static int write_placement(const char *path, const struct tier *t, int nt, const
     FILE *f = fopen(path, "w");
     if (!f)
         return -1;
-    int line = 0, rc = 0;
-    fprintf(f, "# hmtune placement v1\n# written by tests/c/test_hmalloc.c\n");
+    int line = 0, rc = 0, v2 = 0;
+    for (int i = 0; i < ns; i++)
+        v2 |= g_split[s[i].site] != NULL;
+    fprintf(f, "# hmtune placement v%d\n# written by tests/c/test_hmalloc.c\n", v2 ? 2 : 1);
     line += 2;
     for (int i = 0; i < nt; i++, line++)
         fprintf(f, "tier %s %s %llu\n", t[i].name, t[i].backend, (unsigned long long)t[i].cap);
@@ -454,8 +459,12 @@ static int write_placement(const char *path, const struct tier *t, int nt, const
             rc = -1;
             continue;
         }
-        fprintf(f, "site %s %s   # site %d, %zu bytes\n", s[i].tier, g_chain[s[i].site], s[i].site,
-                ha_size[s[i].site]);
+        if (g_split[s[i].site])
+            fprintf(f, "split %s %s %s   # site %d, %zu bytes\n", s[i].tier, g_split[s[i].site],
+                    g_chain[s[i].site], s[i].site, ha_size[s[i].site]);
+        else
+            fprintf(f, "site %s %s   # site %d, %zu bytes\n", s[i].tier, g_chain[s[i].site],
+                    s[i].site, ha_size[s[i].site]);
         g_line[s[i].site] = ++line;
     }
     if (fclose(f) != 0)
@@ -830,7 +839,7 @@ static void test_bad_placement(void)
     bad_case("garbled file", garbled, sizeof garbled - 1, 1);
     static const char nul[] = "# hmtune placement v1\ntier a thp 1\0\n";
     bad_case("NUL byte", nul, sizeof nul - 1, 1);
-    int n = snprintf(text, sizeof text, "# hmtune placement v2\n%s", good);
+    int n = snprintf(text, sizeof text, "# hmtune placement v3\n%s", good);
     bad_case("wrong version", text, (size_t)n, 1);
     n = snprintf(text, sizeof text, "# hmtune placement v1\ntier a thp 67108864\n"
                  "tier default default unlimited\ndepth 2\nsize-window %zu %zu\n"
@@ -1405,6 +1414,95 @@ static void test_exit_safety(void)
     restore_hugepages();
 }
 
+/* Split objects (placement v2): of each object of the mode's three sites only
+ * [2 MiB, 6 MiB) goes to the tier, seen in smaps by the app (hugetlb: those pages
+ * are 2 MiB ones; thp: AnonHugePages there, none elsewhere); calloc's object is zero,
+ * a fork child reads and writes it, realloc grows it (to another split object), the
+ * object live at exit is written by an atexit handler, and the statistics count the
+ * ranges. With a capacity below the ranges, the first range is placed and the
+ * second counted as not fitting. */
+static void split_case(const char *backend, int hugetlb)
+{
+    struct placed p;
+    size_t lo, hi;
+    window(M_SPLIT, &lo, &hi);
+    in_dir(p.placement, "placement.txt");
+    const char *r = "2097152-6291456";
+    struct tier t[] = { { "a", backend, 1024 * MiB } };
+    struct place s[] = { { HA_S_CALLOC, "a" }, { HA_S_REALLOC, "a" }, { HA_S_EXIT, "a" } };
+    g_split[HA_S_CALLOC] = g_split[HA_S_REALLOC] = g_split[HA_S_EXIT] = r;
+    CHECK(write_placement(p.placement, t, 1, s, 3, lo, hi) == 0);
+    placed_run(&p, M_SPLIT, 0, NULL);
+    same_as_base(&p, M_SPLIT, backend);
+    int before = hmt_failed_checks;
+    CHECK(strstr(p.r.out, "split atexit errors=0 ") != NULL);
+    CHECK_EQ(info_f(p.inf, "obj_aligned"), 1);
+    const char *in = hugetlb ? "obj_huge_in" : "obj_thp_in";
+    CHECK_EQ(info_f(p.inf, in), 4 * MiB);
+    CHECK_EQ(info_f(p.inf, "obj_huge_out") + info_f(p.inf, "obj_thp_out"), 0);
+    CHECK_EQ(info_f(p.inf, hugetlb ? "grown_huge_in" : "grown_thp_in"), 4 * MiB);
+    CHECK_EQ(info_f(p.inf, "grown_huge_out") + info_f(p.inf, "grown_thp_out"), 0);
+    if (!hugetlb)
+        CHECK_EQ(info_f(p.inf, "obj_huge_in"), 0);
+    CHECK_EQ(tier_f(p.js, "a", "placed_blocks"), 3);
+    CHECK_EQ(tier_f(p.js, "a", "freed_blocks"), 2);
+    CHECK_EQ(tier_f(p.js, "a", "split_placed"), 3);
+    CHECK_EQ(tier_f(p.js, "a", "split_bytes"), 12 * MiB);
+    CHECK_EQ(tier_f(p.js, "a", "split_ranges_not_fitting"), 0);
+    CHECK_EQ(tier_f(p.js, "a", "used_bytes_at_exit"), 4 * MiB);     /* the exit object */
+    CHECK_EQ(tier_f(p.js, "a", "high_water_bytes"), 8 * MiB);        /* during realloc */
+    CHECK_EQ(tier_f(p.js, "a", "not_fitting"), 0);
+    for (int k = 0; k < 3; k++) {
+        CHECK_EQ(site_f(p.js, g_line[s[k].site], "placed"), 1);
+        CHECK_EQ(site_f(p.js, g_line[s[k].site], "objects"), 1);
+        CHECK_EQ(site_f(p.js, g_line[s[k].site], "start"), 2 * MiB);
+        CHECK_EQ(site_f(p.js, g_line[s[k].site], "end"), 6 * MiB);
+    }
+    /* the range's bytes only (the rest of the object is not the tier's) */
+    CHECK_EQ(tier_f(p.js, "a", "bytes_checked"), 12 * MiB);
+    CHECK_EQ(tier_f(p.js, "a", "bytes_elsewhere"), 0);
+    if (hmt_failed_checks != before)
+        show_json(p.js);
+    placed_free(&p);
+
+    /* capacity 6 MiB: [0, 4 MiB) of the calloc'ed object fits, [6 MiB, 10 MiB) not */
+    struct tier small[] = { { "a", backend, 6 * MiB } };
+    struct place one[] = { { HA_S_CALLOC, "a" } };
+    g_split[HA_S_CALLOC] = "0-4194304,6291456-10485760";
+    CHECK(write_placement(p.placement, small, 1, one, 1, lo, hi) == 0);
+    memset(g_split, 0, sizeof g_split);
+    placed_run(&p, M_SPLIT, 1, NULL);
+    CHECK(clean(&p.r, "split capacity"));
+    CHECK(exited(&p.r, 0, "split capacity"));
+    CHECK(same_text(p.r.out, g_modes[M_SPLIT].base.out, "stdout"));
+    before = hmt_failed_checks;
+    CHECK_EQ(tier_f(p.js, "a", "split_placed"), 1);
+    CHECK_EQ(tier_f(p.js, "a", "split_bytes"), 4 * MiB);
+    CHECK_EQ(tier_f(p.js, "a", "split_ranges_not_fitting"), 1);
+    CHECK_EQ(tier_f(p.js, "a", "high_water_bytes"), 4 * MiB);
+    CHECK_EQ(tier_f(p.js, "a", "used_bytes_at_exit"), 0);
+    CHECK_EQ(site_f(p.js, g_line[HA_S_CALLOC], "placed_bytes"), (long long)ha_size[HA_S_CALLOC]);
+    CHECK(strstr(p.r.err, "split objects: 1 placed, 4.0 MiB in their ranges, 1 ranges did not fit")
+          != NULL);
+    CHECK(strstr(p.r.err, "range 6291456-10485760: 0 objects, 0 B placed") != NULL);
+    CHECK(strstr(p.r.err, "range 0-4194304: 1 objects, 4.0 MiB placed") != NULL);
+    if (hmt_failed_checks != before) {
+        show_json(p.js);
+        show_err(&p.r);
+    }
+    placed_free(&p);
+}
+
+static void test_split(void)
+{
+    split_case("thp", 0);
+    if (reserve_hugepages(16))
+        split_case("hugetlb", 1);
+    else
+        fprintf(stderr, "  hugetlb: cannot reserve 16 hugepages here: skipped\n");
+    restore_hugepages();
+}
+
 static void remove_dir(void)
 {
     DIR *d = opendir(g_dir);
@@ -1454,6 +1552,7 @@ int main(void)
     RUN(test_bootstrap);
     RUN(test_static_variable);
     RUN(test_exit_safety);
+    RUN(test_split);
     for (int m = 0; m < M_N; m++)
         run_free(&g_modes[m].base);
     remove_dir();

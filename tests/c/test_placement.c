@@ -1,4 +1,4 @@
-/* Tests of interpose/hmi_placement.c, the interposer's placement.txt v1 parser:
+/* Tests of interpose/hmi_placement.c, the interposer's placement.txt v1/v2 parser:
  * the docs example, a file written by advisor.placement, the refusals with their
  * line numbers, the reader's quirks it must share, and a 10 MB input. */
 #include "hmt.h"
@@ -109,6 +109,25 @@ static void test_python_writer_file(void)
     hmi_placement_free(&p);
 }
 
+/* tests/c/data/placement_writer_v2.txt: the same writer with a split site. */
+static void test_python_writer_v2_file(void)
+{
+    struct hmi_placement p;
+    char err[256];
+    int rc = hmi_placement_load(HMT_DATA_DIR "/placement_writer_v2.txt", &p, err, sizeof err);
+    if (rc)
+        fprintf(stderr, "  %s\n", err);
+    CHECK(rc == 0);
+    if (rc)
+        return;
+    CHECK(p.version == 2 && p.ntiers == 2 && p.nsites == 2 && p.nsplit == 1);
+    CHECK(p.sites[0].nranges == 2 && p.sites[0].nframes == 2 && p.sites[0].tier == 0);
+    CHECK(p.sites[0].ranges[0].start == 0 && p.sites[0].ranges[0].end == 2097152);
+    CHECK(p.sites[0].ranges[1].start == 6291456 && p.sites[0].ranges[1].end == 10485760);
+    CHECK(p.sites[1].nranges == 0 && !strcmp(modpath(&p, &p.sites[1], 0), "/opt/my app/bin/stream"));
+    hmi_placement_free(&p);
+}
+
 static void test_crlf_and_comments(void)
 {
     static const char t[] = "# hmtune placement v1  \r\n\r\n   # indented comment\r\n"
@@ -145,7 +164,7 @@ static void test_refusals(void)
     REFUSE("tier slow default unlimited\n", 1, "not an hmtune placement file");
     REFUSE("# hmtune placement\n", 1, "not an hmtune");
     REFUSE("# hmtune placement v1x\n", 1, "not an hmtune");
-    REFUSE("# hmtune placement v2\ntier s default unlimited\n", 1, "version '2'");
+    REFUSE("# hmtune placement v4\ntier s default unlimited\n", 1, "version '4'");
     REFUSE("# hmtune placement v0\n", 1, "version '0'");
     REFUSE("# hmtune placement v99999999999999999999999\n", 1, "version");
     REFUSE(HEAD "bogus 1\n", 6, "unknown keyword 'bogus'");
@@ -348,6 +367,52 @@ static void test_static_lines(void)
     ACCEPT(HEAD "static fast 281474976710640 /a+0x10\n", 0);
 }
 
+/* v2 split lines: the ranges as parsed, and the refusals with their messages. */
+#define HEAD2 "# hmtune placement v2\ntier fast hugetlb 8388608\n" \
+              "tier slow default unlimited\ndepth 4\nsize-window 0 100\n"
+static void test_split_lines(void)
+{
+    static const char text[] = HEAD2
+        "site fast /app+0x10\n"
+        "split fast 0-2097152,6291456-10485760 /app+0x1188 > /lib/libc.so.6+0x2724a   # app.c:94\n";
+    struct hmi_placement p;
+    char err[256];
+    int rc = parse_lit(text, sizeof text - 1, &p, err);
+    CHECK(rc == 0);
+    if (rc) {
+        fprintf(stderr, "  %s\n", err);
+        return;
+    }
+    CHECK(p.version == 2 && p.nsites == 2 && p.nsplit == 1);
+    CHECK(p.sites[0].nranges == 0 && p.sites[0].ranges == NULL);
+    const struct hmi_site *s = &p.sites[1];
+    CHECK(s->tier == 0 && s->line == 7 && s->nframes == 2 && s->nranges == 2);
+    CHECK(s->ranges[0].start == 0 && s->ranges[0].end == 2097152);
+    CHECK(s->ranges[1].start == 6291456 && s->ranges[1].end == 10485760);
+    CHECK(!strcmp(modpath(&p, s, 1), "/lib/libc.so.6") && s->frames[1].offset == 0x2724a);
+    hmi_placement_free(&p);
+    ACCEPT(HEAD "site fast /app+0x10\n", 1);
+    REFUSE(HEAD "split fast 0-4096 /app+0x10\n", 6, "need '# hmtune placement v2'");
+    REFUSE("# hmtune placement v3\n", 1, "v1 and v2, not version '3'");
+    REFUSE(HEAD2 "split slow 0-4096 /a+0x1\n", 6, "fallback");
+    REFUSE(HEAD2 "split mid 0-4096 /a+0x1\n", 6, "undeclared tier 'mid'");
+    REFUSE(HEAD2 "split fast 0-4097 /a+0x1\n", 6, "expected 'split");
+    REFUSE(HEAD2 "split fast 0-4096,4096-8192 /a+0x1\n", 6, "'4096-8192'");
+    REFUSE(HEAD2 "split fast 0-281474976714752 /a+0x1\n", 6, "expected 'split");
+    REFUSE(HEAD2 "split fast 0-4096\n", 6, "module+0xHEX");
+    REFUSE(HEAD2 "split fast 0-4096 /a+0x1 > /b+0x2 > /c+0x3 > /d+0x4 > /e+0x5\n", 6,
+           "more frames than depth");
+    REFUSE(HEAD2 "site fast /a+0x1\nsplit fast 0-4096 /a+0x1\n", 7, "already listed at line 6");
+    char many[64 * 24 + 256];
+    size_t k = (size_t)snprintf(many, sizeof many, "%ssplit fast ", HEAD2);
+    for (unsigned i = 0; i < 65; i++)
+        k += (size_t)snprintf(many + k, sizeof many - k, "%s%u-%u", i ? "," : "", i * 8192,
+                              i * 8192 + 4096);
+    snprintf(many + k, sizeof many - k, " /a+0x1\n");
+    refuse(many, strlen(many), 6, "more ranges than 64");
+    ACCEPT(HEAD2 "split fast 0-281474976710656 /a+0x1\n", 1);
+}
+
 static void test_tier_count(void)
 {
     char t[4096];
@@ -401,6 +466,7 @@ int main(void)
 {
     RUN(test_docs_example);
     RUN(test_python_writer_file);
+    RUN(test_python_writer_v2_file);
     RUN(test_crlf_and_comments);
     RUN(test_reader_quirks);
     RUN(test_refusals);
@@ -410,6 +476,7 @@ int main(void)
     RUN(test_load_errors);
     RUN(test_program_line);
     RUN(test_static_lines);
+    RUN(test_split_lines);
     RUN(test_tier_count);
     RUN(test_not_a_regular_file);
     HMT_END();

@@ -75,7 +75,7 @@ def edit(i: int, line: str | None) -> list[str]:
 
 BAD = {
     "header": (edit(0, "# hmtune placement"), 1),
-    "newer": (edit(0, "# hmtune placement v2"), 1),
+    "newer": (edit(0, "# hmtune placement v3"), 1),
     "capacity": (edit(2, "tier hbm memkind:MEMKIND_HBW 256M"), 3),
     "backend": (edit(2, "tier hbm gpu 268435456"), 3),
     "tier-late": ([*GOOD, "tier more default unlimited"], len(GOOD) + 1),

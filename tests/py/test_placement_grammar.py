@@ -33,6 +33,7 @@ pytestmark = pytest.mark.skipif(not (LIB.exists() and APP.exists() and DL.exists
                                 reason="libhmalloc.so or the test programs not built (make)")
 
 H = b"# hmtune placement v1\n"
+H2 = b"# hmtune placement v2\n"
 T = b"tier fast thp 1048576\ntier slow default unlimited\n"
 TAIL = b"depth 1\nsize-window 0 0\n"
 
@@ -48,6 +49,15 @@ def tiers(n: int) -> bytes:
 
 def digits(n: int) -> bytes:
     return b"1" + b"0" * (n - 1)
+
+
+def ranges(n: int, step: int = 8192, first: int = 0) -> bytes:
+    return ",".join(f"{first + i * step}-{first + i * step + 4096}" for i in range(n)).encode()
+
+
+def split(rs: bytes, tier: bytes = b"fast", frames: int = 1) -> bytes:
+    return H2 + T + b"depth %d\nsize-window 0 0\nsplit " % frames + tier + b" " + rs + b" " \
+        + chain(frames) + b"   # s\n"
 
 
 def comment_line(length: int) -> bytes:
@@ -142,6 +152,46 @@ CASES: dict[str, tuple[bytes, bool]] = {
     "static-undeclared-tier": (H + T + TAIL + b"static mid 16 " + chain(1) + b"\n", False),
     "static-then-tier": (H + b"tier fast thp 1048576\nstatic fast 16 " + chain(1)
                          + b"\ntier slow default unlimited\n" + TAIL, False),
+    # v2: split TIER RANGES CHAIN
+    "v2-without-split": (H2 + T + TAIL + b"site fast " + chain(1) + b"\n", True),
+    "version-3": (b"# hmtune placement v3\n" + T + TAIL, False),
+    "version-002": (b"# hmtune placement v002\n" + T + TAIL, True),
+    "split": (split(b"2097152-6291456"), True),
+    "split-in-v1": (split(b"0-4096").replace(H2, H), False),
+    "split-two-ranges": (split(b"0-2097152,6291456-10485760"), True),
+    "split-ranges-64": (split(ranges(64)), True),
+    "split-ranges-65": (split(ranges(65)), False),
+    "split-end-2^48": (split(b"0-281474976710656"), True),
+    "split-end-2^48+4096": (split(b"0-281474976714752"), False),
+    "split-start-unaligned": (split(b"4095-8192"), False),
+    "split-end-unaligned": (split(b"0-4097"), False),
+    "split-start-equals-end": (split(b"4096-4096"), False),
+    "split-start-after-end": (split(b"8192-4096"), False),
+    "split-touching": (split(b"0-4096,4096-8192"), False),
+    "split-gap-4096": (split(b"0-4096,8192-12288"), True),
+    "split-overlapping": (split(b"0-8192,4096-12288"), False),
+    "split-decreasing": (split(b"8192-12288,0-4096"), False),
+    "split-leading-zeros": (split(b"000-0004096"), True),
+    "split-2^64": (split(b"0-" + OVER64), False),
+    "split-negative": (split(b"-4096-8192"), False),
+    "split-empty-range": (split(b"0-4096,"), False),
+    "split-no-ranges": (H2 + T + TAIL + b"split fast  " + chain(1) + b"\n", False),
+    "split-no-chain": (H2 + T + TAIL + b"split fast 0-4096\n", False),
+    "split-space-in-range": (split(b"0 -4096"), False),
+    "split-fallback-tier": (split(b"0-4096", tier=b"slow"), False),
+    "split-undeclared-tier": (split(b"0-4096", tier=b"mid"), False),
+    "split-frames-64": (split(b"0-4096", frames=64), True),
+    "split-frames-65": (split(b"0-4096", frames=65), False),
+    "split-deeper-than-depth": (H2 + T + TAIL + b"split fast 0-4096 " + chain(2) + b"\n",
+                                False),
+    "split-and-site-same-chain": (H2 + T + TAIL + b"site fast " + chain(1) + b"\nsplit fast "
+                                  b"0-4096 " + chain(1) + b"\n", False),
+    "split-twice": (H2 + T + TAIL + b"split fast 0-4096 " + chain(1) + b"\nsplit fast "
+                    b"8192-12288 " + chain(1) + b"\n", False),
+    "split-and-site": (H2 + T + TAIL + b"site fast " + chain(1) + b"\nsplit fast 0-4096 "
+                       + chain(1, first=0x20) + b"\n", True),
+    "split-then-tier": (H2 + b"tier fast thp 1048576\ntier mid thp 4096\nsplit fast 0-4096 "
+                        + chain(1) + b"\ntier slow default unlimited\n" + TAIL, False),
 }
 
 
@@ -203,14 +253,19 @@ SEEDS = [H + b"program /bin/x\ntier fast thp 1048576\ntier mid numa:0-3,8 4096\n
          b"tier slow default unlimited\ndepth 3\nsize-window 0 100\n"
          b"site fast /a/b+0x1 > /c d+0x2   # c\nsite mid /x+0x3\nstatic fast 64 /x+0x40\n",
          (H + b"tier f memkind:MEMKIND_HBW 1\ntier s default unlimited\ndepth 2 # x\n"
-          b"size-window 1 1\nsite f a+0x1 > b+0x2\n").replace(b"\n", b"\r\n")]
+          b"size-window 1 1\nsite f a+0x1 > b+0x2\n").replace(b"\n", b"\r\n"),
+         H2 + b"tier fast hugetlb 8388608\ntier slow default unlimited\ndepth 2\n"
+         b"size-window 0 100\nsplit fast 0-2097152,6291456-10485760 /a+0x1 > /b+0x2   # s\n"
+         b"site fast /c+0x3\n"]
 TOKENS = [b" ", b"\t", b"\r", b"\n", b"\r\n", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e",
           b"\x1f", b"\x85", b"\xc2\x85", b"\xa0", b"\xc2\xa0", b"\xe2\x80\xa8", b"\0", b"#",
           b" #", b">", b" > ", b"+0x", b"+", b"0", b"1", b"9", b"a", b"F", b"x", b"-", b",",
           b":", b"unlimited", b"tier ", b"site ", b"depth ", b"size-window ", b"program ",
           b"static ", b"static fast 16 /s+0x8\n",
           b"program /p", b"/", MAX64, OVER64, b"ffffffffffff", b"1000000000000",
-          b"\xd9\xa1", b"\xc2\xb2", b"\xff", b"MEMKIND_", b"numa:", b"thp", b"v1", b"v01"]
+          b"\xd9\xa1", b"\xc2\xb2", b"\xff", b"MEMKIND_", b"numa:", b"thp", b"v1", b"v01",
+          b"v2", b"v3", b"split ", b"split fast 0-4096 /s+0x9\n", b"4096", b"8192", b"-",
+          b"0-4096,", b"281474976710656"]
 
 
 def mutants(seed: int, n: int) -> list[bytes]:
@@ -272,6 +327,9 @@ def test_limits_are_the_c_headers() -> None:
     assert (h["HMI_LINE_MAX"], h["HMI_MAX_FRAMES"], h["HMI_MAX_TIER_LINES"],
             h["HMI_INPUT_MAX"], h["HMI_PROGRAM_MAX"]) == \
         (P.LINE_MAX, P.MAX_FRAMES, P.MAX_TIERS, P.INPUT_MAX, P.PROGRAM_MAX)
+    assert (h["HMI_VERSION_MAX"], h["HMI_MAX_RANGES"], h["HMI_RANGE_ALIGN"],
+            h["HMI_RANGE_END_MAX"]) == \
+        (P.VERSION_SPLIT, P.MAX_RANGES, P.RANGE_ALIGN, P.RANGE_END_MAX)
     assert 1 << defines("common/hm_modmap.h")["HM_FRAME_MODSHIFT"] == P.OFFSET_LIMIT
     assert defines("interpose/hmi_backend.h")["HMI_MAX_TIERS"] >= P.MAX_TIERS
 
@@ -297,3 +355,41 @@ def test_advise_writes_only_what_the_library_reads(tmp_path: Path) -> None:
     assert all(len(line) <= P.LINE_MAX for line in (d / "placement.txt").read_bytes()
                .splitlines())
     assert library_accepts(d / "placement.txt", tmp_path)
+
+
+def _split_file(sites: list[P.SiteLine]) -> P.PlacementFile:
+    return P.PlacementFile(tiers=[P.TierLine("fast", "thp", 1 << 30),
+                                  P.TierLine("slow", "default", None)],
+                           depth=2, size_window=(0, 0), sites=sites)
+
+
+def test_writer_split_lines(tmp_path: Path) -> None:
+    """A SiteLine with ranges is written as a v2 split line that both readers read back
+    as it was; without ranges the file stays v1, as before; the writer refuses the
+    ranges the readers refuse."""
+    c1, c2 = f"{LIBC}+0x10", f"{LIBC}+0x20 > {LIBC}+0x30"
+    pf = _split_file([P.SiteLine("fast", c1, "app.c:9", ((0, 4096), (8192, 2 << 20))),
+                      P.SiteLine("fast", c2, "whole")])
+    text = P.format_placement(pf)
+    assert text.startswith(P.HEADER_SPLIT + "\n")
+    assert f"\nsplit fast 0-4096,8192-2097152 {c1}   # app.c:9\n" in text
+    assert f"\nsite fast {c2}   # whole\n" in text
+    path = tmp_path / "p.txt"
+    P.write_placement(path, pf)
+    back = P.read_placement(path)
+    assert back.sites == pf.sites and back.sites[0].keyword == "split"
+    assert library_accepts(path, tmp_path)
+    plain = P.format_placement(_split_file([P.SiteLine("fast", c2)]))
+    assert plain.startswith(P.HEADER + "\n") and "split" not in plain
+    bad: list[tuple[tuple[int, int], ...]] = [
+        ((0, 4097),), ((1, 4096),), ((4096, 4096),), ((0, 4096), (4096, 8192)),
+        ((8192, 12288), (0, 4096)), ((0, (1 << 48) + 4096),), ((-4096, 4096),),
+        tuple((i * 8192, i * 8192 + 4096) for i in range(65))]
+    for rs in bad:
+        with pytest.raises(P.PlacementFormatError):
+            P.format_placement(_split_file([P.SiteLine("fast", c1, "", rs)]))
+    ok64 = tuple((i * 8192, i * 8192 + 4096) for i in range(64))
+    text64 = P.format_placement(_split_file([P.SiteLine("fast", c1, "", ok64)]))
+    assert P.parse_placement_bytes(text64.encode()).sites[0].ranges == ok64
+    with pytest.raises(P.PlacementFormatError, match="fallback"):
+        P.format_placement(_split_file([P.SiteLine("slow", c1, "", ((0, 4096),))]))

@@ -327,6 +327,34 @@ def test_realloc_follows_the_realloc_site(programs: Programs, tmp_path: Path,
     assert sorted(x["placed_bytes"] for x in s["sites"]) == sorted(placed_sizes)
 
 
+def test_split_sites_through_realloc(programs: Programs, tmp_path: Path) -> None:
+    """A v2 placement whose three sites are split lines (the first 64 KiB of each
+    object in the tier, the rest in ordinary memory): hmtune run accepts it, the block
+    moves through the three sites by realloc with its contents, and the statistics
+    count the split objects and their ranges."""
+    t = programs("realloc_chain")
+    sizes = [100000, 200000, 400000]
+    chains = [t.site(n) for n in sizes]
+    pf = PlacementFile(
+        tiers=[TierLine("fast", "thp", 1 << 30), TierLine("slow", "default", None)],
+        depth=max(len(frames(c)) for c in chains), size_window=(min(sizes), max(sizes)),
+        sites=[SiteLine("fast", c, f"size {n}", ((0, 65536),))
+               for c, n in zip(chains, sizes, strict=True)])
+    write_placement(tmp_path / "p.txt", pf)
+    assert (tmp_path / "p.txt").read_text().startswith("# hmtune placement v2\n")
+    r = hmtune_run(tmp_path, app("realloc_chain"), "-q", "--placement", str(tmp_path / "p.txt"))
+    assert (r.returncode, r.stdout) == (0, b"ok\n"), r.stderr
+    s = stats(tmp_path)
+    fast = tier(s)
+    assert (fast["placed_blocks"], fast["split_placed"]) == (3, 3)
+    assert fast["split_bytes"] == 3 * 65536 and fast["split_ranges_not_fitting"] == 0
+    assert fast["freed_blocks"] == 3 and fast["used_bytes_at_exit"] == 0
+    assert fast["high_water_bytes"] == 2 * 65536          # old and new during a realloc
+    for c in chains:
+        assert by_chain(s)[c]["ranges"] == [{"start": 0, "end": 65536, "objects": 1,
+                                             "placed_bytes": 65536}]
+
+
 def test_threads(programs: Programs, tmp_path: Path) -> None:
     t = programs("threads")
     assert t.site(100000) == t.site(400000)                     # one site, all 4 threads
@@ -464,7 +492,7 @@ def test_mpi_ranks_each_write_their_statistics(programs: Programs, tmp_path: Pat
 # ---- refusals ----
 
 @pytest.mark.parametrize("text", [None, "", "tier fast thp 100\n",
-                                  "# hmtune placement v2\n",
+                                  "# hmtune placement v3\n",
                                   "# hmtune placement v1\ntier fast thp 1000\n"])
 def test_missing_or_malformed_placement(tmp_path: Path, text: str | None) -> None:
     pl = tmp_path / "placement.txt"
