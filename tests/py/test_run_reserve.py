@@ -93,6 +93,20 @@ def test_a_site_needs_its_most_pages_live_at_once() -> None:
     assert one(pf, {"/a+0x1": in_turn}).per_process == 2
 
 
+def test_a_split_site_needs_only_its_ranges_pages() -> None:
+    """Ranges widened to 2 MiB pages inside the object's mapping, cut to the object;
+    even a small object of a split site is a mapping of its own."""
+    assert reserve.range_pages(64 * MIB, ((24 * MIB, 28 * MIB),), PAGE) == 2
+    assert reserve.range_pages(64 * MIB, ((MIB, 3 * MIB),), PAGE) == 2       # widened
+    assert reserve.range_pages(5 * MIB, ((4 * MIB, 8 * MIB),), PAGE) == 1    # cut at 6 MiB
+    assert reserve.range_pages(3 * MIB, ((4 * MIB, 8 * MIB),), PAGE) == 0    # past its end
+    pf = placement(("fast", "hugetlb", GIB), sites=[("fast", "/a+0x1"), ("fast", "/a+0x2")])
+    pf.sites[0] = SiteLine("fast", "/a+0x1", "", ((24 * MIB, 28 * MIB),))
+    sizes = {"/a+0x1": blocks((64 * MIB, 0, 10), (64 * MIB, 5, 20)),
+             "/a+0x2": blocks((4 * MIB, 0, 9))}
+    assert one(pf, sizes).per_process == 2 * 2 + 2
+
+
 def test_capacity_caps_the_pages() -> None:
     """Never more than the capacity holds, in whole pages."""
     sites = [("fast", "/a+0x1"), ("fast", "/a+0x2")]
