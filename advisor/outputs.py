@@ -111,12 +111,11 @@ def _placement_file(sites: Sites, problem: Problem, placement: Placement,
     site_lines = []
     for s in split.placed_sites(table, heap_tier, last):
         label = str(table["label"].iloc[s.row])
-        if s.ranges:                    # the parent's label, without the piece's range
+        if s.pieces:                    # the parent's label, without the piece's range
             label = label.rpartition(" [")[0] or label
-            label += (f" (site {s.parent_id}) {human(s.placed_bytes)} of "
-                      f"{human(s.object_bytes)}")
-        else:
-            label += f" (site {s.parent_id})"
+        label += f" (site {s.parent_id})"
+        if s.ranges:
+            label += f" {human(s.placed_bytes)} of {human(s.object_bytes)}"
         line = SiteLine(problem.tiers[s.tier].name, str(table["callstack_raw"].iloc[s.row]),
                         label)
         site_lines.append(replace(line, ranges=s.ranges) if s.ranges else line)

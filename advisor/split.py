@@ -276,6 +276,7 @@ class SplitSite:
     ranges: tuple[tuple[int, int], ...]
     placed_bytes: int                   # of the largest object, in the ranges
     object_bytes: int                   # the largest object
+    pieces: bool = False                # row is one of the site's pieces (its label too)
 
 
 def placed_sites(table: pd.DataFrame, tier_of: np.ndarray, last: int,
@@ -312,7 +313,7 @@ def placed_sites(table: pd.DataFrame, tier_of: np.ndarray, last: int,
             rs = ()                     # every piece: the whole object
         else:                           # placement.txt ranges are whole 4 KiB pages
             rs = tuple((a, -(-b // 4096) * 4096) for a, b in rs)
-        out.append(SplitSite(rows[0], p, t, rs, placed, obj))
+        out.append(SplitSite(rows[0], p, t, rs, placed, obj, True))
     return sorted(out, key=lambda s: s.row)
 
 

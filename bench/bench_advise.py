@@ -8,6 +8,10 @@ tier, by seed). The lifetime instances spread
 100,000 allocations over sites and ranks: long-lived arrays plus temporaries that
 come and go in phases, with a heavy-tailed number of allocations per site.
 
+The split instances have 10,000 sites of 128-512 MiB objects, each with weight in
+every 2 MiB of it: advisor/split.py cuts each into at most 64 ranges, and the cut is
+timed with the solve.
+
 Each instance is solved `--runs` times; the median wall time and the (identical)
 value, bound and proven gap are printed with PASS/FAIL per target."""
 
@@ -135,12 +139,60 @@ def max_total_live(allocs: pd.DataFrame) -> int:
     return int(ev.groupby("rank")["d"].cumsum().max())
 
 
-def run(problem: Problem, target: Target, runs: int) -> tuple[float, Placement]:
+@dataclass
+class SplitCase:
+    """A problem to cut into ranges (advisor/split.py) before it is solved: the cut is
+    timed with the solve."""
+    problem: Problem
+    profile: pd.DataFrame
+
+
+def split_case(n: int, seed: int) -> SplitCase:
+    """n sites of one object each, 128-512 MiB (64-256 ranges of 2 MiB, merged to at
+    most 64 per site), with weight in every 2 MiB of it (heavy-tailed per range), a
+    hugetlb tier holding 10 % of them."""
+    from advisor.model import MIB
+
+    rng = np.random.default_rng(seed)
+    ids = np.arange(3, 3 + n, dtype=np.int64)
+    sizes = rng.integers(64, 257, n).astype(np.int64) * 2 * MIB
+    weights = rng.lognormal(0.0, 2.0, n) * 1e6
+    blocks = pd.DataFrame({"site_id": ids, "rank": 0, "size": sizes, "t_alloc": 0,
+                           "t_free": 100, "scale": 1})
+    tier = [Tier("hbm", int(sizes.sum() * 0.1), "hugetlb", 1.0, 1.1, page_size=2 * MIB),
+            Tier("ddr", None, "default", 1.6, 1.9)]
+    problem = Problem(ids, sizes, weights, np.full(n, 90), np.full(n, 10), tier,
+                      total_weight=float(weights.sum()), samples=np.full(n, 1000),
+                      max_sizes=sizes.copy(), n_allocs=np.ones(n, np.int64),
+                      total_bytes=sizes.copy(), blocks=blocks, statics=np.zeros(n, bool),
+                      ns_weight=0.0)
+    nb = sizes // (2 * MIB)
+    site = np.repeat(ids, nb)
+    offset = (np.arange(int(nb.sum())) - np.repeat(np.cumsum(nb) - nb, nb)) * 2 * MIB
+    w = rng.pareto(1.5, site.size) * np.repeat(weights / nb, nb)
+    profile = pd.DataFrame({"site_id": site, "offset": offset,
+                            "weight": np.round(w).astype(np.int64) + 1, "samples": 1})
+    return SplitCase(problem, profile)
+
+
+def run(problem: Problem | SplitCase, target: Target, runs: int) -> tuple[float, Placement]:
+    from advisor import split
+    from advisor.inputs import Sites
+
     times = []
     p: Placement | None = None
     for _ in range(runs):
         t0 = time.perf_counter()
-        p = solve(problem, target.strategy, time_limit_s=target.max_seconds,
+        if isinstance(problem, SplitCase):
+            pr = problem.problem
+            table = pd.DataFrame({"site_id": pr.site_ids, "label": "x", "kind": "heap",
+                                  "callstack_raw": "/a+0x1", "max_size": pr.max_sizes,
+                                  "peak_live_bytes": pr.sizes, "weight": pr.weights})
+            sites = Sites(Path("sites.csv"), {}, table, table.iloc[0:0], pr.total_weight)
+            solved = split.expand(pr, sites, problem.profile, 4096).problem
+        else:
+            solved = problem
+        p = solve(solved, target.strategy, time_limit_s=target.max_seconds,
                   gap_target=target.gap_target)
         times.append(time.perf_counter() - t0)
     assert p is not None
@@ -160,6 +212,8 @@ def main() -> int:
          lambda s: static_problem(1_000, 2, s)),
         (Target("ilp 10k sites x 3 tiers, gap<=0.01%", "ilp", 5.0, 1e-4, 1e-4),
          lambda s: static_problem(10_000, 2, s)),
+        (Target("ilp 10k sites x 64 ranges (split), gap<=0.01%", "ilp", 10.0, 1e-4, 1e-4),
+         lambda s: split_case(10_000, s)),
         (Target("ilp-lifetime 100k allocs x 2 tiers, gap<=0.1%", "ilp-lifetime", 60.0, 1e-3,
                 1e-3), lambda s: lifetime_problem(100_000, 2_000, 4, 1, s)),
         (Target("ilp-lifetime 100k allocs x 3 tiers, gap<=0.1%", "ilp-lifetime", 60.0, 1e-3,
