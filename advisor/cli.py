@@ -342,19 +342,18 @@ def _split(problem: Problem, sites: Sites, sites_path: Path,
                          "analyze): objects are placed whole; run hmtune analyze again to "
                          "place the hot ranges of objects over the capacity")
         return problem, sites
-    from analyze.profile import ProfileError, read_profile
+    from analyze.profile import read_profile
+    from analyze.traceid import FIELD
 
     try:
         prof = read_profile(path)
-    except (OSError, ProfileError) as e:
+    except (OSError, ValueError) as e:
         raise Failure(f"{e}", 1) from None
-    from analyze.traceid import FIELD
-
-    tid, ptid = sites.meta.get(FIELD), prof.meta.get(FIELD)
-    if tid and ptid and tid != ptid:
+    tid = sites.meta.get(FIELD)
+    if tid and prof.trace_id and tid != prof.trace_id:
         raise Failure(f"{path} and {sites_path.name} were made from different traces: run "
                       f"hmtune analyze {sites_path.parent} first", 2)
-    df = prof.table
+    df = prof.df
     if sites.merged:
         df = df.assign(site_id=df["site_id"].map(lambda i: sites.merged.get(int(i), int(i))))
     ex = split.expand(problem, sites, df, prof.granularity)

@@ -71,8 +71,11 @@ def advisor_bytes(placement: Path, groups: list[Group]) -> tuple[int, int | None
 
     pf = read_placement(placement)
     placed = {s.chain for s in pf.sites} | {s.raw for s in pf.statics}
-    nbytes = sum(n for g in groups for c, n in zip(g.chains, g.sizes, strict=True)
-                 if c in placed)
+    split = {s.chain: sum(b - a for a, b in s.ranges) for s in pf.sites if s.ranges}
+    nbytes = sum(min(n, split.get(c, n)) for g in groups
+                 for c, n in zip(g.chains, g.sizes, strict=True) if c in placed)
+    if split:                   # ranges of objects: not one of the explored placements
+        return nbytes, None
     mask = 0
     for i, g in enumerate(groups):
         inside = [c in placed for c in g.chains]

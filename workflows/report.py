@@ -187,7 +187,8 @@ def advisor_section(d: Path) -> list[str]:
                 f"{', '.join(tiers)}; {len(pf.sites)} site(s){statics} placed"]
         placed = [(x.tier, x.chain, x.comment) for x in pf.sites] + \
             [(x.tier, x.raw, x.comment) for x in pf.statics]
-        key = frozenset((t, c) for t, c, _ in placed)
+        ranges = {x.chain: x.ranges for x in pf.sites if x.ranges}
+        key = frozenset((t, c, ranges.get(c, ())) for t, c, _ in placed)
         if key in shown:
             out[-1] += f": the same as `{shown[key]}`."
             out.append("")
@@ -195,7 +196,10 @@ def advisor_section(d: Path) -> list[str]:
         shown[key] = rel
         out[-1] += ":" if placed else "."
         out.append("")
-        out += [f"- `{t}`: {by_chain.get(c) or comment or c}" for t, c, comment in placed]
+        out += [f"- `{t}`: {by_chain.get(c) or comment or c}"
+                + (f" (ranges {', '.join(f'{human(a)}-{human(b)}' for a, b in ranges[c])})"
+                   if c in ranges else "")
+                for t, c, comment in placed]
         out.append("")
     return out
 

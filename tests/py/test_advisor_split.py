@@ -131,3 +131,22 @@ def test_the_placement_line_carries_the_ranges(tmp_path: Path) -> None:
     write_placement(tmp_path / "p.txt", pf)
     back = read_placement(tmp_path / "p.txt")
     assert back.sites[0].ranges == (HOT,)
+
+
+def test_explore_counts_a_split_site_by_its_ranges(tmp_path: Path) -> None:
+    """An advisor placement with ranges is no explored placement (no mask) and counts
+    only the bytes of its ranges."""
+    from advisor.placement import PlacementFile, TierLine, write_placement
+    from workflows.explore import advisor_bytes
+    from workflows.sitegroups import Group
+
+    groups = [Group("site 3", ["/app+0x3"], [3], [64 * MIB], 64 * MIB, 64 * MIB),
+              Group("site 4", ["/app+0x4"], [4], [4 * MIB], 4 * MIB, 4 * MIB)]
+    tiers = [TierLine("fast", "hugetlb", 16 * MIB), TierLine("slow", "default", None)]
+    whole = PlacementFile(tiers, 1, (0, 64 * MIB), [SiteLine("fast", "/app+0x4")])
+    write_placement(tmp_path / "w.txt", whole)
+    assert advisor_bytes(tmp_path / "w.txt", groups) == (4 * MIB, 0b10)
+    split = PlacementFile(tiers, 1, (0, 64 * MIB), [SiteLine("fast", "/app+0x3", "", (HOT,)),
+                                                   SiteLine("fast", "/app+0x4")])
+    write_placement(tmp_path / "s.txt", split)
+    assert advisor_bytes(tmp_path / "s.txt", groups) == (12 * MIB, None)
