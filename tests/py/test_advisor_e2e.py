@@ -44,8 +44,8 @@ def analyzed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_trace_analyze_advise(analyzed: Path) -> None:
     cap = 40 * MIB
-    r = subprocess.run([str(HMTUNE), "advise", str(analyzed), "--mem", "40M"],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run([str(HMTUNE), "advise", str(analyzed), "--mem", "40M",
+                        "--whole-objects"], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     sites = load_sites(analyzed / "sites.csv").table
     live = sites[sites["weight"] > 0]

@@ -130,11 +130,12 @@ def access_only(tmp: Path) -> Path:
 
 
 def placed_sites(d: Path, sites_csv: Path, machine: Path, name: str) -> set[str]:
-    """The chains `hmtune advise --mem 80M` places (80 MiB: room for the transient arrays
-    or for the persistent one, not both)."""
+    """The chains `hmtune advise --mem 80M --whole-objects` places (80 MiB: room for the
+    transient arrays or for the persistent one, not both; whole objects, as the choice
+    between the two is what is checked)."""
     out = d / name
     r = run("advise", str(sites_csv), "--machine", str(machine), "--mem", "80M",
-            "-o", str(out))
+            "--whole-objects", "-o", str(out))
     assert r.returncode == 0, r.stderr
     return {s.chain for s in read_placement(out).sites}
 
