@@ -25,6 +25,11 @@ their own: a range at the object's end that is shorter than the arena's largest 
 is charged as one just over it (on hugetlb the whole 2 MiB page the interposer maps;
 elsewhere at most 1 MiB more than the interposer takes).
 
+A site whose samples are spread evenly over its objects (analyze.profile's flatness
+test) is cut into equal contiguous pieces weighted by their bytes instead, the earlier
+ones a millionth heavier: its sampled ranges would differ only by noise, and a strategy
+that takes part of it then takes one range from the object's start.
+
 Splitting needs one limited tier (a site's ranges go to one tier, the rest to the
 fallback); with more, sites are placed whole and a note says so.
 """
@@ -40,6 +45,7 @@ import pandas as pd
 from advisor import granularity
 from advisor.inputs import Sites
 from advisor.model import MIB, Placement, Problem
+from analyze.profile import flat_counts
 
 UNIT = 2 * MIB              # the smallest range a split places
 MAX_RANGES = 64             # ranges per site (placement.txt's limit per split line)
@@ -120,6 +126,21 @@ def range_unit(profile_granularity: int) -> int:
     return max(UNIT, int(profile_granularity))
 
 
+def _flat_pieces(nb: int, size: int, unit: int,
+                 max_ranges: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A flat site (analyze.profile's test: its samples spread evenly) in at most
+    max_ranges contiguous pieces whose weights are their shares of the bytes: the
+    sampled ranges would differ only by noise, and scattered ranges cost more mappings
+    for nothing. Earlier pieces weigh a millionth more, so a strategy that can take only
+    part of the object takes it from the start, as one range."""
+    k = min(max_ranges, nb)
+    edges = np.unique(np.round(np.linspace(0, nb, k + 1)).astype(np.int64))
+    u, v = edges[:-1], edges[1:]
+    nbytes = (np.minimum(v * unit, size) - u * unit).astype(np.float64)
+    fw = nbytes * (1.0 + 1e-6 * (u.size - np.arange(u.size)) / u.size)
+    return u, v, fw / fw.sum()
+
+
 def _piece_blocks(blocks: pd.DataFrame, parent: np.ndarray, pid: np.ndarray, a: np.ndarray,
                   b: np.ndarray, floor: int) -> pd.DataFrame:
     """Every piece's blocks: its parent's blocks cut to [a, b) (blocks not reaching a
@@ -174,6 +195,15 @@ def expand(problem: Problem, sites: Sites, profile: pd.DataFrame, gran: int,
         w = np.bincount(bucket, weights=p_w[sl], minlength=nb)
         wsum = float(w.sum())
         if wsum <= 0:
+            continue
+        if flat_counts(zip(p_off[sl].tolist(), p_n[sl].tolist(), strict=True),
+                       int(mxs[i])) is True:
+            u, v, fw = _flat_pieces(nb, int(mxs[i]), unit, max_ranges)
+            src_l.append(np.full(u.size, i, np.int64))
+            u_l.append(u)
+            v_l.append(v)
+            fw_l.append(fw)
+            smp_l.append(fw * float(p_n[sl].sum()))
             continue
         u, v = segment_bounds(w, max_ranges)
         if u.size < 2:

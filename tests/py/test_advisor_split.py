@@ -150,3 +150,20 @@ def test_explore_counts_a_split_site_by_its_ranges(tmp_path: Path) -> None:
                                                    SiteLine("fast", "/app+0x4")])
     write_placement(tmp_path / "s.txt", split)
     assert advisor_bytes(tmp_path / "s.txt", groups) == (12 * MIB, None)
+
+
+def test_a_flat_object_is_placed_from_its_start_in_one_range() -> None:
+    """Evenly sampled (analyze's flatness test says flat): equal contiguous pieces, and
+    the part that fits is one range from the start, not ranges picked by noise."""
+    problem, sites, _ = _case(24 * MIB)        # the warm objects and 8 MiB more
+    rng = np.random.default_rng(3)
+    offs = np.arange(0, 64 * MIB, 2 * MIB)
+    flat = pd.DataFrame({"site_id": 3, "offset": offs,
+                         "weight": 600.0 / offs.size * rng.uniform(0.9, 1.1, offs.size),
+                         "samples": 10})
+    ex = split.expand(problem, sites, flat, 4096)
+    pieces = ex.sites.table[ex.sites.table["parent_id"] == 3]
+    assert len(pieces) == 32 and ex.problem.weights[-32:].sum() == pytest.approx(600.0)
+    got = strategies.solve(ex.problem, "ilp")
+    big = [s for s in split.placed_sites(ex.sites.table, got.tier_of, 1) if s.parent_id == 3]
+    assert big and big[0].ranges == ((0, 8 * MIB),)
