@@ -59,7 +59,7 @@ def test_with_advise_and_compare(stage: Path) -> None:
     advised = md.split("### `placement.txt`", 1)[1].split("###", 1)[0]
     placed = re.findall(r"^- `([^`]+)`:", advised, re.M)
     listed = [ln.split()[1] for ln in (stage / "placement.txt").read_text().splitlines()
-              if ln.startswith("site ")]
+              if ln.startswith(("site ", "split "))]
     assert placed == listed
     assert "### `compare/ilp/placement.txt`" in md        # compare's advice is found too
 
