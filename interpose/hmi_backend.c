@@ -802,6 +802,27 @@ static void *split_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t a
     return a;
 }
 
+/* The tier that serves a request of size and align (both normalized: at least 1
+ * byte, at least 16-byte alignment), or NULL: no such tier, not placing, or an
+ * alignment that is not a power of two (counted as not fitting). */
+static struct hmi_bk *request_tier(uint32_t index, size_t *size, size_t *align)
+{
+    if (index >= HMI_MAX_TIERS)
+        return NULL;
+    struct hmi_bk *b = &hmi_bks[index];
+    if (b->state != HMI_TIER_OK || b->kind == HMI_BK_DEFAULT)
+        return NULL;
+    if (*align < 16)
+        *align = 16;
+    if (*align & (*align - 1)) {
+        count(b, C_NOT_FITTING);
+        return NULL;
+    }
+    if (*size == 0)
+        *size = 1;
+    return b;
+}
+
 void *hmi_backend_alloc_split(uint32_t index, size_t size, size_t align, int zero,
                               const struct hmi_range *ranges, uint32_t n,
                               uint64_t *placed, uint64_t *mask)
@@ -810,19 +831,9 @@ void *hmi_backend_alloc_split(uint32_t index, size_t size, size_t align, int zer
     *mask = 0;
     for (uint32_t i = 0; i < n; i++)
         placed[i] = 0;
-    if (index >= HMI_MAX_TIERS)
+    struct hmi_bk *b = request_tier(index, &size, &align);
+    if (!b)
         return NULL;
-    struct hmi_bk *b = &hmi_bks[index];
-    if (b->state != HMI_TIER_OK || b->kind == HMI_BK_DEFAULT)
-        return NULL;
-    if (align < 16)
-        align = 16;
-    if (align & (align - 1)) {
-        count(b, C_NOT_FITTING);
-        return NULL;
-    }
-    if (size == 0)
-        size = 1;
     void *p = split_alloc(b, index, size, align, ranges, n, placed, mask);
     count(b, p ? C_PLACED : C_NOT_FITTING);
     return p;
@@ -832,19 +843,9 @@ void *hmi_backend_alloc_split(uint32_t index, size_t size, size_t align, int zer
 
 static void *backend_alloc(uint32_t index, size_t size, size_t align, int zero)
 {
-    if (index >= HMI_MAX_TIERS)
+    struct hmi_bk *b = request_tier(index, &size, &align);
+    if (!b)
         return NULL;
-    struct hmi_bk *b = &hmi_bks[index];
-    if (b->state != HMI_TIER_OK || b->kind == HMI_BK_DEFAULT)
-        return NULL;
-    if (align < 16)
-        align = 16;
-    if (align & (align - 1)) {
-        count(b, C_NOT_FITTING);
-        return NULL;
-    }
-    if (size == 0)
-        size = 1;
     /* fresh anonymous mappings are zero: only reused arena objects need clearing */
     int cls = b->arena_max ? hmi_arena_class(size, align) : -1;
     void *p = cls >= 0 && hmi_arena_class_size((unsigned)cls) <= b->arena_max
