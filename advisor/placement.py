@@ -499,6 +499,20 @@ def parse_placement_bytes(data: bytes, where: str = "<placement>") -> PlacementF
     version = VERSION
     seen: dict[str, int] = {}
     objects: dict[str, int] = {}
+
+    def add_site(kind: str, tier: str, chain: str, comment: str,
+                 ranges: tuple[tuple[int, int], ...], lineno: int) -> None:
+        """A site or split line's chain, checked and listed (the C reader's add_site)."""
+        problem = _chain_problem(chain)
+        if problem:
+            raise PlacementFormatError(
+                f"{where}:{lineno}: {kind} chain {_text(chain)[:200]!r} {problem}")
+        if chain in seen:
+            raise PlacementFormatError(
+                f"{where}:{lineno}: site chain already listed at line {seen[chain]}")
+        seen[chain] = lineno
+        pf.sites.append(SiteLine(tier, _text(chain), comment, ranges))
+
     for lineno, raw in enumerate(lines, 1):
         def fail(msg: str, lineno: int = lineno) -> None:
             raise PlacementFormatError(f"{where}:{lineno}: {msg}")
@@ -557,13 +571,7 @@ def parse_placement_bytes(data: bytes, where: str = "<placement>") -> PlacementF
             chain = chain.strip(_WS)
             if tier not in {t.name for t in pf.tiers}:
                 fail(f"site in undeclared tier {_text(tier)[:64]!r}")
-            problem = _chain_problem(chain)
-            if problem:
-                fail(f"site chain {_text(chain)[:200]!r} {problem}")
-            if chain in seen:
-                fail(f"site chain already listed at line {seen[chain]}")
-            seen[chain] = lineno
-            pf.sites.append(SiteLine(tier, _text(chain), comment))
+            add_site("site", tier, chain, comment, (), lineno)
         elif key == "split":
             if version < VERSION_SPLIT:
                 fail(f"split lines need '{HEADER_SPLIT}' as the first line")
@@ -578,13 +586,7 @@ def parse_placement_bytes(data: bytes, where: str = "<placement>") -> PlacementF
             ranges = _parse_ranges(ranges_text)
             if ranges is None:
                 fail(f"{BAD_SPLIT}: {_text(ranges_text)[:200]!r}")
-            problem = _chain_problem(chain)
-            if problem:
-                fail(f"split chain {_text(chain)[:200]!r} {problem}")
-            if chain in seen:
-                fail(f"site chain already listed at line {seen[chain]}")
-            seen[chain] = lineno
-            pf.sites.append(SiteLine(tier, _text(chain), comment, ranges or ()))
+            add_site("split", tier, chain, comment, ranges or (), lineno)
         elif key == "static":
             tier, _, rest2 = rest.partition(" ")
             size_text, _, frame = rest2.partition(" ")
