@@ -49,7 +49,8 @@ $(TEST_C_DIR)/test_static: $(ROOT)/tests/c/test_static.c $(HMI_CORE_LIB) $(HMI_C
 	$(CC) $(TEST_C_CFLAGS) -I$(ROOT)/interpose -o $@ $< $(HMI_CORE_LIB) $(COMMON_SRC) -lunwind -ldl $(LDSAN)
 
 # The interposer's tier backends (interpose/hmi_backend*.c).
-$(TEST_C_DIR)/test_backend: $(ROOT)/tests/c/test_backend.c $(HMI_CORE_LIB) $(HMI_CORE_HDR) \
+$(TEST_C_DIR)/test_backend: $(ROOT)/tests/c/test_backend.c $(ROOT)/tests/c/smaps_split.h \
+    $(HMI_CORE_LIB) $(HMI_CORE_HDR) \
     $(COMMON_SRC) $(COMMON_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_C_CFLAGS) -I$(ROOT)/interpose -o $@ $< $(HMI_CORE_LIB) $(COMMON_SRC) -lunwind -ldl $(LDSAN)
@@ -87,7 +88,8 @@ HMA_PROBE_CFLAGS := $(filter-out -fsanitize=%,$(TEST_C_CFLAGS))
 $(HMA_EARLY_SO): $(ROOT)/tests/c/hmalloc_early.c $(ROOT)/tests/c/hmalloc_app.h
 	@mkdir -p $(@D)
 	$(CC) $(TEST_C_CFLAGS) -fPIC -shared -o $@ $< $(LDSAN)
-$(HMA_APP): $(ROOT)/tests/c/hmalloc_app.c $(ROOT)/tests/c/hmalloc_app.h $(HMA_EARLY_SO)
+$(HMA_APP): $(ROOT)/tests/c/hmalloc_app.c $(ROOT)/tests/c/hmalloc_app.h \
+    $(ROOT)/tests/c/smaps_split.h $(HMA_EARLY_SO)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_C_CFLAGS) -o $@ $< -L$(TEST_C_DIR) -lhmalloc_early -Wl,-rpath,$(TEST_C_DIR) \
 	  -ldl $(LDSAN)

@@ -14,6 +14,7 @@
  * a few extra frames (deep) so that their stacks are deeper than the placement's
  * depth, as in real programs; threads' stacks are whole chains shorter than it. */
 #include "hmalloc_app.h"
+#include "smaps_split.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -68,6 +69,20 @@ static void *need(void *p, const char *what)
         exit(98);
     }
     return p;
+}
+
+/* fork() with every output stream flushed first, so that nothing buffered is written
+ * twice; a failed fork is fatal. */
+static pid_t fork_flushed(void)
+{
+    fflush(stdout);
+    fflush(stderr);
+    if (g_info)
+        fflush(g_info);
+    pid_t pid = fork();
+    if (pid < 0)
+        need(NULL, "fork");
+    return pid;
 }
 
 static unsigned char pat(size_t i, unsigned seed)
@@ -588,13 +603,7 @@ NOIPA static void mode_fork(void)
     for (unsigned c = 0; c < HA_K_CHILDREN; c++) {
         while (atomic_load(&g_bg_allocs) < 5 * (c + 1))
             sched_yield();
-        fflush(stdout);
-        fflush(stderr);
-        if (g_info)
-            fflush(g_info);
-        pid_t pid = fork();
-        if (pid < 0)
-            need(NULL, "fork");
+        pid_t pid = fork_flushed();
         if (pid == 0)
             exit(fork_child(parent) ? 3 : 0);     /* exit: destructors run */
         int st = 0;
@@ -731,32 +740,12 @@ NOIPA static void mode_boot(void)
  * NAME_huge_in, NAME_huge_out, NAME_thp_in, NAME_thp_out. */
 static void smaps_info(const char *name, const char *p, size_t len, size_t lo, size_t hi)
 {
-    FILE *f = fopen("/proc/self/smaps", "r");
-    if (!f)
-        return;
-    char line[512];
-    uintptr_t a = (uintptr_t)p, vlo = 0, vhi = 0;
-    unsigned long long v[4] = { 0 };
-    int in = 0;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long l, h, kb;
-        if (sscanf(line, "%lx-%lx ", &l, &h) == 2 && strchr(line, '-') < strchr(line, ' ')) {
-            vlo = l > a ? l : a;
-            vhi = h < a + len ? h : a + len;
-            in = vlo < vhi;
-            continue;
-        }
-        int inside = vlo >= a + lo && vhi <= a + hi;
-        if (in && sscanf(line, "KernelPageSize: %lu kB", &kb) == 1 && kb == 2048)
-            v[inside ? 0 : 1] += vhi - vlo;
-        else if (in && sscanf(line, "AnonHugePages: %lu kB", &kb) == 1)
-            v[inside ? 2 : 3] += kb * 1024ull;
-    }
-    fclose(f);
-    info("%s_huge_in %llu", name, v[0]);
-    info("%s_huge_out %llu", name, v[1]);
-    info("%s_thp_in %llu", name, v[2]);
-    info("%s_thp_out %llu", name, v[3]);
+    struct split_view v;
+    smaps_view(p, len, lo, hi, &v);
+    info("%s_huge_in %llu", name, (unsigned long long)v.huge_in);
+    info("%s_huge_out %llu", name, (unsigned long long)v.huge_out);
+    info("%s_thp_in %llu", name, (unsigned long long)v.thp_in);
+    info("%s_thp_out %llu", name, (unsigned long long)v.thp_out);
 }
 
 static unsigned char *g_exit_obj;
@@ -786,13 +775,7 @@ NOIPA static void mode_split(void)
     fill(p, n, 910);
     smaps_info("obj", (char *)p, n, HA_S_LO, HA_S_HI);
     info("obj_aligned %d", (int)((uintptr_t)p % (2 * HA_MiB) == 0));
-    fflush(stdout);
-    fflush(stderr);
-    if (g_info)
-        fflush(g_info);
-    pid_t pid = fork();
-    if (pid < 0)
-        need(NULL, "fork");
+    pid_t pid = fork_flushed();
     if (pid == 0) {                 /* the child reads and writes the object */
         check_sum(p, n, 910, "split object in the child", 0);
         fill(p, n, 911);

@@ -5,6 +5,7 @@
  * value); when it cannot, it checks that the backend reports itself unavailable. */
 #include "hmt.h"
 #include "hmi_backend.h"
+#include "smaps_split.h"
 
 #include <malloc.h>
 #include <numaif.h>
@@ -516,42 +517,6 @@ static void *worker(void *arg)
 }
 
 /* ---- split objects (hmi_backend_alloc_split) ---- */
-
-/* Over [p, p + len), from /proc/self/smaps: bytes of mappings with 2 MiB kernel
- * pages (hugetlb) and AnonHugePages (THP), counted inside [lo, hi) and outside it. */
-struct split_view {
-    uint64_t huge_in, huge_out, thp_in, thp_out, mapped;
-};
-static void smaps_view(const char *p, uint64_t len, uint64_t lo, uint64_t hi,
-                       struct split_view *v)
-{
-    memset(v, 0, sizeof *v);
-    FILE *f = fopen("/proc/self/smaps", "r");
-    if (!f)
-        return;
-    char line[512];
-    uintptr_t a = (uintptr_t)p, vlo = 0, vhi = 0;
-    int in = 0;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long l, h, kb;
-        if (sscanf(line, "%lx-%lx ", &l, &h) == 2 && strchr(line, '-') < strchr(line, ' ')) {
-            vlo = l > a ? l : a;
-            vhi = h < a + len ? h : a + len;
-            in = vlo < vhi;
-            if (in)
-                v->mapped += vhi - vlo;
-            continue;
-        }
-        if (!in)
-            continue;
-        int inside = vlo >= a + lo && vhi <= a + hi;
-        if (sscanf(line, "KernelPageSize: %lu kB", &kb) == 1 && kb == 2048)
-            *(inside ? &v->huge_in : &v->huge_out) += vhi - vlo;
-        else if (sscanf(line, "AnonHugePages: %lu kB", &kb) == 1)
-            *(inside ? &v->thp_in : &v->thp_out) += kb * 1024;
-    }
-    fclose(f);
-}
 
 static int all_zero(const char *p, size_t n)
 {

@@ -26,6 +26,17 @@ static int parse_lit(const char *s, size_t n, struct hmi_placement *p, char *err
     return hmi_placement_parse(s, n, p, err, 256);
 }
 
+/* Parse a file that must be accepted: 1, or 0 with the refusal printed and counted. */
+static int parsed(const char *s, size_t n, struct hmi_placement *p)
+{
+    char err[256];
+    int rc = parse_lit(s, n, p, err);
+    CHECK(rc == 0);
+    if (rc)
+        fprintf(stderr, "  %s\n", err);
+    return rc == 0;
+}
+
 static const char *modpath(const struct hmi_placement *p, const struct hmi_site *s, unsigned k)
 {
     return p->modules[s->frames[k].module].path;
@@ -339,13 +350,8 @@ static void test_static_lines(void)
         "static fast 16777216 /app+0x5080   # key_count [static, app] (site 6)\n"
         "static slow 64 /lib dir/libx.so+0xfff0\n";
     struct hmi_placement p;
-    char err[256];
-    int rc = parse_lit(text, sizeof text - 1, &p, err);
-    CHECK(rc == 0);
-    if (rc) {
-        fprintf(stderr, "  %s\n", err);
+    if (!parsed(text, sizeof text - 1, &p))
         return;
-    }
     CHECK(p.nsites == 1 && p.nstatics == 2 && p.nmodules == 1);
     CHECK(p.statics[0].tier == 0 && p.statics[0].line == 7 && p.statics[0].size == 16777216);
     CHECK(!strcmp(p.statics[0].module, "/app") && p.statics[0].offset == 0x5080);
@@ -376,13 +382,8 @@ static void test_split_lines(void)
         "site fast /app+0x10\n"
         "split fast 0-2097152,6291456-10485760 /app+0x1188 > /lib/libc.so.6+0x2724a   # app.c:94\n";
     struct hmi_placement p;
-    char err[256];
-    int rc = parse_lit(text, sizeof text - 1, &p, err);
-    CHECK(rc == 0);
-    if (rc) {
-        fprintf(stderr, "  %s\n", err);
+    if (!parsed(text, sizeof text - 1, &p))
         return;
-    }
     CHECK(p.version == 2 && p.nsites == 2 && p.nsplit == 1);
     CHECK(p.sites[0].nranges == 0 && p.sites[0].ranges == NULL);
     const struct hmi_site *s = &p.sites[1];
