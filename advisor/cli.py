@@ -260,7 +260,7 @@ def _command(args: argparse.Namespace) -> str:
                         ("--format", args.format)):
         if value is not None:
             parts += [flag, str(value)]
-    if getattr(args, "whole_objects", False):
+    if args.whole_objects:
         parts.append("--whole-objects")
     return " ".join(shlex.quote(p) for p in parts)
 
@@ -334,6 +334,7 @@ def _split(problem: Problem, sites: Sites, sites_path: Path,
     import numpy as np
 
     from advisor import split
+    from advisor.inputs import renamed
 
     path = sites_path.parent / "profile.csv"
     if not path.is_file():
@@ -353,10 +354,7 @@ def _split(problem: Problem, sites: Sites, sites_path: Path,
     if tid and prof.trace_id and tid != prof.trace_id:
         raise Failure(f"{path} and {sites_path.name} were made from different traces: run "
                       f"hmtune analyze {sites_path.parent} first", 2)
-    df = prof.df
-    if sites.merged:
-        df = df.assign(site_id=df["site_id"].map(lambda i: sites.merged.get(int(i), int(i))))
-    ex = split.expand(problem, sites, df, prof.granularity)
+    ex = split.expand(problem, sites, renamed(prof.df, sites.merged), prof.granularity)
     notes += ex.notes
     return ex.problem, ex.sites
 
@@ -439,7 +437,7 @@ def _run(args: argparse.Namespace) -> int:
                       total_bytes=table["total_bytes"].to_numpy(np.int64),
                       blocks=allocs, fraction=static_fractions(table, tiers),
                       statics=(table[KIND_COLUMN] == KIND_STATIC).to_numpy())
-    if not getattr(args, "whole_objects", False):
+    if not args.whole_objects:
         problem, sites = _split(problem, sites, sites_path, notes)
         table = sites.table
     if problem.n == 0:

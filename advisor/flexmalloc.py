@@ -166,7 +166,7 @@ def flexmalloc_files(tiers: list[TierLine], sites: list[SiteLine],
     for s in sites:
         if s.tier == fb.name:
             continue
-        if getattr(s, "ranges", ()):
+        if s.ranges:
             out.left_out.append(s.chain)
             out.notes.append(f"FlexMalloc: split site {s.comment or s.chain} left out: "
                              "FlexMalloc places whole objects only, and the whole object "

@@ -317,6 +317,15 @@ def _static_placeable(raw: str) -> bool:
     return s is not None and static_ok(s)
 
 
+def renamed(df: pd.DataFrame, merged: dict[int, int] | None) -> pd.DataFrame:
+    """df (a site_id column: allocs.csv's, profile.csv's rows) with the site ids that
+    were merged into another (Sites.merged) renamed to the id they joined."""
+    if not merged:
+        return df
+    ids = df["site_id"].map(lambda i: merged.get(int(i), int(i))).astype(np.int64)
+    return df.assign(site_id=ids)
+
+
 def load_allocs(path: str | Path, site_ids: set[int], full: bool,
                 merged: dict[int, int] | None = None) -> pd.DataFrame:
     """Read and check an allocs.csv; keep the rows of `site_ids`.
@@ -350,8 +359,7 @@ def load_allocs(path: str | Path, site_ids: set[int], full: bool,
             raise InputError(f"{p}: data row {row + 1}: t_free is before t_alloc")
         end = int(max(df["t_alloc"].max(), df["t_free"].max())) + 1
         df.loc[df["t_free"] < 0, "t_free"] = end
-    if merged:
-        df["site_id"] = df["site_id"].map(lambda i: merged.get(int(i), int(i))).astype(np.int64)
+    df = renamed(df, merged)
     nprocs = int(df["rank"].nunique())
     kept = df[df["site_id"].isin(site_ids)].reset_index(drop=True)
     kept.attrs["nprocs"] = nprocs or None

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import argparse
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
@@ -110,15 +110,11 @@ def _placement_file(sites: Sites, problem: Problem, placement: Placement,
     heap_tier = np.where(static, last, placement.tier_of)
     site_lines = []
     for s in split.placed_sites(table, heap_tier, last):
-        label = str(table["label"].iloc[s.row])
-        if s.pieces:                    # the parent's label, without the piece's range
-            label = label.rpartition(" [")[0] or label
-        label += f" (site {s.parent_id})"
+        label = f"{s.label(table)} (site {s.parent_id})"
         if s.ranges:
             label += f" {human(s.placed_bytes)} of {human(s.object_bytes)}"
-        line = SiteLine(problem.tiers[s.tier].name, str(table["callstack_raw"].iloc[s.row]),
-                        label)
-        site_lines.append(replace(line, ranges=s.ranges) if s.ranges else line)
+        site_lines.append(SiteLine(problem.tiers[s.tier].name,
+                                   str(table["callstack_raw"].iloc[s.row]), label, s.ranges))
     static_lines: list[StaticLine] = []
     for i in placed_all[static[placed_all]]:
         line = static_line(problem.tiers[int(placement.tier_of[i])].name,

@@ -166,7 +166,7 @@ def _split_lines(sites: Sites, problem: Problem, placement: Placement) -> list[s
     out = ["", f"split sites (only these ranges of each object are placed; the rest stays "
                f"in ordinary memory): {len(split)}"]
     for s in split:
-        label = str(sites.table["label"].iloc[s.row]).rpartition(" [")[0]
+        label = s.label(sites.table)
         ranges = ", ".join(f"{human(a)}-{human(b)}" for a, b in s.ranges)
         out.append(f"    {s.parent_id:>6}  {human(s.placed_bytes)} of {human(s.object_bytes)} "
                    f"(ranges {ranges}) -> {problem.tiers[s.tier].name}  {label}")

@@ -308,6 +308,11 @@ class SplitSite:
     object_bytes: int                   # the largest object
     pieces: bool = False                # row is one of the site's pieces (its label too)
 
+    def label(self, table: pd.DataFrame) -> str:
+        """The site's label (a piece's without its `[a-b MiB of M MiB]`)."""
+        text = str(table["label"].iloc[self.row])
+        return (text.rpartition(" [")[0] or text) if self.pieces else text
+
 
 def placed_sites(table: pd.DataFrame, tier_of: np.ndarray, last: int,
                  object_sizes: dict[int, int] | None = None) -> list[SplitSite]:

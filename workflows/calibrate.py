@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import numpy as np
+    import pandas as pd
 
     from advisor.model import Problem
+    from advisor.placement import PlacementFile
     from advisor.predict import Calibration, Prediction
     from workflows.measure import Summary
 
@@ -47,42 +49,46 @@ def stage_problem(sites_csv: Path, machine: Path) -> tuple[Problem, dict[str, st
 
 def tier_of(problem: Problem, chains: list[str], placement: Path) -> np.ndarray:
     """The placement's tier index per site (sites it does not list: the fallback)."""
-    import numpy as np
-
     from advisor.placement import read_placement
 
-    pf = read_placement(placement)
+    return tiers_of(problem, chains, read_placement(placement))
+
+
+def tiers_of(problem: Problem, chains: list[str], pf: PlacementFile) -> np.ndarray:
+    """tier_of for a placement already read."""
+    import numpy as np
+
     index = {t.name: i for i, t in enumerate(problem.tiers)}
     fb = len(problem.tiers) - 1
     where = {s.chain: index.get(s.tier, fb) for s in pf.sites}
     return np.asarray([where.get(c, fb) for c in chains], np.int64)
 
 
-def split_shares(problem: Problem, chains: list[str], placement: Path,
-                 sites_csv: Path) -> np.ndarray | None:
-    """Per site, the share of its sampled weight the placement's ranges hold (1 for
-    whole sites), from profile.csv next to sites_csv; None when nothing is split. A
+def stage_profile(sites_csv: Path) -> pd.DataFrame | None:
+    """profile.csv's rows next to sites_csv, with the site ids as the advisor merges
+    them (None without a profile)."""
+    from advisor.inputs import load_sites, renamed
+    from analyze.profile import profile_next_to
+
+    prof = profile_next_to(sites_csv)
+    return None if prof is None else renamed(prof.df, load_sites(sites_csv).merged)
+
+
+def split_shares(problem: Problem, chains: list[str],
+                 ranges: dict[str, tuple[tuple[int, int], ...]],
+                 profile: pd.DataFrame | None) -> np.ndarray:
+    """Per site, the share of its sampled weight that its placement's ranges (chain ->
+    ranges) hold in the profile's rows (stage_profile); 1 for sites without ranges. A
     split site without profile rows counts as capturing nothing."""
     import numpy as np
 
-    from advisor.inputs import load_sites
-    from advisor.placement import read_placement
-    from analyze.profile import profile_next_to
-
-    ranges = {s.chain: s.ranges for s in read_placement(placement).sites if s.ranges}
-    if not ranges:
-        return None
-    prof = profile_next_to(sites_csv)
-    df = prof.df if prof is not None else None
-    merged = load_sites(sites_csv).merged
-    if df is not None and merged:
-        df = df.assign(site_id=df["site_id"].map(lambda i: merged.get(int(i), int(i))))
     share = np.ones(problem.n)
     for i, c in enumerate(chains):
         r = ranges.get(c)
         if not r:
             continue
-        rows = df[df["site_id"] == problem.site_ids[i]] if df is not None else None
+        rows = profile[profile["site_id"] == problem.site_ids[i]] \
+            if profile is not None else None
         if rows is None or float(rows["weight"].sum()) <= 0:
             share[i] = 0.0
             continue
@@ -104,6 +110,7 @@ def calibrate(stage: Path, machine: Path, work: Path, summary: list[Summary], up
     import numpy as np
 
     from advisor import predict
+    from advisor.placement import read_placement
     from analyze.traceid import FIELD as TRACE_ID
 
     by = {s.name: s for s in summary}
@@ -133,13 +140,19 @@ def calibrate(stage: Path, machine: Path, work: Path, summary: list[Summary], up
     except OSError as e:
         notes.append(f"cannot write {stage / 'calibration.json'}: {e.strerror or e}")
     out: dict[str, Prediction] = {}
+    profile: list[pd.DataFrame | None] = []      # read once, for the first split placement
     for name, pl in placements.items():
         try:
-            share = split_shares(problem, chains, pl, stage / "sites.csv")
-            p = problem if share is None else replace(
-                problem, fraction=np.repeat(share[:, None], len(problem.tiers), axis=1),
-                _charged={})
-            out[name] = predict.predict(p, tier_of(problem, chains, pl), cal)
+            pf = read_placement(pl)
+            ranges = {s.chain: s.ranges for s in pf.sites if s.ranges}
+            p = problem
+            if ranges:
+                if not profile:
+                    profile.append(stage_profile(stage / "sites.csv"))
+                share = split_shares(problem, chains, ranges, profile[0])
+                p = replace(problem, _charged={},
+                            fraction=np.repeat(share[:, None], len(problem.tiers), axis=1))
+            out[name] = predict.predict(p, tiers_of(problem, chains, pf), cal)
         except (OSError, ValueError) as e:
             notes.append(f"no prediction for {name}: {e}")
     return Outcome(cal, out, notes)

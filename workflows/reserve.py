@@ -263,7 +263,7 @@ def tier_needs(pf: PlacementFile, sizes: dict[str, SiteSizes], processes: int,
             continue
         cap = capacity_pages(t.capacity, t.backend, page)
         known = [sizes.get(s.chain) for s in sites]
-        per_site = [site_pages(k, page, getattr(s, "ranges", ())) if k else None
+        per_site = [site_pages(k, page, s.ranges) if k else None
                     for k, s in zip(known, sites, strict=True)]
         if not sites:
             need, by = 0, "placement"
@@ -275,7 +275,7 @@ def tier_needs(pf: PlacementFile, sizes: dict[str, SiteSizes], processes: int,
                 for r, n in (p or {}).items():
                     ranks[r] += n
             whole = [k for k, s in zip(known, sites, strict=True)
-                     if k and not getattr(s, "ranges", ())]
+                     if k and not s.ranges]
             for r, n in arena_pages(whole).items():
                 ranks[r] += n
             need = max(ranks.values(), default=0)

@@ -167,3 +167,15 @@ def test_a_flat_object_is_placed_from_its_start_in_one_range() -> None:
     got = strategies.solve(ex.problem, "ilp")
     big = [s for s in split.placed_sites(ex.sites.table, got.tier_of, 1) if s.parent_id == 3]
     assert big and big[0].ranges == ((0, 8 * MIB),)
+
+
+def test_compare_predicts_a_split_site_by_the_weight_in_its_ranges() -> None:
+    """calibrate.split_shares: the profile's weight inside the ranges over the site's."""
+    from workflows.calibrate import split_shares
+
+    problem, _, prof = _case(16 * MIB)
+    chains = [f"/app+0x{i:x}" for i in problem.site_ids]
+    half = {chains[0]: ((HOT[0], HOT[0] + 4 * MIB),)}
+    share = split_shares(problem, chains, half, prof)
+    assert share[0] == pytest.approx(0.5) and (share[1:] == 1.0).all()
+    assert split_shares(problem, chains, half, None)[0] == 0.0
