@@ -31,7 +31,7 @@ from advisor.inputs import Sites
 from advisor.model import Placement, Problem, Tier
 from analyze.traceid import FIELD as TRACE_ID
 from analyze.traceid import PNG_SOFTWARE
-from workflows.units import human
+from workflows.units import human, human_ranges
 
 _FALLBACK_ROWS = 20
 
@@ -167,9 +167,8 @@ def _split_lines(sites: Sites, problem: Problem, placement: Placement) -> list[s
                f"in ordinary memory): {len(split)}"]
     for s in split:
         label = s.label(sites.table)
-        ranges = ", ".join(f"{human(a)}-{human(b)}" for a, b in s.ranges)
         out.append(f"    {s.parent_id:>6}  {human(s.placed_bytes)} of {human(s.object_bytes)} "
-                   f"(ranges {ranges}) -> {problem.tiers[s.tier].name}  {label}")
+                   f"(ranges {human_ranges(s.ranges)}) -> {problem.tiers[s.tier].name}  {label}")
     return out
 
 

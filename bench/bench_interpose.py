@@ -68,11 +68,12 @@ class Case:
     expect: str = ""        # stats check: "placed", "outside", "unmatched", "off"
 
 
-def trace_chain(work: Path) -> str:
-    """callstack_raw of hmallocbench's malloc site, from a traced short run."""
+def trace_chain(work: Path, mode: str = "malloc") -> str:
+    """callstack_raw of hmallocbench's malloc site in MODE (malloc or untouched), from a
+    traced short run."""
     out = work / "trace"
     for cmd in ([str(HMTUNE), "trace", "--min-size", str(SIZE), "--sampler", "none", "-q",
-                 "-o", str(out), "--", str(BENCH), "malloc", "1", "2000", str(SIZE),
+                 "-o", str(out), "--", str(BENCH), mode, "1", "2000", str(SIZE),
                  str(DEPTH)],
                 [str(HMTUNE), "analyze", str(out)]):
         p = subprocess.run(cmd, capture_output=True, text=True)

@@ -27,6 +27,12 @@ BUILD_TARGETS += $(BUILD)/bench/hmallocbench
 bench-interpose: deps build
 	@$(PY) $(ROOT)/bench/bench_interpose.py
 
+# What a split allocation (only part of the object in the tier) adds over the same
+# object placed whole, per backend and object size (issue 19's cost target).
+.PHONY: bench-split
+bench-split: deps build
+	@$(PY) $(ROOT)/bench/bench_split.py $(BENCH_ARGS)
+
 # faultcost: first-touch cost per page size and what a 2 MiB page saves per 4 KiB fault
 # (the fault_cost_ns of configs/machines/vm-*.toml).
 $(BUILD)/bench/faultcost: $(ROOT)/bench/faultcost.c

@@ -6,6 +6,9 @@
  *   our own deep (default 8): the site libhmalloc.so matches when it is preloaded
  *   with a placement made from a trace of this program. Only argv differs between the
  *   traced run and the measured ones, so the chain is the same.
+ * MODE untouched: as malloc, from a call site of its own (loop_untouched), without
+ *   writing to the block: what allocating and freeing cost (the mapping calls), no
+ *   page fault (bench_split.py).
  * MODE memkind[:KIND]: memkind_malloc(KIND, SIZE) + memkind_free(KIND, p) called
  *   directly (libmemkind.so.0 dlopen'ed here; KIND default MEMKIND_HBW, which needs
  *   MEMKIND_HBW_NODES on a machine without HBM): the backend's own cost.
@@ -69,6 +72,18 @@ __attribute__((noinline)) static long loop_malloc(long pairs)
         free((void *)p);
     }
     return sum;
+}
+
+static void *volatile g_sink;                   /* keeps the untouched blocks alive */
+
+__attribute__((noinline)) static long loop_untouched(long pairs)
+{
+    for (long i = 0; i < pairs; i++) {
+        void *p = malloc(g_size);
+        g_sink = p;
+        free(p);
+    }
+    return pairs;
 }
 
 __attribute__((noinline)) static long loop_memkind(long pairs)
@@ -192,6 +207,8 @@ int main(int argc, char **argv)
     size_t ml = colon ? (size_t)(colon - mode) : strlen(mode);
     if (ml == 6 && !strncmp(mode, "malloc", 6) && !colon) {
         g_loop = loop_malloc;
+    } else if (ml == 9 && !strncmp(mode, "untouched", 9) && !colon) {
+        g_loop = loop_untouched;
     } else if (ml == 7 && !strncmp(mode, "memkind", 7)) {
         if (load_memkind(kind))
             return 1;

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from workflows import launch
-from workflows.units import human
+from workflows.units import human, human_ranges
 
 TOP = 10
 
@@ -197,7 +197,7 @@ def advisor_section(d: Path) -> list[str]:
         out[-1] += ":" if placed else "."
         out.append("")
         out += [f"- `{t}`: {by_chain.get(c) or comment or c}"
-                + (f" (ranges {', '.join(f'{human(a)}-{human(b)}' for a, b in ranges[c])})"
+                + (f" (ranges {human_ranges(ranges[c])})"
                    if c in ranges else "")
                 for t, c, comment in placed]
         out.append("")

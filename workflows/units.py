@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+from collections.abc import Iterable
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
 _SHIFT = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}
@@ -28,6 +29,12 @@ def human(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} TiB"
+
+
+def human_ranges(ranges: Iterable[tuple[int, int]]) -> str:
+    """A split site's byte ranges: [(0, 2097152), (6291456, 10485760)] ->
+    '0 B-2.0 MiB, 6.0 MiB-10.0 MiB'."""
+    return ", ".join(f"{human(a)}-{human(b)}" for a, b in ranges)
 
 
 def fraction(text: str) -> float:

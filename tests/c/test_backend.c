@@ -60,6 +60,44 @@ static void exercise(uint32_t i, size_t size)
     CHECK(s1.high_water >= size);
 }
 
+/* The permissions of the mapping that holds p ("rw-p", "---p"), "" when none does. */
+static const char *perms_at(const void *p)
+{
+    static char perms[8];
+    perms[0] = 0;
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f)
+        return perms;
+    unsigned long lo, hi;
+    char pm[8];
+    while (fscanf(f, "%lx-%lx %7s%*[^\n]", &lo, &hi, pm) == 3) {
+        if ((uintptr_t)p >= lo && (uintptr_t)p < hi) {
+            memcpy(perms, pm, sizeof perms);
+            break;
+        }
+    }
+    fclose(f);
+    return perms;
+}
+
+/* A block of 4 KiB pages owns its span (its length rounded up to 2 MiB) from a 2 MiB
+ * (or larger requested) boundary: read-write up to the length, PROT_NONE past it,
+ * with or without the kernel's own alignment of the first mapping. */
+static void check_span(uint32_t i, size_t align)
+{
+    char *p = hmi_backend_alloc(i, 3 * MiB, align);
+    CHECK(p != NULL);
+    if (!p)
+        return;
+    CHECK((uintptr_t)p % (align > 2 * MiB ? align : 2 * MiB) == 0);
+    CHECK(strcmp(perms_at(p), "rw-p") == 0);
+    CHECK(strcmp(perms_at(p + 3 * MiB - 1), "rw-p") == 0);
+    CHECK(strcmp(perms_at(p + 3 * MiB), "---p") == 0);
+    CHECK(strcmp(perms_at(p + 4 * MiB - 1), "---p") == 0);
+    memset(p, 7, 3 * MiB);
+    hmi_backend_free((int)i, p);
+}
+
 /* Fill a tier of capacity cap with blocks of size until refused; free them. */
 static void fill(uint32_t i, uint64_t cap, size_t size, int expect_min)
 {
@@ -208,6 +246,8 @@ static void test_numa0(void)
         hmi_backend_free(hmi_owner(p), p);
     }
     fill(T_NUMA, 16 * MiB, 3 * MiB, 5);
+    check_span(T_NUMA, 0);
+    check_span(T_NUMA, 8 * MiB);
     CHECK(hmi_backend_close(T_NUMA) == 0);
 }
 

@@ -16,6 +16,7 @@ import pytest
 from clistage import HMTUNE, ROOT
 
 from advisor.placement import read_placement
+from workflows.units import human, human_ranges
 
 PROGRAM = ROOT / "build" / "tests" / "programs" / "window_hot"
 MIB = 1 << 20
@@ -72,6 +73,9 @@ def test_the_window_is_placed_and_only_its_ranges_are_in_the_tier(stage: Path,
     assert any(a <= WINDOW[0] and WINDOW[1] <= b for a, b in line.ranges), line.ranges
     report = (stage / "report.txt").read_text()
     assert "split sites" in report
+    # the site's line: "N of 64.0 MiB (ranges A-B, ...)" with the placement's ranges
+    shown = f"{human(covered)} of {human(64 * MIB)} (ranges {human_ranges(line.ranges)})"
+    assert shown in report, report
     r = make("rerun", APP=f"{PROGRAM} 0.4", OUT=str(stage))
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[-1] == "ok"            # it ran to its end (its sum
