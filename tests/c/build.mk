@@ -7,10 +7,14 @@ $(TEST_C_DIR)/test_util: $(ROOT)/tests/c/test_util.c $(COMMON_SRC) $(COMMON_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_C_CFLAGS) -o $@ $< $(COMMON_SRC) -lunwind -ldl $(LDSAN)
 
-$(TEST_C_DIR)/test_core: $(ROOT)/tests/c/test_core.c $(ROOT)/collect/hmc_core.c \
+# The tracer core: the process stream and lifecycle (hmc_core.c), the per-thread
+# buffers (hmc_buffers.c), the records and stack table (hmc_records.c).
+HMC_CORE_SRC := $(ROOT)/collect/hmc_core.c $(ROOT)/collect/hmc_buffers.c \
+                $(ROOT)/collect/hmc_records.c
+$(TEST_C_DIR)/test_core: $(ROOT)/tests/c/test_core.c $(HMC_CORE_SRC) \
     $(ROOT)/collect/finalize/fin_raw.c $(COMMON_SRC) $(HMC_LIB_HDR) $(HMC_FIN_HDR)
 	@mkdir -p $(@D)
-	$(CC) $(TEST_C_CFLAGS) -rdynamic -o $@ $< $(ROOT)/collect/hmc_core.c \
+	$(CC) $(TEST_C_CFLAGS) -rdynamic -o $@ $< $(HMC_CORE_SRC) \
 	  $(ROOT)/collect/finalize/fin_raw.c $(COMMON_SRC) -lunwind -ldl $(LDSAN)
 
 # PEBS/IBS sampling (collect/hmc_perf*.c) on fake sysfs trees and synthetic rings.
