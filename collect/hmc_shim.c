@@ -12,7 +12,7 @@
 #include "hmc_sampler.h"
 #include "hmc_signal.h"
 #include "hmc_small.h"
-#include "hm_env.h"
+#include "hm_options.h"
 #include "hm_modmap.h"
 #include "hm_real.h"
 #include "hm_unwind.h"
@@ -131,9 +131,9 @@ static void install_signals(void)
 /* HMTUNE_SMALL_SAMPLE: 1 in how many calls below HMTUNE_MIN_SIZE is traced. */
 static void small_config(void)
 {
-    const char *v = getenv("HMTUNE_SMALL_SAMPLE");
+    const char *v = hm_opt_raw(HM_OPT_SMALL_SAMPLE);
     uint64_t n = HMC_SMALL_DEFAULT;
-    int rc = v && *v ? hmc_small_parse(v, &n) : 0;
+    int rc = v ? hmc_small_parse(v, &n) : 0;
     if (rc == -2)
         hm_log("hmtune: ", "HMTUNE_SMALL_SAMPLE=0 is no interval (off traces no small call); "
                "tracing 1 in " HMC_SMALL_DEFAULT_STR " calls below HMTUNE_MIN_SIZE", NULL);
@@ -158,7 +158,7 @@ static void do_init(void)
     RESOLVE(Exit_, "_Exit");
     RESOLVE(execve, "execve");
     RESOLVE(pthread_create, "pthread_create");
-    const char *out = getenv("HMTUNE_OUT");
+    const char *out = hm_opt_str(HM_OPT_OUT);
     uint64_t min_size = 4096, depth = 8;
     if (!ok) {
         hm_log("hmtune: ", "cannot find the malloc functions to wrap; tracing is off", NULL);
@@ -167,14 +167,11 @@ static void do_init(void)
                "(run the application through 'hmtune trace')", NULL);
         ok = 0;
     } else {
-        if (hm_env_size("HMTUNE_MIN_SIZE", 4096, &min_size) != 0) {
-            hm_log("hmtune: ", "HMTUNE_MIN_SIZE is malformed, using 4K: ", getenv("HMTUNE_MIN_SIZE"));
-            min_size = 4096;
-        }
-        if (hm_env_size("HMTUNE_DEPTH", 8, &depth) != 0 || depth < 1 || depth > HM_MAX_DEPTH) {
-            hm_log("hmtune: ", "HMTUNE_DEPTH must be 1..32, using 8: ", getenv("HMTUNE_DEPTH"));
-            depth = 8;
-        }
+        /* a malformed value: the table's message, and the default in place */
+        if (hm_opt_num(HM_OPT_MIN_SIZE, &min_size) != 0)
+            hm_opt_warn(HM_OPT_MIN_SIZE, "hmtune: ");
+        if (hm_opt_num(HM_OPT_DEPTH, &depth) != 0)
+            hm_opt_warn(HM_OPT_DEPTH, "hmtune: ");
         small_config();
         struct hmc_config cfg = { out, min_size, (int)depth };
         ok = hmc_core_init(&cfg) == 0;

@@ -23,6 +23,7 @@
 #include "hmi_report.h"
 #include "hmi_static.h"
 #include "hm_env.h"
+#include "hm_options.h"
 #include "hm_modmap.h"
 #include "hm_real.h"
 #include "hm_unwind.h"
@@ -145,11 +146,11 @@ _Static_assert(HMI_MAX_TIER_LINES <= HMI_MAX_TIERS, "a placement's tiers must fi
  * from the target, hmi_is_target) when it passes everything through. */
 static int load_placement(char *exe)
 {
-    const char *path = getenv("HMTUNE_PLACEMENT");
+    const char *path = hm_opt_raw(HM_OPT_PLACEMENT);
     ssize_t el = readlink("/proc/self/exe", exe, PATH_MAX - 1);
     exe[el > 0 ? el : 0] = '\0';
     int target = hmi_is_target(exe);
-    if (!path || !*path) {
+    if (!path) {
         if (target)
             warn("HMTUNE_PLACEMENT is not set: every allocation goes to the default "
                  "allocator (run the program with 'hmtune run --placement FILE')", NULL);
@@ -230,10 +231,9 @@ static void do_init(void)
     }
     if (ok) {
         g_rank = hm_env_rank(NULL);
-        const char *q = getenv("HMTUNE_SUMMARY");
-        g_quiet = q && !strcmp(q, "0");
-        const char *bl = getenv("HMTUNE_BASELINE");
-        if (bl && *bl) {
+        g_quiet = !hm_opt_bool(HM_OPT_SUMMARY);
+        const char *bl = hm_opt_raw(HM_OPT_BASELINE);
+        if (bl) {
             hmi_baseline = 1;
             if (!strcmp(bl, "first-come"))
                 g_base_min = 4096;
@@ -250,7 +250,7 @@ static void do_init(void)
                 ok = 0;
             }
         }
-        const char *sp = getenv("HMTUNE_STATS");
+        const char *sp = hm_opt_raw(HM_OPT_STATS);
         if (sp && strlen(sp) < sizeof g_stats)
             memcpy(g_stats, sp, strlen(sp) + 1);
         int usable = ok ? open_tiers() : 0;

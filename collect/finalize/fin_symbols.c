@@ -13,6 +13,7 @@
 #define PACKAGE "hmtune"
 #define PACKAGE_VERSION "1"
 #include "fin.h"
+#include "hm_options.h"
 
 #include <bfd.h>
 #include <elf.h>
@@ -90,8 +91,7 @@ static bfd *open_object(const char *path)
  * then by .gnu_debuglink (whose CRC libbfd checks). NULL when none is installed. */
 static bfd *find_debug_file(bfd *b)
 {
-    const char *env = getenv("HMTUNE_DEBUG_ROOT");
-    const char *roots = env && *env ? env : "/usr/lib/debug";
+    const char *roots = hm_opt_str(HM_OPT_DEBUG_ROOT);      /* /usr/lib/debug unless set */
     char root[4096];
     for (const char *p = roots; *p;) {
         size_t n = strcspn(p, ":");
