@@ -9,7 +9,10 @@
  *      file, else .dynsym: what a stripped library still exports) whose range holds
  *      the address, demangled;
  *   3. `module+0xOFF` with the module's file name (`liblammps.so.0+0x1234`).
- * Every module is opened, and its symbol tables read, once. */
+ * Every module is opened, and its symbol tables read, once.
+ *
+ * One file of over 500 lines on purpose: the three lookups share the per-module
+ * cache of opened libbfd objects and their symbol tables. */
 #define PACKAGE "hmtune"
 #define PACKAGE_VERSION "1"
 #include "fin.h"
