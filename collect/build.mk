@@ -12,9 +12,13 @@ $(BUILD)/lib/libhmtrace.so: $(HMC_LIB_SRC) $(HMC_LIB_HDR)
 	$(CC) $(CFLAGS_COMMON) -fPIC -shared -fvisibility=hidden -ftls-model=initial-exec \
 	  -o $@ $(HMC_LIB_SRC) -Wl,-z,defs $(HMC_LIBS) $(LDSAN)
 
-$(BUILD)/bin/hmtune-finalize: $(HMC_FIN_SRC) $(HMC_FIN_HDR)
+# HMTUNE_DEBUG_ROOT comes from the options table (common/hm_options.c, which logs
+# through hm_util.c).
+HMC_FIN_COMMON := $(ROOT)/common/hm_options.c $(ROOT)/common/hm_util.c
+$(BUILD)/bin/hmtune-finalize: $(HMC_FIN_SRC) $(HMC_FIN_HDR) $(HMC_FIN_COMMON) $(COMMON_HDR)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_COMMON) -I$(ROOT)/collect/finalize -o $@ $(HMC_FIN_SRC) -lbfd $(LDSAN)
+	$(CC) $(CFLAGS_COMMON) -I$(ROOT)/collect/finalize -o $@ $(HMC_FIN_SRC) $(HMC_FIN_COMMON) \
+	  -lbfd $(LDSAN)
 
 $(BUILD)/bin/hmtune-probe: $(ROOT)/collect/hmc_probe.c $(HMC_PERF_SRC) $(HMC_LIB_HDR)
 	@mkdir -p $(@D)

@@ -22,6 +22,7 @@
  * Runs at tracer start-up inside the application: open/read/close only, no stdio,
  * no malloc. */
 #include "hmc_perf.h"
+#include "hm_options.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -314,11 +315,8 @@ int hmc_perf_detect(const char *sysfs_root, struct hmc_perf_caps *caps, char *wh
 {
     static const char *const core_pmus[] = { "cpu", "cpu_core", "cpu_atom" };
     const char *root = sysfs_root;
-    if (!root) {
-        root = getenv("HMTUNE_SYSFS_ROOT");
-        if (!root || !*root)
-            root = "/sys";
-    }
+    if (!root)
+        root = hm_opt_str(HM_OPT_SYSFS_ROOT);       /* "/sys" unless set */
     memset(caps, 0, sizeof(*caps));
     caps->ring_pages = HMC_PERF_RING_PAGES;
 

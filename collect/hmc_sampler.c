@@ -24,12 +24,16 @@
  * capstone warmed up before the timer is armed, records appended to the thread's
  * own sample buffer. The handlers are reached through hmc_signal.c's dispatcher,
  * which keeps both signals deliverable whatever the application installs or blocks,
- * and gives it every signal that is not one of ours. */
+ * and gives it every signal that is not one of ours.
+ *
+ * One file of over 500 lines on purpose: the handlers, their per-thread state and the
+ * set-up that arms them share static state that must stay async-signal-safe; the
+ * decoder (hmc_decode.c) and the PEBS/IBS rings (hmc_sampler_perf.c) are apart. */
 #include "hmc_sampler.h"
 #include "hmc_decode.h"
 #include "hmc_sampler_perf.h"
 #include "hmc_signal.h"
-#include "hm_env.h"
+#include "hm_options.h"
 #include "hm_unwind.h"
 
 #include <asm/prctl.h>
@@ -87,57 +91,40 @@ int hmc_sampler_config(struct hmc_sampler_cfg *cfg)
     cfg->rate_hz = 250;
     cfg->signo = SIGRTMIN + 5;
     uint64_t fp;
-    if (hm_env_size("HMTUNE_FAULT_PERIOD", HMC_FAULT_DEFAULT_PERIOD, &fp) != 0 ||
-        fp > UINT32_MAX) {
-        hm_log("hmtune: ", "HMTUNE_FAULT_PERIOD must be a number of page faults per sample "
-               "(0: off); not sampling page faults", NULL);
+    if (hm_opt_num(HM_OPT_FAULT_PERIOD, &fp) != 0) {
+        hm_opt_warn(HM_OPT_FAULT_PERIOD, "hmtune: ");
         fp = 0;
     }
     cfg->fault_period = fp;
-    const char *k = getenv("HMTUNE_SAMPLER");
-    if (!k || !*k || strcmp(k, "none") == 0)
-        cfg->kind = HMS_SRC_NONE;
-    else if (strcmp(k, "soft") == 0)
-        cfg->kind = HMS_SRC_SOFT;
-    else if (strcmp(k, "pebs") == 0)
-        cfg->kind = HMS_SRC_PEBS;
-    else if (strcmp(k, "ibs") == 0)
-        cfg->kind = HMS_SRC_IBS;
-    else {
-        hm_log("hmtune: ", "HMTUNE_SAMPLER must be none, soft, pebs or ibs; not sampling: ", k);
+    /* in the order of HM_OPT_SAMPLER's choices */
+    static const int kinds[] = { HMS_SRC_NONE, HMS_SRC_SOFT, HMS_SRC_PEBS, HMS_SRC_IBS };
+    int k = hm_opt_choice(HM_OPT_SAMPLER);
+    if (k < 0 || k >= (int)(sizeof kinds / sizeof kinds[0])) {
+        hm_opt_warn(HM_OPT_SAMPLER, "hmtune: ");
         return -1;
     }
+    cfg->kind = kinds[k];
+    /* Every other setting: a malformed value turns sampling off, with the table's
+     * message. */
     uint64_t v;
-    if (hm_env_size("HMTUNE_SAMPLE_RATE", 250, &v) != 0 || v < 1 || v > 100000) {
-        hm_log("hmtune: ", "HMTUNE_SAMPLE_RATE must be 1..100000 Hz; not sampling", NULL);
-        return -1;
-    }
+    if (hm_opt_num(HM_OPT_SAMPLE_RATE, &v) != 0)
+        return hm_opt_warn(HM_OPT_SAMPLE_RATE, "hmtune: "), -1;
     cfg->rate_hz = (unsigned)v;
     cfg->period = cfg->kind == HMS_SRC_IBS ? HMC_IBS_DEFAULT_PERIOD : HMC_PEBS_DEFAULT_PERIOD;
-    if (hm_env_size("HMTUNE_SAMPLE_PERIOD", cfg->period, &cfg->period) != 0 || cfg->period < 1) {
-        hm_log("hmtune: ", "HMTUNE_SAMPLE_PERIOD must be a positive count; not sampling", NULL);
-        return -1;
-    }
-    if (hm_env_size("HMTUNE_LDLAT", HMC_PEBS_DEFAULT_LDLAT, &v) != 0 || v > 65535) {
-        hm_log("hmtune: ", "HMTUNE_LDLAT must be 0..65535 cycles; not sampling", NULL);
-        return -1;
-    }
+    if (hm_opt_num_or(HM_OPT_SAMPLE_PERIOD, cfg->period, &cfg->period) != 0)
+        return hm_opt_warn(HM_OPT_SAMPLE_PERIOD, "hmtune: "), -1;
+    if (hm_opt_num(HM_OPT_LDLAT, &v) != 0)
+        return hm_opt_warn(HM_OPT_LDLAT, "hmtune: "), -1;
     cfg->ldlat = (uint32_t)v;
-    if (hm_env_size("HMTUNE_SAMPLE_SIGNAL", (uint64_t)cfg->signo, &v) != 0 || v < 1 ||
-        v >= (uint64_t)NSIG || v == SIGKILL || v == SIGSTOP) {
-        hm_log("hmtune: ", "HMTUNE_SAMPLE_SIGNAL must be a signal number; not sampling", NULL);
-        return -1;
-    }
+    if (hm_opt_num_or(HM_OPT_SAMPLE_SIGNAL, (uint64_t)cfg->signo, &v) != 0 ||
+        v >= (uint64_t)NSIG || v == SIGKILL || v == SIGSTOP)
+        return hm_opt_warn(HM_OPT_SAMPLE_SIGNAL, "hmtune: "), -1;
     cfg->signo = (int)v;
-    if (hm_env_size("HMTUNE_SAMPLE_AHEAD", HMC_AHEAD_DEFAULT, &v) != 0 || v > HMC_AHEAD_MAX) {
-        hm_log("hmtune: ", "HMTUNE_SAMPLE_AHEAD must be 0..15 instructions; not sampling", NULL);
-        return -1;
-    }
+    if (hm_opt_num(HM_OPT_SAMPLE_AHEAD, &v) != 0)
+        return hm_opt_warn(HM_OPT_SAMPLE_AHEAD, "hmtune: "), -1;
     cfg->ahead = (int)v;
-    if (hm_env_size("HMTUNE_SAMPLE_VERIFY", 0, &v) != 0 || v > 1) {
-        hm_log("hmtune: ", "HMTUNE_SAMPLE_VERIFY must be 0 or 1; not sampling", NULL);
-        return -1;
-    }
+    if (hm_opt_num(HM_OPT_SAMPLE_VERIFY, &v) != 0)
+        return hm_opt_warn(HM_OPT_SAMPLE_VERIFY, "hmtune: "), -1;
     cfg->verify = (int)v;
     return 0;
 }

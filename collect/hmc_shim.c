@@ -1,4 +1,4 @@
-/* hmc_shim.c — libhmtrace.so's symbol interposition and bootstrap.
+/* hmc_shim.c — libhmtrace.so's symbol interposition (its bootstrap: hmc_boot.c).
  *
  * Every malloc-family entry point has a fast path that decides "not traced" from
  * the size alone and the thread's small-call countdown (hmc_small.h: 1 in N calls
@@ -8,11 +8,12 @@
  * records. A thread-local flag stops recursion (libunwind, pthread_setspecific and
  * dlsym may all call malloc); allocations made while dlsym resolves the real
  * functions come from the static arena of hm_real.h and are never freed. */
+#include "hmc_boot.h"
 #include "hmc_core.h"
 #include "hmc_sampler.h"
 #include "hmc_signal.h"
 #include "hmc_small.h"
-#include "hm_env.h"
+#include "hm_options.h"
 #include "hm_modmap.h"
 #include "hm_real.h"
 #include "hm_unwind.h"
@@ -29,22 +30,6 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-static struct hm_alloc_fns rm;     /* the allocator wrapped (hm_real.h) */
-static struct {
-    int (*dlclose)(void *);
-    void (*exit_)(int) __attribute__((noreturn));
-    void (*Exit_)(int) __attribute__((noreturn));
-    int (*execve)(const char *, char *const[], char *const[]);
-    int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-} real;
-
-enum { ST_NONE, ST_INIT, ST_READY, ST_OFF };
-static _Atomic int g_state;
-static uint64_t g_min;             /* 0 until ready: every call takes the slow path */
-static uint64_t g_free_min;        /* likewise for the free/realloc filter */
-static int g_depth = 8;
-static int g_sampling;             /* threads get a sampler when they start */
-
 /* ---- the untraced call -------------------------------------------------- */
 
 struct call { int kind; void *in; size_t a, b; void **memptr; int rc; };
@@ -52,7 +37,7 @@ struct call { int kind; void *in; size_t a, b; void **memptr; int rc; };
 static void *plain(struct call *c)
 {
     size_t page = 4096;
-    if (hm_unlikely(rm.malloc == NULL)) {          /* still resolving */
+    if (hm_unlikely(hmc_rm.malloc == NULL)) {          /* still resolving */
         switch (c->kind) {
         case HMK_MALLOC: return hm_boot_alloc(c->a, 16);
         case HMK_CALLOC: return c->b && c->a > SIZE_MAX / c->b ? NULL : hm_boot_alloc(c->a * c->b, 16);
@@ -70,7 +55,7 @@ static void *plain(struct call *c)
     }
     if (hm_unlikely(c->in && hm_in_boot(c->in))) {     /* realloc of an arena block */
         size_t n = c->kind == HMK_REALLOCARRAY ? c->a * c->b : c->a;
-        void *p = rm.malloc ? rm.malloc(n) : hm_boot_alloc(n, 16);
+        void *p = hmc_rm.malloc ? hmc_rm.malloc(n) : hm_boot_alloc(n, 16);
         if (p) {
             size_t old = hm_boot_size(c->in);
             memcpy(p, c->in, old < n ? old : n);
@@ -78,152 +63,30 @@ static void *plain(struct call *c)
         return p;
     }
     switch (c->kind) {
-    case HMK_MALLOC: return rm.malloc(c->a);
-    case HMK_CALLOC: return rm.calloc(c->a, c->b);
-    case HMK_REALLOC: return rm.realloc(c->in, c->a);
-    case HMK_REALLOCARRAY: return rm.reallocarray(c->in, c->a, c->b);
+    case HMK_MALLOC: return hmc_rm.malloc(c->a);
+    case HMK_CALLOC: return hmc_rm.calloc(c->a, c->b);
+    case HMK_REALLOC: return hmc_rm.realloc(c->in, c->a);
+    case HMK_REALLOCARRAY: return hmc_rm.reallocarray(c->in, c->a, c->b);
     case HMK_POSIX_MEMALIGN:
-        c->rc = rm.posix_memalign(c->memptr, c->a, c->b);
+        c->rc = hmc_rm.posix_memalign(c->memptr, c->a, c->b);
         return c->rc == 0 ? *c->memptr : NULL;
-    case HMK_ALIGNED_ALLOC: return rm.aligned_alloc(c->a, c->b);
-    case HMK_MEMALIGN: return rm.memalign(c->a, c->b);
-    case HMK_VALLOC: return rm.valloc(c->a);
-    case HMK_PVALLOC: return rm.pvalloc(c->a);
+    case HMK_ALIGNED_ALLOC: return hmc_rm.aligned_alloc(c->a, c->b);
+    case HMK_MEMALIGN: return hmc_rm.memalign(c->a, c->b);
+    case HMK_VALLOC: return hmc_rm.valloc(c->a);
+    case HMK_PVALLOC: return hmc_rm.pvalloc(c->a);
     default: return NULL;
     }
-}
-
-/* ---- initialization ----------------------------------------------------- */
-
-static void atfork_prepare(void) { hmc_atfork_prepare(); }
-static void atfork_parent(void) { hmc_atfork_parent(); }
-static void atfork_child(void)
-{
-    hmc_atfork_child();
-    hmc_sig_atfork_child();
-    hmc_sampler_atfork_child();
-}
-
-#define RESOLVE(field, name) \
-    do { void *s_ = dlsym(RTLD_NEXT, name); memcpy(&real.field, &s_, sizeof(s_)); } while (0)
-
-/* Crash handling: a terminating signal still leaves a complete trace. hmc_signal.c
- * keeps these claimed whatever the application installs (gfortran's -fbacktrace
- * replaces SIGSEGV, SIGBUS, ... at start-up), calls the application's handler when it
- * has one, and calls on_fatal just before a signal takes its default action. */
-static const int g_sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGTRAP, SIGSYS,
-                              SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGXCPU, SIGXFSZ, SIGPIPE };
-
-static void on_fatal(int sig)
-{
-    hmc_busy++;
-    hmc_finish(HME_SIGNAL, sig);
-    hmc_busy--;
-}
-
-static void install_signals(void)
-{
-    hmc_sig_set_fatal(on_fatal);
-    for (unsigned i = 0; i < sizeof(g_sigs) / sizeof(g_sigs[0]); i++)
-        hmc_sig_claim(g_sigs[i], NULL, 0);
-}
-
-/* HMTUNE_SMALL_SAMPLE: 1 in how many calls below HMTUNE_MIN_SIZE is traced. */
-static void small_config(void)
-{
-    const char *v = getenv("HMTUNE_SMALL_SAMPLE");
-    uint64_t n = HMC_SMALL_DEFAULT;
-    int rc = v && *v ? hmc_small_parse(v, &n) : 0;
-    if (rc == -2)
-        hm_log("hmtune: ", "HMTUNE_SMALL_SAMPLE=0 is no interval (off traces no small call); "
-               "tracing 1 in " HMC_SMALL_DEFAULT_STR " calls below HMTUNE_MIN_SIZE", NULL);
-    else if (rc == -3)
-        hm_log("hmtune: ", "HMTUNE_SMALL_SAMPLE is above 1048576 calls; tracing 1 in "
-               HMC_SMALL_DEFAULT_STR " calls below HMTUNE_MIN_SIZE instead of ", v);
-    else if (rc != 0)
-        hm_log("hmtune: ", "HMTUNE_SMALL_SAMPLE must be off or a whole number 1..1048576; "
-               "tracing 1 in " HMC_SMALL_DEFAULT_STR " calls below HMTUNE_MIN_SIZE instead of ", v);
-    if (rc != 0)
-        n = HMC_SMALL_DEFAULT;
-    hmc_small_set(n);
-}
-
-static void do_init(void)
-{
-    hmc_busy++;
-    int ok = hm_real_resolve(&rm) == 0;
-    hmc_sig_resolve();
-    RESOLVE(dlclose, "dlclose");
-    RESOLVE(exit_, "_exit");
-    RESOLVE(Exit_, "_Exit");
-    RESOLVE(execve, "execve");
-    RESOLVE(pthread_create, "pthread_create");
-    const char *out = getenv("HMTUNE_OUT");
-    uint64_t min_size = 4096, depth = 8;
-    if (!ok) {
-        hm_log("hmtune: ", "cannot find the malloc functions to wrap; tracing is off", NULL);
-    } else if (!out || !*out) {
-        hm_log("hmtune: ", "HMTUNE_OUT is not set; libhmtrace.so records nothing "
-               "(run the application through 'hmtune trace')", NULL);
-        ok = 0;
-    } else {
-        if (hm_env_size("HMTUNE_MIN_SIZE", 4096, &min_size) != 0) {
-            hm_log("hmtune: ", "HMTUNE_MIN_SIZE is malformed, using 4K: ", getenv("HMTUNE_MIN_SIZE"));
-            min_size = 4096;
-        }
-        if (hm_env_size("HMTUNE_DEPTH", 8, &depth) != 0 || depth < 1 || depth > HM_MAX_DEPTH) {
-            hm_log("hmtune: ", "HMTUNE_DEPTH must be 1..32, using 8: ", getenv("HMTUNE_DEPTH"));
-            depth = 8;
-        }
-        small_config();
-        struct hmc_config cfg = { out, min_size, (int)depth };
-        ok = hmc_core_init(&cfg) == 0;
-    }
-    if (ok) {
-        g_depth = (int)depth;
-        hm_modmap_init(hmc_module_cb);
-        hm_unwind_init((void *)&do_init);
-        pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
-        install_signals();
-        struct hmc_sampler_cfg scfg;
-        if (hmc_sampler_config(&scfg) != 0)
-            scfg.kind = HMS_SRC_NONE;
-        hmc_set_thread_exit_hook(hmc_sampler_thread_stop);
-        hmc_set_finish_hook(hmc_sampler_drain_self);
-        hmc_set_thread_finish_hook(hmc_sampler_finish_thread);
-        g_sampling = hmc_sampler_init(&scfg) == 0 && scfg.kind != HMS_SRC_NONE;
-        g_min = min_size;
-        g_free_min = min_size;
-        atomic_store(&g_state, ST_READY);
-        if (g_sampling)
-            hmc_sampler_thread_start();       /* the thread that initialized: main */
-    } else {
-        g_min = UINT64_MAX;
-        g_free_min = UINT64_MAX;
-        atomic_store(&g_state, ST_OFF);
-    }
-    hmc_busy--;
 }
 
 /* 1 when the tracer is ready; 0 while initializing (nested) or when off. */
 static inline int ensure_ready(void)
 {
-    int st = atomic_load_explicit(&g_state, memory_order_acquire);
-    if (hm_likely(st == ST_READY))
+    int st = atomic_load_explicit(&hmc_state, memory_order_acquire);
+    if (hm_likely(st == HMC_ST_READY))
         return 1;
-    if (st == ST_NONE) {
-        int z = ST_NONE;
-        if (atomic_compare_exchange_strong(&g_state, &z, ST_INIT))
-            do_init();
-    }
-    return atomic_load(&g_state) == ST_READY;
-}
-
-__attribute__((constructor)) static void hmc_ctor(void) { ensure_ready(); }
-__attribute__((destructor)) static void hmc_dtor(void)
-{
-    if (atomic_load(&g_state) == ST_READY)
-        hmc_finish(HME_EXIT, 0);
+    if (st == HMC_ST_NONE)
+        hmc_init_once();
+    return atomic_load(&hmc_state) == HMC_ST_READY;
 }
 
 /* ---- the traced path ---------------------------------------------------- */
@@ -234,8 +97,8 @@ static HM_NOINLINE void *slow(struct call *c)
         return plain(c);
     struct hmc_thread *t = ensure_ready() ? hmc_thread_get() : NULL;
     if (!t) {
-        int st = atomic_load(&g_state);
-        if (st == ST_OFF || (st == ST_READY && !hmc_core_active()))
+        int st = atomic_load(&hmc_state);
+        if (st == HMC_ST_OFF || (st == HMC_ST_READY && !hmc_core_active()))
             hmc_small_left = INT64_MAX;      /* nothing is recorded: keep small calls fast */
         return plain(c);
     }
@@ -252,10 +115,10 @@ static HM_NOINLINE void *slow(struct call *c)
     default:
         break;
     }
-    int small = size < g_min, in_marked = 0, in_big = 0;
+    int small = size < hmc_min, in_marked = 0, in_big = 0;
     if (c->in && !hm_in_boot(c->in)) {
         in_marked = hmc_small_unmark(c->in);  /* a traced small block: ends here */
-        in_big = rm.usable(c->in) >= g_free_min;
+        in_big = hmc_rm.usable(c->in) >= hmc_free_min;
     }
     /* sampled: traced because small-call sampling picked it (or its input block) */
     int sampled = small && !in_big && (hmc_small_pick() || in_marked);
@@ -266,7 +129,7 @@ static HM_NOINLINE void *slow(struct call *c)
     hmc_busy = 1;
     uint64_t t0 = hm_ticks();
     uint64_t frames[HM_MAX_DEPTH];
-    int n = hm_backtrace(frames, g_depth);
+    int n = hm_backtrace(frames, hmc_depth);
     uint64_t t1 = hm_ticks();
     void *r = plain(c);
     int err = errno;
@@ -276,7 +139,7 @@ static HM_NOINLINE void *slow(struct call *c)
     /* A small block that is recorded is marked, so that its free is recorded too; a
      * sampled one that cannot be (hmc_small_mark) stays unrecorded, unless it ended a
      * traced block. */
-    if (r && size < g_free_min && hmc_small_mark(r) != 0 && sampled && !in_marked) {
+    if (r && size < hmc_free_min && hmc_small_mark(r) != 0 && sampled && !in_marked) {
         hmc_add_tracer_ns(t, (t1 - t0) + (hm_ticks() - t2), 1);
         hmc_busy = 0;
         errno = err;
@@ -304,20 +167,20 @@ static HM_NOINLINE void slow_free(void *p)
     if (hm_in_boot(p))
         return;
     int marked = hmc_small_unmark(p);        /* before the block can be reused */
-    if (hmc_busy || !ensure_ready() || (!marked && rm.usable(p) < g_free_min)) {
-        if (rm.free)
-            rm.free(p);
+    if (hmc_busy || !ensure_ready() || (!marked && hmc_rm.usable(p) < hmc_free_min)) {
+        if (hmc_rm.free)
+            hmc_rm.free(p);
         return;
     }
     struct hmc_thread *t = hmc_thread_get();
     if (!t) {
-        rm.free(p);
+        hmc_rm.free(p);
         return;
     }
     hmc_busy = 1;
     int err = errno;
     uint64_t t0 = hm_ticks();
-    rm.free(p);
+    hmc_rm.free(p);
     uint64_t t1 = hm_ticks();
     hmc_record_free(t, t0, t1, (uint64_t)(uintptr_t)p);
     hmc_add_tracer_ns(t, hm_ticks() - t1, 1);
@@ -329,8 +192,8 @@ static HM_NOINLINE void slow_free(void *p)
 
 EXPORT void *malloc(size_t n)
 {
-    if (hm_likely(n < g_min) && hm_likely(--hmc_small_left > 0))
-        return rm.malloc(n);
+    if (hm_likely(n < hmc_min) && hm_likely(--hmc_small_left > 0))
+        return hmc_rm.malloc(n);
     struct call c = { HMK_MALLOC, NULL, n, 0, NULL, 0 };
     return slow(&c);
 }
@@ -339,9 +202,9 @@ EXPORT void free(void *p)
 {
     if (hm_unlikely(p == NULL))
         return;
-    if (hm_likely(g_free_min != 0 && !hm_in_boot(p) && rm.usable(p) < g_free_min &&
+    if (hm_likely(hmc_free_min != 0 && !hm_in_boot(p) && hmc_rm.usable(p) < hmc_free_min &&
                   !hmc_small_marked(p))) {
-        rm.free(p);
+        hmc_rm.free(p);
         return;
     }
     slow_free(p);
@@ -349,20 +212,20 @@ EXPORT void free(void *p)
 
 EXPORT void *calloc(size_t nmemb, size_t size)
 {
-    if (hm_likely(nmemb < g_min && size < g_min && nmemb * size < g_min) &&
+    if (hm_likely(nmemb < hmc_min && size < hmc_min && nmemb * size < hmc_min) &&
         hm_likely(--hmc_small_left > 0))
-        return rm.calloc(nmemb, size);
+        return hmc_rm.calloc(nmemb, size);
     struct call c = { HMK_CALLOC, NULL, nmemb, size, NULL, 0 };
     return slow(&c);
 }
 
 EXPORT void *realloc(void *p, size_t n)
 {
-    if (hm_likely(n < g_min && g_free_min != 0 &&
-                  (p == NULL || (!hm_in_boot(p) && rm.usable(p) < g_free_min &&
+    if (hm_likely(n < hmc_min && hmc_free_min != 0 &&
+                  (p == NULL || (!hm_in_boot(p) && hmc_rm.usable(p) < hmc_free_min &&
                                  !hmc_small_marked(p)))) &&
         hm_likely(--hmc_small_left > 0))
-        return rm.realloc(p, n);
+        return hmc_rm.realloc(p, n);
     struct call c = { HMK_REALLOC, p, n, 0, NULL, 0 };
     return slow(&c);
 }
@@ -370,7 +233,7 @@ EXPORT void *realloc(void *p, size_t n)
 /* The kinds below always take the slow path; a small request counts down here. */
 static inline void count_small(size_t n)
 {
-    if (n < g_min)
+    if (n < hmc_min)
         hmc_small_left--;
 }
 
@@ -386,24 +249,24 @@ EXPORT void *reallocarray(void *p, size_t nmemb, size_t size)
 EXPORT int posix_memalign(void **memptr, size_t align, size_t size)
 {
     struct call c = { HMK_POSIX_MEMALIGN, NULL, align, size, memptr, 0 };
-    if (hm_likely(size < g_min) && hm_likely(--hmc_small_left > 0))
-        return rm.posix_memalign(memptr, align, size);
+    if (hm_likely(size < hmc_min) && hm_likely(--hmc_small_left > 0))
+        return hmc_rm.posix_memalign(memptr, align, size);
     slow(&c);
     return c.rc;
 }
 
 EXPORT void *aligned_alloc(size_t align, size_t size)
 {
-    if (hm_likely(size < g_min) && hm_likely(--hmc_small_left > 0))
-        return rm.aligned_alloc(align, size);
+    if (hm_likely(size < hmc_min) && hm_likely(--hmc_small_left > 0))
+        return hmc_rm.aligned_alloc(align, size);
     struct call c = { HMK_ALIGNED_ALLOC, NULL, align, size, NULL, 0 };
     return slow(&c);
 }
 
 EXPORT void *memalign(size_t align, size_t size)
 {
-    if (hm_likely(size < g_min) && hm_likely(--hmc_small_left > 0))
-        return rm.memalign(align, size);
+    if (hm_likely(size < hmc_min) && hm_likely(--hmc_small_left > 0))
+        return hmc_rm.memalign(align, size);
     struct call c = { HMK_MEMALIGN, NULL, align, size, NULL, 0 };
     return slow(&c);
 }
@@ -427,29 +290,29 @@ EXPORT void *pvalloc(size_t n)
  * object, which a wrapper would change.) */
 EXPORT int dlclose(void *h)
 {
-    if (!real.dlclose)
+    if (!hmc_real.dlclose)
         ensure_ready();
-    int r = real.dlclose(h);
+    int r = hmc_real.dlclose(h);
     hm_modmap_invalidate();
     return r;
 }
 
 EXPORT void _exit(int status)
 {
-    if (atomic_load(&g_state) == ST_READY)
+    if (atomic_load(&hmc_state) == HMC_ST_READY)
         hmc_finish(HME__EXIT, 0);
-    if (real.exit_)
-        real.exit_(status);
+    if (hmc_real.exit_)
+        hmc_real.exit_(status);
     syscall(SYS_exit_group, status);
     __builtin_unreachable();
 }
 
 EXPORT void _Exit(int status)
 {
-    if (atomic_load(&g_state) == ST_READY)
+    if (atomic_load(&hmc_state) == HMC_ST_READY)
         hmc_finish(HME__EXIT, 0);
-    if (real.Exit_)
-        real.Exit_(status);
+    if (hmc_real.Exit_)
+        hmc_real.Exit_(status);
     syscall(SYS_exit_group, status);
     __builtin_unreachable();
 }
@@ -457,12 +320,12 @@ EXPORT void _Exit(int status)
 /* exec replaces the image without running destructors: write what we have. */
 EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-    if (!real.execve)
+    if (!hmc_real.execve)
         ensure_ready();
-    if (atomic_load(&g_state) == ST_READY)
+    if (atomic_load(&hmc_state) == HMC_ST_READY)
         hmc_finish(HME_EXEC, 0);
     hmc_sig_exec_begin();
-    int r = real.execve(path, argv, envp);
+    int r = hmc_real.execve(path, argv, envp);
     int err = errno;
     hmc_sig_exec_failed();
     hmc_exec_failed();
@@ -478,7 +341,7 @@ struct start { void *(*fn)(void *); void *arg; uint64_t sigmask; int attr_mask; 
 static void *thread_trampoline(void *p)
 {
     struct start st = *(struct start *)p;
-    rm.free(p);
+    hmc_rm.free(p);
     hmc_sig_thread_begin(st.sigmask, st.attr_mask);   /* before the first sample */
     hmc_sampler_thread_start();
     return st.fn(st.arg);
@@ -486,23 +349,23 @@ static void *thread_trampoline(void *p)
 
 EXPORT int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
-    if (!real.pthread_create)
+    if (!hmc_real.pthread_create)
         ensure_ready();
-    if (!real.pthread_create)
+    if (!hmc_real.pthread_create)
         return EAGAIN;
-    if (!g_sampling)
-        return real.pthread_create(th, attr, fn, arg);
-    struct start *st = rm.malloc(sizeof(*st));
+    if (!hmc_sampling)
+        return hmc_real.pthread_create(th, attr, fn, arg);
+    struct start *st = hmc_rm.malloc(sizeof(*st));
     if (!st)
-        return real.pthread_create(th, attr, fn, arg);
+        return hmc_real.pthread_create(th, attr, fn, arg);
     st->fn = fn;
     st->arg = arg;
     st->sigmask = hmc_sig_thread_mask();             /* a new thread inherits its mask */
     sigset_t am;
     st->attr_mask = attr && pthread_attr_getsigmask_np(attr, &am) == 0;
-    int r = real.pthread_create(th, attr, thread_trampoline, st);
+    int r = hmc_real.pthread_create(th, attr, thread_trampoline, st);
     if (r != 0)
-        rm.free(st);
+        hmc_rm.free(st);
     return r;
 }
 
@@ -536,3 +399,4 @@ EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 }
 
 EXPORT int sigpending(sigset_t *set) { return hmc_sig_pending(set); }
+

@@ -38,13 +38,3 @@ int hm_env_rank(int *size)
         *size = 0;
     return -1;
 }
-
-int hm_env_size(const char *name, uint64_t def, uint64_t *out)
-{
-    const char *s = getenv(name);
-    if (!s || !*s) {
-        *out = def;
-        return 0;
-    }
-    return hm_parse_size(s, out);
-}

@@ -7,11 +7,18 @@ HMI_CORE_HDR := $(ROOT)/interpose/hmi_placement.h $(ROOT)/interpose/hmi_fields.h
 HMI_CORE_SRC += $(ROOT)/interpose/hmi_match.c
 HMI_CORE_HDR += $(ROOT)/interpose/hmi_match.h
 HMI_CORE_LIB := $(HMI_DIR)/libhmi_core.a
-# Tier backends (hmi_backend*.c): mmap/hugetlb/thp/numa and dlopen'ed memkind, and the
-# small-object arena (hmi_arena.c); users link -ldl -lpthread.
-HMI_CORE_SRC += $(ROOT)/interpose/hmi_backend.c $(ROOT)/interpose/hmi_backend_memkind.c \
+# Tier backends: entry points and dispatch (hmi_backend.c), spec parsing (hmi_spec.c),
+# capacity (hmi_capacity.c), reasons (hmi_msg.c), the page map (hmi_pagemap.c), mmap
+# blocks and chunks (hmi_mmap.c), split objects (hmi_split.c), dlopen'ed memkind
+# (hmi_backend_memkind.c), and the small-object arena (hmi_arena.c); users link -ldl
+# -lpthread.
+HMI_CORE_SRC += $(ROOT)/interpose/hmi_backend.c $(ROOT)/interpose/hmi_spec.c \
+                $(ROOT)/interpose/hmi_capacity.c $(ROOT)/interpose/hmi_msg.c \
+                $(ROOT)/interpose/hmi_pagemap.c $(ROOT)/interpose/hmi_mmap.c \
+                $(ROOT)/interpose/hmi_split.c $(ROOT)/interpose/hmi_backend_memkind.c \
                 $(ROOT)/interpose/hmi_arena.c
 HMI_CORE_HDR += $(ROOT)/interpose/hmi_backend.h $(ROOT)/interpose/hmi_backend_int.h \
+                $(ROOT)/interpose/hmi_pagemap.h $(ROOT)/interpose/hmi_mmap.h \
                 $(ROOT)/interpose/hmi_arena.h
 # Static variables of placement.txt's static lines, bound or remapped at start-up.
 HMI_CORE_SRC += $(ROOT)/interpose/hmi_static.c
@@ -27,11 +34,14 @@ $(HMI_CORE_LIB): $(patsubst $(ROOT)/interpose/%.c,$(HMI_DIR)/%.o,$(HMI_CORE_SRC)
 
 BUILD_TARGETS += $(HMI_CORE_LIB)
 
-# The preload library: the malloc family (hmi_shim.c), the exit report (hmi_report.c) and
-# the checks that a placement is this process's (hmi_accept.c).
-HMI_SHIM_SRC := $(ROOT)/interpose/hmi_shim.c $(ROOT)/interpose/hmi_report.c \
+# The preload library: the malloc family (hmi_shim.c), its bootstrap and options
+# (hmi_boot.c), the run's counters (hmi_report.c) and exit report (hmi_report_exit.c),
+# and the checks that a placement is this process's (hmi_accept.c).
+HMI_SHIM_SRC := $(ROOT)/interpose/hmi_shim.c $(ROOT)/interpose/hmi_boot.c \
+                $(ROOT)/interpose/hmi_report.c $(ROOT)/interpose/hmi_report_exit.c \
                 $(ROOT)/interpose/hmi_accept.c
-HMI_SHIM_HDR := $(ROOT)/interpose/hmi_report.h $(ROOT)/interpose/hmi_accept.h
+HMI_SHIM_HDR := $(ROOT)/interpose/hmi_boot.h $(ROOT)/interpose/hmi_report.h \
+                $(ROOT)/interpose/hmi_report_int.h $(ROOT)/interpose/hmi_accept.h
 HMALLOC_SO   := $(BUILD)/lib/libhmalloc.so
 $(HMALLOC_SO): $(HMI_SHIM_SRC) $(HMI_SHIM_HDR) $(HMI_CORE_LIB) $(HMI_CORE_HDR) $(COMMON_SRC) $(COMMON_HDR)
 	@mkdir -p $(@D)

@@ -4,6 +4,7 @@
 #include "hmi_accept.h"
 
 #include "hm_modmap.h"
+#include "hm_options.h"
 
 #include <elf.h>
 #include <fcntl.h>
@@ -33,8 +34,8 @@ int hmi_is_program(const char *exe, const char *path)
  * mpirun). Unset: every process is. */
 int hmi_is_target(const char *exe)
 {
-    const char *t = getenv("HMTUNE_TARGET");
-    if (!t || !*t)
+    const char *t = hm_opt_raw(HM_OPT_TARGET);
+    if (!t)
         return 1;
     if (strchr(t, '/'))
         return hmi_is_program(exe, t);

@@ -1,5 +1,5 @@
 /* hmi_arena.h — the small-object arena of libhmalloc's tiers: placed objects of up
- * to 1 MiB packed into 2 MiB chunks that the tier's backend maps (hmi_backend.c).
+ * to 1 MiB packed into 2 MiB chunks that the tier's backend maps (hmi_mmap.c).
  *
  * Why an arena of our own: the memkind backend used to hand placed blocks to
  * libmemkind's jemalloc arenas, and libmemkind's destructor (memkind_finalize)

@@ -1,7 +1,9 @@
-/* hmi_backend_int.h — what hmi_backend.c (table, accounting, page map, mmap
- * blocks, arena chunks) and hmi_backend_memkind.c (the kind's nodes, policy and
- * page size from the dlopen'ed libmemkind) share. Not for the rest of the
- * interposer: use hmi_backend.h. */
+/* hmi_backend_int.h — the core every tier backend file shares: the tier table
+ * (struct hmi_bk), capacity accounting and block counts (hmi_capacity.c), one-line
+ * reasons (hmi_msg.c), and mbind plus the probe mapping that says whether a tier can
+ * map memory (hmi_mmap.c). hmi_backend_memkind.c needs only this; the page map and
+ * the block and chunk mapping are in hmi_pagemap.h and hmi_mmap.h. Not for the rest
+ * of the interposer: use hmi_backend.h. */
 #ifndef HMI_BACKEND_INT_H
 #define HMI_BACKEND_INT_H
 
@@ -55,9 +57,34 @@ extern struct hmi_bk hmi_bks[HMI_MAX_TIERS] HM_HIDDEN;
 extern struct hmi_bk_credit hmi_bk_credit[HMI_MAX_TIERS][HM_STRIPES] HM_HIDDEN;
 extern struct hmi_bk_counts hmi_bk_counts[HMI_MAX_TIERS][HM_STRIPES] HM_HIDDEN;
 
+#define HMI_PAGE_4K 4096ull
+#define HMI_PAGE_2M (2ull << 20)
+
+HM_INLINE uint64_t hmi_round_up(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
+
+/* ---- capacity (hmi_capacity.c) ---- */
+
 /* Capacity: charge n bytes (0) or refuse (-1, nothing changed); give them back. */
 int hmi_charge(struct hmi_bk *b, uint64_t n) HM_HIDDEN;
 void hmi_uncharge(struct hmi_bk *b, uint64_t n) HM_HIDDEN;
+/* The bytes the stripes' reserves hold of b's `used`. */
+uint64_t hmi_reserves(const struct hmi_bk *b) HM_HIDDEN;
+/* Add tier index's block counts (every stripe) to out. */
+void hmi_count_sum(uint32_t index, struct hmi_backend_stats *out) HM_HIDDEN;
+
+enum { HMI_C_PLACED, HMI_C_FREED, HMI_C_NOT_FITTING };
+
+/* Count one block placed, freed or not fitting in b's calling thread's stripe
+ * (inline: every allocation and free counts one). */
+HM_INLINE void hmi_count(const struct hmi_bk *b, int which)
+{
+    struct hmi_bk_counts *c = &hmi_bk_counts[b - hmi_bks][hm_stripe()];
+    uint64_t *f = which == HMI_C_PLACED ? &c->placed : which == HMI_C_FREED ? &c->freed
+                : &c->not_fitting;
+    hm_stripe_add(f, 1);
+}
+
+/* ---- messages (hmi_msg.c) ---- */
 
 /* A bounded one-line message builder for reasons (no stdio). */
 struct hmi_msg {
@@ -67,12 +94,21 @@ struct hmi_msg {
 void hmi_msg_init(struct hmi_msg *m, char *buf, size_t cap) HM_HIDDEN;
 void hmi_msg_str(struct hmi_msg *m, const char *s) HM_HIDDEN;
 void hmi_msg_u64(struct hmi_msg *m, uint64_t v) HM_HIDDEN;
+/* strerror's description of err (no allocation, no locale). */
+void hmi_msg_errno(struct hmi_msg *m, int err) HM_HIDDEN;
 
-/* memkind (hmi_backend_memkind.c): set b's map_huge, mpol and nodes from the kind;
- * 0, or -1 with the reason appended. */
-int hmi_mk_open(struct hmi_bk *b, const char *kind, struct hmi_msg *why) HM_HIDDEN;
-/* Map and release the smallest block b can map (hmi_backend.c): 0 when b's
- * mapping and mbind work, else -1 with the reason appended. */
+/* ---- mapping (hmi_mmap.c) ---- */
+
+/* mbind(2) by raw syscall (no libnuma): mask has HMI_MAX_NODES + 1 bits. */
+long hmi_mbind(void *a, size_t len, int mode, const unsigned long *mask) HM_HIDDEN;
+
+/* Map and release the smallest block b can map: 0 when b's mapping and mbind work,
+ * else -1 with the reason appended. */
 int hmi_probe_map(struct hmi_bk *b, struct hmi_msg *why) HM_HIDDEN;
+
+/* ---- memkind (hmi_backend_memkind.c) ---- */
+
+/* Set b's map_huge, mpol and nodes from the kind; 0, or -1 with the reason appended. */
+int hmi_mk_open(struct hmi_bk *b, const char *kind, struct hmi_msg *why) HM_HIDDEN;
 
 #endif

@@ -1,5 +1,5 @@
 /* hmi_backend_memkind.c — the memkind:KIND backend: memkind decides WHERE (the
- * kind's NUMA nodes, policy and page size), libhmalloc allocates (hmi_backend.c's
+ * kind's NUMA nodes, policy and page size), libhmalloc allocates (hmi_mmap.c's
  * mmap blocks and hmi_arena.c's small-object chunks, mbind'ed to the kind's nodes).
  *
  * Why memkind no longer allocates: libmemkind's destructor (memkind_finalize) destroys

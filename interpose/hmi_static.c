@@ -1,6 +1,7 @@
 /* hmi_static.c — see hmi_static.h. Runs once, from the interposer's initialization
  * (its constructor, or the first placed allocation before it), single-threaded. */
 #include "hmi_static.h"
+#include "hm_options.h"
 #include "hm_util.h"
 
 #include <elf.h>
@@ -231,8 +232,7 @@ static void scan_debug_file(const struct module *m, uint64_t off, uint64_t size,
     }
     if (!id)
         return;
-    const char *env = getenv("HMTUNE_DEBUG_ROOT");
-    const char *roots = env && *env ? env : "/usr/lib/debug";
+    const char *roots = hm_opt_str(HM_OPT_DEBUG_ROOT);      /* /usr/lib/debug unless set */
     for (const char *p = roots; *p;) {
         size_t n = strcspn(p, ":");
         char path[4096 + 200];

@@ -26,7 +26,10 @@
  * blocks), and samples in it count that many times for its site (41000041 with the
  * object, else from the block); the expected weights are then bounded per task as the
  * scanner bounds them (ps_sites_cap: the added weight at most the task's class-4
- * weight, each site's added part scaled by one factor). */
+ * weight, each site's added part scaled by one factor).
+ *
+ * One file of over 500 lines on purpose: each record and the answer it implies are
+ * made together (gen_check.c compares the scanner's output with the answers). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>

@@ -24,6 +24,7 @@
 #define PS_ID_BITS 21
 #define PS_ID_MAX  ((1u << PS_ID_BITS) - 1)
 
+/* ---- memory (ps_xalloc.c): exit(1) with a message when there is none ---- */
 void *ps_xmalloc(size_t n);
 void *ps_xrealloc(void *p, size_t n);
 void *ps_xcalloc(size_t n, size_t size);

@@ -53,30 +53,6 @@ static void die(const char *fmt, ...)
     exit(1);                           /* cleanup() runs from atexit */
 }
 
-void *ps_xmalloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        die("out of memory (%zu bytes)", n);
-    return p;
-}
-
-void *ps_xrealloc(void *p, size_t n)
-{
-    void *q = realloc(p, n ? n : 1);
-    if (!q)
-        die("out of memory (%zu bytes)", n);
-    return q;
-}
-
-void *ps_xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size ? size : 1);
-    if (!p)
-        die("out of memory (%zu x %zu bytes)", n, size);
-    return p;
-}
-
 static double now_s(void)
 {
     struct timespec ts;

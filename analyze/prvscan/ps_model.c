@@ -21,7 +21,10 @@
  * (task, site) in time order. Each time the trace time moves on, endpoints before
  * the new time are swept, unless a call still open (whose block, when it ends, will
  * start at its entry time) holds them back. With --per-thread-time the bound is the
- * earliest time any thread can still produce, checked when enough endpoints wait. */
+ * earliest time any thread can still produce, checked when enough endpoints wait.
+ *
+ * One file of over 500 lines on purpose: fusion and the semantics share each thread's
+ * pending group, and every record of the scan passes through both in its hot loop. */
 #include "ps.h"
 
 #include <stdlib.h>

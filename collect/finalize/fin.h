@@ -133,6 +133,8 @@ int fin_stream_next(struct fin_stream *s, const struct hmr_hdr **rec);
 const char *fin_intern(const char *s);
 /* A stream time (ticks) as CLOCK_MONOTONIC ns. */
 uint64_t fin_ns(const struct fin_proc *p, uint64_t ticks);
+/* ns of a record's time (0 for records without one) */
+uint64_t fin_rec_ns(const struct fin_proc *p, const struct hmr_hdr *r);
 void fin_free_ctx(struct fin_ctx *c);   /* the processes and streams */
 /* fin_live.c: live blocks of a process by address */
 struct fin_live *fin_live_new(void);
@@ -151,9 +153,8 @@ int fin_module_of(const struct fin_proc *p, uint64_t addr);          /* id or 0 
 void fin_sample_code(struct fin_ctx *c, struct fin_proc *p, uint64_t ip, uint32_t *fid,
                      uint32_t *lid);
 void fin_code_labels(FILE *f, int lines);                            /* pcf VALUES */
+/* fin_sites.c: the object id of key, created (with *created set) when new */
 uint32_t fin_key_id(struct fin_ctx *c, const char *key, struct fin_site **created);
-/* ns of a record's time (0 for records without one) */
-uint64_t fin_rec_ns(const struct fin_proc *p, const struct hmr_hdr *r);
 /* fin_merge.c */
 int fin_write_prv(struct fin_ctx *c, const char *prv_path);
 /* fin_recov.c: count one sample (its flags, and its enum fin_class) */

@@ -156,6 +156,32 @@ uint64_t fin_ns(const struct fin_proc *p, uint64_t ticks)
     return d <= 0 ? 0 : (uint64_t)d;
 }
 
+/* ns of a record's time (0 for records without one) */
+uint64_t fin_rec_ns(const struct fin_proc *p, const struct hmr_hdr *r)
+{
+    uint32_t len = (uint32_t)r->len8 * 8;
+    switch (r->type) {
+    case HMR_THREAD:
+        return len >= sizeof(struct hmr_thread) ? fin_ns(p, ((const struct hmr_thread *)r)->t) : 0;
+    case HMR_CALL:
+        return len >= sizeof(struct hmr_call) ? fin_ns(p, ((const struct hmr_call *)r)->t1) : 0;
+    case HMR_SCALL:
+        return len >= sizeof(struct hmr_scall) ? fin_ns(p, ((const struct hmr_scall *)r)->t1) : 0;
+    case HMR_FREE:
+        return len >= sizeof(struct hmr_free) ? fin_ns(p, ((const struct hmr_free *)r)->t1) : 0;
+    case HMR_TEND:
+        return len >= sizeof(struct hmr_tend) ? fin_ns(p, ((const struct hmr_tend *)r)->t) : 0;
+    case HMR_SAMPLE: {
+        if (len < sizeof(struct hmr_sample))
+            return 0;
+        const struct hmr_sample *x = (const void *)r;
+        return (x->h.aux & HMS_TIME_NS) ? x->t : fin_ns(p, x->t);
+    }
+    default:
+        return 0;
+    }
+}
+
 static void read_proc_record(struct fin_proc *p, const struct hmr_hdr *h, uint32_t len)
 {
     switch (h->type) {

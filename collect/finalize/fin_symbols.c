@@ -9,10 +9,14 @@
  *      file, else .dynsym: what a stripped library still exports) whose range holds
  *      the address, demangled;
  *   3. `module+0xOFF` with the module's file name (`liblammps.so.0+0x1234`).
- * Every module is opened, and its symbol tables read, once. */
+ * Every module is opened, and its symbol tables read, once.
+ *
+ * One file of over 500 lines on purpose: the three lookups share the per-module
+ * cache of opened libbfd objects and their symbol tables. */
 #define PACKAGE "hmtune"
 #define PACKAGE_VERSION "1"
 #include "fin.h"
+#include "hm_options.h"
 
 #include <bfd.h>
 #include <elf.h>
@@ -90,8 +94,7 @@ static bfd *open_object(const char *path)
  * then by .gnu_debuglink (whose CRC libbfd checks). NULL when none is installed. */
 static bfd *find_debug_file(bfd *b)
 {
-    const char *env = getenv("HMTUNE_DEBUG_ROOT");
-    const char *roots = env && *env ? env : "/usr/lib/debug";
+    const char *roots = hm_opt_str(HM_OPT_DEBUG_ROOT);      /* /usr/lib/debug unless set */
     char root[4096];
     for (const char *p = roots; *p;) {
         size_t n = strcspn(p, ":");

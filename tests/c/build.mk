@@ -7,10 +7,20 @@ $(TEST_C_DIR)/test_util: $(ROOT)/tests/c/test_util.c $(COMMON_SRC) $(COMMON_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_C_CFLAGS) -o $@ $< $(COMMON_SRC) -lunwind -ldl $(LDSAN)
 
-$(TEST_C_DIR)/test_core: $(ROOT)/tests/c/test_core.c $(ROOT)/collect/hmc_core.c \
+# The HMTUNE_* options table (common/hm_options.c).
+$(TEST_C_DIR)/test_options: $(ROOT)/tests/c/test_options.c $(COMMON_SRC) $(COMMON_HDR) \
+    $(HMC_LIB_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_C_CFLAGS) -o $@ $< $(COMMON_SRC) -lunwind -ldl $(LDSAN)
+
+# The tracer core: the process stream and lifecycle (hmc_core.c), the per-thread
+# buffers (hmc_buffers.c), the records and stack table (hmc_records.c).
+HMC_CORE_SRC := $(ROOT)/collect/hmc_core.c $(ROOT)/collect/hmc_buffers.c \
+                $(ROOT)/collect/hmc_records.c
+$(TEST_C_DIR)/test_core: $(ROOT)/tests/c/test_core.c $(HMC_CORE_SRC) \
     $(ROOT)/collect/finalize/fin_raw.c $(COMMON_SRC) $(HMC_LIB_HDR) $(HMC_FIN_HDR)
 	@mkdir -p $(@D)
-	$(CC) $(TEST_C_CFLAGS) -rdynamic -o $@ $< $(ROOT)/collect/hmc_core.c \
+	$(CC) $(TEST_C_CFLAGS) -rdynamic -o $@ $< $(HMC_CORE_SRC) \
 	  $(ROOT)/collect/finalize/fin_raw.c $(COMMON_SRC) -lunwind -ldl $(LDSAN)
 
 # PEBS/IBS sampling (collect/hmc_perf*.c) on fake sysfs trees and synthetic rings.
@@ -125,7 +135,7 @@ $(TEST_C_DIR)/test_hmalloc: $(ROOT)/tests/c/test_hmalloc.c $(ROOT)/tests/c/hmall
 	  -DHMT_HMALLOC='"$(HMALLOC_SO)"' -DHMT_EXIT_APP='"$(EXIT_APP)"' \
 	  -DHMT_EXIT_PLUGIN='"$(EXIT_PLUGIN_SO)"' -o $@ $< $(LDSAN)
 
-TEST_C_BINS := $(TEST_C_DIR)/test_util $(TEST_C_DIR)/test_core $(TEST_C_DIR)/test_perf \
+TEST_C_BINS := $(TEST_C_DIR)/test_util $(TEST_C_DIR)/test_options $(TEST_C_DIR)/test_core $(TEST_C_DIR)/test_perf \
                $(TEST_C_DIR)/test_decode $(TEST_C_DIR)/test_placement $(PRVSCAN_TESTS)
 TEST_C_BINS += $(TEST_C_DIR)/test_backend $(TEST_C_DIR)/test_static
 TEST_C_BINS += $(TEST_C_DIR)/test_match

@@ -1,4 +1,4 @@
-/* Unit tests of common/hm_util.c and hm_env.c. */
+/* Unit tests of common/hm_util.c and hm_env.c (the HMTUNE_* options: test_options.c). */
 #include "hmt.h"
 #include "hm_env.h"
 #include "hm_util.h"
@@ -57,22 +57,10 @@ static void test_rank(void)
     unsetenv("SLURM_PROCID");
 }
 
-static void test_env_size(void)
-{
-    uint64_t v;
-    unsetenv("HMT_X");
-    CHECK(hm_env_size("HMT_X", 77, &v) == 0 && v == 77);
-    setenv("HMT_X", "8K", 1);
-    CHECK(hm_env_size("HMT_X", 77, &v) == 0 && v == 8192);
-    setenv("HMT_X", "eight", 1);
-    CHECK(hm_env_size("HMT_X", 77, &v) == -1);
-}
-
 int main(void)
 {
     RUN(test_parse_size);
     RUN(test_fmt);
     RUN(test_rank);
-    RUN(test_env_size);
     HMT_END();
 }

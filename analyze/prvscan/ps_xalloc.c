@@ -1,0 +1,44 @@
+/* ps_xalloc.c — hmtune-prvscan's allocation helpers: malloc, realloc and calloc that
+ * end the scan with one message when memory runs out (exit(1): ps_main.c's atexit
+ * handler removes the partial outputs). Zero-byte requests get one byte, so a NULL
+ * result always means no memory. */
+#include "ps.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+
+static void oom(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+static void oom(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("hmtune-prvscan: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+void *ps_xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        oom("out of memory (%zu bytes)", n);
+    return p;
+}
+
+void *ps_xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        oom("out of memory (%zu bytes)", n);
+    return q;
+}
+
+void *ps_xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p)
+        oom("out of memory (%zu x %zu bytes)", n, size);
+    return p;
+}

@@ -1,0 +1,68 @@
+/* hmi_pagemap.h — the 2 MiB page map that says which tier owns each mmap'd block and
+ * arena chunk (hmi_pagemap.c), and the table of every arena chunk mapped. The lookups
+ * are inline: hmi_owner runs them on every free of the application. Internal to the
+ * tier backends (hmi_backend.c, hmi_mmap.c, hmi_split.c, hmi_spec.c). */
+#ifndef HMI_PAGEMAP_H
+#define HMI_PAGEMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "hmi_arena.h"
+#include "hmi_backend_int.h"
+
+#define HMI_GRAN_SHIFT  21                  /* one page-map entry per 2 MiB */
+#define HMI_ADDR_BITS   47                  /* user address space mapped here */
+
+/* Page-map entry: bits 0-4 tier + 1 (0: not ours), bit 5 set on a block's first
+ * granule, bits 6-31 on that granule the block's mapped length in 4 KiB pages.
+ * Without bit 5, bits 6-31 nonzero: the granule is an arena chunk (hmi_arena.h)
+ * and they hold its size class + 1; zero: a later granule of a block. */
+#define HMI_E_TIER_MASK 0x1fu
+#define HMI_E_HEAD      0x20u
+#define HMI_E_PAGES_SHIFT 6
+#define HMI_E_MAX_PAGES ((1ull << (32 - HMI_E_PAGES_SHIFT)) - 1)   /* 256 GiB blocks */
+
+extern uint32_t *hmi_pagemap HM_HIDDEN;    /* published with a release store */
+
+/* Map the page map and the arena chunk table once (hmi_backend_open,
+ * single-threaded); -1 with why appended. */
+int hmi_pagemap_init(struct hmi_msg *why) HM_HIDDEN;
+int hmi_chunks_init(struct hmi_msg *why) HM_HIDDEN;
+
+/* Granules [a, a + span) belong to tier index; the first one records pages. */
+void hmi_pagemap_set(uintptr_t a, uint64_t span, uint32_t index, uint64_t pages) HM_HIDDEN;
+/* Granules [a, a + span) are no tier's. */
+void hmi_pagemap_clear(uintptr_t a, uint64_t span) HM_HIDDEN;
+
+/* A slot for one more arena chunk in the chunk table, or -1 when it is full. */
+int64_t hmi_chunk_slot(void) HM_HIDDEN;
+/* Chunk a (2 MiB aligned, mapped) of tier index, class cls, goes in slot k and in
+ * the page map. */
+void hmi_chunk_record(int64_t k, uintptr_t a, uint32_t index, unsigned cls) HM_HIDDEN;
+/* Unmap tier index's arena chunks (hmi_backend_close: nothing of them is live). */
+void hmi_chunks_unmap(uint32_t index) HM_HIDDEN;
+
+/* The page-map entry of p's granule (0: not ours). */
+HM_INLINE uint32_t hmi_pagemap_get(const void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    uint32_t *m = __atomic_load_n(&hmi_pagemap, __ATOMIC_ACQUIRE);
+    if (!m || (a >> HMI_ADDR_BITS))
+        return 0;
+    return __atomic_load_n(&m[a >> HMI_GRAN_SHIFT], __ATOMIC_ACQUIRE);
+}
+
+/* The class of p when it is an object's start in an arena chunk (entry e), else -1. */
+static inline int hmi_arena_object(uint32_t e, const void *p)
+{
+    if ((e & HMI_E_HEAD) || !(e >> HMI_E_PAGES_SHIFT))
+        return -1;
+    unsigned cls = (e >> HMI_E_PAGES_SHIFT) - 1;
+    if (cls >= HMI_ARENA_CLASSES)
+        return -1;
+    size_t cs = hmi_arena_class_size(cls);
+    uintptr_t off = (uintptr_t)p & (HMI_PAGE_2M - 1);
+    return off % cs == 0 && off + cs <= HMI_PAGE_2M ? (int)cls : -1;
+}
+
+#endif

@@ -1,0 +1,104 @@
+/* hmi_spec.c — a tier line's BACKEND field (hmi_backend.h lists them): hugetlb, thp,
+ * numa:LIST with its node list, memkind:KIND (the kind's placement from
+ * hmi_backend_memkind.c) and default, each set up on its tier and probed. */
+#include "hmi_mmap.h"
+#include "hmi_pagemap.h"
+
+#include <string.h>
+#include <unistd.h>
+
+#define MPOL_BIND_ 2                        /* <linux/mempolicy.h> MPOL_BIND */
+
+static int parse_nodes(const char *s, unsigned long *mask, struct hmi_msg *why)
+{
+    memset(mask, 0, HMI_NODE_WORDS * sizeof(unsigned long));
+    const char *p = s;
+    for (;;) {
+        uint64_t lo = 0, hi;
+        if (*p < '0' || *p > '9')
+            goto bad;
+        while (*p >= '0' && *p <= '9' && lo < HMI_MAX_NODES)
+            lo = lo * 10 + (uint64_t)(*p++ - '0');
+        hi = lo;
+        if (*p == '-') {
+            p++;
+            if (*p < '0' || *p > '9')
+                goto bad;
+            hi = 0;
+            while (*p >= '0' && *p <= '9' && hi < HMI_MAX_NODES)
+                hi = hi * 10 + (uint64_t)(*p++ - '0');
+        }
+        if (lo >= HMI_MAX_NODES || hi >= HMI_MAX_NODES || hi < lo)
+            goto bad;
+        for (uint64_t n = lo; n <= hi; n++)
+            mask[n / (8 * sizeof(unsigned long))] |= 1ul << (n % (8 * sizeof(unsigned long)));
+        if (*p == '\0')
+            return 0;
+        if (*p++ != ',')
+            goto bad;
+    }
+bad:
+    hmi_msg_str(why, "malformed node list (want e.g. 0, 8-15, 0,2,4-7; nodes < 1024)");
+    return -1;
+}
+
+static int numa_open(struct hmi_bk *b, const char *list, struct hmi_msg *why)
+{
+    if (parse_nodes(list, b->nodes, why))
+        return -1;
+    for (unsigned n = 0; n < HMI_MAX_NODES; n++) {
+        if (!(b->nodes[n / (8 * sizeof(unsigned long))] & (1ul << (n % (8 * sizeof(unsigned long))))))
+            continue;
+        char path[64];
+        size_t k = hm_fmt_str(path, "/sys/devices/system/node/node");
+        k += hm_fmt_u64(path + k, n);
+        path[k] = '\0';
+        if (access(path, F_OK) != 0) {
+            hmi_msg_str(why, "node ");
+            hmi_msg_u64(why, n);
+            hmi_msg_str(why, " is not present (no ");
+            hmi_msg_str(why, path);
+            hmi_msg_str(why, ")");
+            return -1;
+        }
+    }
+    b->mpol = MPOL_BIND_;
+    return hmi_probe_map(b, why);
+}
+
+/* The page map, the split block table and the arena chunk table, mapped once. */
+static int tables_init(struct hmi_msg *why)
+{
+    return hmi_pagemap_init(why) || hmi_split_init(why) || hmi_chunks_init(why);
+}
+
+int hmi_spec_open(struct hmi_bk *b, const char *spec, uint64_t capacity, int unlimited,
+                  struct hmi_msg *why)
+{
+    int rc = -1;
+    if (!spec) {
+        hmi_msg_str(why, "no backend");
+    } else if (!strcmp(spec, "default")) {
+        b->kind = HMI_BK_DEFAULT;
+        rc = 0;
+    } else if (!unlimited && capacity == 0) {
+        hmi_msg_str(why, "zero capacity");
+    } else if (!strcmp(spec, "hugetlb")) {
+        b->kind = HMI_BK_HUGETLB;
+        b->map_huge = 1;
+        rc = tables_init(why) ? -1 : hmi_probe_map(b, why);
+    } else if (!strcmp(spec, "thp")) {
+        b->kind = HMI_BK_THP;
+        b->thp = 1;
+        rc = tables_init(why) ? -1 : 0;
+    } else if (!strncmp(spec, "numa:", 5)) {
+        b->kind = HMI_BK_NUMA;
+        rc = tables_init(why) ? -1 : numa_open(b, spec + 5, why);
+    } else if (!strncmp(spec, "memkind:", 8)) {
+        b->kind = HMI_BK_MEMKIND;
+        rc = tables_init(why) ? -1 : hmi_mk_open(b, spec + 8, why);
+    } else {
+        hmi_msg_str(why, "unknown backend (want memkind:KIND, numa:NODES, hugetlb, thp or default)");
+    }
+    return rc;
+}
