@@ -53,7 +53,7 @@ test: deps
 	@echo "== Python tests"
 	@$(MAKE) --no-print-directory test-py
 
-PY_DIRS := $(wildcard analyze advisor workflows tests bench packaging)
+PY_DIRS := $(wildcard hmtune tests bench packaging)
 
 test-py: build
 	@$(PY) -m ruff check $(PY_DIRS)

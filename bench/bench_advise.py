@@ -9,7 +9,7 @@ tier, by seed). The lifetime instances spread
 come and go in phases, with a heavy-tailed number of allocations per site.
 
 The split instances have 10,000 sites of 128-512 MiB objects, each with weight in
-every 2 MiB of it: advisor/split.py cuts each into at most 64 ranges, and the cut is
+every 2 MiB of it: hmtune/advisor/split.py cuts each into at most 64 ranges, and the cut is
 timed with the solve.
 
 Each instance is solved `--runs` times; the median wall time and the (identical)
@@ -30,8 +30,8 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from advisor.model import KIB, Placement, Problem, Tier  # noqa: E402
-from advisor.strategies import solve  # noqa: E402
+from hmtune.advisor.model import KIB, Placement, Problem, Tier  # noqa: E402
+from hmtune.advisor.strategies import solve  # noqa: E402
 
 PAGE = 4 * KIB
 HBM = ("hbm", 1.0, 1.1)
@@ -141,7 +141,7 @@ def max_total_live(allocs: pd.DataFrame) -> int:
 
 @dataclass
 class SplitCase:
-    """A problem to cut into ranges (advisor/split.py) before it is solved: the cut is
+    """A problem to cut into ranges (hmtune/advisor/split.py) before it is solved: the cut is
     timed with the solve."""
     problem: Problem
     profile: pd.DataFrame
@@ -151,7 +151,7 @@ def split_case(n: int, seed: int) -> SplitCase:
     """n sites of one object each, 128-512 MiB (64-256 ranges of 2 MiB, merged to at
     most 64 per site), with weight in every 2 MiB of it (heavy-tailed per range), a
     hugetlb tier holding 10 % of them."""
-    from advisor.model import MIB
+    from hmtune.advisor.model import MIB
 
     rng = np.random.default_rng(seed)
     ids = np.arange(3, 3 + n, dtype=np.int64)
@@ -176,8 +176,8 @@ def split_case(n: int, seed: int) -> SplitCase:
 
 
 def run(problem: Problem | SplitCase, target: Target, runs: int) -> tuple[float, Placement]:
-    from advisor import split
-    from advisor.inputs import Sites
+    from hmtune.advisor import split
+    from hmtune.advisor.inputs import Sites
 
     times = []
     p: Placement | None = None

@@ -44,7 +44,7 @@ from pathlib import Path
 from benchlib import HMTUNE, ROOT, require
 
 sys.path.insert(0, str(ROOT))
-from workflows import sitegroups, stats  # noqa: E402
+from hmtune.workflows import sitegroups, stats  # noqa: E402
 
 NAME = "bench-apps"
 WORK = ROOT / "bench" / "work"
@@ -223,7 +223,7 @@ def trace_overhead(app: App, d: Path, rounds: int) -> dict:
             (plain if what == "bare" else traced).append(wall)
         say(f"{app.name}: trace overhead round {i + 1}/{rounds}: bare {plain[-1]:.1f} s, "
             f"traced {traced[-1]:.1f} s")
-    # the statistics of hmtune compare (workflows/stats.py): the traced run's speedup
+    # the statistics of hmtune compare (hmtune/workflows/stats.py): the traced run's speedup
     # over the bare one, as a slowdown
     est = stats.estimate([{"bare": a, "trace": b} for a, b in zip(plain, traced, strict=True)],
                          ["bare", "trace"], "bare", None, higher=False)["trace"]
@@ -253,8 +253,8 @@ def at_once(stage: Path, rows: list[dict[str, str]]) -> int:
     """One process's heap live at once at its most (allocs.csv, the largest rank), plus
     its static variables: what every site in the fast tier needs. Without allocs.csv,
     the sum of the sites' peaks."""
-    from advisor.arena_fit import blocks_footprint
-    from analyze.sites_io import SitesFormatError, read_allocs
+    from hmtune.advisor.arena_fit import blocks_footprint
+    from hmtune.analyze.sites_io import SitesFormatError, read_allocs
 
     statics = sum(int(r["peak_live_bytes"]) for r in rows if r.get("kind") == "static")
     try:

@@ -38,7 +38,7 @@ from pathlib import Path
 from benchlib import BUILD, HMALLOC, HMTUNE, ROOT, number, require
 
 sys.path.insert(0, str(ROOT))
-from advisor.placement import read_placement  # noqa: E402
+from hmtune.advisor.placement import read_placement  # noqa: E402
 
 NAME = "bench-interpose"
 BENCH = BUILD / "bench" / "hmallocbench"

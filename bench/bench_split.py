@@ -38,8 +38,8 @@ from bench_interpose import BENCH, DEPTH, trace_chain
 from benchlib import HMALLOC, HMTUNE, ROOT, number, require
 
 sys.path.insert(0, str(ROOT))
-from advisor.placement import read_placement  # noqa: E402
-from workflows.units import parse_size  # noqa: E402
+from hmtune.advisor.placement import read_placement  # noqa: E402
+from hmtune.core.units import parse_size  # noqa: E402
 
 NAME = "bench-split"
 MIB = 1 << 20

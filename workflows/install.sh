@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # `make install`: copy the built libraries, helpers, CLI, configurations and examples
-# into PREFIX (staged under DESTDIR when set), in the layout workflows/paths.py expects:
+# into PREFIX (staged under DESTDIR when set), in the layout hmtune/core/paths.py expects:
 #
 #   PREFIX/bin/hmtune, hmtune-demo          the CLI and the demo (shell launchers)
 #   PREFIX/lib/libhmtrace.so, libhmalloc.so the preload libraries
 #   PREFIX/libexec/hmtune/                  hmtune-finalize, hmtune-probe, hmtune-prvscan,
 #                                           hmtune-rusage
 #   PREFIX/libexec/hmtune/examples/         latency, stream, histogram
-#   PREFIX/lib/hmtune/python/               the Python packages (analyze, advisor, workflows)
+#   PREFIX/lib/hmtune/python/hmtune/        the Python package (core, analyze, advisor,
+#                                           workflows)
 #   PREFIX/lib/hmtune/venv/                 their requirements (only without PYTHON=)
 #   PREFIX/share/hmtune/configs/            machines/*.toml, paraver/*.cfg
 #   PREFIX/share/doc/hmtune/                README.md, formats.md
@@ -68,12 +69,12 @@ cp -R "$root/configs" "$dest/share/hmtune/configs"
 chmod -R u+rwX,go+rX,go-w "$dest/share/hmtune/configs"
 install -m 644 "$root/README.md" "$root/docs/formats.md" "$dest/share/doc/hmtune/"
 
-# Python packages: only the .py files (analyze/prvscan/ is the scanner's C source).
+# The Python package: only the .py files of hmtune/ and its subpackages.
 pydir=$dest/lib/hmtune/python
 rm -rf "$pydir"
-for pkg in analyze advisor workflows; do
-  install -d "$pydir/$pkg"
-  install -m 644 "$root/$pkg"/*.py "$pydir/$pkg/"
+install -d "$pydir"
+(cd "$root" && find hmtune -name '*.py' -not -path '*/__pycache__/*') | while read -r f; do
+  install -D -m 644 "$root/$f" "$pydir/$f"
 done
 echo "hmtune ${version:-unknown}: this tree was installed by make install" > "$pydir/hmtune-installed"
 
@@ -108,9 +109,9 @@ cat > "$dest/bin/hmtune" <<EOF
 # hmtune CLI, installed by 'make install' (the checkout's own is bin/hmtune there).
 prefix=\$(cd "\$(dirname "\$(readlink -f "\$0")")/.." && pwd)
 py=$launcher_py
-# -P: a directory named like one of hmtune's packages in the current directory
-# must not shadow the installed one.
-PYTHONPATH="\$prefix/lib/hmtune/python\${PYTHONPATH:+:\$PYTHONPATH}" exec "\$py" -P -m workflows.cli "\$@"
+# -P: a directory named hmtune in the current directory (a checkout) must not shadow
+# the installed package.
+PYTHONPATH="\$prefix/lib/hmtune/python\${PYTHONPATH:+:\$PYTHONPATH}" exec "\$py" -P -m hmtune.workflows.cli "\$@"
 EOF
 chmod 755 "$dest/bin/hmtune"
 install -m 755 "$root/workflows/demo.sh" "$dest/bin/hmtune-demo"

@@ -51,7 +51,7 @@ class Hmtune(MakefilePackage):
     # Not linked, dlopen()ed: a link dependency puts its lib/ in libhmalloc.so's RUNPATH.
     depends_on("memkind", when="+memkind", type="link")
 
-    # Python: the hmtune CLI (analyze/, advisor/, workflows/); requirements.txt.
+    # Python: the hmtune CLI (the hmtune/ package); requirements.txt.
     extends("python")
     depends_on("python@3.11:", type=("build", "run"))
     depends_on("py-numpy", type=("build", "run"))

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.model import MIB
-from analyze.sites_io import ALLOCS_COLUMNS, KIND_COLUMN, SITES_COLUMNS, version_line
+from hmtune.advisor.model import MIB
+from hmtune.analyze.sites_io import ALLOCS_COLUMNS, KIND_COLUMN, SITES_COLUMNS, version_line
 
 APP = "/opt/app/bin/app"
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"
@@ -118,7 +118,7 @@ def advise(capsys: pytest.CaptureFixture, *args: str) -> tuple[int, str, str]:
     """Run `hmtune advise ARGS` in this process; (exit status, stdout, stderr). `--mem`
     without `--machine` gets tests/machines/two-tier-memkind.toml, so that the tiers do
     not depend on the host the tests run on."""
-    from workflows.cli import main
+    from hmtune.workflows.cli import main
 
     if "--mem" in args and "--machine" not in args:
         args = ("--machine", str(TWO_TIER), *args)

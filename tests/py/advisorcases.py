@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from advisor.model import KIB, Placement, Problem, Tier
+from hmtune.advisor.model import KIB, Placement, Problem, Tier
 
 
 def tiers_for(n_tiers: int, caps: list[int], page: int = 4 * KIB,

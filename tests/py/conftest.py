@@ -1,4 +1,4 @@
-"""Make the checkout's Python packages and the test helpers importable."""
+"""Make the checkout's Python package (hmtune) and the test helpers importable."""
 
 import sys
 from pathlib import Path

@@ -13,8 +13,8 @@ from typing import Any
 
 from prvtext import PrvText
 
-from analyze.scan_io import Row, Scan, read_scan
-from analyze.scanner import scanner_bin
+from hmtune.analyze.scan_io import Row, Scan, read_scan
+from hmtune.analyze.scanner import scanner_bin
 
 
 @dataclass

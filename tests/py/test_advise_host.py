@@ -1,5 +1,5 @@
 """`hmtune advise --mem SIZE` without --machine advises for this host's fastest tier
-(workflows/host.py), and a machine file whose tier cannot place here gets a note naming
+(hmtune/advisor/host.py), and a machine file whose tier cannot place here gets a note naming
 the tier that can. Hosts are small recorded trees (HMTUNE_HOST_ROOT) written here."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from pathlib import Path
 
 from advisefix import STANDARD, STANDARD_TOTAL, write_sites
 
-from advisor.model import MIB
-from advisor.placement import read_placement
+from hmtune.advisor.model import MIB
+from hmtune.advisor.placement import read_placement
 
 ROOT = Path(__file__).resolve().parents[2]
 HMTUNE = ROOT / "bin" / "hmtune"

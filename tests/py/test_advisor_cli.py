@@ -21,9 +21,9 @@ from advisefix import (
     write_sites,
 )
 
-from advisor.inputs import load_sites
-from advisor.model import MIB
-from advisor.placement import read_placement
+from hmtune.advisor.inputs import load_sites
+from hmtune.advisor.model import MIB
+from hmtune.advisor.placement import read_placement
 
 ROOT = Path(__file__).resolve().parents[2]
 MACHINES = ROOT / "configs" / "machines"
@@ -197,7 +197,7 @@ def test_no_allocations(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
 
 def test_ilp_lifetime_gets_the_allocs(tmp_path: Path, capsys: pytest.CaptureFixture,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    import advisor.strategies as s
+    import hmtune.advisor.strategies as s
 
     seen = {}
     real = s.solve
@@ -221,7 +221,7 @@ def test_default_strategy_follows_allocs(tmp_path: Path, capsys: pytest.CaptureF
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """Without --strategy: ilp-lifetime when allocs.csv is there (with its blocks),
     ilp without it; an explicit --strategy wins."""
-    import advisor.strategies as s
+    import hmtune.advisor.strategies as s
 
     seen: list[tuple[str, bool]] = []
     real = s.solve

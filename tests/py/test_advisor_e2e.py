@@ -1,5 +1,5 @@
 """The whole chain on a real program: hmtune trace → analyze → advise (and make advise).
-Uses the real advisor.strategies; skipped while that module is missing."""
+Uses the real hmtune.advisor.strategies; skipped while that module is missing."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from tracemodel import HMTUNE, PROGRAMS, ROOT, trace
 
-from advisor.inputs import load_sites
-from advisor.placement import read_placement
+from hmtune.advisor.inputs import load_sites
+from hmtune.advisor.placement import read_placement
 
 MIB = 1 << 20
 PAGE = 4096

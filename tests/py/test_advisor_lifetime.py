@@ -16,10 +16,10 @@ from advisorcases import (
     tiers_for,
 )
 
-import advisor.mip
-from advisor.model import KIB, Problem
-from advisor.strategies import solve
-from advisor.timeline import Timeline
+import hmtune.advisor.mip
+from hmtune.advisor.model import KIB, Problem
+from hmtune.advisor.strategies import solve
+from hmtune.advisor.timeline import Timeline
 
 PAGE = 4 * KIB
 
@@ -122,7 +122,7 @@ def test_lifetime_fallback_without_solver(monkeypatch):
     problem.tiers[0] = replace(problem.tiers[0], capacity=int(problem.sizes.sum()) // 20)
     problem.allocs = random_lifetimes(problem, 3)
     assert "lazy-rows" in solve(problem, "ilp-lifetime", gap_target=0.0).solver   # MIP needed
-    monkeypatch.setattr(advisor.mip, "available_solvers", lambda: [])
+    monkeypatch.setattr(hmtune.advisor.mip, "available_solvers", lambda: [])
     p = solve(problem, "ilp-lifetime", gap_target=0.0)
     assert p.solver == "density-fallback"
     assert any("fell back" in n for n in p.notes)
@@ -143,8 +143,8 @@ def test_time_shared_capacity_is_reported_as_such():
     3 pages at once (within its capacity), while their own peaks add up to 6."""
     import pandas as pd
 
-    from advisor.inputs import Sites
-    from advisor.report import tier_use
+    from hmtune.advisor.inputs import Sites
+    from hmtune.advisor.report import tier_use
 
     problem = two_sites(10, 20)
     problem.blocks = problem.allocs

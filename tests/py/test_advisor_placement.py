@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from tracemodel import PROGRAMS
 
-from advisor.flexmalloc import FlexMallocError, flexmalloc_files
-from advisor.placement import (
+from hmtune.advisor.flexmalloc import FlexMallocError, flexmalloc_files
+from hmtune.advisor.placement import (
     PlacementFile,
     PlacementFormatError,
     SiteLine,
@@ -24,7 +24,7 @@ from advisor.placement import (
     traced_program,
     write_placement,
 )
-from workflows.fileio import write_atomic
+from hmtune.core.files import write_atomic
 
 A = "/opt/app+0x1294 > /lib/x86_64-linux-gnu/libc.so.6+0x2724a"
 B = "/opt/app+0x12a0 > /opt/app+0x15c1 > /lib/x86_64-linux-gnu/libc.so.6+0x27305"
@@ -173,7 +173,7 @@ def test_atomic_write_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.Mon
 
 def exec_segment(module: str) -> tuple[bool, int, bool]:
     """(ET_EXEC?, page-aligned vaddr of the first executable PT_LOAD, is it the first
-    PT_LOAD?) from readelf, independently of advisor/flexmalloc.py."""
+    PT_LOAD?) from readelf, independently of hmtune/advisor/flexmalloc.py."""
     if shutil.which("readelf") is None:
         pytest.skip("readelf not installed")
     head = subprocess.run(["readelf", "-hW", module], capture_output=True, text=True).stdout

@@ -1,4 +1,4 @@
-"""advisor/split.py: sites cut into ranges by their profile, solved and gathered back."""
+"""hmtune/advisor/split.py: sites cut into ranges by their profile, solved and gathered back."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from advisor import split, strategies
-from advisor.inputs import Sites
-from advisor.model import MIB, Problem, Tier
-from advisor.placement import SiteLine
+from hmtune.advisor import split, strategies
+from hmtune.advisor.inputs import Sites
+from hmtune.advisor.model import MIB, Problem, Tier
+from hmtune.advisor.placement import SiteLine
 
 HOT = (8 * MIB, 16 * MIB)       # the hot window of the big object
 
@@ -123,7 +123,7 @@ def test_no_split_with_two_limited_tiers_or_without_profile() -> None:
 
 
 def test_the_placement_line_carries_the_ranges(tmp_path: Path) -> None:
-    from advisor.placement import PlacementFile, TierLine, read_placement, write_placement
+    from hmtune.advisor.placement import PlacementFile, TierLine, read_placement, write_placement
 
     pf = PlacementFile([TierLine("fast", "hugetlb", 16 * MIB),
                         TierLine("slow", "default", None)], 1, (0, 64 * MIB),
@@ -136,9 +136,9 @@ def test_the_placement_line_carries_the_ranges(tmp_path: Path) -> None:
 def test_explore_counts_a_split_site_by_its_ranges(tmp_path: Path) -> None:
     """An advisor placement with ranges is no explored placement (no mask) and counts
     only the bytes of its ranges."""
-    from advisor.placement import PlacementFile, TierLine, write_placement
-    from workflows.explore import advisor_bytes
-    from workflows.sitegroups import Group
+    from hmtune.advisor.placement import PlacementFile, TierLine, write_placement
+    from hmtune.workflows.explore import advisor_bytes
+    from hmtune.workflows.sitegroups import Group
 
     groups = [Group("site 3", ["/app+0x3"], [3], [64 * MIB], 64 * MIB, 64 * MIB),
               Group("site 4", ["/app+0x4"], [4], [4 * MIB], 4 * MIB, 4 * MIB)]
@@ -171,7 +171,7 @@ def test_a_flat_object_is_placed_from_its_start_in_one_range() -> None:
 
 def test_compare_predicts_a_split_site_by_the_weight_in_its_ranges() -> None:
     """calibrate.split_shares: the profile's weight inside the ranges over the site's."""
-    from workflows.calibrate import split_shares
+    from hmtune.workflows.calibrate import split_shares
 
     problem, _, prof = _case(16 * MIB)
     chains = [f"/app+0x{i:x}" for i in problem.site_ids]

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from advisefix import APP, LIBC, advise, site, static_site, write_allocs, write_sites
 
-from advisor.inputs import load_sites
-from advisor.model import MIB, Tier, static_fraction
-from advisor.placement import read_placement
-from analyze.sites_io import version_line
+from hmtune.advisor.inputs import load_sites
+from hmtune.advisor.model import MIB, Tier, static_fraction
+from hmtune.advisor.placement import read_placement
+from hmtune.analyze.sites_io import version_line
 
 ROOT = Path(__file__).resolve().parents[2]
 HUGETLB = ROOT / "configs" / "machines" / "vm-hugetlb.toml"

@@ -1,4 +1,4 @@
-"""advisor/tiers.py: machine files (the shipped ones and broken ones), sizes, --mem."""
+"""hmtune/advisor/tiers.py: machine files (the shipped ones and broken ones), sizes, --mem."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from advisor.model import KIB, MIB
-from advisor.tiers import (
+from hmtune.advisor.model import KIB, MIB
+from hmtune.advisor.tiers import (
     TierFileError,
     load_machine,
     per_process,

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from analyze.scan_io import SITES_TSV_COLUMNS
-from analyze.sites_io import ALLOCS_WRITTEN, SITES_WRITTEN, read_allocs, read_sites
-from analyze.traceid import trace_id
+from hmtune.analyze.scan_io import SITES_TSV_COLUMNS
+from hmtune.analyze.sites_io import ALLOCS_WRITTEN, SITES_WRITTEN, read_allocs, read_sites
+from hmtune.analyze.traceid import trace_id
 
 ROOT = Path(__file__).resolve().parents[2]
 HMTUNE = ROOT / "bin" / "hmtune"
@@ -210,7 +210,7 @@ def test_allocs_copied_whole_without_copy_file_range(tmp_path: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The trace id goes into allocs.csv's version line, the rows are copied as they
     are (also where copy_file_range fails), and the scanner's file is left alone."""
-    from analyze.writer import install_allocs
+    from hmtune.analyze.writer import install_allocs
 
     rows = "".join(f"3,0,1,0x{i:x},{i},10,-1,1\n" for i in range(1, 50000))
     src = tmp_path / "scan.csv"

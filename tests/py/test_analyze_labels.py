@@ -1,4 +1,4 @@
-"""analyze.labels: the three site-label forms of DESIGN.md §2, and traces without labels."""
+"""hmtune.analyze.labels: the three site-label forms of DESIGN.md §2, and traces without labels."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from analyze.labels import (
+from hmtune.analyze.labels import (
     FORM_BANG,
     FORM_FILELINE,
     FORM_NONE,
@@ -17,7 +17,7 @@ from analyze.labels import (
     table_form,
     to_raw_chain,
 )
-from analyze.shortlabels import fit_label
+from hmtune.analyze.shortlabels import fit_label
 
 DATA = Path(__file__).resolve().parent / "data" / "extrae-malloc-trace"
 

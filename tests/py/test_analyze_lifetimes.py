@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from scantrace import Block, Trace, alloc_lines, reference_lifetimes, run_scan, site_row
 
-from analyze.scan_io import LIFETIME_COLUMNS
-from analyze.scanner import scanner_bin
+from hmtune.analyze.scan_io import LIFETIME_COLUMNS
+from hmtune.analyze.scanner import scanner_bin
 
 KB = 0x1000
 

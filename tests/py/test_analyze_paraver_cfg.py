@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from analyze.prv_tables import parse_pcf
+from hmtune.analyze.prv_tables import parse_pcf
 
 ROOT = Path(__file__).resolve().parents[2]
 CFG_DIR = ROOT / "configs" / "paraver"

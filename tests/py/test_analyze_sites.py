@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from scantrace import Trace, run_scan
 
-from analyze.labels import FORM_NONE, FORM_RAW, SiteLabels
-from analyze.scan_io import SITES_TSV_COLUMNS, Scan, ScanOutputError, read_scan
-from analyze.sites import SiteTable, site_table
-from analyze.sites_io import (
+from hmtune.analyze.labels import FORM_NONE, FORM_RAW, SiteLabels
+from hmtune.analyze.scan_io import SITES_TSV_COLUMNS, Scan, ScanOutputError, read_scan
+from hmtune.analyze.sites import SiteTable, site_table
+from hmtune.analyze.sites_io import (
     ALLOCS_WRITTEN,
     SITES_COLUMNS,
     SITES_WRITTEN,
@@ -22,7 +22,7 @@ from analyze.sites_io import (
     read_sites,
     version_line,
 )
-from analyze.writer import install_allocs, write_sites
+from hmtune.analyze.writer import install_allocs, write_sites
 
 MIB = 1 << 20
 KB = 0x1000

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from prvtext import WEIGHT, PrvText, analyze, pcf_text, read_csv, sites
 
-from analyze.sites_io import read_sites, split_from_meta
+from hmtune.analyze.sites_io import read_sites, split_from_meta
 
 P, Q = 0x7F0000010000, 0x7F0000020000
 APP = "/opt/app"

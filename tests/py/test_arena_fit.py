@@ -1,4 +1,4 @@
-"""advisor/arena_fit.py: a tier's footprint with the arena's chunk tails, and the repair
+"""hmtune/advisor/arena_fit.py: a tier's footprint with the arena's chunk tails, and the repair
 that keeps every strategy's placement within the capacity."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from advisor import strategies
-from advisor.arena_fit import blocks_footprint, footprint
-from advisor.model import KIB, MIB, Problem, Tier
+from hmtune.advisor import strategies
+from hmtune.advisor.arena_fit import blocks_footprint, footprint
+from hmtune.advisor.model import KIB, MIB, Problem, Tier
 
 CHUNK = 2 * MIB
 COLS = ["site_id", "rank", "thread", "size", "t_alloc", "t_free", "scale"]
@@ -154,7 +154,7 @@ def test_weight_in_objects_larger_than_the_tier_is_named() -> None:
     """A hot site of one 36 MiB object cannot go into a 14 MiB hugetlb tier: advise
     names its share of the weight, the tier and the object's charge; a site that fits
     and a tier large enough give nothing."""
-    from advisor.cli import too_large
+    from hmtune.advisor.cli import too_large
 
     tiers = [Tier("huge", 14 * MIB, "hugetlb", 0.5, 0.5), Tier("slow", None, "default")]
     p = Problem(np.array([1, 2, 3]), np.array([35 * MIB, 4 * MIB, 40 * MIB]),

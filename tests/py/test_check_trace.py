@@ -1,4 +1,4 @@
-"""analyze.check_trace: the fixture, a valid hmtune-style trace, one mutation per rule."""
+"""hmtune.analyze.check_trace: the fixture, a valid hmtune-style trace, one mutation per rule."""
 
 import gzip
 import shutil
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from prvtext import PRVSCAN, analyze
 
-from analyze.check_result import MAX_PER_RULE, RULES
-from analyze.check_trace import check_trace, main
+from hmtune.analyze.check_result import MAX_PER_RULE, RULES
+from hmtune.analyze.check_trace import check_trace, main
 
 FIXTURE = Path(__file__).parent / "data" / "extrae-malloc-trace"
 

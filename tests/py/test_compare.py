@@ -15,7 +15,7 @@ import pytest
 from advisefix import STANDARD, write_sites
 from clistage import CRASH, FOM, LATENCY, THP, hmtune, latency_stage, rows
 
-from workflows.compare import footprint
+from hmtune.workflows.compare import footprint
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +49,7 @@ def test_variants_runs_and_resume(stage: Path) -> None:
     for n in NAMES[1:]:                         # every other variant used the fast tier
         assert int(by[n]["fast_bytes"]) > 0, n
     # all-fast: every site with a chain in the fast tier, room for all
-    from advisor.placement import read_placement
+    from hmtune.advisor.placement import read_placement
 
     pf = read_placement(stage / "compare" / "all-fast" / "placement.txt")
     chains = {x["callstack_raw"] for x in csv_rows(stage / "sites.csv") if x["callstack_raw"]}
@@ -83,8 +83,8 @@ def test_variants_runs_and_resume(stage: Path) -> None:
     assert res["stopped_by"] == "repeats" and res["rounds"] == 2
     # the calibration: k fitted so that every site fast is predicted as measured, and
     # each strategy's placement predicted with it
-    from advisor import predict
-    from workflows.calibrate import stage_problem, tier_of
+    from hmtune.advisor import predict
+    from hmtune.workflows.calibrate import stage_problem, tier_of
 
     cal = predict.read_calibration(stage / "calibration.json")
     up = summary["all-fast"]
@@ -267,9 +267,9 @@ def test_footprint_is_one_process(tmp_path: Path) -> None:
     is the sum over the sites of each site's largest peak of any rank (what every site
     in the fast tier needs in the rank that needs most of it), not the sum over ranks;
     explore's fractions divide by the same number (one function)."""
-    from workflows import explore, sitegroups
+    from hmtune.workflows import explore, sitegroups
 
-    assert explore.load_groups.__module__ == "workflows.sitegroups"
+    assert explore.load_groups.__module__ == "hmtune.workflows.sitegroups"
     assert footprint is sitegroups.footprint
     p = tmp_path / "sites.csv"
     p.write_text("# hmtune sites v1\nsite_id,peak_live_bytes,rank\n"

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from clistage import CRASH, FOM, LATENCY, THP, hmtune, latency_stage, rows
 
-from advisor.placement import read_placement
-from workflows.explore import load_groups, name_of
+from hmtune.advisor.placement import read_placement
+from hmtune.workflows.explore import load_groups, name_of
 
 
 @pytest.fixture(scope="module")
@@ -201,8 +201,8 @@ def test_static_variables_are_placed_as_static_lines(tmp_path: Path) -> None:
     """Statics (sites.csv v2, kind static) are sites of the groups: explore's and
     compare's all-fast placements carry them as static lines, and their sizes are no
     requests for the size window."""
-    from advisor.placement import TierLine, format_placement, parse_placement
-    from workflows.sitegroups import placement_for
+    from hmtune.advisor.placement import TierLine, format_placement, parse_placement
+    from hmtune.workflows.sitegroups import placement_for
 
     p = tmp_path / "sites.csv"
     p.write_text("# hmtune sites v2\nsite_id,callstack_raw,weight,peak_live_bytes,max_size,kind\n"

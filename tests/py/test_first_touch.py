@@ -20,11 +20,11 @@ import pandas as pd
 import pytest
 from tracemodel import HMTUNE, PROGRAMS, ROOT, check, load, marker_line, trace
 
-from advisor.inputs import load_sites
-from advisor.model import MIB, Problem, Tier, ns_weight
-from advisor.placement import read_placement
-from advisor.tiers import TierFileError, load_machine
-from analyze.sites_io import FIRST_TOUCH_COLUMNS, read_sites
+from hmtune.advisor.inputs import load_sites
+from hmtune.advisor.model import MIB, Problem, Tier, ns_weight
+from hmtune.advisor.placement import read_placement
+from hmtune.advisor.tiers import TierFileError, load_machine
+from hmtune.analyze.sites_io import FIRST_TOUCH_COLUMNS, read_sites
 
 SRC = ROOT / "tests" / "programs" / "refault.c"
 REFAULT = PROGRAMS / "refault"
@@ -289,7 +289,7 @@ def test_first_touch_only_tier() -> None:
 
 
 def test_density_counts_first_touch() -> None:
-    from advisor.strategies import solve
+    from hmtune.advisor.strategies import solve
 
     p = problem([Tier("huge", 8 << 20, "hugetlb", 1.0, 1.0, 2 << 20, False,
                       ("access", "first_touch"), 100.0, 0.0), SMALL], [0.0, 100.0, 0.0])

@@ -1,4 +1,4 @@
-"""workflows/host.py and `hmtune machine`: what the recorded topologies of real machines
+"""hmtune/advisor/host.py and `hmtune machine`: what the recorded topologies of real machines
 (tests/topologies/, see its README.md) and this host offer, the tiers choose() derives,
 the shipped machine files that must equal `hmtune machine --toml`, and broken trees."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from advisor.model import KIB, MIB
-from advisor.tiers import load_machine
-from workflows.host import Host, HostError, apply_hwloc, choose, describe, detect, parse_list
+from hmtune.advisor.host import Host, HostError, apply_hwloc, choose, describe, detect, parse_list
+from hmtune.advisor.model import KIB, MIB
+from hmtune.advisor.tiers import load_machine
 
 ROOT = Path(__file__).resolve().parents[2]
 HMTUNE = ROOT / "bin" / "hmtune"

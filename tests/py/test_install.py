@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.placement import read_placement
+from hmtune.advisor.placement import read_placement
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILT = [ROOT / "build" / p for p in ("lib/libhmtrace.so", "lib/libhmalloc.so",
@@ -71,7 +71,7 @@ def test_layout(prefix: Path) -> None:
               "libexec/hmtune/examples/latency",
               "share/hmtune/configs/machines/vm-thp.toml",
               "share/hmtune/configs/paraver/sampled_refs_per_object.cfg",
-              "lib/hmtune/python/workflows/cli.py", "lib/hmtune/python/hmtune-installed"):
+              "lib/hmtune/python/hmtune/workflows/cli.py", "lib/hmtune/python/hmtune-installed"):
         assert (prefix / f).is_file(), f
     for f in ("bin/hmtune", "bin/hmtune-demo", "libexec/hmtune/examples/latency"):
         assert os.access(prefix / f, os.X_OK), f
@@ -82,8 +82,8 @@ def test_layout(prefix: Path) -> None:
 
 
 def test_installed_paths(prefix: Path, tmp_path: Path) -> None:
-    """workflows/paths.py, imported from the installation, points into it."""
-    code = ("import json; from workflows import paths as p; print(json.dumps({k: str(f()) for "
+    """hmtune/core/paths.py, imported from the installation, points into it."""
+    code = ("import json; from hmtune.core import paths as p; print(json.dumps({k: str(f()) for "
             "k, f in [('prefix', p.install_prefix), ('tracer', p.tracer_lib), "
             "('hmalloc', p.hmalloc_lib), ('finalize', p.finalize_bin), "
             "('probe', p.probe_bin), ('prvscan', p.prvscan_bin), "
@@ -105,10 +105,10 @@ def test_installed_paths(prefix: Path, tmp_path: Path) -> None:
 
 def test_pipeline_from_install(prefix: Path, tmp_path: Path) -> None:
     """trace → analyze → advise → run with the installed CLI, from an unrelated current
-    directory that even holds a `workflows` package of its own."""
+    directory that even holds an `hmtune` package of its own (a checkout's, say)."""
     work = tmp_path / "work"
-    (work / "workflows").mkdir(parents=True)
-    (work / "workflows" / "__init__.py").write_text("raise SystemExit('wrong package')\n")
+    (work / "hmtune").mkdir(parents=True)
+    (work / "hmtune" / "__init__.py").write_text("raise SystemExit('wrong package')\n")
     hmtune = str(prefix / "bin" / "hmtune")
     latency = [str(prefix / "libexec" / "hmtune" / "examples" / "latency"), "-s", "32"]
     thp = prefix / "share" / "hmtune" / "configs" / "machines" / "vm-thp.toml"

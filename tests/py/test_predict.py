@@ -1,4 +1,4 @@
-"""The advisor's predicted speedup (advisor/predict.py): the model's arithmetic, its
+"""The advisor's predicted speedup (hmtune/advisor/predict.py): the model's arithmetic, its
 calibration by a measured every-site-fast speedup, and what advise does with a
 calibration file that is there, bad, or for another trace."""
 
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from advisefix import STANDARD, STANDARD_TOTAL, advise, site, write_sites
 
-from advisor import predict
-from advisor.model import MIB, Problem, Tier
+from hmtune.advisor import predict
+from hmtune.advisor.model import MIB, Problem, Tier
 
 
 def problem(weights: list[float], samples: list[int], total: float,
@@ -82,7 +82,7 @@ def test_calibration_file_round_trip_and_bad_files(tmp_path: Path) -> None:
     path = tmp_path / "calibration.json"
     predict.write_calibration(path, cal)
     assert predict.read_calibration(path) == cal
-    from analyze.traceid import recorded_id, written_by_hmtune
+    from hmtune.analyze.traceid import recorded_id, written_by_hmtune
 
     assert recorded_id(path) == "3f2a9c0d5e7b1a46" and written_by_hmtune(path)
     for text in ("", "[]", '{"format": "something else"}',
@@ -127,7 +127,7 @@ def test_advise_predicts_from_the_sites_weights(tmp_path: Path,
                                                 capsys: pytest.CaptureFixture) -> None:
     """The standard case on two-tier-memkind (fast 1.0, fallback 5.3): the placed sites 3
     and 4 hold 800 of 1500 units, each saving 1 - 1/5.3 of its weight."""
-    from advisor.inputs import load_sites
+    from hmtune.advisor.inputs import load_sites
 
     d = tmp_path / "s"
     write_sites(d / "sites.csv", [*STANDARD, site(9, MIB, 0.0)], STANDARD_TOTAL)

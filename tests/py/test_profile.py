@@ -1,6 +1,6 @@
 """profile.csv (docs/formats.md §4): where in its blocks each site's sampled weight
 falls — written by hmtune analyze from hand-made and generated traces and from a traced
-program, read back by analyze.profile, whose rebucket, flatness and errors are checked."""
+program, read back by hmtune.analyze.profile, whose rebucket, flatness and errors are checked."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from prvtext import GENTRACE, PrvText, analyze, pcf_text, read_csv
 from tracemodel import PROGRAMS, trace
 
-from analyze.profile import (
+from hmtune.analyze.profile import (
     HUGEPAGE,
     ProfileFormatError,
     chi2_sf,
@@ -23,7 +23,7 @@ from analyze.profile import (
     read_profile,
     rebucket,
 )
-from analyze.sites_io import SitesFormatError
+from hmtune.analyze.sites_io import SitesFormatError
 
 MIB = 1 << 20
 P, Q, R = 0x7F0000000000, 0x7F1000000000, 0x7F2000000000
@@ -235,7 +235,7 @@ def test_reader_refuses_bad_files(tmp_path: Path, text: str, where: int, why: st
     assert str(e.value).startswith(f"{p}:{where}: "), str(e.value)
     assert why in str(e.value)
     assert isinstance(e.value, SitesFormatError) and isinstance(e.value, ValueError)
-    from analyze.profile import ProfileError
+    from hmtune.analyze.profile import ProfileError
     assert isinstance(e.value, ProfileError)
 
 
@@ -305,7 +305,7 @@ def test_flatness_never_fails_on_odd_shapes() -> None:
     """Any object size and spread of samples gives True, False or None."""
     import random
 
-    from analyze.profile import flat_counts
+    from hmtune.analyze.profile import flat_counts
 
     rnd = random.Random(5)
     for _ in range(3000):

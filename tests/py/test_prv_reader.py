@@ -1,4 +1,4 @@
-"""analyze.prv on the real Extrae fixture and on small hand-written traces."""
+"""hmtune.analyze.prv on the real Extrae fixture and on small hand-written traces."""
 
 import gzip
 import shutil
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from analyze.prv import (
+from hmtune.analyze.prv import (
     Comm,
     Event,
     State,

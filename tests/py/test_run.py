@@ -1,4 +1,4 @@
-"""`hmtune run` (workflows/run.py) with libhmalloc.so on real programs.
+"""`hmtune run` (hmtune/workflows/run.py) with libhmalloc.so on real programs.
 
 Fixtures trace the programs of tests/programs (hmtune trace → analyze) once per module;
 each test then writes a placement.txt from sites.csv's callstack_raw for the sites it
@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from tracemodel import HMTUNE, PROGRAMS, ROOT, trace
 
-from advisor.granularity import class_size
-from advisor.placement import (
+from hmtune.advisor.granularity import class_size
+from hmtune.advisor.placement import (
     PlacementFile,
     SiteLine,
     TierLine,
@@ -29,9 +29,9 @@ from advisor.placement import (
     read_placement,
     write_placement,
 )
-from analyze.sites_io import read_allocs, read_sites
-from workflows import hugepages
-from workflows import run as hrun
+from hmtune.analyze.sites_io import read_allocs, read_sites
+from hmtune.workflows import hugepages
+from hmtune.workflows import run as hrun
 
 LIB = ROOT / "build" / "lib" / "libhmalloc.so"
 MPIRUN = "mpirun --allow-run-as-root --oversubscribe -np 2"
@@ -656,7 +656,7 @@ def test_script_wrapper(programs: Programs, tmp_path: Path) -> None:
     assert s["program"] == str(PROGRAMS / "echo_io") and tier(s)["placed_blocks"] == 3
 
 
-# ---- the pieces of workflows/run.py ----
+# ---- the pieces of hmtune/workflows/run.py ----
 
 def test_node_lists_and_hugepage_pool(tmp_path: Path) -> None:
     assert hrun.parse_nodelist("0-3,8\n") == {0, 1, 2, 3, 8}
@@ -736,7 +736,7 @@ def test_summary_over_ranks(tmp_path: Path) -> None:
 def test_cli_start_does_not_load_the_analysis_stack() -> None:
     """`hmtune run` starts once per measured run (compare, explore): importing the CLI
     must not pull in pandas or numpy, which only analyze and advise need."""
-    code = ("import sys, workflows.cli; "
+    code = ("import sys, hmtune.workflows.cli; "
             "print(sorted(m for m in ('pandas', 'numpy', 'pulp') if m in sys.modules))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))

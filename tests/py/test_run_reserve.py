@@ -1,5 +1,5 @@
-"""`hmtune run --reserve-hugepages` (workflows/reserve.py: what a placement needs;
-workflows/hugepages.py: topping the pools up and putting them back).
+"""`hmtune run --reserve-hugepages` (hmtune/workflows/reserve.py: what a placement needs;
+hmtune/workflows/hugepages.py: topping the pools up and putting them back).
 
 The pieces are tested on hand-written placements and sizes and on a fake sysfs tree;
 the command end to end on the latency example with a hugetlb tier, as root, with the
@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from clistage import HMTUNE, LATENCY, ROOT, hmtune
 
-from advisor.granularity import class_size
-from advisor.placement import (
+from hmtune.advisor.granularity import class_size
+from hmtune.advisor.placement import (
     PlacementFile,
     SiteLine,
     StaticLine,
@@ -31,10 +31,10 @@ from advisor.placement import (
     frames,
     write_placement,
 )
-from analyze.sites_io import ALLOCS_COLUMNS, SITES_COLUMNS, version_line
-from workflows import hugepages, reserve
-from workflows.hugepages import Pool, Sysfs, Want
-from workflows.reserve import Block, SiteSizes
+from hmtune.analyze.sites_io import ALLOCS_COLUMNS, SITES_COLUMNS, version_line
+from hmtune.workflows import hugepages, reserve
+from hmtune.workflows.hugepages import Pool, Sysfs, Want
+from hmtune.workflows.reserve import Block, SiteSizes
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -42,7 +42,7 @@ PAGE = 2 * MIB
 LIB = ROOT / "build" / "lib" / "libhmalloc.so"
 
 
-# ---- what a placement needs (workflows/reserve.py) ----
+# ---- what a placement needs (hmtune/workflows/reserve.py) ----
 
 def placement(*tiers: tuple[str, str, int | None], sites: list[tuple[str, str]]
               ) -> PlacementFile:
@@ -234,7 +234,7 @@ def test_sizes_from_the_placements_own_trace(tmp_path: Path) -> None:
     sizes, why = reserve.sizes_for(p, [tmp_path], {chain})
     assert why == "" and list(sizes) == [chain]
     assert [b.size for b in sizes[chain].blocks or []] == [3 * MIB, 3 * MIB]
-    from advisor.placement import read_placement
+    from hmtune.advisor.placement import read_placement
 
     assert one(read_placement(p), sizes).per_process == 4
     p.write_text(p.read_text().replace("00112233aabbccdd", "ffffffffffffffff"))
@@ -268,7 +268,7 @@ def test_where_the_pages_come_from(tmp_path: Path) -> None:
     assert reserve.cpuset_nodes(status, nodes) == ()
 
 
-# ---- topping pools up and putting them back (workflows/hugepages.py) ----
+# ---- topping pools up and putting them back (hmtune/workflows/hugepages.py) ----
 
 def fake_sysfs(root: Path, pools: dict[tuple[int, int | None], tuple[int, int]],
                resv: int = 0) -> Sysfs:
@@ -433,7 +433,7 @@ def fast_tier(out: Path) -> dict:
 def test_reserved_placed_and_put_back(stage: tuple[Path, int], empty_pool: None,
                                       tmp_path: Path) -> None:
     d, pages = stage
-    from advisor.placement import read_placement
+    from hmtune.advisor.placement import read_placement
 
     pf = read_placement(d / "placement.txt")
     sizes, _ = reserve.sizes_for(d / "placement.txt", [d], {s.chain for s in pf.sites})
@@ -575,8 +575,8 @@ def test_help_and_make_rerun() -> None:
 
 
 def test_imports_stay_light() -> None:
-    """hmtune run imports workflows.reserve at start: no pandas or numpy."""
-    code = ("import sys, workflows.reserve, workflows.hugepages; "
+    """hmtune run imports hmtune.workflows.reserve at start: no pandas or numpy."""
+    code = ("import sys, hmtune.workflows.reserve, hmtune.workflows.hugepages; "
             "print(sorted(m for m in ('pandas', 'numpy') if m in sys.modules))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert r.stdout.strip() == "[]", r.stderr
@@ -595,8 +595,8 @@ def test_small_objects_fill_the_planned_capacity(tmp_path: Path, empty_pool: Non
     import numpy as np
     import pandas as pd
 
-    from advisor.model import charged_peaks
-    from advisor.placement import read_placement
+    from hmtune.advisor.model import charged_peaks
+    from hmtune.advisor.placement import read_placement
 
     d = tmp_path / "stage"
     r = hmtune("trace", "-q", "-o", str(d), "--", str(SMALL_OBJECTS), "100")

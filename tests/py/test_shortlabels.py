@@ -1,4 +1,4 @@
-"""analyze.shortlabels: one label per site that tells it apart from the others, on
+"""hmtune.analyze.shortlabels: one label per site that tells it apart from the others, on
 chains that share their inner frames (an allocation template and its wrapper, like
 LAMMPS's Memory::create<T> / Memory::smalloc), stripped chains, runtime frames."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 
-from analyze.shortlabels import (
+from hmtune.analyze.shortlabels import (
     GAP,
     NO_STACK,
     Frame,

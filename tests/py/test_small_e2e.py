@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from tracemodel import HMTUNE, PROGRAMS, ROOT
 
-from advisor.placement import read_placement
+from hmtune.advisor.placement import read_placement
 
 APP = [str(PROGRAMS / "sparse_rows"), "20000", "600"]
 SRC = ROOT / "tests" / "programs" / "sparse_rows.c"

@@ -11,8 +11,8 @@ from pathlib import Path
 from advisefix import APP, LIBC, site, write_sites
 from scantrace import Trace, alloc_lines, run_scan, site_row
 
-from advisor.outputs import size_window
-from analyze.sites_io import ALLOCS_WRITTEN, version_line
+from hmtune.advisor.outputs import size_window
+from hmtune.analyze.sites_io import ALLOCS_WRITTEN, version_line
 
 SAMPLED, OBJ_SCALE, CLASS = 41000040, 41000041, 41000023
 CALL, SIZE, SITE, PTR_OUT, PTR_IN = 40000040, 40000041, 32000009, 40000043, 40000042
@@ -111,8 +111,8 @@ def write_allocs_scaled(path: Path, rows: list[tuple[int, int, int, int, int]]) 
 def test_advise_charges_a_row_for_the_blocks_it_stands_for(tmp_path: Path) -> None:
     """100 rows of 1000 bytes standing for 32 blocks each: 3200 objects of class 1024,
     3.1 MiB in the tier, not the 100 KiB the rows alone would take."""
-    from advisor.inputs import load_allocs, load_sites
-    from advisor.model import charged_peaks
+    from hmtune.advisor.inputs import load_allocs, load_sites
+    from hmtune.advisor.model import charged_peaks
 
     d = tmp_path / "stage"
     raw = f"{APP}+0x1240 > {LIBC}+0x2724a"
@@ -132,7 +132,7 @@ def test_advise_charges_a_row_for_the_blocks_it_stands_for(tmp_path: Path) -> No
 def test_reserve_counts_a_rows_blocks(tmp_path: Path) -> None:
     """--reserve-hugepages: 2 rows of 512-byte objects standing for 4096 each fill
     2 chunks of 2 MiB (4096 objects of class 512 per chunk)."""
-    from workflows.reserve import arena_pages, read_sizes
+    from hmtune.workflows.reserve import arena_pages, read_sizes
 
     d = tmp_path / "stage"
     raw = f"{APP}+0x1240 > {LIBC}+0x2724a"

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from clistage import HMTUNE, ROOT
 
-from advisor.placement import read_placement
-from workflows.units import human, human_ranges
+from hmtune.advisor.placement import read_placement
+from hmtune.core.units import human, human_ranges
 
 PROGRAM = ROOT / "build" / "tests" / "programs" / "window_hot"
 MIB = 1 << 20

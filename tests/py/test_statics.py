@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from tracemodel import HMTUNE, PROGRAMS
 
-from advisor.placement import StaticLine, format_placement, read_placement
-from analyze.sites_io import CLASSES, read_sites, split_from_meta
+from hmtune.advisor.placement import StaticLine, format_placement, read_placement
+from hmtune.analyze.sites_io import CLASSES, read_sites, split_from_meta
 
 APP = PROGRAMS / "static_arrays"
 FORTRAN = PROGRAMS / "fortran_static"

@@ -1,5 +1,5 @@
 """compare's and explore's statistics and measurement rules on synthetic data
-(workflows/stats.py, workflows/measure.py): the 95 % interval covers a known speedup
+(hmtune/workflows/stats.py, hmtune/workflows/measure.py): the 95 % interval covers a known speedup
 about 95 % of the time, verdicts, the share of the achievable gain, times and rates
 (lower and higher is better), the --repeats auto stopping rule, --ok-rc, the option
 parsers, runs.csv's format and the busy-machine checks. Nothing here is timed."""
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from workflows import measure, stats
-from workflows.measure import Plan, Variant
+from hmtune.workflows import measure, stats
+from hmtune.workflows.measure import Plan, Variant
 
 # ---- distributions ----
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from clistage import HMTUNE, ROOT
 
-from analyze.prv_tables import parse_pcf
+from hmtune.analyze.prv_tables import parse_pcf
 
 PROGS = ROOT / "build" / "tests" / "programs"
 SRC = ROOT / "tests" / "programs"

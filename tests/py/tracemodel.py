@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analyze.prv import Event, fuse_events, iter_records, parse_pcf, read_header
+from hmtune.analyze.prv import Event, fuse_events, iter_records, parse_pcf, read_header
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build"
@@ -185,7 +185,7 @@ def trace(tmp: Path, *app: str, extra: tuple[str, ...] = (),
 
 def check(prv: Path) -> list:
     """Problems check-trace finds (errors only)."""
-    from analyze.check_trace import check_trace
+    from hmtune.analyze.check_trace import check_trace
 
     res = check_trace(prv)
     return [p for p in res.problems if getattr(p, "severity", "error") == "error"]

@@ -1,1 +1,0 @@
-"""hmtune advisor: which allocation sites go to which memory tier (DESIGN.md §5, §6)."""

@@ -1,0 +1,236 @@
+"""What a tier's placed sites really take, chunk tails included, and the repair that
+keeps a placement within the tier's capacity.
+
+The strategies charge an object packed in libhmalloc's arena its size class
+(hmtune/advisor/granularity.py). The arena maps 2 MiB chunks, each holding objects of one
+class for one thread stripe (interpose/hmi_arena.c), carved from the chunk's start.
+Where a chunk is one 2 MiB page (`hugetlb`, memkind's hugepage kinds, `thp`) the tier
+also takes the unused end of the last chunk of every (class, thread) it serves: up to
+2 MiB each. On a small tier, or with many classes, that can push a placement past the
+capacity, and the objects that come last then fall back at run time (hugetlb: the
+reserved pool runs out). On 4 KiB pages a chunk's untouched end takes no memory: only
+the pages its objects reach count.
+
+`footprint` is one process's most bytes at once in a tier for a set of sites: from
+allocs.csv, the chunks each (rank, thread stripe, class) has mapped so far (never
+given back) plus the live blocks of their own, over time; without allocs.csv, the
+sites' charges plus one chunk's rounding per class of their mean object size.
+`fit` repairs a placement whose footprint exceeds a tier's capacity: it moves back
+to their baseline tier the sites that give up the least value per byte they free,
+then places again, densest first, sites that now fit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from hmtune.advisor import granularity
+from hmtune.advisor.model import Placement, Problem, group_cumsum, group_starts
+
+STRIPES = 16            # HM_STRIPES: threads past the first 15 share stripe 0
+CANDIDATES = 32         # sites whose freed bytes are measured per repair step
+FILL_TRIES = 64         # sites tried when placing again
+
+
+def _stripe(thread: np.ndarray) -> np.ndarray:
+    return np.where(thread < STRIPES, thread, 0)
+
+
+def arena_page(backend: str) -> int:
+    """The page a chunk's memory is taken in: the whole 2 MiB chunk on hugepages."""
+    hp = granularity.uses_hugetlb(backend) or backend == "thp"
+    return granularity.CHUNK if hp else granularity.SMALL_PAGE
+
+
+def class_bytes(objects: np.ndarray, cs: np.ndarray, page: int) -> np.ndarray:
+    """Memory `objects` objects of class cs take in one (thread, class): full chunks,
+    each the pages its objects reach, plus the pages the last one's objects reach."""
+    per = granularity.CHUNK // cs
+    full, rest = objects // per, objects % per
+    chunk = -(-(per * cs) // page) * page
+    return full * chunk + -(-(rest * cs) // page) * page
+
+
+def _group_cummax(values: np.ndarray, start: np.ndarray) -> np.ndarray:
+    """Running maximum restarted at each group start (values >= 0)."""
+    if not values.size:
+        return values
+    group = np.cumsum(start) - 1
+    # offset every group above the previous ones, so one running max serves all
+    span = float(values.max()) + 1.0
+    shifted = values + group * span
+    return np.maximum.accumulate(shifted) - group * span
+
+
+def blocks_footprint(blocks: pd.DataFrame, backend: str) -> int:
+    """One process's most bytes at once (the largest over ranks) that these blocks take
+    in a tier of this backend: arena chunks mapped so far plus blocks of their own.
+    blocks: site_id, rank, size, t_alloc, t_free (never freed: -1 or past the end),
+    optionally thread and scale."""
+    if not len(blocks):
+        return 0
+    size = blocks["size"].to_numpy(np.int64)
+    rank = blocks["rank"].to_numpy(np.int64)
+    scale = (blocks["scale"].to_numpy(np.int64) if "scale" in blocks.columns
+             else np.ones(size.size, np.int64))
+    thread = (_stripe(blocks["thread"].to_numpy(np.int64)) if "thread" in blocks.columns
+              else np.zeros(size.size, np.int64))
+    t0 = blocks["t_alloc"].to_numpy(np.int64)
+    t1 = blocks["t_free"].to_numpy(np.int64)
+    freed = t1 >= 0
+    packed = size <= granularity.arena_max(backend)
+
+    # blocks of their own: +charge at the allocation, -charge at the free
+    own = ~packed
+    cost = granularity.charges(size[own], backend) * scale[own]
+    of = freed[own]
+    ev_rank = [rank[own], rank[own][of]]
+    ev_time = [t0[own], t1[own][of]]
+    ev_kind = [np.ones(int(own.sum()), np.int8), np.zeros(int(of.sum()), np.int8)]
+    ev_delta = [cost, -cost[of]]
+
+    # arena: live objects per (rank, stripe, class); chunks follow their running peak
+    if packed.any():
+        cs = granularity.class_sizes(size[packed])
+        pf = freed[packed]
+        k_rank = np.concatenate([rank[packed], rank[packed][pf]])
+        k_thr = np.concatenate([thread[packed], thread[packed][pf]])
+        k_cls = np.concatenate([cs, cs[pf]])
+        k_time = np.concatenate([t0[packed], t1[packed][pf]])
+        k_kind = np.concatenate([np.ones(int(packed.sum()), np.int8),
+                                 np.zeros(int(pf.sum()), np.int8)])
+        k_delta = np.concatenate([scale[packed], -scale[packed][pf]])
+        order = np.lexsort((k_kind, k_time, k_cls, k_thr, k_rank))
+        k_rank, k_thr, k_cls = k_rank[order], k_thr[order], k_cls[order]
+        k_time, k_kind, k_delta = k_time[order], k_kind[order], k_delta[order]
+        start = group_starts(k_rank, k_thr, k_cls)
+        live = group_cumsum(k_delta, start)
+        peak = _group_cummax(live.astype(np.float64), start).astype(np.int64)
+        mem = class_bytes(peak, k_cls, arena_page(backend))
+        prev = np.concatenate([[0], mem[:-1]])
+        prev[start] = 0
+        grew = mem > prev
+        ev_rank.append(k_rank[grew])
+        ev_time.append(k_time[grew])
+        ev_kind.append(np.ones(int(grew.sum()), np.int8))
+        ev_delta.append((mem - prev)[grew])
+
+    r = np.concatenate(ev_rank)
+    if not r.size:
+        return 0
+    t = np.concatenate(ev_time)
+    kind = np.concatenate(ev_kind)
+    delta = np.concatenate(ev_delta)
+    order = np.lexsort((kind, t, r))
+    r, delta = r[order], delta[order]
+    used = group_cumsum(delta, group_starts(r))
+    return int(max(0, used.max()))
+
+
+def footprint(problem: Problem, tier: int, placed: np.ndarray) -> int:
+    """One process's most bytes at once in tier `tier` for the sites placed[i] (a
+    boolean mask): from their blocks where the problem has them, else their charges plus
+    one chunk's rounding per size class (module doc)."""
+    if not placed.any():
+        return 0
+    t = problem.tiers[tier]
+    charged = problem.rounded_sizes(tier)
+    ids = problem.site_ids[placed]
+    total = 0
+    with_blocks = np.zeros(problem.n, bool)
+    blocks = problem.blocks if problem.blocks is not None else problem.allocs
+    if blocks is not None and len(blocks) and "t_alloc" in blocks:
+        inside = blocks[blocks["site_id"].isin(ids)]
+        total += blocks_footprint(inside, t.backend)
+        with_blocks = np.isin(problem.site_ids, inside["site_id"].unique()) & placed
+    rest = placed & ~with_blocks
+    total += int(charged[rest].sum())
+    # sites of packed objects known from sites.csv alone: their charge in objects of
+    # their mean size's class, laid out in chunks per class
+    if problem.statics is not None:
+        rest &= ~problem.statics
+    limit = granularity.arena_max(t.backend)
+    if limit == 0:
+        return total
+    mx = problem.max_sizes if problem.max_sizes is not None else problem.sizes
+    rest &= (mx > 0) & (mx <= limit)
+    if rest.any():
+        na = problem.n_allocs if problem.n_allocs is not None else np.ones(problem.n, np.int64)
+        tb = problem.total_bytes if problem.total_bytes is not None else problem.sizes
+        mean = np.maximum(1, tb[rest] // np.maximum(na[rest], 1))
+        cs = granularity.class_sizes(np.minimum(mean, limit))
+        objs = -(-charged[rest] // cs)
+        classes, which = np.unique(cs, return_inverse=True)
+        n = np.bincount(which, weights=objs).astype(np.int64)      # objects per class
+        total += int((class_bytes(n, classes, arena_page(t.backend)) - n * classes).sum())
+    return total
+
+
+def fit(problem: Problem, placement: Placement, base_tier: np.ndarray,
+        values: np.ndarray) -> Placement:
+    """placement with every limited tier's footprint within its capacity (module doc);
+    base_tier[i]: where site i goes when it leaves a tier; values[i, t]: its value
+    there. Tiers without an arena (`default`) have no tails and are left as they are.
+    The placement is returned changed in place, with a note when it was."""
+    moved_out = moved_in = 0
+    for t, tier in enumerate(problem.tiers[:-1]):
+        if tier.capacity is None or granularity.arena_max(tier.backend) == 0:
+            continue
+        cap = int(tier.capacity)
+        placed = placement.tier_of == t
+        if not placed.any():
+            continue
+        used = footprint(problem, t, placed)
+        if used <= cap:
+            continue
+        charged = problem.rounded_sizes(t)
+        gain = values[:, t] - values[np.arange(problem.n), base_tier]
+        while used > cap and placed.any():
+            idx = np.flatnonzero(placed)
+            cand = idx[np.argsort(gain[idx], kind="stable")[:CANDIDATES]]
+            best, best_rate, best_used = -1, np.inf, used
+            for i in cand:
+                placed[i] = False
+                after = footprint(problem, t, placed)
+                placed[i] = True
+                freed = used - after
+                if freed <= 0:
+                    continue
+                rate = max(0.0, float(gain[i])) / freed
+                if rate < best_rate:
+                    best, best_rate, best_used = int(i), rate, after
+            if best < 0:                  # nothing frees anything: drop the least worth
+                best = int(cand[0])
+                placed[best] = False
+                best_used = footprint(problem, t, placed)
+                placed[best] = True
+            placed[best] = False
+            placement.tier_of[best] = base_tier[best]
+            used = best_used
+            moved_out += 1
+        # place again what now fits, densest first
+        free_sites = np.flatnonzero((placement.tier_of == base_tier) & (gain > 0)
+                                    & (charged <= cap - used))
+        order = free_sites[np.argsort(-gain[free_sites] / np.maximum(charged[free_sites], 1),
+                                      kind="stable")]
+        for i in order[:FILL_TRIES]:
+            if charged[i] > cap - used:
+                continue
+            placed[i] = True
+            after = footprint(problem, t, placed)
+            if after <= cap:
+                placement.tier_of[i] = t
+                used = after
+                moved_in += 1
+            else:
+                placed[i] = False
+    if moved_out or moved_in:
+        value = float(values[np.arange(problem.n), placement.tier_of].sum())
+        placement.value = value
+        placement.bound = max(placement.bound, value)
+        placement.notes.append(
+            f"the arena's partly used 2 MiB chunks (one per size class and thread) did not "
+            f"fit the capacity: {moved_out} site(s) left the tier and {moved_in} took "
+            f"their room")
+    return placement

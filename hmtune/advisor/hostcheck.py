@@ -1,0 +1,63 @@
+"""Can a tier place anything on this host? (`hmtune advise` warns, `hmtune run` refuses.)
+
+One answer per backend, from the same sources as `hmtune machine` (hmtune/advisor/host.py):
+memkind's own availability check, the NUMA nodes sysfs lists, hugetlbfs and its pool,
+the THP mode. None means the backend can place here.
+"""
+
+from __future__ import annotations
+
+from hmtune.advisor.host import Host, HostError, choose, memkind_reach, parse_list
+
+NR_HUGEPAGES = "/proc/sys/vm/nr_hugepages"
+
+
+def backend_problem(host: Host, backend: str, need_pages: bool = False) -> str | None:
+    """Why `backend` cannot place on `host` (None: it can). need_pages: a hugetlb tier
+    also needs free pages in the pool now (hmtune run; advise only needs hugetlbfs)."""
+    kind, _, arg = backend.partition(":")
+    if kind == "default":
+        return None
+    if kind == "memkind":
+        why = host.memkind.get(arg)
+        if why is None:
+            why = memkind_reach((arg,))[arg] if host.live else ""
+        return f"memkind says {arg} is not available here: {why}" if why else None
+    if kind == "numa":
+        try:
+            wanted = parse_list(arg)
+        except ValueError:
+            return f"'{arg}' is not a NUMA node list"
+        have = {n.index: n for n in host.nodes}
+        missing = [i for i in wanted if i not in have]
+        if missing:
+            return (f"NUMA node(s) {','.join(map(str, missing))} do not exist here (this "
+                    f"host has {','.join(str(i) for i in sorted(have)) or 'none'})")
+        if not any(have[i].total for i in wanted):
+            return f"NUMA node(s) {arg} have no memory"
+        return None
+    if kind == "hugetlb":
+        if not host.default_hugepage:
+            return "this kernel has no hugetlbfs (no Hugepagesize in /proc/meminfo)"
+        pools = [n.hugepages.get(host.default_hugepage, (0, 0)) for n in host.nodes]
+        if need_pages and not any(free for _, free in pools):
+            return (f"no free hugepage in the pool ({NR_HUGEPAGES} is "
+                    f"{sum(nr for nr, _ in pools)})")
+        return None
+    if kind == "thp":
+        if not host.thp:
+            return "this kernel has no transparent hugepages"
+        if host.thp == "never":
+            return ("transparent hugepages are off "
+                    "(/sys/kernel/mm/transparent_hugepage/enabled is never)")
+        return None
+    return f"unknown backend '{backend}'"
+
+
+def fast_tier_here(host: Host) -> str:
+    """What this host's fastest tier is, as `hmtune advise --mem` would take it (or why
+    there is none): the hint after a tier that cannot place."""
+    try:
+        return choose(host).why.replace("fast tier: ", "")
+    except HostError as e:
+        return str(e)

@@ -1,0 +1,392 @@
+"""Split sites: place the hot ranges of a site's objects, not only whole objects.
+
+analyze's profile.csv says where in a site's objects the sampled weight falls (offsets
+from each object's start, summed over its objects). `expand` turns every site whose
+largest object spans at least two range units into pieces, one per offset range, each
+a site of its own for the strategies: its weight is the site's weight in that range,
+its blocks (allocs.csv) are the site's blocks cut to the range, so the exact charges,
+the lifetime model and the arena check all hold for pieces as they do for sites. Every
+strategy then chooses whole sites or ranges of sites at once, and its proven bound is a
+bound over both (placing every piece of a site is placing the site). `ranges` gathers a
+solved placement's pieces back into their site: placement.txt's `split` lines.
+
+The range unit is 2 MiB on every backend (a hugepage; on NUMA tiers a finer unit
+would be possible, at more ranges per object), or the profile's granularity when that
+is coarser. A site's buckets of that unit are merged into at most MAX_RANGES ranges of
+similar density (adjacent ranges whose merge changes the weight-per-byte picture the
+least go first: Ward's criterion in one dimension), so zero-weight runs become one
+range each and the hot window keeps its edges to the unit.
+
+What a range costs beyond its bytes: libhmalloc maps each placed range of each object
+with one more mmap call (docs/formats.md §6); MAP_COST_NS per range and object is
+taken off the piece's value where weights are ns (the software sampler), so a range
+worth less than its mappings stays out. A piece's blocks are charged as mappings of
+their own: a range at the object's end that is shorter than the arena's largest class
+is charged as one just over it (on hugetlb the whole 2 MiB page the interposer maps;
+elsewhere at most 1 MiB more than the interposer takes).
+
+A site whose samples are spread evenly over its objects (hmtune.analyze.profile's flatness
+test) is cut into equal contiguous pieces weighted by their bytes instead, the earlier
+ones a millionth heavier: its sampled ranges would differ only by noise, and a strategy
+that takes part of it then takes one range from the object's start.
+
+Splitting needs one limited tier (a site's ranges go to one tier, the rest to the
+fallback); with more, sites are placed whole and a note says so.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+
+from hmtune.advisor import granularity
+from hmtune.advisor.inputs import Sites
+from hmtune.advisor.model import MIB, Placement, Problem
+from hmtune.analyze.profile import flat_counts
+
+UNIT = 2 * MIB              # the smallest range a split places
+MAX_RANGES = 64             # ranges per site (placement.txt's limit per split line)
+MAP_COST_NS = 10_000        # one more mmap + munmap per placed range and object
+PIECE_COLUMNS = ("parent_id", "range_start", "range_end")
+
+
+@dataclass
+class Expanded:
+    """A problem whose split sites are replaced by their pieces, and the sites table to
+    match (one row per piece: the parent's row with the piece's figures and the
+    PIECE_COLUMNS; range_start -1 on sites that are not split)."""
+
+    problem: Problem
+    sites: Sites
+    split_sites: int = 0                # sites cut into pieces
+    notes: list[str] = field(default_factory=list)
+
+
+def segments(weights: np.ndarray, max_ranges: int = MAX_RANGES) -> list[tuple[int, int]]:
+    """Adjacent buckets merged into at most max_ranges [start, end) runs: the pair whose
+    merge loses the least between-range variance of the density (Ward) first, so equal
+    neighbours (zero runs) always merge before different ones."""
+    starts, ends = segment_bounds(np.asarray(weights, np.float64), max_ranges)
+    return list(zip(starts.tolist(), ends.tolist(), strict=True))
+
+
+def segment_bounds(w: np.ndarray, max_ranges: int) -> tuple[np.ndarray, np.ndarray]:
+    """segments as two int64 arrays (starts, ends)."""
+    n = int(w.size)
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    # runs of equal weight merge at no cost: start from those
+    cut = np.flatnonzero(w[1:] != w[:-1]) + 1
+    starts = np.concatenate([[0], cut]).astype(np.int64)
+    ends = np.concatenate([cut, [n]]).astype(np.int64)
+    k = int(starts.size)
+    if k <= max_ranges:
+        return starts, ends
+    size = (ends - starts).astype(np.float64)
+    tot = np.add.reduceat(w, starts)
+    nxt = list(range(1, k)) + [-1]
+    prv = [-1] + list(range(k - 1))
+    alive = [True] * k
+    ver = [0] * k
+
+    def cost(i: int, j: int) -> float:
+        di, dj = tot[i] / size[i], tot[j] / size[j]
+        return size[i] * size[j] / (size[i] + size[j]) * (di - dj) ** 2
+
+    heap = [(cost(i, i + 1), i, 0, 0) for i in range(k - 1)]
+    heapq.heapify(heap)
+    left = k
+    while left > max_ranges and heap:
+        _, i, vi, vj = heapq.heappop(heap)
+        j = nxt[i] if alive[i] else -1
+        if j < 0 or ver[i] != vi or ver[j] != vj:
+            continue
+        tot[i] += tot[j]
+        size[i] += size[j]
+        ends[i] = ends[j]
+        alive[j] = False
+        nxt[i] = nxt[j]
+        if nxt[j] >= 0:
+            prv[nxt[j]] = i
+        ver[i] += 1
+        left -= 1
+        if nxt[i] >= 0:
+            heapq.heappush(heap, (cost(i, nxt[i]), i, ver[i], ver[nxt[i]]))
+        p = prv[i]
+        if p >= 0:
+            heapq.heappush(heap, (cost(p, i), p, ver[p], ver[i]))
+    on = np.asarray(alive)
+    return starts[on], ends[on]
+
+
+def range_unit(profile_granularity: int) -> int:
+    return max(UNIT, int(profile_granularity))
+
+
+def _flat_pieces(nb: int, size: int, unit: int,
+                 max_ranges: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A flat site (hmtune.analyze.profile's test: its samples spread evenly) in at most
+    max_ranges contiguous pieces whose weights are their shares of the bytes: the
+    sampled ranges would differ only by noise, and scattered ranges cost more mappings
+    for nothing. Earlier pieces weigh a millionth more, so a strategy that can take only
+    part of the object takes it from the start, as one range."""
+    k = min(max_ranges, nb)
+    edges = np.unique(np.round(np.linspace(0, nb, k + 1)).astype(np.int64))
+    u, v = edges[:-1], edges[1:]
+    nbytes = (np.minimum(v * unit, size) - u * unit).astype(np.float64)
+    fw = nbytes * (1.0 + 1e-6 * (u.size - np.arange(u.size)) / u.size)
+    return u, v, fw / fw.sum()
+
+
+def _piece_blocks(blocks: pd.DataFrame, parent: np.ndarray, pid: np.ndarray, a: np.ndarray,
+                  b: np.ndarray, floor: int) -> pd.DataFrame:
+    """Every piece's blocks: its parent's blocks cut to [a, b) (blocks not reaching a
+    left out), each at least `floor` bytes (charged as a mapping of its own)."""
+    pieces = pd.DataFrame({"site_id": parent, "_pid": pid, "_a": a, "_b": b})
+    rows = blocks.reset_index(drop=True).merge(pieces, on="site_id", how="inner")
+    cut = np.minimum(rows["size"].to_numpy(np.int64), rows["_b"].to_numpy(np.int64)) \
+        - rows["_a"].to_numpy(np.int64)
+    keep = cut > 0
+    out = rows[keep].copy()
+    out["site_id"] = out["_pid"].to_numpy(np.int64)
+    out["size"] = np.maximum(cut[keep], floor)
+    return out[list(blocks.columns)].reset_index(drop=True)
+
+
+def expand(problem: Problem, sites: Sites, profile: pd.DataFrame, gran: int,
+           max_ranges: int = MAX_RANGES) -> Expanded:
+    """Cut every splittable site of `problem` (aligned with sites.table) into pieces by
+    profile rows (site_id, offset, weight, samples at `gran` bytes; ids as sites.csv's,
+    merged ids already renamed). Sites without profile rows, statics and sites whose
+    largest object is under two range units stay whole."""
+    table = sites.table.reset_index(drop=True)
+    base = table.assign(parent_id=table["site_id"].to_numpy(np.int64),
+                        range_start=np.int64(-1), range_end=np.int64(-1))
+    limited = [t for t in problem.tiers[:-1] if t.capacity is not None]
+    if len(limited) != 1 or problem.n == 0 or not len(profile) or problem.max_sizes is None:
+        notes = []
+        if len(limited) > 1 and len(profile):
+            notes.append(f"{len(limited)} limited tiers: sites are placed whole (a split "
+                         "site's ranges go to one tier)")
+        return Expanded(problem, replace(sites, table=base), 0, notes)
+    tier = limited[0]
+    unit = range_unit(gran)
+    floor = granularity.arena_max(tier.backend) + 1
+    prof = profile[profile["site_id"].isin(set(problem.site_ids.tolist()))]
+    prof = prof.sort_values(["site_id", "offset"], kind="stable")
+    p_site = prof["site_id"].to_numpy(np.int64)
+    p_off = prof["offset"].to_numpy(np.int64)
+    p_w = prof["weight"].to_numpy(np.float64)
+    p_n = prof["samples"].to_numpy(np.float64)
+    lo = np.searchsorted(p_site, problem.site_ids, "left")
+    hi = np.searchsorted(p_site, problem.site_ids, "right")
+    statics = problem.statics if problem.statics is not None else np.zeros(problem.n, bool)
+    mxs = problem.max_sizes.astype(np.int64)
+    nbs = -(-mxs // unit)
+    cand = np.flatnonzero(~statics & (hi > lo) & (nbs >= 2) & (problem.weights > 0))
+    src_l, u_l, v_l, fw_l, smp_l = [], [], [], [], []
+    for i in cand.tolist():
+        nb = int(nbs[i])
+        sl = slice(int(lo[i]), int(hi[i]))
+        bucket = np.minimum(p_off[sl] // unit, nb - 1)
+        w = np.bincount(bucket, weights=p_w[sl], minlength=nb)
+        wsum = float(w.sum())
+        if wsum <= 0:
+            continue
+        if flat_counts(zip(p_off[sl].tolist(), p_n[sl].tolist(), strict=True),
+                       int(mxs[i])) is True:
+            u, v, fw = _flat_pieces(nb, int(mxs[i]), unit, max_ranges)
+            src_l.append(np.full(u.size, i, np.int64))
+            u_l.append(u)
+            v_l.append(v)
+            fw_l.append(fw)
+            smp_l.append(fw * float(p_n[sl].sum()))
+            continue
+        u, v = segment_bounds(w, max_ranges)
+        if u.size < 2:
+            continue
+        cw = np.concatenate([[0.0], np.cumsum(w)])
+        cn = np.concatenate([[0.0], np.cumsum(np.bincount(bucket, weights=p_n[sl],
+                                                          minlength=nb))])
+        src_l.append(np.full(u.size, i, np.int64))
+        u_l.append(u)
+        v_l.append(v)
+        fw_l.append((cw[v] - cw[u]) / wsum)
+        smp_l.append(cn[v] - cn[u])
+    if not src_l:
+        return Expanded(problem, replace(sites, table=base), 0, [])
+    src = np.concatenate(src_l)
+    split_idx = np.unique(src)
+    keep = np.setdiff1d(np.arange(problem.n), split_idx)
+    mx = mxs[src]
+    a = np.concatenate(u_l) * unit
+    b = np.minimum(np.concatenate(v_l) * unit, mx)
+    frac_w = np.concatenate(fw_l)
+    frac_b = (b - a) / mx
+    next_id = int(max(problem.site_ids.max(), int(table["site_id"].max()))) + 1
+    pid = next_id + np.arange(src.size, dtype=np.int64)
+    n_allocs = problem.n_allocs if problem.n_allocs is not None else np.ones(problem.n)
+    per_map = MAP_COST_NS * problem.ns_weight * n_allocs[src].astype(np.float64)
+    pw = problem.weights[src] * frac_w
+    weight = np.where(pw > 0, np.maximum(0.0, pw - per_map), 0.0)
+    size = np.round(problem.sizes[src] * frac_b).astype(np.int64)
+
+    def cat(arr: np.ndarray | None, extra: np.ndarray | None = None) -> np.ndarray | None:
+        if arr is None:
+            return None
+        more = arr[src] if extra is None else np.asarray(extra).astype(arr.dtype)
+        return np.concatenate([arr[keep], more])
+
+    blocks = problem.blocks
+    if blocks is not None and len(blocks):
+        parent_ids = problem.site_ids[src]
+        cut = _piece_blocks(blocks, parent_ids, pid, a, b, floor)
+        blocks = pd.concat([blocks[~blocks["site_id"].isin(set(parent_ids.tolist()))], cut],
+                           ignore_index=True)
+    ep = Problem(
+        site_ids=np.concatenate([problem.site_ids[keep], pid]),
+        sizes=cat(problem.sizes, size),
+        weights=cat(problem.weights, weight),
+        loads=cat(problem.loads), stores=cat(problem.stores),
+        tiers=problem.tiers, total_weight=problem.total_weight,
+        allocs=blocks if problem.allocs is not None else None,
+        faults=cat(problem.faults, None if problem.faults is None
+                   else problem.faults[src] * frac_b),
+        ns_weight=problem.ns_weight,
+        samples=cat(problem.samples, None if problem.samples is None
+                    else np.round(np.concatenate(smp_l))),
+        max_sizes=cat(problem.max_sizes, b - a),
+        n_allocs=cat(problem.n_allocs),
+        total_bytes=cat(problem.total_bytes, None if problem.total_bytes is None
+                        else np.round(problem.total_bytes[src] * frac_b)),
+        blocks=blocks,
+        fraction=None if problem.fraction is None
+        else np.concatenate([problem.fraction[keep], problem.fraction[src]]),
+        statics=cat(problem.statics))
+    rows = base.iloc[src].copy()
+    rows["site_id"] = pid
+    rows["range_start"] = a
+    rows["range_end"] = b
+    rows["weight"] = weight
+    rows["label"] = [f"{lab} [{x / MIB:g}-{y / MIB:g} MiB of {z / MIB:g} MiB]"
+                     for lab, x, y, z in zip(rows["label"].tolist(), a.tolist(), b.tolist(),
+                                             mx.tolist(), strict=True)]
+    if "peak_live_bytes" in rows.columns:
+        rows["peak_live_bytes"] = size
+    out_table = pd.concat([base.iloc[keep], rows], ignore_index=True)
+    fb = problem.tiers[-1]
+    notes = [] if fb.backend == "default" else [
+        f"split objects keep their unplaced ranges in ordinary memory, not in the "
+        f"fallback tier '{fb.name}' ({fb.backend})"]
+    return Expanded(ep, replace(sites, table=out_table), int(split_idx.size), notes)
+
+
+def merge_ranges(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """Sorted, touching ranges joined."""
+    out: list[list[int]] = []
+    for a, b in sorted(ranges):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return tuple((a, b) for a, b in out)
+
+
+@dataclass(frozen=True)
+class SplitSite:
+    """One site of sites.csv as placed: its row in the expanded table's first piece (or
+    the whole row), the tier index, and its ranges (empty: the whole object)."""
+
+    row: int                            # a row of the expanded table with the parent's fields
+    parent_id: int
+    tier: int
+    ranges: tuple[tuple[int, int], ...]
+    placed_bytes: int                   # of the largest object, in the ranges
+    object_bytes: int                   # the largest object
+    pieces: bool = False                # row is one of the site's pieces (its label too)
+
+    def label(self, table: pd.DataFrame) -> str:
+        """The site's label (a piece's without its `[a-b MiB of M MiB]`)."""
+        text = str(table["label"].iloc[self.row])
+        return (text.rpartition(" [")[0] or text) if self.pieces else text
+
+
+def placed_sites(table: pd.DataFrame, tier_of: np.ndarray, last: int,
+                 object_sizes: dict[int, int] | None = None) -> list[SplitSite]:
+    """The placed rows of an expanded table gathered per parent site: an unsplit row as
+    it is, a split site's placed pieces as ranges (all of them, end to end: the whole
+    object). object_sizes: parent id -> its largest object (default: the last piece's
+    end)."""
+    out: list[SplitSite] = []
+    start = table["range_start"].to_numpy(np.int64) if "range_start" in table.columns \
+        else np.full(len(table), -1, np.int64)
+    end = table["range_end"].to_numpy(np.int64) if "range_end" in table.columns \
+        else np.full(len(table), -1, np.int64)
+    parent = table["parent_id"].to_numpy(np.int64) if "parent_id" in table.columns \
+        else table["site_id"].to_numpy(np.int64)
+    groups: dict[int, list[int]] = {}
+    for i in np.flatnonzero(tier_of != last):
+        if start[i] < 0:
+            out.append(SplitSite(int(i), int(parent[i]), int(tier_of[i]), (), 0, 0))
+        else:
+            groups.setdefault(int(parent[i]), []).append(int(i))
+    whole_end: dict[int, int] = {}
+    for i in np.flatnonzero(start >= 0):
+        p = int(parent[i])
+        whole_end[p] = max(whole_end.get(p, 0), int(end[i]))
+    for p, rows in groups.items():
+        tiers = {int(tier_of[i]) for i in rows}
+        t = max(tiers, key=lambda x: sum(1 for i in rows if int(tier_of[i]) == x))
+        rows = [i for i in rows if int(tier_of[i]) == t]
+        rs = merge_ranges([(int(start[i]), int(end[i])) for i in rows])
+        obj = (object_sizes or {}).get(p, whole_end[p])
+        placed = sum(b - a for a, b in rs)
+        if rs == ((0, whole_end[p]),):
+            rs = ()                     # every piece: the whole object
+        else:                           # placement.txt ranges are whole 4 KiB pages
+            rs = tuple((a, -(-b // 4096) * 4096) for a, b in rs)
+        out.append(SplitSite(rows[0], p, t, rs, placed, obj, True))
+    return sorted(out, key=lambda s: s.row)
+
+
+
+def complete(problem: Problem, table: pd.DataFrame, placement: Placement) -> Placement:
+    """Place the rest of a partly placed split site where the tier still holds it: a
+    range without sampled weight is worth nothing to the solver, but sampling may have
+    missed its accesses, and a whole object needs fewer mappings. Ranges go in by
+    density, each only while the tier's footprint (arena_fit.footprint) stays within
+    its capacity."""
+    from hmtune.advisor.arena_fit import footprint
+
+    if "range_start" not in table.columns:
+        return placement
+    start = table["range_start"].to_numpy(np.int64)
+    parent = table["parent_id"].to_numpy(np.int64)
+    tier_of = placement.tier_of.copy()
+    last = len(problem.tiers) - 1
+    grew = False
+    for p in np.unique(parent[(start >= 0) & (tier_of != last)]):
+        rows = np.flatnonzero(parent == p)
+        t = int(np.bincount(tier_of[rows][tier_of[rows] != last]).argmax())
+        cap = problem.tiers[t].capacity
+        if cap is None:
+            continue
+        size = np.maximum(problem.rounded_sizes(t)[rows], 1)
+        for i in rows[np.argsort(-problem.weights[rows] / size, kind="stable")]:
+            if tier_of[i] != last:
+                continue
+            tier_of[i] = t
+            if footprint(problem, t, tier_of == t) > cap:
+                tier_of[i] = last
+            else:
+                grew = True
+    if not grew:
+        return placement
+    v = problem.values()
+    rows = np.arange(problem.n)
+    gained = float((v[rows, tier_of] - v[rows, placement.tier_of]).sum())
+    return replace(placement, tier_of=tier_of, value=placement.value + gained,
+                   bound=max(placement.bound, placement.value + gained))

@@ -1,0 +1,147 @@
+"""Placement strategies of `hmtune advise`: misses, density, ilp, ilp-lifetime.
+
+`solve(problem, strategy)` returns a Placement; `capacity_curve` and
+`capacity_for_share` feed the report. The exact strategies reduce the Problem to
+its limited tiers: a site's baseline is its best unlimited tier (normally the
+fallback, worth 0), and the profit of a limited tier is its value above that
+baseline (limited.py, assign.py, lifetime_ilp.py). The heuristics report a proven bound too
+(the Lagrangian bound of assign.py), so every Placement carries a gap.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pandas as pd
+
+from hmtune.advisor import arena_fit, greedy, knapsack
+from hmtune.advisor.assign import AssignResult, solve_assign
+from hmtune.advisor.lifetime_ilp import density_lifetime, solve_lifetime
+from hmtune.advisor.limited import Limited
+from hmtune.advisor.mip import SolverUnavailable
+from hmtune.advisor.model import Placement, Problem
+
+STRATEGIES = ("misses", "density", "ilp", "ilp-lifetime")
+
+
+def _heuristic(problem: Problem, strategy: str, threshold_pct: float,
+               red: Limited) -> Placement:
+    if strategy == "misses":
+        order = greedy.misses_order(problem, threshold_pct)
+    else:
+        order = greedy.density_order(problem)
+    tier_of = greedy.first_fit(problem, order)
+    value = red.value(tier_of)
+    return Placement(tier_of, strategy, value, max(value, red.bound()), "greedy")
+
+
+def _from_assign(red: Limited, strategy: str, res: AssignResult) -> Placement:
+    base = float(red.base_value.sum())
+    tier_of = red.tier_of(res.assign)
+    value = red.value(tier_of)
+    return Placement(tier_of, strategy, value, max(value, base + res.bound), res.solver,
+                     list(res.notes))
+
+
+def _fallback(problem: Problem, strategy: str, red: Limited, why: str,
+              placement: Placement | None = None) -> Placement:
+    p = placement if placement is not None else _heuristic(problem, "density", 0.0, red)
+    p.strategy = strategy
+    p.solver = "density-fallback"
+    p.notes.insert(0, f"{strategy}: {why}; fell back to the density strategy")
+    return p
+
+
+def solve(problem: Problem, strategy: str, threshold_pct: float = 1.0,
+          time_limit_s: float = 30.0, gap_target: float = 1e-4) -> Placement:
+    """Place the sites of `problem` with `strategy` (one of STRATEGIES).
+
+    threshold_pct: misses only, sites under this % of the total weight stay put.
+    time_limit_s, gap_target: the exact strategies stop at this wall time or once
+    the proven relative gap is at most gap_target (0: prove optimality), whichever
+    comes first. A missing or failing MIP solver gives the density placement with
+    a note; ilp-lifetime without problem.allocs raises ValueError. The placement is
+    then kept within each tier's capacity, chunk tails included (arena_fit.py)."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {strategy!r}: use one of {', '.join(STRATEGIES)}")
+    red = Limited(problem)
+    placement = _solve(problem, strategy, threshold_pct, time_limit_s, gap_target, red)
+    return arena_fit.fit(problem, placement, red.base_tier, red.values)
+
+
+def _solve(problem: Problem, strategy: str, threshold_pct: float, time_limit_s: float,
+           gap_target: float, red: Limited) -> Placement:
+    deadline = time.monotonic() + max(0.0, time_limit_s)
+    if strategy in ("misses", "density"):
+        return _heuristic(problem, strategy, threshold_pct, red)
+    if strategy == "ilp-lifetime":
+        if problem.allocs is None:
+            raise ValueError("ilp-lifetime needs the per-allocation table (allocs.csv), "
+                             "which this problem does not have")
+        try:
+            return solve_lifetime(problem, red, deadline, gap_target)
+        except SolverUnavailable as e:
+            return _fallback(problem, strategy, red, str(e),
+                             density_lifetime(problem, red))
+    try:
+        res = solve_assign(red.tp, deadline, gap_target)
+    except SolverUnavailable as e:
+        return _fallback(problem, strategy, red, str(e))
+    return _from_assign(red, strategy, res)
+
+
+# ---- capacity curve for the report -----------------------------------------------
+
+CURVE_SHARES = (0.5, 0.8, 0.9, 0.95, 0.99)
+CURVE_GAP = 1e-4        # each point's knapsack: proven within 0.01 % (the report's precision)
+
+
+def capacity_curve(problem: Problem, points: int = 64) -> pd.DataFrame:
+    """Best placement into tier 0 alone (plus the fallback) as its capacity grows
+    from 0 to everything worth placing: one exact knapsack per point.
+
+    Capacities are page-rounded cumulative sizes of the sites in value-per-page
+    order: half spread evenly over the captured value, half geometrically over
+    the capacity, plus the points where the captured weight crosses CURVE_SHARES,
+    0 and the total. Columns: capacity_bytes, value, weight (sampled weight of the
+    placed sites), share (weight / total weight), sites."""
+    page = problem.unit(problem.tiers[0])
+    fb = len(problem.tiers) - 1
+    v = problem.values()[:, 0] - problem.values()[:, fb]
+    pages = problem.units(0)
+    pos = np.flatnonzero(v > 0)
+    order = pos[np.lexsort((-v[pos], -(v[pos] / np.maximum(pages[pos], 1))))]
+    cum_pages = np.concatenate([[0], np.cumsum(pages[order])])
+    cum_val = np.concatenate([[0.0], np.cumsum(v[order])])
+    cum_w = np.concatenate([[0.0], np.cumsum(problem.weights[order])])
+    m = len(order)
+    picks = {0, m}
+    if m:
+        half = max(1, points // 2)
+        picks.update(np.searchsorted(cum_val, np.linspace(0, cum_val[-1], half)).tolist())
+        positive = cum_pages[cum_pages > 0]
+        lo = int(positive[0]) if positive.size else 1
+        geo = np.geomspace(lo, max(lo, cum_pages[-1]), max(1, points - half))
+        picks.update(np.searchsorted(cum_pages, geo).tolist())
+        picks.update(np.searchsorted(cum_w, np.asarray(CURVE_SHARES) * cum_w[-1]).tolist())
+    caps = sorted({int(cum_pages[min(j, m)]) for j in picks})
+    denom = greedy.weight_denominator(problem)
+    rows = []
+    for c in caps:
+        res = knapsack.solve_knapsack(v, pages, c, gap=CURVE_GAP)
+        rows.append({"capacity_bytes": c * page, "value": res.value,
+                     "weight": float(problem.weights[res.take].sum()),
+                     "share": float(problem.weights[res.take].sum()) / denom if denom else 0.0,
+                     "sites": int(res.take.sum())})
+    return pd.DataFrame(rows, columns=["capacity_bytes", "value", "weight", "share", "sites"])
+
+
+def capacity_for_share(curve: pd.DataFrame, share: float = 0.9) -> int:
+    """Smallest capacity of the curve whose placement captures `share` of the weight
+    that the whole curve can capture (its largest captured weight)."""
+    if curve.empty:
+        return 0
+    target = share * float(curve["weight"].max())
+    ok = curve[curve["weight"] >= target - 1e-12 * max(1.0, target)]
+    return int(ok["capacity_bytes"].min())

@@ -1,0 +1,303 @@
+"""Memory tiers: machine files (`configs/machines/*.toml`, DESIGN.md §5) and `--mem`.
+
+A machine file names the machine and lists its tiers fastest first; the last tier is
+the fallback, where everything not placed stays, and must be unlimited:
+
+    name = "xeon-max-9468-flat-snc4"
+    [[tier]]
+    name = "hbm"
+    capacity = "16G"                 # K/M/G/T, KiB..TiB, bytes, or "unlimited"
+    backend = "numa:8-15"            # memkind:KIND, numa:NODES, hugetlb, thp, default
+    load_cost = 1.0                  # relative cost of a sampled access served here
+    store_cost = 1.0
+    per = "process"                  # optional: "process" (default) or "node"
+    page = "4K"                      # optional: default 2M for hugetlb, 4K otherwise
+    speeds_up = ["access"]           # optional: what the tier speeds up, of "access"
+                                     # (sampled access stalls, the costs above; the
+                                     # default) and "first_touch" (page faults)
+    fault_cost_ns = 1200.0           # first_touch: ns saved per minor fault avoided
+    faults_kept = 0.001953125        # first_touch: fraction of the faults still taken
+                                     # here (default 4K / page for hugetlb; needed
+                                     # for every other backend)
+
+Every problem is reported as one line `FILE: ...` naming the tier and key at fault
+(TierFileError). `--mem SIZE` alone stands for this host's tiers (hmtune/advisor/host.py,
+`hmtune machine`); with a machine file it resizes the machine's fastest tier
+(`with_fast_capacity`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from hmtune.advisor.model import KIB, MIB, SPEEDS_UP, Tier
+from hmtune.core.units import human, parse_size
+
+BACKENDS = ("memkind:KIND", "numa:NODES", "hugetlb", "thp", "default")
+_KEYS = {"name", "capacity", "backend", "load_cost", "store_cost", "per", "page",
+         "speeds_up", "fault_cost_ns", "faults_kept"}
+_FIRST_TOUCH_KEYS = ("fault_cost_ns", "faults_kept")
+_REQUIRED = ("name", "capacity", "backend", "load_cost", "store_cost")
+# ASCII only and \Z, not $ (which also matches before a final newline): a backend or
+# tier name is written into placement.txt, whose C reader takes exactly these.
+_TIER_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
+_MEMKIND = re.compile(r"MEMKIND_[A-Z0-9_]+\Z")
+_NODES = re.compile(r"[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*\Z")
+
+
+class TierFileError(ValueError):
+    """A machine file or tier setting hmtune cannot use; str() names the file and key."""
+
+
+@dataclass
+class Machine:
+    name: str
+    tiers: list[Tier]
+    source: str                         # the file, or "--mem 256M"
+    notes: list[str] = field(default_factory=list)
+
+
+def _as_number(digits: str) -> tuple[int, str]:
+    """A digit string as a sort key of its value, of any length (int() refuses more than
+    4300 digits)."""
+    d = digits.lstrip("0") or "0"
+    return len(d), d
+
+
+def backend_problem(backend: str) -> str | None:
+    """Why `backend` is not one hmtune knows (None when it is fine)."""
+    kind, sep, arg = backend.partition(":")
+    if kind == "memkind" and sep:
+        return None if _MEMKIND.match(arg) else (
+            f"'{arg}' is not a memkind kind name (e.g. MEMKIND_HBW, MEMKIND_DAX_KMEM)")
+    if kind == "numa" and sep:
+        if not _NODES.match(arg):
+            return f"'{arg}' is not a NUMA node list (e.g. 8-15 or 0,2,4-7)"
+        for part in arg.split(","):
+            lo, _, hi = part.partition("-")
+            if hi and _as_number(hi) < _as_number(lo):
+                return f"NUMA node range '{part[:40]}' runs backwards"
+        return None
+    if backend in ("hugetlb", "thp", "default"):
+        return None
+    return f"unknown backend '{backend}' (use one of {', '.join(BACKENDS)})"
+
+
+def parse_capacity(value: object, where: str) -> int | None:
+    """Bytes for a capacity value (None: unlimited). Refuses 0 and non-sizes."""
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise TierFileError(f"{where}: capacity must be a size string such as \"16G\" "
+                            "or \"unlimited\"")
+    if isinstance(value, str) and value.strip().lower() == "unlimited":
+        return None
+    try:
+        size = parse_size(str(value))
+    except ValueError as e:
+        raise TierFileError(f"{where}: capacity {e}") from None
+    if size <= 0:
+        raise TierFileError(f"{where}: capacity is 0; a tier must hold something "
+                            "(leave it out instead)")
+    return size
+
+
+def _cost(value: object, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TierFileError(f"{where} must be a number, not {value!r}")
+    cost = float(value)
+    if not math.isfinite(cost) or cost <= 0:
+        raise TierFileError(f"{where} must be a finite number > 0, not {value!r}")
+    return cost
+
+
+def _page(value: object, where: str) -> int:
+    try:
+        page = parse_size(str(value)) if isinstance(value, str | int) and \
+            not isinstance(value, bool) else 0
+    except ValueError as e:
+        raise TierFileError(f"{where}: page {e}") from None
+    if page < 1 or page & (page - 1):
+        raise TierFileError(f"{where}: page must be a power-of-two size such as \"4K\" "
+                            f"or \"2M\", not {value!r}")
+    return page
+
+
+def _speeds_up(value: object, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value or \
+            not all(isinstance(v, str) for v in value):
+        raise TierFileError(f"{where}: speeds_up must be a list of names such as "
+                            f"[\"access\", \"first_touch\"] (known: {', '.join(SPEEDS_UP)})")
+    unknown = [v for v in value if v not in SPEEDS_UP]
+    if unknown:
+        raise TierFileError(f"{where}: speeds_up: unknown {unknown[0]!r} (known: "
+                            f"{', '.join(SPEEDS_UP)})")
+    if len(set(value)) != len(value):
+        raise TierFileError(f"{where}: speeds_up names {value!r}: each at most once")
+    return tuple(v for v in SPEEDS_UP if v in value)
+
+
+def _faults_kept(raw: dict, backend: str, page: int, where: str) -> float:
+    """The fraction of a site's faults still taken in the tier: the file's, else one
+    fault per page of a hugetlb tier instead of one per 4 KiB."""
+    if "faults_kept" not in raw:
+        if backend == "hugetlb":
+            return 4 * KIB / page
+        raise TierFileError(f"{where}: speeds_up has \"first_touch\" but no faults_kept: "
+                            f"give the fraction of a site's page faults still taken in this "
+                            f"tier (0 to below 1; the default is 4K / page for hugetlb only)")
+    value = raw["faults_kept"]
+    if isinstance(value, bool) or not isinstance(value, int | float) or \
+            not math.isfinite(float(value)) or not 0 <= float(value) < 1:
+        raise TierFileError(f"{where}: faults_kept must be a number from 0 to below 1 (the "
+                            f"fraction of page faults still taken here), not {value!r}")
+    return float(value)
+
+
+def parse_tier(raw: object, where: str) -> Tier:
+    """One `[[tier]]` table → Tier."""
+    if not isinstance(raw, dict):
+        raise TierFileError(f"{where} is not a table")
+    unknown = sorted(set(raw) - _KEYS)
+    if unknown:
+        raise TierFileError(f"{where}: unknown key(s) {', '.join(unknown)} "
+                            f"(known: {', '.join(sorted(_KEYS))})")
+    missing = [k for k in _REQUIRED if k not in raw]
+    if missing:
+        raise TierFileError(f"{where}: missing key(s) {', '.join(missing)}")
+    name = raw["name"]
+    if not isinstance(name, str) or not _TIER_NAME.match(name):
+        raise TierFileError(f"{where}: name must be 1-64 letters, digits, '_', '.' or '-', "
+                            f"not {name!r}")
+    where = f"{where} ('{name}')"
+    backend = raw["backend"]
+    if not isinstance(backend, str):
+        raise TierFileError(f"{where}: backend must be a string")
+    problem = backend_problem(backend)
+    if problem:
+        raise TierFileError(f"{where}: backend {problem}")
+    per = raw.get("per", "process")
+    if per not in ("process", "node"):
+        raise TierFileError(f"{where}: per must be \"process\" or \"node\", not {per!r}")
+    default_page = 2 * MIB if backend == "hugetlb" else 4 * KIB
+    page = _page(raw["page"], where) if "page" in raw else default_page
+    speeds = _speeds_up(raw["speeds_up"], where) if "speeds_up" in raw else ("access",)
+    fault_cost, kept = 0.0, 1.0
+    if "first_touch" in speeds:
+        if "fault_cost_ns" not in raw:
+            raise TierFileError(f"{where}: speeds_up has \"first_touch\" but no fault_cost_ns "
+                                "(ns saved per page fault avoided)")
+        fault_cost = _cost(raw["fault_cost_ns"], f"{where}: fault_cost_ns")
+        kept = _faults_kept(raw, backend, page, where)
+    else:
+        extra = [k for k in _FIRST_TOUCH_KEYS if k in raw]
+        if extra:
+            raise TierFileError(f"{where}: {', '.join(extra)} without \"first_touch\" in "
+                                "speeds_up (add it, or remove the key)")
+    return Tier(name=name, capacity=parse_capacity(raw["capacity"], where), backend=backend,
+                load_cost=_cost(raw["load_cost"], f"{where}: load_cost"),
+                store_cost=_cost(raw["store_cost"], f"{where}: store_cost"),
+                page_size=page, per_node=per == "node", speeds_up=speeds,
+                fault_cost_ns=fault_cost, faults_kept=kept)
+
+
+def check_tiers(tiers: list[Tier], where: str) -> list[str]:
+    """Refuse tier lists the advisor cannot use; return notes about odd but legal ones."""
+    if not tiers:
+        raise TierFileError(f"{where}: no tiers ([[tier]] tables) defined")
+    names = [t.name for t in tiers]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise TierFileError(f"{where}: tier name(s) {', '.join(dup)} used more than once")
+    if len(tiers) < 2:
+        raise TierFileError(f"{where}: only one tier ('{tiers[0].name}'): there is nothing "
+                            "to choose; list the fast tier(s) first and the fallback last")
+    if not tiers[-1].unlimited:
+        raise TierFileError(f"{where}: the last tier ('{tiers[-1].name}') is the fallback and "
+                            "must have capacity = \"unlimited\"")
+    for t in tiers[:-1]:
+        if t.unlimited:
+            raise TierFileError(f"{where}: tier '{t.name}' is unlimited but not last; only "
+                                "the fallback (last) tier may be unlimited")
+    fb = tiers[-1]
+    return [f"tier '{t.name}' is no faster than the fallback '{fb.name}' (costs "
+            f"{t.load_cost:g}/{t.store_cost:g} vs {fb.load_cost:g}/{fb.store_cost:g}): "
+            "nothing gains from being placed there"
+            for t in tiers[:-1] if "first_touch" not in t.speeds_up and
+            ("access" not in t.speeds_up or
+             (t.load_cost >= fb.load_cost and t.store_cost >= fb.store_cost))]
+
+
+def load_machine(path: str | Path) -> Machine:
+    """Read and check a machine file. Raises TierFileError (also for I/O problems)."""
+    p = Path(path)
+    try:
+        text = p.read_bytes().decode("utf-8")
+    except OSError as e:
+        raise TierFileError(f"{p}: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise TierFileError(f"{p}: not UTF-8 text") from None
+    if not text.strip():
+        raise TierFileError(f"{p}: empty file (expected name = ... and [[tier]] tables)")
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise TierFileError(f"{p}: TOML syntax error: {e}") from None
+    unknown = sorted(set(doc) - {"name", "tier"})
+    if unknown:
+        raise TierFileError(f"{p}: unknown top-level key(s) {', '.join(unknown)} "
+                            "(known: name, tier)")
+    name = doc.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise TierFileError(f"{p}: missing key name (what machine the file describes)")
+    raw = doc.get("tier", [])
+    if not isinstance(raw, list):
+        raise TierFileError(f"{p}: tier must be an array of tables ([[tier]])")
+    tiers = [parse_tier(t, f"{p}: tier {i + 1}") for i, t in enumerate(raw)]
+    notes = check_tiers(tiers, str(p))
+    return Machine(name=name, tiers=tiers, source=str(p), notes=notes)
+
+
+def with_fast_capacity(machine: Machine, size: int) -> Machine:
+    """The machine with its fastest tier resized to SIZE bytes per process (`--mem`)."""
+    if size <= 0:
+        raise TierFileError("--mem: the fast tier needs a size > 0")
+    first = replace(machine.tiers[0], capacity=size, per_node=False)
+    note = (f"--mem sets tier '{first.name}' to {human(size)} per process "
+            f"(the machine file says {_describe(machine.tiers[0])})")
+    return Machine(name=machine.name, tiers=[first, *machine.tiers[1:]],
+                   source=machine.source, notes=[*machine.notes, note])
+
+
+def _describe(t: Tier) -> str:
+    if t.unlimited:
+        return "unlimited"
+    return f"{human(t.capacity)} per {'node' if t.per_node else 'process'}"
+
+
+def per_process(machine: Machine, nprocs: int | None) -> tuple[list[Tier], list[str]]:
+    """Tiers with per-node capacities split evenly over the traced processes.
+
+    The solver works per process; a tier shared by a node's ranks (per = "node") gives
+    each of the `nprocs` processes the trace saw an equal part. Without a process count
+    the whole node capacity is assumed to serve one process, and a note says so.
+    """
+    out: list[Tier] = []
+    notes: list[str] = []
+    for t in machine.tiers:
+        if not t.per_node or t.unlimited:
+            out.append(replace(t, per_node=False))
+            continue
+        assert t.capacity is not None
+        n = nprocs or 1
+        share = max(t.capacity // n, 1)
+        out.append(replace(t, capacity=share, per_node=False))
+        if nprocs is None:
+            notes.append(f"tier '{t.name}' is shared per node ({human(t.capacity)}); no "
+                         "allocs.csv to count the processes, so one process is assumed")
+        elif n > 1:
+            notes.append(f"tier '{t.name}': {human(t.capacity)} per node shared by the {n} "
+                         f"traced processes: {human(share)} each")
+    return out, notes

@@ -1,0 +1,124 @@
+"""Rules of `hmtune check-trace` and the result it returns (see hmtune.analyze.check_trace)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# rule id -> (severity, what it checks). Each rule has one severity.
+RULES: dict[str, tuple[str, str]] = {
+    "read-error": ("error", "a file could not be read (I/O error, corrupt gzip)"),
+    "header": ("error", "the #Paraver header line parses"),
+    "records": ("error", "at least one record follows the header (hmtune analyze refuses"
+                         " an empty trace)"),
+    "pcf-missing": ("error", "NAME.pcf exists next to NAME.prv"),
+    "row-missing": ("error", "NAME.row exists next to NAME.prv"),
+    "pcf-syntax": ("error", "the .pcf parses"),
+    "row-syntax": ("error", "the .row parses and each level lists SIZE names"),
+    "row-threads": ("error", ".row THREAD level lists the header's number of threads"),
+    "row-cpus": ("error", ".row CPU level lists the header's number of cpus"),
+    "row-nodes": ("error", ".row NODE level lists the header's number of nodes"),
+    "fields": ("error", "a record has the right number of fields (truncated line)"),
+    "integer": ("error", "every record field is a decimal integer"),
+    "record-type": ("error", "records are of type 1 (state), 2 (event) or 3 (comm)"),
+    "cpu-id": ("error", "cpu in 1..total cpus of the header"),
+    "app-id": ("error", "app in 1..number of applications"),
+    "task-id": ("error", "task in 1..tasks of that application"),
+    "thread-id": ("error", "thread in 1..threads of that task"),
+    "time-negative": ("error", "times are non-negative"),
+    "state-interval": ("error", "a state's begin <= its end"),
+    "time-order": ("error", "records sorted by time (state: begin; comm: logical send)"),
+    "end-time": ("error", "header end time > every record time and state end"),
+    "event-type": ("error", "event types are positive"),
+    "event-value": ("error", "event values are unsigned 64-bit (0 <= v < 2^64)"),
+    "pcf-type": ("warning", "every event type used is declared in the .pcf"),
+    "pcf-type-required": ("error", "types 32000007/32000009/41000010/41000011 used are"
+                                   " declared in the .pcf"),
+    "site-label": ("error", "every site id in 32000009/32000007/41000032 has a 32000009"
+                            " label"),
+    "site-raw-label": ("error", "every site id has a 41000010 (module+0xoffset) label"
+                                " [hmtune only]"),
+    "site-reserved": ("error", "the 32000009 table labels reserved ids 1 (unknown"
+                               " dynamic) and 2 (unknown static) [hmtune only]"),
+    "site-id": ("error", "an allocation's site id is >= 1 (and not 2, the static"
+                         " placeholder, in hmtune traces)"),
+    "call-nested": ("error", "a 40000040 entry comes after the previous call's end"),
+    "call-unmatched-end": ("error", "a 40000040 end (0) closes an open call"),
+    "call-unterminated": ("error", "every 40000040 entry has its end before the trace ends"),
+    "ret-ptr": ("error", "40000043 (returned pointer) appears only at a call end"),
+    "call-size": ("error", "malloc/realloc/calloc/posix_memalign entries carry 40000041"),
+    "call-site": ("error", "allocating entries carry a 32000009 site id [hmtune only]"),
+}
+
+# Rules that only hold for hmtune's own traces; relaxed with --extrae.
+HMTUNE_ONLY = frozenset({"site-raw-label", "site-reserved", "call-site"})
+
+MAX_PER_RULE = 100   # problems kept (and printed) per rule; the rest are counted
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    line: int
+    rule: str
+    message: str
+
+    @property
+    def severity(self) -> str:
+        return RULES[self.rule][0]
+
+    def __str__(self) -> str:
+        prefix = "warning: " if self.severity == "warning" else ""
+        return f"{self.file}:{self.line}: [{self.rule}] {prefix}{self.message}"
+
+
+@dataclass
+class CheckResult:
+    prv: str
+    extrae: bool = False                 # Extrae rules applied (asked for or auto-detected)
+    problems: list[Problem] = field(default_factory=list)   # at most MAX_PER_RULE per rule
+    suppressed: dict[str, int] = field(default_factory=dict)  # rule -> problems not kept
+    records: int = 0                     # record lines (states + events + comms)
+    states: int = 0
+    events: int = 0                      # event record lines (before fusion)
+    comms: int = 0
+    tasks: int = 0                       # from the header
+    threads: int = 0                     # from the header
+    max_time: int = 0                    # latest record time or state end seen
+
+    def add(self, file: str, line: int, rule: str, message: str) -> None:
+        """Record a problem, keeping at most MAX_PER_RULE per rule."""
+        kept = self._kept.get(rule, 0)
+        if kept < MAX_PER_RULE:
+            self._kept[rule] = kept + 1
+            self.problems.append(Problem(file, line, rule, message))
+        else:
+            self.suppressed[rule] = self.suppressed.get(rule, 0) + 1
+
+    def __post_init__(self) -> None:
+        self._kept: dict[str, int] = {}
+
+    def rule_counts(self) -> dict[str, int]:
+        """rule -> number of problems, including those not kept."""
+        counts = dict(self.suppressed)
+        for problem in self.problems:
+            counts[problem.rule] = counts.get(problem.rule, 0) + 1
+        return counts
+
+    def rules(self) -> set[str]:
+        return set(self.rule_counts())
+
+    def count(self, severity: str) -> int:
+        return sum(n for rule, n in self.rule_counts().items() if RULES[rule][0] == severity)
+
+    @property
+    def ok(self) -> bool:
+        """True when there are no errors (warnings allowed)."""
+        return self.count("error") == 0
+
+    def summary(self) -> str:
+        mode = "extrae" if self.extrae else "hmtune"
+        verdict = "valid" if self.ok else "INVALID"
+        return (f"{self.prv}: {verdict} ({mode} rules): {self.records} records"
+                f" ({self.states} states, {self.events} events, {self.comms} comms),"
+                f" {self.tasks} tasks, {self.threads} threads, max time {self.max_time};"
+                f" {self.count('error')} errors, {self.count('warning')} warnings")

@@ -1,0 +1,158 @@
+"""`hmtune compare`'s calibration of the advisor's prediction (hmtune/advisor/predict.py):
+every-site-fast's measured speedup fits the coefficient k, written to DIR/calibration.json
+for `hmtune advise`, and each advisor placement's predicted speedup is set beside its
+measured one (the check that the model transfers from all sites to the chosen ones)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    from hmtune.advisor.model import Problem
+    from hmtune.advisor.placement import PlacementFile
+    from hmtune.advisor.predict import Calibration, Prediction
+    from hmtune.workflows.measure import Summary
+
+
+@dataclass
+class Outcome:
+    calibration: Calibration | None
+    predicted: dict[str, Prediction]        # advisor variants, with the calibration
+    notes: list[str]
+
+
+def stage_problem(sites_csv: Path, machine: Path) -> tuple[Problem, dict[str, str], list[str]]:
+    """The advisor's problem for a stage's sites and a machine file (values only: the
+    tiers' capacities do not matter here), its sites.csv fields and its chains."""
+    import numpy as np
+
+    from hmtune.advisor.inputs import load_sites
+    from hmtune.advisor.model import Problem
+    from hmtune.advisor.tiers import load_machine
+
+    sites = load_sites(sites_csv)
+    tiers = load_machine(machine).tiers
+    t = sites.table
+    problem = Problem(site_ids=t["site_id"].to_numpy(np.int64),
+                      sizes=t["peak_live_bytes"].to_numpy(np.int64),
+                      weights=t["weight"].to_numpy(np.float64),
+                      loads=t["loads"].to_numpy(np.int64), stores=t["stores"].to_numpy(np.int64),
+                      tiers=tiers, total_weight=sites.total_weight,
+                      samples=t["samples"].to_numpy(np.int64))
+    return problem, sites.meta, t["callstack_raw"].tolist()
+
+
+def tier_of(problem: Problem, chains: list[str], placement: Path) -> np.ndarray:
+    """The placement's tier index per site (sites it does not list: the fallback)."""
+    from hmtune.advisor.placement import read_placement
+
+    return tiers_of(problem, chains, read_placement(placement))
+
+
+def tiers_of(problem: Problem, chains: list[str], pf: PlacementFile) -> np.ndarray:
+    """tier_of for a placement already read."""
+    import numpy as np
+
+    index = {t.name: i for i, t in enumerate(problem.tiers)}
+    fb = len(problem.tiers) - 1
+    where = {s.chain: index.get(s.tier, fb) for s in pf.sites}
+    return np.asarray([where.get(c, fb) for c in chains], np.int64)
+
+
+def stage_profile(sites_csv: Path) -> pd.DataFrame | None:
+    """profile.csv's rows next to sites_csv, with the site ids as the advisor merges
+    them (None without a profile)."""
+    from hmtune.advisor.inputs import load_sites, renamed
+    from hmtune.analyze.profile import profile_next_to
+
+    prof = profile_next_to(sites_csv)
+    return None if prof is None else renamed(prof.df, load_sites(sites_csv).merged)
+
+
+def split_shares(problem: Problem, chains: list[str],
+                 ranges: dict[str, tuple[tuple[int, int], ...]],
+                 profile: pd.DataFrame | None) -> np.ndarray:
+    """Per site, the share of its sampled weight that its placement's ranges (chain ->
+    ranges) hold in the profile's rows (stage_profile); 1 for sites without ranges. A
+    split site without profile rows counts as capturing nothing."""
+    import numpy as np
+
+    share = np.ones(problem.n)
+    for i, c in enumerate(chains):
+        r = ranges.get(c)
+        if not r:
+            continue
+        rows = profile[profile["site_id"] == problem.site_ids[i]] \
+            if profile is not None else None
+        if rows is None or float(rows["weight"].sum()) <= 0:
+            share[i] = 0.0
+            continue
+        off = rows["offset"].to_numpy(np.int64)
+        inside = np.zeros(off.size, bool)
+        for a, b in r:
+            inside |= (off >= a) & (off < b)
+        share[i] = float(rows["weight"].to_numpy(np.float64)[inside].sum()) \
+            / float(rows["weight"].sum())
+    return share
+
+
+def calibrate(stage: Path, machine: Path, work: Path, summary: list[Summary], upper: str,
+              placements: dict[str, Path]) -> Outcome:
+    """Fit k from `upper`'s measured speedup, write stage/calibration.json, and predict
+    `placements` (name -> placement.txt) with it."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from hmtune.advisor import predict
+    from hmtune.advisor.placement import read_placement
+    from hmtune.analyze.traceid import FIELD as TRACE_ID
+
+    by = {s.name: s for s in summary}
+    up = by.get(upper)
+    if up is None or up.est.lo is None or up.est.hi is None:
+        return Outcome(None, {}, ["no calibration: every site fast has no measured interval "
+                                  "(at least 2 rounds are needed)"])
+    try:
+        problem, meta, chains = stage_problem(stage / "sites.csv", machine)
+    except (OSError, ValueError) as e:
+        return Outcome(None, {}, [f"no calibration: {e}"])
+    f_all, _ = predict.saved(problem, predict.all_fast(problem))
+    if f_all <= 0:
+        return Outcome(None, {}, ["no calibration: the trace's sampled weight predicts no "
+                                  "gain at all from the fast tier"])
+    k, k_lo, k_hi = predict.fit(up.est.speedup, up.est.lo, up.est.hi, f_all)
+    tiers = problem.tiers
+    cal = predict.Calibration(
+        k=k, k_lo=min(k_lo, k_hi), k_hi=max(k_lo, k_hi), measured=up.est.speedup,
+        measured_lo=up.est.lo, measured_hi=up.est.hi, fraction_all=f_all,
+        trace_id=meta.get(TRACE_ID, ""), sampler=meta.get("sampler", "?"),
+        backend=tiers[0].backend, load_cost=tiers[0].load_cost,
+        fallback_cost=tiers[-1].load_cost, rounds=up.est.rounds, source=str(work))
+    notes: list[str] = []
+    try:
+        predict.write_calibration(stage / "calibration.json", cal)
+    except OSError as e:
+        notes.append(f"cannot write {stage / 'calibration.json'}: {e.strerror or e}")
+    out: dict[str, Prediction] = {}
+    profile: list[pd.DataFrame | None] = []      # read once, for the first split placement
+    for name, pl in placements.items():
+        try:
+            pf = read_placement(pl)
+            ranges = {s.chain: s.ranges for s in pf.sites if s.ranges}
+            p = problem
+            if ranges:
+                if not profile:
+                    profile.append(stage_profile(stage / "sites.csv"))
+                share = split_shares(problem, chains, ranges, profile[0])
+                p = replace(problem, _charged={},
+                            fraction=np.repeat(share[:, None], len(problem.tiers), axis=1))
+            out[name] = predict.predict(p, tiers_of(problem, chains, pf), cal)
+        except (OSError, ValueError) as e:
+            notes.append(f"no prediction for {name}: {e}")
+    return Outcome(cal, out, notes)

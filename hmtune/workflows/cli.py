@@ -1,0 +1,57 @@
+"""The `hmtune` command: one entry point over every stage (DESIGN.md §7)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from hmtune.advisor import cli as advisor_cli
+from hmtune.analyze import cli as analyze_cli
+from hmtune.workflows import compare, explore, machine, report, run, trace, view
+
+
+def _check_trace(args: argparse.Namespace) -> int:
+    from hmtune.analyze import check_trace
+
+    argv = [args.trace]
+    argv += ["--quiet"] if args.quiet else []
+    argv += ["--extrae"] if args.extrae else []
+    return check_trace.main(argv)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="hmtune",
+        description="Find the heap objects that belong in fast memory and put them there.",
+    )
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    trace.add_parser(sub)
+    analyze_cli.add_parser(sub)
+    advisor_cli.add_parser(sub)
+    run.add_parser(sub)
+    view.add_parser(sub)
+    compare.add_parser(sub)
+    explore.add_parser(sub)
+    report.add_parser(sub)
+    machine.add_parser(sub)
+    c = sub.add_parser("check-trace", help="validate a Paraver trace against hmtune's rules",
+                       description="Check FILE.prv (+ .pcf/.row) against the trace format rules "
+                                   "(a directory means DIR/trace.prv).")
+    c.add_argument("trace", metavar="FILE.prv|DIR")
+    c.add_argument("--quiet", action="store_true", help="print only the summary line")
+    c.add_argument("--extrae", action="store_true", help="relax hmtune-specific rules")
+    c.set_defaults(func=_check_trace)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""Running the user's application under one of hmtune's preload libraries, shared by
+`hmtune trace` and `hmtune run`: checking that LD_PRELOAD can reach it, building the
+command line (for MPI the environment goes to the ranks, not to the launcher), running
+it in the foreground and handing its exit status back unchanged."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from hmtune.core import elf
+
+
+def fail(who: str, msg: str, code: int = 2) -> int:
+    """One line `hmtune WHO: msg` on stderr; returns code."""
+    print(f"hmtune {who}: {msg}", file=sys.stderr)
+    return code
+
+
+def app_command(remainder: list[str]) -> list[str]:
+    """The application's command from argparse's `-- APP ARGS` remainder (the `--`
+    dropped); empty when none was given."""
+    return remainder[1:] if remainder[:1] == ["--"] else list(remainder)
+
+
+def check_program(program: str, who: str, consequence: str) -> tuple[Path | None, int]:
+    """The file `program` runs, or (None, exit status) after saying why it cannot be
+    used: 127 when it does not exist, 2 when it is statically linked (LD_PRELOAD cannot
+    reach its malloc; `consequence` says what that means for this command)."""
+    exe = elf.resolve(program)
+    if exe is None:
+        return None, fail(who, f"{program}: no such program", 127)
+    if elf.is_static_elf(exe):
+        return None, fail(who, f"{program} is statically linked: LD_PRELOAD cannot interpose "
+                               f"its malloc, so {consequence}; link it dynamically "
+                               "(without -static)")
+    return exe, 0
+
+
+def preload_with(lib: Path) -> str:
+    """LD_PRELOAD with lib first, then whatever the user already preloads."""
+    old = os.environ.get("LD_PRELOAD", "")
+    return f"{lib}:{old}" if old else str(lib)
+
+
+def command(launcher: list[str], app: list[str],
+            app_env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment that give app_env to the application only.
+    With an MPI launcher, the launcher itself runs with the caller's environment (it
+    must not run under the preload library) and `env VAR=... app` applies app_env on
+    each rank: launchers pass the command line to every node, but not every variable."""
+    env = dict(os.environ)
+    if launcher:
+        return launcher + ["env"] + [f"{k}={v}" for k, v in app_env.items()] + app, env
+    env.update(app_env)
+    return list(app), env
+
+
+def run_foreground(cmd: list[str], env: dict[str, str], who: str) -> int:
+    """Run cmd in the foreground; the terminal's Ctrl-C reaches the app, not us, and a
+    SIGTERM or SIGHUP sent to us is passed on (so that we outlive the app and can clean
+    up after it). Returns Popen's status (-SIG for a signal)."""
+    try:
+        proc = subprocess.Popen(cmd, env=env)
+    except OSError as e:
+        fail(who, f"cannot run {cmd[0]}: {e.strerror}")
+        return 127
+    old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    passed = {sig: signal.signal(sig, lambda s, f: proc.send_signal(s))
+              for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        return proc.wait()
+    finally:
+        signal.signal(signal.SIGINT, old_int)
+        for sig, old in passed.items():
+            signal.signal(sig, old)
+
+
+def exit_like(rc: int) -> int:
+    """Give our caller the app's status: a signal death is re-raised on ourselves."""
+    if rc < 0:
+        sig = -rc
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(sig, signal.SIG_DFL)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.kill(os.getpid(), sig)
+        return 128 + sig
+    return rc

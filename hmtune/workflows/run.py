@@ -1,0 +1,630 @@
+"""`hmtune run`: re-run the application with libhmalloc.so preloaded, so that the
+allocation sites listed in placement.txt go to their memory tiers (DESIGN.md §6, §7).
+
+Before running: the placement is read with the advisor's checking reader, which
+refuses what the library's reader refuses (a missing, malformed or non-regular one
+stops here, exit 2), and tiers this machine cannot serve in full get a one-line warning
+(hugetlb beyond the free hugepages, memkind HBW kinds without a high-bandwidth node).
+The library's own contract (interpose/hmi_shim.c): HMTUNE_PLACEMENT, HMTUNE_STATS (JSON
+per process at exit), HMTUNE_SUMMARY=0 (no stderr summary), HMTUNE_TARGET (the program
+that places when the placement has no `program` line, found through wrappers such as
+env and timeout; helpers pass everything through and only the target warns). Under MPI each
+rank writes DIR/run-stats.RANK.json and this command prints one summary over the ranks;
+a single process prints its own. The application's stdout, stderr and exit status
+are its own (a signal death is re-raised)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import re
+import shlex
+import sys
+from glob import escape as glob_escape
+from glob import glob
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hmtune.core import elf, paths
+from hmtune.core.units import human
+from hmtune.workflows import hugepages, launch
+from hmtune.workflows.hugepages import HugePages, Want
+from hmtune.workflows.reserve import uses_hugetlb
+
+if TYPE_CHECKING:
+    from hmtune.advisor.placement import PlacementFile, TierLine
+
+RANK = "%r"                          # HMTUNE_STATS: replaced by the rank (hmi_report.c)
+MPI_STATS = f"run-stats.{RANK}.json"
+SINGLE_STATS = "run-stats.json"
+NODE_DIR = Path("/sys/devices/system/node")
+_SHARED_LIB = re.compile(r"\.so(\.|$)")
+# Programs that run the rest of their command line: the placement is for the program
+# they start, not for them (they pass everything through).
+WRAPPERS = frozenset({"env", "timeout", "nice", "nohup", "stdbuf", "taskset", "numactl",
+                      "chrt", "ionice", "setsid", "time", "setarch", "likwid-pin",
+                      "hwloc-bind"})
+LISTED_FILES = 8                     # per-rank statistics files named in the MPI summary
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="re-run an application with its allocation sites placed in memory tiers",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="hmtune run [-h] [--placement FILE] [--stats FILE] [--mpirun CMD] [-o DIR] "
+              "[-q]\n                  [--reserve-hugepages] [--allow-unplaced] -- APP [ARGS...]",
+        description="Run APP with libhmalloc.so preloaded: the allocation sites listed in\n"
+                    "the placement (from 'hmtune advise') are served by their tiers, the\n"
+                    "rest by the default allocator. The application's stdout, stderr and\n"
+                    "exit status are its own. At exit each process writes its statistics\n"
+                    "(JSON) and a per-tier summary goes to stderr (under --mpirun: one\n"
+                    "summary over all ranks).",
+        epilog="examples:\n"
+               "  hmtune run -- ./app -n 10          # placement hmtune-out/app/placement.txt\n"
+               "  hmtune run -o out --mpirun 'mpirun -np 4' -- ./app\n"
+               "  hmtune run --reserve-hugepages -- ./app   # as root: hugepages for its tiers\n"
+               "  make rerun APP='./app -n 10' [MPIRUN=...] [OUT=...] [PLACEMENT=...] "
+               "[RESERVE=1]\n"
+               "\n"
+               "tiers that need the machine set up:\n"
+               "  hugetlb    needs reserved hugepages: echo N > /proc/sys/vm/nr_hugepages,\n"
+               "             or --reserve-hugepages (make rerun RESERVE=1) as root\n"
+               "  memkind:MEMKIND_HBW*  without HBM, memkind refuses it unless\n"
+               "             MEMKIND_HBW_NODES=0 (ordinary memory on node 0) is set\n"
+               "A tier that cannot be used, or is full, sends its sites to the default\n"
+               "allocator; the application keeps running.\n"
+               "\n"
+               "exit status: the application's (a signal death is re-raised); 2 when the\n"
+               "placement is missing or malformed, the program is statically linked or\n"
+               "the library is not built (nothing is run); 127 when APP does not exist.",
+    )
+    p.add_argument("--placement", metavar="FILE", default=None,
+                   help="placement.txt from 'hmtune advise' (default DIR/placement.txt)")
+    p.add_argument("--stats", metavar="FILE", default=None,
+                   help=f"per-process statistics, JSON (default DIR/{SINGLE_STATS}; with "
+                        f"--mpirun DIR/{MPI_STATS}, where {RANK} becomes the rank; a FILE "
+                        f"without {RANK} gets .RANK appended under MPI)".replace("%", "%%"))
+    p.add_argument("--mpirun", metavar="CMD", default="",
+                   help="MPI launcher prefix, e.g. 'mpirun -np 4' (the library is applied "
+                        "to the ranks, not to the launcher); one summary over all ranks")
+    p.add_argument("-o", "--out", metavar="DIR", default=None,
+                   help="stage directory (default hmtune-out/<app name>/)")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no summary (the library's and this command's); warnings still")
+    p.add_argument("--allow-unplaced", action="store_true",
+                   help="run even when a tier of the placement cannot place anything on "
+                        "this host (its sites stay in ordinary memory); without it hmtune "
+                        "refuses and says what to change")
+    p.add_argument("--reserve-hugepages", action="store_true",
+                   help="as root, make the hugepages the placement's hugetlb tiers need "
+                        "free for the length of the run (its sites' sizes from sites.csv "
+                        "and allocs.csv next to the placement, page-rounded as the library "
+                        "maps them, at most the tiers' capacity, times the ranks on this "
+                        "node; on the NUMA nodes the tier or the run binds to, else in the "
+                        "machine's pool) and put every pool setting back when it ends, "
+                        "however it ends; without root it prints the command that would, "
+                        "and runs anyway (make rerun RESERVE=1)")
+    p.add_argument("app", nargs=argparse.REMAINDER, help="-- APP [ARGS...]")
+    p.set_defaults(func=run)
+
+
+def _fail(msg: str, code: int = 2) -> int:
+    return launch.fail("run", msg, code)
+
+
+def _say(msg: str) -> None:
+    print(f"hmtune run: {msg}", file=sys.stderr)
+
+
+def load_placement(path: Path) -> PlacementFile | None:
+    """The checked placement, or None after one line saying what to do."""
+    from hmtune.advisor.placement import PlacementFormatError, read_placement
+
+    if not path.exists():
+        _fail(f"no placement {path}: run 'hmtune advise' first (after 'hmtune trace' and "
+              "'hmtune analyze'), or give --placement FILE")
+        return None
+    try:                # the library's own grammar and limits: what it refuses, we do
+        return read_placement(path)
+    except PlacementFormatError as e:
+        _fail(f"cannot use the placement: {e}; write it again with 'hmtune advise'")
+        return None
+
+
+# ---- what the machine offers ----
+
+def parse_nodelist(text: str) -> set[int]:
+    """`0-3,8` → {0, 1, 2, 3, 8} (the kernel's node list format; '' → empty)."""
+    nodes: set[int] = set()
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        nodes.update(range(int(lo), int(hi or lo) + 1))
+    return nodes
+
+
+def memory_only_nodes(node_dir: Path = NODE_DIR) -> set[int] | None:
+    """NUMA nodes with memory and no CPU — how HBM (Xeon Max, KNL flat) and CXL memory
+    appear; None when sysfs does not say."""
+    try:
+        mem = parse_nodelist((node_dir / "has_memory").read_text())
+        cpu = parse_nodelist((node_dir / "has_cpu").read_text())
+    except (OSError, ValueError):
+        return None
+    return mem - cpu
+
+
+def launcher_processes(launcher: list[str]) -> int | None:
+    """The process count an MPI launcher line asks for (`-np N`, `-n N`, `--np N`,
+    `--np=N`, `--ntasks=N`); None when it does not say."""
+    for i, word in enumerate(launcher):
+        key, eq, value = word.partition("=")
+        if not eq and key in ("-np", "--np", "-n", "--n", "--ntasks"):
+            value = launcher[i + 1] if i + 1 < len(launcher) else ""
+        elif not (eq and key in ("-np", "--np", "--n", "--ntasks")):
+            continue
+        if value.isdigit() and int(value) > 0:
+            return int(value)
+    return None
+
+
+def _is_hbw(backend: str) -> bool:
+    return backend.startswith("memkind:MEMKIND_HBW")
+
+
+def capacity_pages(tiers: list[TierLine], page: int) -> int:
+    """Pages of `page` bytes the tiers' capacities come to, per process (an upper bound of
+    what they take; --reserve-hugepages computes the exact need)."""
+    return sum(math.ceil((t.capacity or 0) / page) for t in tiers)
+
+
+def tier_warnings(pf: PlacementFile, nprocs: int, pool: HugePages | None,
+                  memory_only: set[int] | None, environ: dict[str, str],
+                  reserving: bool = False) -> list[str]:
+    """One line per problem a tier will have on this machine (nothing is changed);
+    reserving: --reserve-hugepages will say itself what the pools lack."""
+    out: list[str] = []
+    placed = pf.placed_tiers
+    huge = [t for t in pf.tiers if uses_hugetlb(t.backend) and t.name in placed]
+    if huge and not (reserving and pool is not None):
+        names = ", ".join(f"{t.name} ({t.backend})" for t in huge)
+        if pool is None:
+            out.append(f"warning: tier {names} needs hugepages and this kernel has none: "
+                       "its sites will go to the default allocator")
+        else:
+            need = capacity_pages(huge, pool.page) * nprocs
+            if need > pool.free:
+                procs = f" for {nprocs} processes" if nprocs > 1 else ""
+                out.append(
+                    f"warning: tier {names} may take up to {need} hugepages of "
+                    f"{human(pool.page)} ({human(need * pool.page)}{procs}) but only "
+                    f"{pool.free} are free: blocks that do not fit go to the default "
+                    f"allocator; reserve them as root with: echo "
+                    f"{pool.total + need - pool.free} > /proc/sys/vm/nr_hugepages")
+    hbw = [t for t in pf.tiers if _is_hbw(t.backend) and t.name in placed]
+    if hbw and not environ.get("MEMKIND_HBW_NODES") and memory_only is not None \
+            and not memory_only:
+        names = ", ".join(f"{t.name} ({t.backend})" for t in hbw)
+        out.append(f"warning: tier {names}: no NUMA node here is high-bandwidth memory (every "
+                   "memory node has CPUs), so memkind will refuse the tier and its sites will "
+                   "stay in ordinary memory; to use node 0 as the tier anyway (e.g. to try the "
+                   "placement), set MEMKIND_HBW_NODES=0")
+    return out
+
+
+def command_program(app: list[str], exe: Path) -> Path | None:
+    """The program the command line runs in the end: APP itself (exe, as resolved), or
+    for a wrapper (WRAPPERS: env, timeout, nice, ...) the first later word that names
+    an executable file (found as execvp would), through nested wrappers; None when a
+    wrapper's words name none. A script is returned as itself."""
+    i, prog = 0, exe
+    while Path(app[i]).name in WRAPPERS or Path(os.path.realpath(prog)).name in WRAPPERS:
+        for j in range(i + 1, len(app)):
+            found = elf.resolve(app[j])
+            if found is not None and found.is_file() and os.access(found, os.X_OK):
+                i, prog = j, found
+                break
+        else:
+            return None
+    return prog
+
+
+def target_program(program: Path | None, pf: PlacementFile) -> str | None:
+    """HMTUNE_TARGET: the path /proc/self/exe will have in the process that places (the
+    library lets no other process place when the placement has no `program` line, and
+    only the target warns). An ELF program is itself; for a script, the placement's
+    program, or else the executable it names: a module with a program interpreter that
+    is not named like a shared library (libc.so.6 has one too)."""
+    if program is not None and elf.program_headers(program) is not None:
+        return os.path.realpath(program)
+    if pf.program:
+        return pf.program
+    programs = sorted(m for m in pf.modules if not _SHARED_LIB.search(Path(m).name)
+                      and (ph := elf.program_headers(m)) is not None
+                      and any(t == elf.PT_INTERP for t, _, _ in ph.entries))
+    return programs[0] if len(programs) == 1 else None
+
+
+def hugepage_wants(pf: PlacementFile, placement: Path, out: Path, app: list[str],
+                   launcher: list[str]) -> tuple[list[Want], list[str]]:
+    """--reserve-hugepages: what the placement's hugetlb tiers need free on this node
+    (hmtune/workflows/reserve.py), and notes for the user (tiers sized by their capacity)."""
+    from hmtune.workflows import reserve
+
+    placed = pf.placed_tiers
+    huge = [t for t in pf.tiers if uses_hugetlb(t.backend) and t.name in placed]
+    if not huge:
+        return [], ["note: no hugetlb tier of the placement has sites: no hugepages to "
+                    "reserve"]
+    default_page = hugepages.Sysfs().default_page()
+    if default_page is None:
+        return [], []                    # tier_warnings says the kernel has none
+    sizes, why = reserve.sizes_for(placement, [placement.parent, out],
+                                   {s.chain for s in pf.sites if s.tier in placed})
+    environ, cpuset, memory_only = dict(os.environ), reserve.cpuset_nodes(), memory_only_nodes()
+    nodes_of = {t.name: reserve.tier_nodes(t.backend, app, environ, memory_only, cpuset)
+                for t in huge}
+    procs = reserve.node_processes(launcher, launcher_processes(launcher)) if launcher else 1
+    needs = reserve.tier_needs(pf, sizes, procs, default_page, nodes_of)
+    notes = [f"note: hugepages for {reserve.describe(n)}" + (f"; {why}" if why else "")
+             for n in needs if n.sized_by == "capacity"]
+    wants = [Want(n.page, n.pages, n.nodes, f"tier {n.tier}") for n in needs if n.pages]
+    return wants, notes
+
+
+# ---- statistics files ----
+
+def stats_files(pattern: Path) -> dict[int | None, Path]:
+    """The statistics files the library writes for HMTUNE_STATS=pattern: the file itself
+    (rank None) and its per-rank names (hmi_report.c: the first %r replaced by the rank,
+    else .RANK appended)."""
+    text = str(pattern)
+    found: dict[int | None, Path] = {}
+    if RANK in text:
+        head, _, tail = text.partition(RANK)
+        rx = re.compile(re.escape(head) + r"(\d+)" + re.escape(tail))
+        candidates = glob(glob_escape(head) + "*" + glob_escape(tail))
+    else:
+        if pattern.is_file():
+            found[None] = pattern
+        rx = re.compile(re.escape(text) + r"\.(\d+)")
+        candidates = glob(glob_escape(text) + ".*")
+    for c in candidates:
+        m = rx.fullmatch(c)
+        if m and Path(c).is_file():
+            found[int(m.group(1))] = Path(c)
+    return found
+
+
+RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
+
+
+def env_rank(environ: dict[str, str]) -> int | None:
+    """The rank the library will see in this environment (common/hm_env.c: the first of
+    RANK_VARS that is a decimal number), None outside MPI."""
+    for var in RANK_VARS:
+        value = environ.get(var, "")
+        if value.isascii() and value.isdigit() and len(value) <= 9:
+            return int(value)
+    return None
+
+
+def stats_path(pattern: Path, rank: int | None) -> Path:
+    """The file the library writes for HMTUNE_STATS=pattern in a process of this rank
+    (hmi_report.c's stats_path)."""
+    text = str(pattern)
+    if rank is None:
+        return pattern
+    if RANK in text:
+        head, _, tail = text.partition(RANK)
+        return Path(f"{head}{rank}{tail}")
+    return Path(f"{text}.{rank}")
+
+
+def planned_stats(pattern: Path, launcher: list[str],
+                  environ: dict[str, str]) -> list[Path] | None:
+    """The statistics files this run will write: one without a launcher (FILE, or its
+    rank's name when the environment already names a rank), one per rank under a
+    launcher whose process count is known; None when any rank may write."""
+    if not launcher:
+        return [stats_path(pattern, env_rank(environ))]
+    n = launcher_processes(launcher)
+    return None if n is None else [stats_path(pattern, r) for r in range(n)]
+
+
+STATS_MAX = 256 << 20                # larger: not a statistics file
+
+
+def is_hmalloc_stats(path: Path) -> bool:
+    """Whether path is a statistics file written by libhmalloc.so: a regular file (never
+    opened otherwise: a FIFO would block) holding a JSON object with its version and
+    keys (hmi_report.c's write_json)."""
+    try:
+        if not path.is_file() or path.stat().st_size > STATS_MAX:
+            return False
+        with open(path, "rb") as f:
+            if f.read(1) != b"{":
+                return False
+            f.seek(0)
+            data = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("version") == 1 \
+        and isinstance(data.get("tiers"), list) and isinstance(data.get("sites"), list) \
+        and "pid" in data and "placement" in data
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve() or (a.exists() and b.exists() and a.samefile(b))
+    except OSError:
+        return False
+
+
+def stats_files_rx(pattern: Path) -> re.Pattern[str]:
+    """The names of every rank's statistics file for HMTUNE_STATS=pattern."""
+    text = str(pattern)
+    if RANK in text:
+        head, _, tail = text.partition(RANK)
+        return re.compile(re.escape(head) + r"\d+" + re.escape(tail))
+    return re.compile(re.escape(text) + r"(\.\d+)?")
+
+
+def stats_conflict(pattern: Path, planned: list[Path] | None,
+                   inputs: dict[str, Path]) -> str | None:
+    """Why the statistics cannot be written where asked (they would replace an input of
+    the run, or a file hmtune did not write), or None."""
+    targets = planned if planned is not None else list(stats_files(pattern).values())
+    for f in targets:
+        for what, inp in inputs.items():
+            if _same_file(f, inp):
+                return (f"--stats {pattern} would overwrite the {what} {inp}: give the "
+                        "statistics another file name")
+    if planned is None:                 # any rank: every name of the pattern
+        rx = stats_files_rx(pattern)
+        for what, inp in inputs.items():
+            if rx.fullmatch(str(inp.absolute())) or rx.fullmatch(str(inp.resolve())):
+                return (f"--stats {pattern} would overwrite the {what} {inp}: give the "
+                        "statistics another file name")
+        return None
+    for f in planned:
+        if f.exists() and not is_hmalloc_stats(f):
+            return (f"{f} exists and is not a statistics file of hmtune: give --stats "
+                    "another file name, or move that file away")
+    return None
+
+
+def _stamp(f: Path) -> tuple[int, int] | None:
+    try:
+        st = f.stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns
+
+
+def fresh_stats(pattern: Path, before: dict[Path, tuple[int, int] | None],
+                planned: list[Path] | None) -> dict[int | None, Path]:
+    """The statistics files this run wrote: of the planned ones (any rank when unknown),
+    those that did not exist before the run or were replaced since (the library
+    renames a new file over the old one)."""
+    ok = None if planned is None else set(planned)
+    return {r: f for r, f in stats_files(pattern).items()
+            if (ok is None or f in ok) and (f not in before or _stamp(f) != before[f])}
+
+
+def _read_stats(files: dict[int | None, Path]) -> dict[int | None, dict]:
+    out: dict[int | None, dict] = {}
+    for rank, f in sorted(files.items(), key=lambda kv: -1 if kv[0] is None else kv[0]):
+        try:
+            data = json.loads(f.read_text())
+        except (OSError, ValueError) as e:
+            _say(f"cannot read {f}: {e}")
+            continue
+        if isinstance(data, dict) and data.get("version") == 1 and "tiers" in data:
+            out[rank] = data
+        else:
+            _say(f"{f} is not an hmalloc statistics file (version 1); left out")
+    return out
+
+
+def _ranks(ranks: list[int | None]) -> str:
+    return ", ".join("?" if r is None else str(r) for r in ranks)
+
+
+def mpi_summary(stats: dict[int | None, dict], files: dict[int | None, Path],
+                expected: int | None, pattern: Path) -> list[str]:
+    """The per-tier summary over all ranks' statistics."""
+    if not stats:
+        return ["no rank wrote statistics (see the messages above: a placement the "
+                "ranks could not use, or ranks that died)"]
+    first = next(iter(stats.values()))
+    lines = [f"{len(stats)} rank(s) wrote statistics; placement {first.get('placement', '?')}"]
+    if expected is not None and len(stats) < expected:
+        lines.append(f"only {len(stats)} of {expected} ranks wrote statistics (a rank that "
+                     "was killed or crashed writes none)")
+    for i, tier in enumerate(first["tiers"]):
+        per = {r: s["tiers"][i] for r, s in stats.items() if i < len(s["tiers"])}
+        name, backend = tier["name"], tier["backend"]
+        if backend == "default":
+            lines.append(f"tier {name} ({backend}): the default allocator")
+            continue
+        down = [r for r, t in per.items() if not t["available"]]
+        up = {r: t for r, t in per.items() if t["available"]}
+        if down:
+            lines.append(f"tier {name} ({backend}): unavailable in rank(s) {_ranks(down)}, "
+                         "whose sites went to the default allocator")
+        if not up:
+            continue
+        caps = {t["capacity"] for t in up.values()}
+        cap = ("unlimited" if caps == {None} else
+               "/".join(human(c) for c in sorted(c for c in caps if c is not None))
+               + " per process")
+        hw_rank, hw = max(up.items(), key=lambda kv: kv[1]["high_water_bytes"])
+        full = [r for r, t in up.items() if t["not_fitting"]]
+        where = (f" (rank(s) {_ranks(full)})" if len(full) <= LISTED_FILES
+                 else f" (in {len(full)} ranks)") if full else ""
+        lines.append(
+            f"tier {name} ({backend}, {cap}): {sum(t['placed_blocks'] for t in up.values())} "
+            f"blocks placed ({human(sum(t['placed_bytes'] for t in up.values()))}) in "
+            f"{len(up)} rank(s), largest high-water {human(hw['high_water_bytes'])} "
+            f"(rank {_ranks([hw_rank])}), {sum(t['not_fitting'] for t in up.values())} "
+            f"not fitting{where}")
+    nsites = len(first.get("sites", []))
+    matched = {i for s in stats.values() for i, site in enumerate(s.get("sites", []))
+               if site["matches"]}
+    unmatched = sum(s.get("unmatched_in_window", 0) for s in stats.values())
+    lines.append(f"sites: {len(matched)} of {nsites} matched in some rank; {unmatched} calls "
+                 "in the size window matched none")
+    listed = [str(files[r]) for r in stats][:LISTED_FILES]
+    more = len(stats) - len(listed)
+    lines.append("statistics per rank: " + ", ".join(listed)
+                 + (f", and {more} more ({pattern})" if more else ""))
+    return lines
+
+
+# ---- the command ----
+
+def unplaceable(pf: PlacementFile, environ: dict[str, str], nprocs: int = 1) -> list[str]:
+    """One line per tier with sites that cannot place anything on this host now (after
+    any hugepage reservation), saying what to change."""
+    from hmtune.advisor.host import HostError, detect, env_root
+    from hmtune.advisor.hostcheck import backend_problem, fast_tier_here
+
+    used = pf.placed_tiers
+    tiers = [t for t in pf.tiers if t.name in used and t.backend != "default"]
+    if not tiers:
+        return []
+    try:
+        host = detect(env_root(), probe=False)
+    except HostError:
+        return []
+    out = []
+    for t in tiers:
+        why = backend_problem(host, t.backend, need_pages=True)
+        if not why:
+            continue
+        kind = t.backend.partition(":")[0]
+        if kind == "hugetlb":
+            pool = hugepages.pool()
+            if pool is None:
+                fix = "advise again for this host (hmtune machine shows what it has)"
+            else:
+                need = capacity_pages([x for x in tiers if x.backend == "hugetlb"],
+                                      pool.page) * nprocs
+                fix = ("give --reserve-hugepages (make rerun RESERVE=1) as root, or reserve "
+                       f"them as root: echo {pool.total + need} > /proc/sys/vm/nr_hugepages")
+        elif kind == "thp":
+            fix = "as root: echo madvise > /sys/kernel/mm/transparent_hugepage/enabled"
+        else:
+            fix = (f"advise again for this host (hmtune advise --mem SIZE without --machine; "
+                   f"its fast tier: {fast_tier_here(host)})")
+            if t.backend.startswith("memkind:MEMKIND_HBW") and \
+                    not environ.get("MEMKIND_HBW_NODES"):
+                fix += ", or set MEMKIND_HBW_NODES to the nodes to use"
+        out.append(f"tier {t.name} ({t.backend}) cannot place anything here: {why}; {fix}")
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    app = launch.app_command(args.app)
+    if not app:
+        return _fail("no application given: hmtune run [options] -- ./app args")
+    lib = paths.hmalloc_lib()
+    if not lib.exists():
+        return _fail(paths.not_built(lib))
+    exe, code = launch.check_program(app[0], "run", "its allocations cannot be placed")
+    if exe is None:
+        return code
+    program = command_program(app, exe)
+    if program is not None and program != exe and elf.is_static_elf(program):
+        return _fail(f"{program} is statically linked: LD_PRELOAD cannot interpose its "
+                     "malloc, so its allocations cannot be placed; link it dynamically "
+                     "(without -static)")
+    out = Path(args.out) if args.out else paths.default_out(app[0])
+    placement = Path(args.placement) if args.placement else out / "placement.txt"
+    pf = load_placement(placement)
+    if pf is None:
+        return 2
+    launcher = shlex.split(args.mpirun) if args.mpirun else []
+    nprocs = (launcher_processes(launcher) if launcher else 1) or 1
+    # a tier that cannot place anything here: refused before anything runs (after the
+    # reservation when --reserve-hugepages, below)
+    dead = [] if args.reserve_hugepages else unplaceable(pf, dict(os.environ), nprocs)
+    if dead and not args.allow_unplaced:
+        return _fail(f"{dead[0]}; or give --allow-unplaced to run with those sites in "
+                     "ordinary memory")
+    for w in tier_warnings(pf, nprocs, hugepages.pool(), memory_only_nodes(), dict(os.environ),
+                           reserving=args.reserve_hugepages) if not dead else []:
+        _say(w)
+    if not pf.sites and not pf.statics:
+        _say("note: the placement lists no sites: every allocation stays in the default "
+             "allocator")
+
+    app_env = {"LD_PRELOAD": launch.preload_with(lib),
+               "HMTUNE_PLACEMENT": str(placement.resolve())}
+    target = target_program(program, pf)
+    if target:
+        app_env["HMTUNE_TARGET"] = target
+    else:
+        _say(f"note: cannot tell which program {app[0]} starts is the one the placement "
+             "is for (it has no 'program' line and names no program): every process "
+             "started places, and the last to exit writes the statistics; write the "
+             "placement again with 'hmtune advise', which names the traced program")
+    stats = Path(args.stats) if args.stats else out / (MPI_STATS if launcher else SINGLE_STATS)
+    stats = stats.absolute()
+    planned = planned_stats(stats, launcher, dict(os.environ))
+    why = stats_conflict(stats, planned, {"placement": placement, "program": exe})
+    if why:
+        return _fail(why)
+    try:
+        stats.parent.mkdir(parents=True, exist_ok=True)
+        # a crashed run must not look fresh: remove the earlier statistics this run
+        # replaces, and only those (never a file hmtune did not write)
+        for old in (planned if planned is not None else stats_files(stats).values()):
+            if is_hmalloc_stats(old):
+                old.unlink()
+        app_env["HMTUNE_STATS"] = str(stats)
+    except OSError as e:
+        _say(f"cannot write statistics to {stats.parent} ({e.strerror or e}); running "
+             "without them")
+    before = {f: _stamp(f) for f in stats_files(stats).values()}
+    aggregate = bool(launcher) and not args.quiet and "HMTUNE_STATS" in app_env
+    if args.quiet or aggregate:
+        app_env["HMTUNE_SUMMARY"] = "0"
+
+    cmd, env = launch.command(launcher, app, app_env)
+    wants: list[Want] = []
+    if args.reserve_hugepages:
+        wants, notes = hugepage_wants(pf, placement, out, app, launcher)
+        for note in notes if not args.quiet else []:
+            _say(note)
+    # the pools are put back however this ends: the app's exit or crash (exit_like
+    # re-raises its signal only after), Ctrl-C, SIGTERM or SIGHUP (passed on to the app)
+    with hugepages.topped_up(wants, "hmtune run", args.quiet) if wants \
+            else contextlib.nullcontext(hugepages.Topup()) as pools:
+        for note in pools.notes:
+            _say(f"note: {note}; running anyway: what does not fit stays in ordinary memory")
+        if wants and not pools.changes and not pools.missing and not args.quiet:
+            _say(f"the {pools.wanted} hugepages needed are free already: nothing reserved")
+        if args.reserve_hugepages:
+            dead = unplaceable(pf, dict(os.environ), nprocs)
+        if dead and not args.allow_unplaced:
+            return _fail(f"{dead[0]}; or give --allow-unplaced to run with those sites in "
+                         "ordinary memory")
+        for line in dead:
+            _say(f"warning: {line}; running anyway (--allow-unplaced)")
+        rc = launch.run_foreground(cmd, env, "run")
+        if not args.quiet and "HMTUNE_STATS" in app_env:
+            files = fresh_stats(stats, before, planned)
+            if aggregate:
+                for line in mpi_summary(_read_stats(files), files,
+                                        launcher_processes(launcher), stats):
+                    _say(line)
+            elif files:
+                _say("statistics: " + ", ".join(str(f) for f in files.values()))
+    return launch.exit_like(rc)

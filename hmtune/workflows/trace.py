@@ -1,0 +1,228 @@
+"""`hmtune trace`: run the application with libhmtrace.so preloaded, then finalize
+the raw per-process streams into DIR/trace.prv/.pcf/.row and print a summary. The
+outputs derived from an earlier trace in DIR (the ones hmtune wrote) move to
+DIR/stale/."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from hmtune.core import paths
+from hmtune.core.units import human, parse_size
+from hmtune.workflows import launch
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "trace",
+        help="run an application under the allocation tracer and write a Paraver trace",
+        description="Run APP with libhmtrace.so preloaded and write DIR/trace.prv/.pcf/.row.",
+        epilog="example: hmtune trace --mpirun 'mpirun -np 4' -o out -- ./app -n 10",
+    )
+    p.add_argument("--mpirun", metavar="CMD", default="",
+                   help="MPI launcher prefix, e.g. 'mpirun -np 4' (the tracer is applied to "
+                        "the ranks, not to the launcher)")
+    p.add_argument("--min-size", default="4K", metavar="SIZE",
+                   help="smallest request traced (default 4K)")
+    p.add_argument("--depth", type=int, default=8, metavar="N",
+                   help="call-site frames kept per allocation, 1..32 (default 8)")
+    p.add_argument("--small-sample", metavar="N|off", default=None,
+                   help="below --min-size, trace 1 in N calls at random, each standing for N "
+                        f"(1..{SMALL_MAX}; default {SMALL_DEFAULT}); off: none")
+    p.add_argument("-o", "--out", metavar="DIR", default=None,
+                   help="output directory (default hmtune-out/<app name>/)")
+    p.add_argument("--sampler", choices=["auto", "pebs", "ibs", "soft", "none"], default="auto",
+                   help="data-address sampler: auto tries PEBS, then IBS, then the software "
+                        "sampler (default auto)")
+    rate = p.add_mutually_exclusive_group()
+    rate.add_argument("--period", type=int, metavar="N",
+                      help="PEBS/IBS: one sample every N events (default: chosen for <= 1%% "
+                           "overhead)")
+    rate.add_argument("--rate", type=int, metavar="HZ",
+                      help="software sampler: samples per second of thread CPU time "
+                           "(default 250, the kernel tick here)")
+    p.add_argument("--fault-period", type=int, metavar="N",
+                   help="sample one minor page fault in N, with its address, alongside the "
+                        "access sampler (default 61; 0: no page-fault sampling)")
+    p.add_argument("-q", "--quiet", action="store_true", help="print no summary")
+    p.add_argument("app", nargs=argparse.REMAINDER, help="-- APP [ARGS...]")
+    p.set_defaults(func=run)
+
+
+# HMTUNE_SMALL_SAMPLE's range and default (collect/hmc_small.h)
+SMALL_DEFAULT = 32
+SMALL_MAX = 1 << 20
+
+
+def small_sample_value(text: str) -> str:
+    """--small-sample's value as HMTUNE_SMALL_SAMPLE takes it; ValueError otherwise."""
+    t = text.strip()
+    if t == "off":
+        return t
+    if not t.isdigit() or not 1 <= int(t) <= SMALL_MAX:
+        raise ValueError(f"must be off or a whole number of calls 1..{SMALL_MAX}, not {text!r}")
+    return str(int(t))
+
+
+def _fail(msg: str, code: int = 2) -> int:
+    return launch.fail("trace", msg, code)
+
+
+def _writable_dir(d: Path) -> str | None:
+    """Create d/raw; None if usable, else the reason."""
+    try:
+        (d / "raw").mkdir(parents=True, exist_ok=True)
+        probe = d / "raw" / ".probe"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        return e.strerror or str(e)
+    return None
+
+
+def choose_sampler(requested: str, quiet: bool) -> tuple[str, str] | None:
+    """Ask hmtune-probe (the library's own detection code) which sampler this machine
+    offers; returns (name, why) or None when the requested one is not available."""
+    r = subprocess.run([str(paths.probe_bin()), requested], capture_output=True, text=True)
+    fields = dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
+    name, why = fields.get("sampler", "none"), fields.get("why", "")
+    if r.returncode != 0:
+        print(f"hmtune trace: --sampler {requested} is not available here: {why}",
+              file=sys.stderr)
+        return None
+    if not quiet:
+        print(f"hmtune: sampler {name}: {why}", file=sys.stderr)
+    return name, why
+
+
+def finalize(out: Path, quiet: bool) -> dict | None:
+    """raw/ → trace.*; returns the summary dict (None if nothing could be written)."""
+    summary = out / "trace.summary.json"
+    cmd = [str(paths.finalize_bin()), str(out / "raw"), "-o", str(out / "trace"),
+           "--summary", str(summary)]
+    if quiet:
+        cmd.append("--quiet")
+    r = subprocess.run(cmd)
+    if r.returncode != 0:
+        return None
+    return json.loads(summary.read_text())
+
+
+def print_summary(s: dict, out: Path, wall_s: float) -> None:
+    prv = out / "trace.prv"
+    tracer_s = s["tracer_ns"] / 1e9
+    share = 100.0 * tracer_s / (wall_s * max(1, s["threads"])) if wall_s > 0 else 0.0
+    print(f"hmtune: traced {s['allocs']} allocations and {s['frees']} frees at {s['sites']} "
+          f"sites in {s['tasks']} process(es), "
+          f"{s['threads']} thread(s)", file=sys.stderr)
+    if s.get("small_sampled"):
+        print(f"hmtune: {s['small_sampled']} of them below the tracing threshold, traced 1 in "
+              f"{s['small_weight']} (small-call sampling): their sites' figures are estimates",
+              file=sys.stderr)
+    n = s.get("samples", {})
+    total = sum(n.values())
+    if total:
+        ahead = sum(s.get("address_recovery", {}).get("lookahead", {}).values())
+        print(f"hmtune: {total} samples ({s['sampler']}): {n['heap']} in traced objects, "
+              f"{n['static']} static, {n['stack']} stack, {n['unknown']} unknown, "
+              f"{n['no_address']} without a data address; {s['lost_samples']} lost"
+              + (f"; {ahead} addresses from the look ahead (hmtune analyze counts them only "
+                 "with --lookahead)" if ahead else ""), file=sys.stderr)
+    f = s.get("faults", {})
+    if sum(f.values()):
+        print(f"hmtune: ~{sum(f.values())} minor page faults ({s['fault_sampler']}): "
+              f"{f['heap']} in traced objects, {f['static']} static, {f['stack']} stack, "
+              f"{f['unknown']} elsewhere; {s['lost_fault_samples']} samples lost",
+              file=sys.stderr)
+    print(f"hmtune: trace {prv} ({human(prv.stat().st_size)}); time in the tracer "
+          f"{tracer_s * 1e3:.1f} ms ({share:.2f}% of the run's thread time)", file=sys.stderr)
+
+
+def run(args: argparse.Namespace) -> int:
+    app = launch.app_command(args.app)
+    if not app:
+        return _fail("no application given: hmtune trace [options] -- ./app args")
+    try:
+        min_size = parse_size(args.min_size)
+    except ValueError as e:
+        return _fail(f"--min-size: {e}")
+    if not 1 <= args.depth <= 32:
+        return _fail("--depth must be between 1 and 32")
+    small = None
+    if args.small_sample is not None:
+        try:
+            small = small_sample_value(args.small_sample)
+        except ValueError as e:
+            return _fail(f"--small-sample {e}")
+    if args.period is not None and args.period < 1:
+        return _fail("--period must be a positive number of events")
+    if args.rate is not None and not 1 <= args.rate <= 100000:
+        return _fail("--rate must be between 1 and 100000 Hz")
+    if args.fault_period is not None and not 0 <= args.fault_period <= 0xFFFFFFFF:
+        return _fail("--fault-period must be a number of page faults per sample "
+                     "(0: no page-fault sampling)")
+    lib, fin = paths.tracer_lib(), paths.finalize_bin()
+    if not lib.exists() or not fin.exists() or not paths.probe_bin().exists():
+        return _fail(paths.not_built(lib))
+    exe, code = launch.check_program(app[0], "trace", "it cannot be traced")
+    if exe is None:
+        return code
+    out = Path(args.out) if args.out else paths.default_out(app[0])
+    launcher = shlex.split(args.mpirun) if args.mpirun else []
+    why = _writable_dir(out)
+    if why is not None:
+        _fail(f"cannot write to {out} ({why}); running the application without tracing")
+        return launch.exit_like(launch.run_foreground(launcher + app, dict(os.environ), "trace"))
+    for old in (out / "raw").glob("*.hmr"):
+        old.unlink()
+    chosen = choose_sampler(args.sampler, args.quiet)
+    if chosen is None:
+        return 2
+    tracer_env = {"LD_PRELOAD": launch.preload_with(lib),
+                  "HMTUNE_OUT": str((out / "raw").resolve()),
+                  "HMTUNE_MIN_SIZE": str(min_size), "HMTUNE_DEPTH": str(args.depth),
+                  "HMTUNE_SAMPLER": chosen[0]}
+    if small is not None:
+        tracer_env["HMTUNE_SMALL_SAMPLE"] = small
+    if args.period is not None:
+        tracer_env["HMTUNE_SAMPLE_PERIOD"] = str(args.period)
+    if args.rate is not None:
+        tracer_env["HMTUNE_SAMPLE_RATE"] = str(args.rate)
+    if args.fault_period is not None:
+        tracer_env["HMTUNE_FAULT_PERIOD"] = str(args.fault_period)
+    # The launcher itself runs untraced; the tracer is applied to each rank.
+    cmd, env = launch.command(launcher, app, tracer_env)
+    t0 = time.monotonic()
+    rc = launch.run_foreground(cmd, env, "trace")
+    wall = time.monotonic() - t0
+    summary = finalize(out, args.quiet)
+    if summary is None:
+        print(f"hmtune trace: no trace written in {out} (see the message above)", file=sys.stderr)
+    else:
+        set_aside_stale(out)
+        if not args.quiet:
+            print_summary(summary, out, wall)
+    return launch.exit_like(rc)
+
+
+def set_aside_stale(out: Path) -> None:
+    """The new trace makes the outputs derived from the one before it stale: move those
+    hmtune wrote (sites.csv, allocs.csv, placement.txt, report.txt, capacity_curve.*)
+    to out/stale/, so that no later command reads them as this trace's."""
+    from hmtune.analyze.traceid import STALE_DIR, move_aside, stale_outputs, trace_id
+
+    moved, left = move_aside(stale_outputs(out, trace_id(out / "trace.prv")), out)
+    if moved:
+        print(f"hmtune trace: moved the outputs of the previous trace "
+              f"({', '.join(p.name for p in moved)}) to {out / STALE_DIR}/", file=sys.stderr)
+    if left:
+        print(f"hmtune trace: warning: {', '.join(p.name for p in left)} in {out} came from "
+              f"the previous trace and could not be moved to {out / STALE_DIR}/: run "
+              "hmtune analyze and hmtune advise again before using them", file=sys.stderr)

@@ -1,0 +1,60 @@
+"""`hmtune view`: how to open a trace in Paraver with the shipped configurations
+(configs/paraver/). It prints the commands, with absolute paths, and says which of
+wxparaver and paramedir this machine has; it opens nothing itself."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+from hmtune.core import paths
+from hmtune.workflows.launch import fail
+
+CFG_DIR = paths.configs_dir() / "paraver"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "view",
+        help="print how to open a trace in Paraver with hmtune's configurations",
+        description="Print the wxparaver and paramedir commands for TRACE (a .prv file, "
+                    "or a stage directory holding trace.prv) and each configuration "
+                    "in configs/paraver/.",
+    )
+    p.add_argument("trace", metavar="TRACE|DIR", help="trace.prv, or the directory holding it")
+    p.set_defaults(func=run)
+
+
+def commands(prv: Path) -> list[str]:
+    """One wxparaver line per configuration, then one paramedir line per configuration
+    writing NAME.csv next to the trace."""
+    cfgs = sorted(CFG_DIR.glob("*.cfg"))
+    lines = [f"wxparaver {prv} {cfg}" for cfg in cfgs]
+    lines += [f"paramedir {prv} {cfg} -o {prv.parent / (cfg.stem + '.csv')}" for cfg in cfgs]
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    t = Path(args.trace)
+    prv = t / "trace.prv" if t.is_dir() else t
+    if not prv.is_file():
+        return fail("view", f"{prv}: no trace there (run hmtune trace first)")
+    if prv.suffix != ".prv":
+        return fail("view", f"{prv}: not a Paraver trace (.prv); a gzip'ed one must be "
+                            "unpacked for Paraver")
+    missing = [s for s in (".pcf", ".row") if not prv.with_suffix(s).is_file()]
+    if missing:
+        print(f"hmtune view: note: {prv.with_suffix(missing[0])} is missing; Paraver shows "
+              "numbers instead of names", file=sys.stderr)
+    prv = prv.resolve()
+    have = [tool for tool in ("wxparaver", "paramedir") if shutil.which(tool)]
+    print(f"# {prv}: configurations in {CFG_DIR} (what each shows: {CFG_DIR / 'README.md'})")
+    print("# " + (f"found here: {', '.join(have)}" if have else
+                  "neither wxparaver nor paramedir is installed here: copy the trace "
+                  "(.prv, .pcf, .row) and the .cfg files to a machine with Paraver "
+                  "(https://tools.bsc.es/paraver)"))
+    for line in commands(prv):
+        print(line)
+    return 0
