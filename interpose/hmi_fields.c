@@ -65,7 +65,7 @@ static int numa_ok(struct span a)
     }
 }
 
-/* advisor.tiers.backend_problem returning None. */
+/* hmtune.advisor.tiers.backend_problem returning None. */
 int hmi_backend_ok(struct span b)
 {
     const char *colon = memchr(b.p, ':', b.n);

@@ -1,11 +1,11 @@
 /* hmi_placement.c — see hmi_placement.h. The grammar, the checks and the limits are
- * those of advisor/placement.py's reader, which `hmtune run` applies first: the two
+ * those of hmtune/advisor/placement.py's reader, which `hmtune run` applies first: the two
  * must give the same verdict on every file (tests/py/test_placement_grammar.py).
  * Lines split at \n, \r\n, \r, \v, \f and \x1c-\x1e (Python's str.splitlines on
  * ASCII). "White space" is space, \t-\r and \x1c-\x1f (str.strip() and regex \s in
  * ASCII). Non-ASCII bytes are ordinary path bytes.
  *
- * One file of over 500 lines on purpose: it mirrors advisor/placement.py's reader
+ * One file of over 500 lines on purpose: it mirrors hmtune/advisor/placement.py's reader
  * check for check, and the two are compared side by side. */
 #include "hmi_placement.h"
 #include "hm_modmap.h"

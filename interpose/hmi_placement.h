@@ -1,11 +1,11 @@
 /* hmi_placement.h — the interposer's reader of placement.txt v1 and v2 (docs/formats.md §5,
- * written by advisor/placement.py).
+ * written by hmtune/advisor/placement.py).
  *
  * It runs in the interposer's constructor, before the application's allocator may be
  * used: no malloc family, no stdio. All results live in one mmap'd arena sized from
  * the input; hmi_placement_free unmaps it. It accepts exactly what advisor.placement's
  * read_placement accepts (`hmtune run` checks the file with it before starting the
- * program): the limits below are the grammar's, and advisor/placement.py holds the
+ * program): the limits below are the grammar's, and hmtune/advisor/placement.py holds the
  * same numbers (tests/py/test_placement_grammar.py compares them, and feeds the same
  * files to both readers). hmi_placement_load reads regular files only, opened
  * without blocking: a FIFO or a device as HMTUNE_PLACEMENT must not hang the

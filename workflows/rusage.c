@@ -3,7 +3,7 @@
  *   wall_s=S user_s=S sys_s=S minflt=N majflt=N maxrss_kib=N status=W
  * (wall-clock time from fork to exit, the child's and its waited-for descendants'
  * rusage, W the wait status). hmtune compare and explore run each measured run under
- * it (workflows/measure.py): Linux carries the RSS high-water mark of the process that
+ * it (hmtune/workflows/measure.py): Linux carries the RSS high-water mark of the process that
  * exec's into the new image's ru_maxrss, so a child started from Python (RSS tens of
  * MiB) would report Python's peak; started from this small program it reports its own.
  * The exit status is PROG's (128 + N for a death by signal N, which OUT records as

@@ -141,7 +141,7 @@ void ps_rows_add(struct ps_rows *w, const struct ps_row *r)
 }
 
 /* allocs.csv's version line: `# hmtune allocs v1 trace=NAME`, NAME percent-encoded
- * as analyze/sites_io.py's version_line does (UTF-8 bytes outside its safe set). */
+ * as hmtune/analyze/sites_io.py's version_line does (UTF-8 bytes outside its safe set). */
 static void version_line(FILE *out, const char *trace)
 {
     static const char safe[] = "/:+!,.-_~@()[]";

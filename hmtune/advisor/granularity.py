@@ -1,7 +1,7 @@
 """What a tier charges for an object: libhmalloc's granularity, per backend.
 
 One model for the advisor (a site's size in a tier), `hmtune run --reserve-hugepages`
-(the pages a tier needs) and the report, kept equal to interpose/hmi_backend.c and
+(the pages a tier needs) and the report, kept equal to interpose/hmi_mmap.c and
 hmi_arena.c:
 
 - Objects up to the backend's arena limit are packed into 2 MiB chunks and charged
@@ -26,7 +26,7 @@ MIB = 1 << 20
 ARENA_MAX = MIB                 # HMI_ARENA_MAX: the largest class
 ARENA_MAX_4K = 256 * KIB        # on 4 KiB pages
 CHUNK = 2 * MIB                 # HMI_ARENA_CHUNK
-HUGE_BLOCK = 2 * MIB            # hmi_backend.c PAGE_2M: hugepage mappings are rounded to it
+HUGE_BLOCK = 2 * MIB            # HMI_PAGE_2M (hmi_backend_int.h): hugepage mappings round to it
 SMALL_PAGE = 4 * KIB
 UNIT = 4 * KIB                  # the advisor counts sizes and capacities in these
 

@@ -7,7 +7,7 @@ Per tier of the placement that maps hugepages and has sites:
   default_hugepagesz=1G); the memkind hugepage kinds (MEMKIND_HUGETLB, ...) use 2 MiB
   pages (libhmalloc refuses kinds of other sizes).
 - What one process needs: each placed site's blocks laid out as libhmalloc lays them
-  (interpose/hmi_backend.c, hmi_arena.c; hmtune/advisor/granularity.py). On `hugetlb` and the
+  (interpose/hmi_mmap.c, hmi_arena.c; hmtune/advisor/granularity.py). On `hugetlb` and the
   memkind hugepage kinds a request of up to 1 MiB is an object of its size class,
   packed into 2 MiB chunks (one being filled per class and thread; chunks are never
   given back), and a larger one is a mapping of its own, its size rounded up to 2 MiB

@@ -5,7 +5,7 @@ Before running: the placement is read with the advisor's checking reader, which
 refuses what the library's reader refuses (a missing, malformed or non-regular one
 stops here, exit 2), and tiers this machine cannot serve in full get a one-line warning
 (hugetlb beyond the free hugepages, memkind HBW kinds without a high-bandwidth node).
-The library's own contract (interpose/hmi_shim.c): HMTUNE_PLACEMENT, HMTUNE_STATS (JSON
+The library's own contract (common/hm_options.c): HMTUNE_PLACEMENT, HMTUNE_STATS (JSON
 per process at exit), HMTUNE_SUMMARY=0 (no stderr summary), HMTUNE_TARGET (the program
 that places when the placement has no `program` line, found through wrappers such as
 env and timeout; helpers pass everything through and only the target warns). Under MPI each
@@ -37,7 +37,7 @@ from hmtune.workflows.reserve import uses_hugetlb
 if TYPE_CHECKING:
     from hmtune.advisor.placement import PlacementFile, TierLine
 
-RANK = "%r"                          # HMTUNE_STATS: replaced by the rank (hmi_report.c)
+RANK = "%r"                          # HMTUNE_STATS: replaced by the rank (hmi_report_exit.c)
 MPI_STATS = f"run-stats.{RANK}.json"
 SINGLE_STATS = "run-stats.json"
 NODE_DIR = Path("/sys/devices/system/node")
@@ -281,7 +281,7 @@ def hugepage_wants(pf: PlacementFile, placement: Path, out: Path, app: list[str]
 
 def stats_files(pattern: Path) -> dict[int | None, Path]:
     """The statistics files the library writes for HMTUNE_STATS=pattern: the file itself
-    (rank None) and its per-rank names (hmi_report.c: the first %r replaced by the rank,
+    (rank None) and its per-rank names (hmi_report_exit.c: the first %r replaced by the rank,
     else .RANK appended)."""
     text = str(pattern)
     found: dict[int | None, Path] = {}
@@ -316,7 +316,7 @@ def env_rank(environ: dict[str, str]) -> int | None:
 
 def stats_path(pattern: Path, rank: int | None) -> Path:
     """The file the library writes for HMTUNE_STATS=pattern in a process of this rank
-    (hmi_report.c's stats_path)."""
+    (hmi_report_exit.c's stats_path)."""
     text = str(pattern)
     if rank is None:
         return pattern
@@ -343,7 +343,7 @@ STATS_MAX = 256 << 20                # larger: not a statistics file
 def is_hmalloc_stats(path: Path) -> bool:
     """Whether path is a statistics file written by libhmalloc.so: a regular file (never
     opened otherwise: a FIFO would block) holding a JSON object with its version and
-    keys (hmi_report.c's write_json)."""
+    keys (hmi_report_exit.c's write_json)."""
     try:
         if not path.is_file() or path.stat().st_size > STATS_MAX:
             return False

@@ -95,7 +95,7 @@ static void test_docs_example(void)
     CHECK(p.arena == NULL);
 }
 
-/* tests/c/data/placement_writer.txt came from advisor.placement.write_placement. */
+/* tests/c/data/placement_writer.txt came from hmtune.advisor.placement.write_placement. */
 static void test_python_writer_file(void)
 {
     struct hmi_placement p;
@@ -153,7 +153,7 @@ static void test_crlf_and_comments(void)
     hmi_placement_free(&p);
 }
 
-/* What advisor.placement.read_placement accepts, quirks included. */
+/* What hmtune.advisor.placement.read_placement accepts, quirks included. */
 static void test_reader_quirks(void)
 {
     ACCEPT("# hmtune placement v01\ntier s default unlimited\ndepth 1\nsize-window 0 0\n", 0);
