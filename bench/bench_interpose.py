@@ -39,6 +39,7 @@ from benchlib import BUILD, HMALLOC, HMTUNE, ROOT, number, require
 
 sys.path.insert(0, str(ROOT))
 from hmtune.advisor.placement import read_placement  # noqa: E402
+from hmtune.core.sitekey import frame_parts, frames, join, make_frame  # noqa: E402
 
 NAME = "bench-interpose"
 BENCH = BUILD / "bench" / "hmallocbench"
@@ -91,7 +92,7 @@ def trace_chain(work: Path, mode: str = "malloc") -> str:
 
 def placement(path: Path, backend: str, chain: str, lo: int, hi: int) -> Path:
     """Write a one-site placement (checked by the advisor's reader) and return path."""
-    depth = len(chain.split(" > "))
+    depth = len(frames(chain))
     path.write_text("# hmtune placement v1\n"
                     f"tier fast {backend} {MK_CAPACITY}\n"
                     "tier default default unlimited\n"
@@ -105,10 +106,11 @@ def placement(path: Path, backend: str, chain: str, lo: int, hi: int) -> Path:
 def missed(chain: str) -> str:
     """The chain with its innermost offset moved by one byte: every module resolves,
     the site table misses, and the (negative) decision is cached as a match would be."""
-    frames = chain.split(" > ")
-    mod, off = frames[0].rsplit("+0x", 1)
-    frames[0] = f"{mod}+0x{int(off, 16) + 1:x}"
-    return " > ".join(frames)
+    parts = frames(chain)
+    first = frame_parts(parts[0])
+    assert first is not None, chain
+    parts[0] = make_frame(first[0], first[1] + 1)
+    return join(parts)
 
 
 def check_stats(case: Case, stats: Path) -> None:
@@ -286,7 +288,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="hmtune-bench-"))
     try:
         chain = trace_chain(work)
-        first = chain.split(" > ")[0]
+        first = frames(chain)[0]
         files = {
             "mk": placement(work / "mk.txt", "memkind:MEMKIND_HBW", chain, SIZE, SIZE),
             "mk-miss": placement(work / "mk-miss.txt", "memkind:MEMKIND_HBW", missed(chain),
@@ -325,11 +327,11 @@ def verdict(ok: bool) -> str:
 def report(rounds: int, chain: str, r: Rounds) -> None:
     """Print the targets, then the breakdown of a matched pair's added time."""
     m, d, x = r.med, r.diff, r.ratio
-    nframes = len(chain.split(" > "))
+    nframes = len(frames(chain))
     print(f"# {NAME}: libhmalloc.so vs baseline, {rounds} interleaved rounds; thread-CPU ns "
           "per malloc+free pair, medians (added: median of the per-round differences; "
           "wall clock in [])")
-    print(f"# placed site: {chain.split(' > ')[0]} > ... ({nframes} frames; from hmtune trace "
+    print(f"# placed site: {frames(chain)[0]} > ... ({nframes} frames; from hmtune trace "
           f"--min-size {SIZE} and hmtune analyze of a short run)")
 
     a1 = d("out.out64", "out.plain64")

@@ -39,6 +39,7 @@ from benchlib import HMALLOC, HMTUNE, ROOT, number, require
 
 sys.path.insert(0, str(ROOT))
 from hmtune.advisor.placement import read_placement  # noqa: E402
+from hmtune.core.sitekey import frames  # noqa: E402
 from hmtune.core.units import parse_size  # noqa: E402
 
 NAME = "bench-split"
@@ -62,7 +63,7 @@ def window(size: int) -> tuple[int, int]:
 def placement(path: Path, backend: str, chain: str, size: int, split: bool) -> Path:
     """A one-site placement of chain for requests of exactly size (checked by the
     advisor's reader): the site whole, or its middle quarter."""
-    depth = len(chain.split(" > "))
+    depth = len(frames(chain))
     if split:
         lo, hi = window(size)
         line, version = f"split fast {lo}-{hi} {chain}", 2

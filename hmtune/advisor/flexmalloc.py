@@ -37,8 +37,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from hmtune.advisor.placement import SiteLine, TierLine, frames
+from hmtune.advisor.placement import SiteLine, TierLine
 from hmtune.core.elf import PT_INTERP, PT_LOAD, program_headers
+from hmtune.core.sitekey import frames
 
 MIB = 1 << 20
 PF_X, ET_EXEC = 1, 2

@@ -274,7 +274,8 @@ def load_sites(path: str | Path) -> Sites:
     bad_static = ~empty & static & ~df["callstack_raw"].map(_static_placeable)
     if (empty & ~static).any() or meta.get("label_form") == "file:line":
         notes.append(f"{int((empty & ~static).sum())} site(s) have no module+offset call "
-                     "stack (file:line labels): the interposer cannot match them")
+                     "stack (file:line labels, or a frame outside every module without its "
+                     "address, '??'): the interposer cannot match them")
     if (empty & static).any():
         notes.append(f"{int((empty & static).sum())} static variable(s) without a module "
                      "offset and size (an Extrae trace, a symbol without an ELF size, or an "

@@ -47,6 +47,7 @@ from pathlib import Path
 
 from hmtune.advisor.tiers import backend_problem
 from hmtune.core.files import write_atomic
+from hmtune.core.sitekey import FRAME, MAX_FRAMES, OFFSET_LIMIT, WS, frames
 
 VERSION = 1                    # what a file without split lines is written as
 VERSION_SPLIT = 2              # split lines need it (HMI_VERSION_MAX)
@@ -56,21 +57,19 @@ HEADER_SPLIT = f"# hmtune placement v{VERSION_SPLIT}"
 # The C reader's limits (interpose/hmi_placement.h; tests/py/test_placement_grammar.py
 # checks that the two files agree).
 LINE_MAX = 65536               # HMI_LINE_MAX: bytes in a line, without its line break
-MAX_FRAMES = 64                # HMI_MAX_FRAMES: frames in a site chain
 MAX_TIERS = 16                 # HMI_MAX_TIER_LINES: tier lines
 INPUT_MAX = 0xFFFFFFFE         # HMI_INPUT_MAX: bytes in the file
 PROGRAM_MAX = 4095             # HMI_PROGRAM_MAX: bytes in the program path
-OFFSET_LIMIT = 1 << 48         # frame offsets are below it (HM_FRAME_MODSHIFT)
 NUMBER_MAX = (1 << 64) - 1     # capacities, depth, size-window
 MAX_RANGES = 64                # HMI_MAX_RANGES: ranges of a split line
 RANGE_ALIGN = 4096             # HMI_RANGE_ALIGN: range starts and ends are multiples of it
 RANGE_END_MAX = 1 << 48        # HMI_RANGE_END_MAX: range ends at most this
 
-_WS = " \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f"     # hmi_is_ws: str.strip()'s white space in ASCII
+_WS = WS                                    # hmi_is_ws: str.strip()'s white space in ASCII
 _WSC = re.escape(_WS)
 _BREAK = re.compile(r"\r\n|[\n\r\x0b\x0c\x1c-\x1e]")   # str.splitlines()'s in ASCII
 _VERSION_LINE = re.compile(rf"# hmtune placement v([0-9]+)[{_WSC}]*")
-_FRAME = re.compile(rf"[^{_WSC}>](?:[^>]*[^{_WSC}>])?\+0x([0-9a-f]+)")  # no ">" in a path
+_FRAME = FRAME                              # the site key's frame (hmtune.core.sitekey)
 _TIER_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _DIGITS = re.compile(r"[0-9]+")
 _COMMENT = re.compile(rf"[{_WSC}]#")
@@ -172,10 +171,6 @@ class PlacementFile:
         return self.fallback
 
 
-def frames(chain: str) -> list[str]:
-    return [f.strip(_WS) for f in chain.split(" > ")] if chain else []
-
-
 def _bytes(text: str) -> str | None:
     """text as the file holds it, one character per byte (latin-1), or None when it
     cannot be written as UTF-8 (a surrogate that stands for no byte)."""
@@ -194,7 +189,7 @@ def _chain_problem(raw: str) -> str | None:
     """Why the C reader refuses a stripped chain (bytes as latin-1), or None."""
     if not raw or "#" in raw:
         return BAD_CHAIN
-    parts = [f.strip(_WS) for f in raw.split(" > ")]
+    parts = frames(raw)
     if len(parts) > MAX_FRAMES:
         return f"has {len(parts)} frames, more than {MAX_FRAMES}"
     for f in parts:

@@ -43,6 +43,7 @@ from pathlib import Path
 from hmtune.analyze.prv_io import TraceFormatError
 from hmtune.analyze.prv_tables import Pcf, parse_pcf
 from hmtune.analyze.shortlabels import SiteChain, chain_of
+from hmtune.core.sitekey import SEP, canonical_chain, canonical_frame, frames
 
 SITE_TYPE = 32000009        # allocation memory object (Extrae's table, file:line in hmtune's)
 OBJECT_TYPE = 32000007      # object of a sampled address; shares 32000009's table
@@ -55,7 +56,6 @@ FORM_BANG = "module!hexoffset"
 FORM_FILELINE = "file:line"
 FORM_NONE = "none"          # no .pcf, or no classifiable label in it
 
-SEP = " > "
 _RAW = re.compile(r"^(?P<mod>.+)\+0x(?P<off>[0-9a-fA-F]+)$")
 _BANG = re.compile(r"^(?P<mod>[^!]+)!(?:0x)?(?P<off>[0-9a-fA-F]+)$")
 _FILELINE = re.compile(r"^.+:\d+$")
@@ -181,21 +181,10 @@ def table_form(labels: dict[int, str]) -> str:
 
 
 def to_raw_chain(label: str) -> str:
-    """`module!hex` frames become `module+0xhex`; "" when no frame has a module offset.
-
-    Frames of other forms (`??`, `file:line`) are kept as they are, so the chain keeps
-    its depth and the interposer can still match its known frames.
-    """
-    frames = [f.strip() for f in label.split(SEP)]
-    out: list[str] = []
-    known = False
-    for frame in frames:
-        m = _BANG.match(frame)
-        if m and not _RAW.match(frame):
-            frame = f"{m['mod']}+0x{m['off'].lower()}"
-        known = known or _RAW.match(frame) is not None
-        out.append(frame)
-    return SEP.join(out) if known else ""
+    """label as a site key (hmtune.core.sitekey.canonical_chain: `module!hex` and
+    upper-case offsets in the key's form); "" when a frame has no module offset
+    (`??`, `file:line`): the interposer could not match such a site, so it has no key."""
+    return canonical_chain(label) or ""
 
 
 def _fill_unknown(label: str, functions: str, raw: str) -> str:
@@ -236,6 +225,7 @@ def labels_from_pcf(pcf: Pcf) -> SiteLabels:
         out.form = FORM_RAW if form == FORM_NONE else form
     else:
         out.form = site_form
+    unmatched = 0
     for sid in _site_ids(site, raw_table):
         label = site.get(sid, "")
         raw_label = raw_table.get(sid) if has_raw_table else label
@@ -246,6 +236,8 @@ def labels_from_pcf(pcf: Pcf) -> SiteLabels:
             out.callstack[sid] = label or static.symbol
             continue
         out.callstack_raw[sid] = to_raw_chain(raw_label or "")
+        if not out.callstack_raw[sid] and any(map(canonical_frame, frames(raw_label or ""))):
+            unmatched += 1          # some frames have a module offset, one has none
         if has_raw_table and label:      # hmtune: the readable table, whatever its form
             text = _fill_unknown(label, funcs.get(sid, ""), out.callstack_raw[sid])
         elif site_form == FORM_FILELINE or not out.callstack_raw[sid]:
@@ -265,6 +257,11 @@ def labels_from_pcf(pcf: Pcf) -> SiteLabels:
     elif out.form == FORM_BANG:
         out.warnings.append(f"{pcf.path}: site labels use the older module!offset form "
                             "(FlexMalloc, Extrae 4.x); converted to module+0xoffset")
+    if unmatched and out.form != FORM_FILELINE:
+        out.warnings.append(f"{pcf.path}: {unmatched} site(s) have a frame without a module "
+                            "offset ('??': code outside every module, whose address the "
+                            "trace does not give): the interposer cannot match them, so "
+                            "their callstack_raw is empty")
     return out
 
 

@@ -35,7 +35,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-SEP = " > "
+from hmtune.core.sitekey import SEP
+
 GAP = " > … > "
 FRAME_WIDTH = 72            # characters of one frame's text at most
 NO_STACK = "(no call stack)"

@@ -105,7 +105,8 @@ def placement_for(mask: int, groups: list[Group], fast: TierLine, slow: TierLine
                   label: str) -> PlacementFile:
     """The groups whose bit is set in mask in the fast tier, the rest in the slow one
     (static variables as static lines)."""
-    from hmtune.advisor.placement import PlacementFile, SiteLine, frames, static_line
+    from hmtune.advisor.placement import PlacementFile, SiteLine, static_line
+    from hmtune.core.sitekey import frames
 
     chosen = [g for i, g in enumerate(groups) if mask >> i & 1]
     chains = [(c, sid) for g in chosen for c, sid in zip(g.chains, g.site_ids, strict=True)]

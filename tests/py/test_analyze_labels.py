@@ -99,9 +99,16 @@ def test_frame_forms() -> None:
 
 
 def test_bang_to_raw() -> None:
-    assert to_raw_chain("/a/app!11d6 > /lib/libc.so.6!0x271CA > ??") == \
-        "/a/app+0x11d6 > /lib/libc.so.6+0x271ca > ??"
+    assert to_raw_chain("/a/app!11d6 > /lib/libc.so.6!0x271CA") == \
+        "/a/app+0x11d6 > /lib/libc.so.6+0x271ca"
     assert to_raw_chain("/a/app+0x10") == "/a/app+0x10"
+    assert to_raw_chain("/a/app+0x0010 > /a/app+0xAB") == "/a/app+0x10 > /a/app+0xab"
+    # a frame without a module offset: the interposer could not match the site, so it
+    # gets no key (the advisor lists it as unplaceable), whatever its other frames
+    assert to_raw_chain("/a/app!11d6 > /lib/libc.so.6!0x271CA > ??") == ""
+    assert to_raw_chain("/a/app+0x10 > main.c:3") == ""
+    # the tracer's own frame outside every module is a module offset of "??"
+    assert to_raw_chain("??+0x7f0012345678 > /a/app+0x10") == "??+0x7f0012345678 > /a/app+0x10"
     assert to_raw_chain("a.c:1 > b.c:2") == ""
     assert to_raw_chain("??") == ""
 
@@ -129,9 +136,11 @@ def test_bang_labels(tmp_path: Path) -> None:
     labels = load_labels(write_trace(tmp_path, BANG_PCF))
     assert labels.form == FORM_BANG
     assert labels.raw(3) == "/home/demo/app+0x11d6 > /lib64/libc.so.6+0x271ca"
-    assert labels.raw(4) == "/home/demo/app+0x1200 > ??"
+    assert labels.raw(4) == ""           # a '??' frame: no key the interposer could match
     assert labels.symbolized(3) == labels.raw(3)
-    assert len(labels.warnings) == 1 and "module!offset" in labels.warnings[0]
+    assert labels.symbolized(4)          # still named in the reports
+    assert len(labels.warnings) == 2 and "module!offset" in labels.warnings[0]
+    assert "1 site(s)" in labels.warnings[1]
 
 
 def test_extrae_translated_labels_fixture() -> None:
