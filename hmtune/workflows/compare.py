@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from hmtune.core import paths
 from hmtune.core.files import write_atomic
+from hmtune.core.sitesfile import SitesFormatError, read_rows
 from hmtune.core.units import fraction, human, parse_size
 from hmtune.workflows import hugepages, launch, measure, sitegroups
 from hmtune.workflows.measure import Variant, write_csv
@@ -127,6 +128,10 @@ def prepare(args: argparse.Namespace, what: str) -> Setup | int:
     if not sites.is_file():
         return launch.fail(what, f"{sites}: not found (run hmtune trace and hmtune analyze "
                                  "first)")
+    try:                # its version checked before anything runs or is written
+        read_rows(sites, "sites")
+    except SitesFormatError as e:
+        return launch.fail(what, str(e))
     plan = measure.plan_from(args)
     if isinstance(plan, str):
         return launch.fail(what, plan)

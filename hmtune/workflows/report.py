@@ -18,6 +18,7 @@ import re
 import sys
 from pathlib import Path
 
+from hmtune.core.sitesfile import SitesFormatError, read_rows
 from hmtune.core.units import human, human_ranges
 from hmtune.workflows import launch
 
@@ -360,6 +361,10 @@ def run(args: argparse.Namespace) -> int:
     if d is None or not (d / "sites.csv").is_file():
         return launch.fail("report", f"{d or 'hmtune-out/*/'}: no sites.csv (run hmtune trace "
                                      "and hmtune analyze first)")
+    try:                # its version checked before anything is written
+        read_rows(d / "sites.csv", "sites")
+    except SitesFormatError as e:
+        return launch.fail("report", str(e))
     out_dir = d / "report"
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
