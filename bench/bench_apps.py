@@ -44,6 +44,7 @@ from pathlib import Path
 from benchlib import HMTUNE, ROOT, require
 
 sys.path.insert(0, str(ROOT))
+from hmtune.core.sitesfile import read_rows  # noqa: E402
 from hmtune.workflows import sitegroups, stats  # noqa: E402
 
 NAME = "bench-apps"
@@ -239,8 +240,7 @@ def analyze(app: App, stage: Path) -> dict:
     r = subprocess.run([str(HMTUNE), "analyze", str(stage)], capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"{NAME}: {app.name}: hmtune analyze failed: {r.stderr.strip()[-300:]}")
-    with open(stage / "sites.csv", newline="") as f:
-        rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    rows = read_rows(stage / "sites.csv", "sites")[1]
     # allocation sites, as before sites.csv v2 listed static variables too
     ids = {r["site_id"] for r in rows if r.get("kind", "heap") == "heap"}
     # one process's footprint, statics included: the sum of the sites' peaks (compare's

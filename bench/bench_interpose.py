@@ -23,7 +23,6 @@ time goes."""
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import shutil
@@ -40,6 +39,7 @@ from benchlib import BUILD, HMALLOC, HMTUNE, ROOT, number, require
 sys.path.insert(0, str(ROOT))
 from hmtune.advisor.placement import read_placement  # noqa: E402
 from hmtune.core.sitekey import frame_parts, frames, join, make_frame  # noqa: E402
+from hmtune.core.sitesfile import read_rows  # noqa: E402
 
 NAME = "bench-interpose"
 BENCH = BUILD / "bench" / "hmallocbench"
@@ -80,10 +80,8 @@ def trace_chain(work: Path, mode: str = "malloc") -> str:
         p = subprocess.run(cmd, capture_output=True, text=True)
         if p.returncode != 0:
             sys.exit(f"{NAME}: {' '.join(cmd)} failed ({p.returncode}): {p.stderr.strip()}")
-    with open(out / "sites.csv", newline="") as f:
-        next(f)                                     # "# hmtune sites v1 ..."
-        rows = [r for r in csv.DictReader(f)
-                if int(r["max_size"]) == SIZE and r["callstack_raw"].startswith(f"{BENCH}+0x")]
+    rows = [r for r in read_rows(out / "sites.csv", "sites")[1]
+            if int(r["max_size"]) == SIZE and r["callstack_raw"].startswith(f"{BENCH}+0x")]
     if len(rows) != 1:
         sys.exit(f"{NAME}: want one {SIZE}-byte site in hmallocbench in {out}/sites.csv, "
                  f"found {len(rows)}")

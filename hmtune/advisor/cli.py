@@ -356,14 +356,7 @@ def _split(problem: Problem, sites: Sites, sites_path: Path,
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        return _run(args)
-    except Failure as e:
-        print(f"hmtune advise: {e}", file=sys.stderr)
-        return e.code
-
-
-def _run(args: argparse.Namespace) -> int:
+    """hmtune advise. Raises Failure (hmtune/workflows/cli.py main prints it)."""
     import numpy as np
 
     from hmtune.advisor.inputs import InputError, load_allocs, load_sites, resolve, static_fractions

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from hmtune.analyze.scanner import ScanFailed, run_scanner, scanner_bin
 from hmtune.core import paths
+from hmtune.core.errors import Failure
 from hmtune.core.units import parse_size
 
 if TYPE_CHECKING:                 # the analyze modules load only when analyze runs
@@ -59,11 +60,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _fail(msg: str, code: int) -> int:
-    print(f"hmtune analyze: {msg}", file=sys.stderr)
-    return code
-
-
 def _say(msg: str) -> None:
     print(f"hmtune analyze: {msg}", file=sys.stderr)
 
@@ -77,7 +73,7 @@ def _resolve_trace(arg: str) -> Path | None:
 
 def run(args: argparse.Namespace) -> int:
     if args.top < 0:
-        return _fail("--top must be 0 or more", 2)
+        raise Failure("--top must be 0 or more", 2)
     from hmtune.analyze.profile import granularity_error
     try:
         args.profile_granularity = parse_size(str(args.profile_granularity))
@@ -85,19 +81,19 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         why = str(e)
     if why is not None:
-        return _fail(f"--profile-granularity: {why}", 2)
+        raise Failure(f"--profile-granularity: {why}", 2)
     trace = _resolve_trace(args.trace)
     if trace is None:
-        return _fail(f"{args.trace}: no such trace file", 2)
+        raise Failure(f"{args.trace}: no such trace file", 2)
     scanner = scanner_bin()
     if not scanner.exists():
-        return _fail(paths.not_built(scanner), 2)
+        raise Failure(paths.not_built(scanner), 2)
     out = Path(args.out) if args.out else trace.parent
     try:
         out.mkdir(parents=True, exist_ok=True)
         work = Path(tempfile.mkdtemp(prefix=".hmtune-scan-", dir=out))
     except OSError as e:
-        return _fail(f"cannot write to {out}: {e.strerror or e}", 1)
+        raise Failure(f"cannot write to {out}: {e.strerror or e}", 1) from None
     try:
         return _analyze(args, trace, out, work)
     finally:
@@ -121,7 +117,7 @@ def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> in
                             profile_granularity=args.profile_granularity)
         scan = read_scan(work)
     except (ScanFailed, ScanOutputError) as e:
-        return _fail(str(e), 1)
+        raise Failure(str(e), 1) from None
     for note in notes:
         print(note, file=sys.stderr)
     labels = load_labels(trace)
@@ -129,9 +125,9 @@ def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> in
         pcf = pcf_path_for(trace)
         why = ("cannot be read as a Paraver .pcf" if labels.unusable == "unreadable"
                else "has no allocation-site table (32000009 or 41000010 VALUES)")
-        return _fail(f"{pcf} {why}, so the sites would lose their call stacks: put the "
-                     f"trace's own .pcf next to it (or remove {pcf.name} to analyze with "
-                     f"numbered sites); nothing written", 1)
+        raise Failure(f"{pcf} {why}, so the sites would lose their call stacks: put the "
+                      f"trace's own .pcf next to it (or remove {pcf.name} to analyze with "
+                      f"numbered sites); nothing written", 1)
     for warning in labels.warnings:
         _say(f"warning: {warning}")
     sites = site_table(scan, labels, per_rank=args.per_rank)
@@ -149,7 +145,7 @@ def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> in
             _say("warning: the scanner wrote no profile.csv (built before profiles? run "
                  "make build); none written")
     except OSError as e:
-        return _fail(f"cannot write to {out}: {e.strerror or e}", 1)
+        raise Failure(f"cannot write to {out}: {e.strerror or e}", 1) from None
     elapsed = time.monotonic() - t0
     if scan.alloc_rows == 0:
         _say(f"no allocations in {trace}: wrote {sites_csv}, {allocs_csv} and {profile_csv} "

@@ -34,12 +34,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hmtune.analyze.sites_io import SitesFormatError, parse_version_line, version_line
+from hmtune.core.sitesfile import (
+    PROFILE_VERSION,
+    SitesFormatError,
+    parse_version_line,
+    version_line,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
 
-PROFILE_VERSION = 1
 PROFILE_NAME = "profile.csv"
 PROFILE_COLUMNS = ["site_id", "offset", "weight", "samples"]
 MIN_GRANULARITY = 4096

@@ -17,17 +17,22 @@ neither, are still read (every row a heap site, no split).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import quote, unquote
+
+# The version line (its parsing and check) is defined once, in hmtune.core.sitesfile,
+# for these readers and the light ones (csv only) of the workflows.
+from hmtune.core.sitesfile import (
+    ALLOCS_VERSION,
+    SITES_VERSION,
+    SitesFormatError,
+    parse_version_line,
+    version_line,  # noqa: F401 (re-exported: the writers and tests import it from here)
+)
 
 if TYPE_CHECKING:        # the readers load pandas; the writers (hmtune analyze) do not
     import pandas as pd
-
-SITES_VERSION = 2
-ALLOCS_VERSION = 1
 
 SITES_COLUMNS = ["site_id", "callstack", "callstack_raw", "n_allocs", "max_size",
                  "peak_live_bytes", "total_bytes", "first_alloc_ns", "last_free_ns", "live_ns",
@@ -99,42 +104,10 @@ def split_from_meta(meta: dict[str, str]) -> Split | None:
     if min(samples.values()) < 0 or not all(0 <= w < float("inf") for w in weight.values()):
         return None
     return Split(samples, weight)
+
+
 ALLOCS_COLUMNS = ["site_id", "rank", "thread", "ptr", "size", "t_alloc", "t_free"]
 ALLOCS_WRITTEN = [*ALLOCS_COLUMNS, SCALE_COLUMN]
-
-_VERSION_LINE = re.compile(r"^# hmtune (?P<kind>\w+) v(?P<version>\d+)(?P<rest>.*)$")
-_SAFE = "/:+!,.-_~@()[]"
-
-
-class SitesFormatError(ValueError):
-    """A sites.csv / allocs.csv that this reader cannot read; str() says why."""
-
-
-def version_line(kind: str, version: int, **fields: object) -> str:
-    """`# hmtune <kind> v<version> k=v ...` (values percent-encoded)."""
-    parts = [f"# hmtune {kind} v{version}"]
-    parts += [f"{k}={quote(str(v), safe=_SAFE)}" for k, v in fields.items()]
-    return " ".join(parts)
-
-
-def parse_version_line(line: str, kind: str, supported: int,
-                       path: str | Path = "<input>") -> dict[str, str]:
-    """Check a version line; return its fields. Raises SitesFormatError."""
-    m = _VERSION_LINE.match(line.rstrip("\r\n"))
-    if not m or m["kind"] != kind:
-        raise SitesFormatError(f"{path}: not an hmtune {kind}.csv (its first line should be"
-                               f" '# hmtune {kind} v{supported} ...')")
-    version = int(m["version"])
-    if version > supported:
-        raise SitesFormatError(f"{path}: {kind}.csv version {version} is newer than this "
-                               f"hmtune reads (up to v{supported}); update hmtune, or re-run "
-                               "this hmtune's analyze on the trace")
-    fields: dict[str, str] = {"version": str(version)}
-    for token in m["rest"].split():
-        key, sep, value = token.partition("=")
-        if sep:
-            fields[key] = unquote(value)
-    return fields
 
 
 def _read(path: str | Path, kind: str, supported: int, columns: list[str],

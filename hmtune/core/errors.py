@@ -1,8 +1,10 @@
 """The error a command stops with: a message for the user and the exit status.
 
-Raised anywhere below a command's entry point; the entry point prints
-`hmtune COMMAND: MESSAGE` on stderr and returns `code` (e.g. `hmtune advise`: 1 bad
-input, 2 usage)."""
+Every command's one error style: raised anywhere below its entry point, it is turned
+into the one line `hmtune COMMAND: MESSAGE` on stderr and the exit status `code` (e.g.
+`hmtune advise`: 1 bad input, 2 usage) in one place, the dispatcher
+(hmtune/workflows/cli.py main). A function that returns a child program's exit status
+(the user's application) returns it: that is not an error."""
 
 from __future__ import annotations
 

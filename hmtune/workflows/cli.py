@@ -7,7 +7,8 @@ import sys
 
 from hmtune.advisor import cli as advisor_cli
 from hmtune.analyze import cli as analyze_cli
-from hmtune.workflows import compare, explore, machine, report, run, trace, view
+from hmtune.core.errors import Failure
+from hmtune.workflows import compare, explore, launch, machine, report, run, trace, view
 
 
 def _check_trace(args: argparse.Namespace) -> int:
@@ -50,7 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    return int(args.func(args))
+    try:
+        return int(args.func(args))
+    except Failure as e:        # every command's error: one line, its exit status
+        launch.say(args.command, str(e))
+        return e.code
 
 
 if __name__ == "__main__":

@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hmtune.core import paths
+from hmtune.core.errors import Failure
 from hmtune.core.files import write_atomic
+from hmtune.core.sitesfile import SitesFormatError, read_rows
 from hmtune.core.units import fraction, human, parse_size
 from hmtune.workflows import hugepages, launch, measure, sitegroups
 from hmtune.workflows.measure import Variant, write_csv
@@ -114,48 +116,50 @@ class Setup:
     procs: int                      # processes that place (MPI ranks), 1 without --mpirun
 
 
-def prepare(args: argparse.Namespace, what: str) -> Setup | int:
+def prepare(args: argparse.Namespace, what: str) -> Setup:
     """Check the arguments and the stage directory, size the fast tier and open
     DIR/<what>/ (config.json; runs.csv is kept only for the same configuration or
-    dropped with --force); the Setup, or the exit status after a one-line error."""
+    dropped with --force); the Setup. Raises Failure (one line: what is wrong)."""
     who = f"hmtune {what}"
     app = launch.app_command(args.app)
     if not app:
-        return launch.fail(what, f"no application given: {who} [options] -- ./app args")
+        raise Failure(f"no application given: {who} [options] -- ./app args", 2)
     stage = Path(args.out) if args.out else paths.default_out(app[0])
     sites = stage / "sites.csv"
     if not sites.is_file():
-        return launch.fail(what, f"{sites}: not found (run hmtune trace and hmtune analyze "
-                                 "first)")
+        raise Failure(f"{sites}: not found (run hmtune trace and hmtune analyze "
+                      "first)", 2)
+    try:                # its version checked before anything runs or is written
+        read_rows(sites, "sites")
+    except SitesFormatError as e:
+        raise Failure(str(e), 2) from None
     plan = measure.plan_from(args)
     if isinstance(plan, str):
-        return launch.fail(what, plan)
-    exe, rc = launch.check_program(app[0], what, f"it cannot be {what}d")
-    if exe is None:
-        return rc
+        raise Failure(plan, 2)
+    exe = launch.check_program(app[0], f"it cannot be {what}d")
     if not paths.hmalloc_lib().exists():
-        return launch.fail(what, paths.not_built(paths.hmalloc_lib()))
+        raise Failure(paths.not_built(paths.hmalloc_lib()), 2)
     try:
         fom_re = re.compile(args.fom) if args.fom else None
     except re.error as e:
-        return launch.fail(what, f"--fom: not a regular expression: {e}")
+        raise Failure(f"--fom: not a regular expression: {e}", 2) from None
     machine = Path(args.machine) if args.machine else default_machine(args.reserve_hugepages)
     if not machine.is_file():
-        return launch.fail(what, f"--machine {machine}: no such file")
+        raise Failure(f"--machine {machine}: no such file", 2)
     from hmtune.advisor.tiers import load_machine
 
     try:
         tiers = load_machine(machine).tiers
     except ValueError as e:
-        return launch.fail(what, f"--machine: {e}")
+        raise Failure(f"--machine: {e}", 2) from None
     try:
         mem = parse_size(args.mem) if args.mem else int(footprint(sites) * args.fraction)
     except (ValueError, KeyError) as e:
-        return launch.fail(what, f"cannot size the fast tier: {e}")
+        raise Failure(f"cannot size the fast tier: {e}", 2) from None
     mem = (mem + (2 << 20) - 1) // (2 << 20) * (2 << 20)       # whole 2 MiB pages
     if mem <= 0:
-        return launch.fail(what, "the fast tier would be empty (--mem, or a trace with no "
-                                 "sites)")
+        raise Failure("the fast tier would be empty (--mem, or a trace with no "
+                      "sites)", 2)
     work = stage / what
     try:
         work.mkdir(parents=True, exist_ok=True)
@@ -163,7 +167,7 @@ def prepare(args: argparse.Namespace, what: str) -> Setup | int:
         probe.write_text("")
         probe.unlink()
     except OSError as e:
-        return launch.fail(what, f"cannot write to {work}: {e.strerror}")
+        raise Failure(f"cannot write to {work}: {e.strerror}", 2) from None
     from hmtune.workflows.run import launcher_processes
 
     procs = (launcher_processes(plan.launcher) if plan.launcher else 1) or 1
@@ -176,9 +180,9 @@ def prepare(args: argparse.Namespace, what: str) -> Setup | int:
     return Setup(app, stage, work, fom_re, machine, tiers, mem, config, plan, procs)
 
 
-def open_runs(setup: Setup, what: str, force: bool) -> measure.Rows | int:
+def open_runs(setup: Setup, what: str, force: bool) -> measure.Rows:
     """The runs of DIR/<what>/runs.csv when they are of this configuration ({} with
-    --force, which drops them), or the exit status after saying why they cannot go on."""
+    --force, which drops them). Raises Failure saying why they cannot go on."""
     cfg_path, runs_path = setup.work / "config.json", setup.work / "runs.csv"
     if cfg_path.exists() and runs_path.exists() and not force:
         try:
@@ -186,14 +190,14 @@ def open_runs(setup: Setup, what: str, force: bool) -> measure.Rows | int:
         except ValueError:
             old = None
         if isinstance(old, dict) and "runs_format" not in old:
-            return launch.fail(what, f"{runs_path} was written by an earlier hmtune: its "
-                                     "runs lack the exit status and resource columns and "
-                                     "ran the placements through 'hmtune run', so they are "
-                                     "not comparable with new ones; add --force to measure "
-                                     "again")
+            raise Failure(f"{runs_path} was written by an earlier hmtune: its "
+                          "runs lack the exit status and resource columns and "
+                          "ran the placements through 'hmtune run', so they are "
+                          "not comparable with new ones; add --force to measure "
+                          "again", 2)
         if old != setup.config:
-            return launch.fail(what, f"{runs_path} holds runs of another configuration "
-                                     f"({old}); add --force to start over")
+            raise Failure(f"{runs_path} holds runs of another configuration "
+                          f"({old}); add --force to start over", 2)
     if force:
         runs_path.unlink(missing_ok=True)
         for old in [*work_files(setup.work, "run.*.log"), *work_files(setup.work, "stats.*.json"),
@@ -202,10 +206,10 @@ def open_runs(setup: Setup, what: str, force: bool) -> measure.Rows | int:
     try:
         rows = measure.read_runs(runs_path)
     except measure.RunsFormatError as e:
-        return launch.fail(what, f"{e}; add --force to measure again")
+        raise Failure(f"{e}; add --force to measure again", 2) from None
     except (OSError, ValueError, KeyError) as e:
-        return launch.fail(what, f"{runs_path} cannot be read ({e}); add --force to measure "
-                                 "again")
+        raise Failure(f"{runs_path} cannot be read ({e}); add --force to measure "
+                      "again", 2) from None
     cfg_path.write_text(json.dumps(setup.config, indent=1) + "\n")
     return rows
 
@@ -213,10 +217,6 @@ def open_runs(setup: Setup, what: str, force: bool) -> measure.Rows | int:
 def work_files(work: Path, pattern: str) -> list[Path]:
     """The files of the runs in the variants' directories (work/VARIANT/pattern)."""
     return [f for d in work.iterdir() if d.is_dir() for f in d.glob(pattern)]
-
-
-def _fail(msg: str, code: int = 2) -> int:
-    return launch.fail("compare", msg, code)
 
 
 def default_machine(reserve: bool) -> Path:
@@ -320,18 +320,14 @@ def run(args: argparse.Namespace) -> int:
     strategies = [s for s in args.strategies.split(",") if s]
     bad = [s for s in strategies if not known_strategy(s)]
     if bad:
-        return _fail(f"--strategies: unknown {', '.join(bad)} (known: {', '.join(STRATEGIES)}, "
-                     f"each also as NAME{WHOLE})")
+        raise Failure(f"--strategies: unknown {', '.join(bad)} (known: {', '.join(STRATEGIES)}, "
+                      f"each also as NAME{WHOLE})", 2)
     setup = prepare(args, "compare")
-    if isinstance(setup, int):
-        return setup
     stage, work, machine, mem, plan = setup.stage, setup.work, setup.machine, setup.mem, \
         setup.plan
     if not (stage / "allocs.csv").is_file():
         strategies = [s for s in strategies if s.removesuffix(WHOLE) != "ilp-lifetime"]
     done = open_runs(setup, "compare", args.force)
-    if isinstance(done, int):
-        return done
     rounds = "auto" if plan.repeats is None else str(plan.repeats)
     print(f"{who}: fast tier {human(mem)} per process ({machine.name}); rounds: {rounds}, "
           "every variant once a round, interleaved", file=sys.stderr)
@@ -344,7 +340,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         variants.append(Variant(strategy, work / strategy / "placement.txt"))
     if len(variants) == 1:
-        return _fail("no strategy produced a placement (see DIR/compare/*/advise.log)", 1)
+        raise Failure("no strategy produced a placement (see DIR/compare/*/advise.log)", 1)
     tiers_only(variants[1].placement or Path(), work / "baseline-placement.txt")
     variants[1:1] = [Variant(n, work / "baseline-placement.txt", b) for n, b in BASELINES.items()]
     room = all_fast(setup, work / UPPER)
@@ -370,13 +366,13 @@ def run(args: argparse.Namespace) -> int:
         out = measure.measure(variants, plan, setup.app, work, setup.fom_re, who, done, top,
                               pools)
     except Refused as e:
-        return _fail(str(e))
+        raise Failure(str(e), 2) from None
     if out is None:
         return 1
     names = [v.name for v in variants]
     summary = measure.summarize(out.rows, names, top, plan.higher)
     if not summary:
-        return _fail("no complete round to summarize", 1)
+        raise Failure("no complete round to summarize", 1)
     rows = []
     for s in summary:
         c = measure.csv_columns(s)

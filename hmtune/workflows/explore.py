@@ -21,9 +21,10 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from hmtune.core.errors import Failure
 from hmtune.core.files import write_atomic
 from hmtune.core.units import human
-from hmtune.workflows import compare, launch, measure
+from hmtune.workflows import compare, measure
 from hmtune.workflows.measure import Summary, Variant, write_csv
 from hmtune.workflows.sitegroups import Group, load_groups, placement_for, room_for_all
 
@@ -204,14 +205,12 @@ def conclude(summary: list[dict[str, str]], mem: int, foot: int, strategy: str, 
 def run(args: argparse.Namespace) -> int:
     who = "hmtune explore"
     if not 1 <= args.top <= MAX_TOP:
-        return launch.fail("explore", f"-k/--top must be 1 to {MAX_TOP} (2^(K+1) placements)")
+        raise Failure(f"-k/--top must be 1 to {MAX_TOP} (2^(K+1) placements)", 2)
     setup = compare.prepare(args, "explore")
-    if isinstance(setup, int):
-        return setup
     work, plan = setup.work, setup.plan
     groups, foot = load_groups(setup.stage / "sites.csv", args.top)
     if not groups:
-        return launch.fail("explore", f"{setup.stage / 'sites.csv'} lists no site")
+        raise Failure(f"{setup.stage / 'sites.csv'} lists no site", 2)
     rest = len(groups) > args.top
     k = min(args.top, len(groups))
     if args.strategy is None:
@@ -220,8 +219,6 @@ def run(args: argparse.Namespace) -> int:
         args.strategy = default_strategy((setup.stage / "allocs.csv").is_file())
     setup.config.update({"top": args.top, "strategy": args.strategy})
     done = compare.open_runs(setup, "explore", args.force)
-    if isinstance(done, int):
-        return done
 
     from hmtune.advisor.placement import TierLine, write_placement
 
@@ -283,12 +280,12 @@ def run(args: argparse.Namespace) -> int:
         out = measure.measure(variants, plan, setup.app, work, setup.fom_re, who, done,
                               upper, pools)
     except compare.Refused as e:
-        return launch.fail("explore", str(e))
+        raise Failure(str(e), 2) from None
     if out is None:
         return 1
     summary = measure.summarize(out.rows, names, upper, plan.higher)
     if not summary:
-        return launch.fail("explore", "no complete round to summarize", 1)
+        raise Failure("no complete round to summarize", 1)
     rows = summary_rows(summary, planned, labels, foot)
     write_csv(work / "summary.csv", list(rows[0]), rows)
     res = conclude(rows, setup.mem, foot, args.strategy, k, rest, advisor_as, upper)

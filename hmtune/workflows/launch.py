@@ -12,12 +12,13 @@ import sys
 from pathlib import Path
 
 from hmtune.core import elf
+from hmtune.core.errors import Failure
 
 
-def fail(who: str, msg: str, code: int = 2) -> int:
-    """One line `hmtune WHO: msg` on stderr; returns code."""
+def say(who: str, msg: str) -> None:
+    """One line `hmtune WHO: msg` on stderr (the form of every command's error too:
+    hmtune/workflows/cli.py main prints a Failure so)."""
     print(f"hmtune {who}: {msg}", file=sys.stderr)
-    return code
 
 
 def app_command(remainder: list[str]) -> list[str]:
@@ -26,18 +27,18 @@ def app_command(remainder: list[str]) -> list[str]:
     return remainder[1:] if remainder[:1] == ["--"] else list(remainder)
 
 
-def check_program(program: str, who: str, consequence: str) -> tuple[Path | None, int]:
-    """The file `program` runs, or (None, exit status) after saying why it cannot be
-    used: 127 when it does not exist, 2 when it is statically linked (LD_PRELOAD cannot
-    reach its malloc; `consequence` says what that means for this command)."""
+def check_program(program: str, consequence: str) -> Path:
+    """The file `program` runs. Raises Failure saying why it cannot be used: 127 when it
+    does not exist, 2 when it is statically linked (LD_PRELOAD cannot reach its malloc;
+    `consequence` says what that means for this command)."""
     exe = elf.resolve(program)
     if exe is None:
-        return None, fail(who, f"{program}: no such program", 127)
+        raise Failure(f"{program}: no such program", 127)
     if elf.is_static_elf(exe):
-        return None, fail(who, f"{program} is statically linked: LD_PRELOAD cannot interpose "
-                               f"its malloc, so {consequence}; link it dynamically "
-                               "(without -static)")
-    return exe, 0
+        raise Failure(f"{program} is statically linked: LD_PRELOAD cannot interpose "
+                      f"its malloc, so {consequence}; link it dynamically "
+                      "(without -static)", 2)
+    return exe
 
 
 def preload_with(lib: Path) -> str:
@@ -66,7 +67,7 @@ def run_foreground(cmd: list[str], env: dict[str, str], who: str) -> int:
     try:
         proc = subprocess.Popen(cmd, env=env)
     except OSError as e:
-        fail(who, f"cannot run {cmd[0]}: {e.strerror}")
+        say(who, f"cannot run {cmd[0]}: {e.strerror}")
         return 127
     old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
     passed = {sig: signal.signal(sig, lambda s, f: proc.send_signal(s))

@@ -18,8 +18,9 @@ import re
 import sys
 from pathlib import Path
 
+from hmtune.core.errors import Failure
+from hmtune.core.sitesfile import SitesFormatError, read_rows
 from hmtune.core.units import human, human_ranges
-from hmtune.workflows import launch
 
 TOP = 10
 
@@ -358,13 +359,17 @@ def explore_section(d: Path) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     d = Path(args.dir) if args.dir else _newest_stage()
     if d is None or not (d / "sites.csv").is_file():
-        return launch.fail("report", f"{d or 'hmtune-out/*/'}: no sites.csv (run hmtune trace "
-                                     "and hmtune analyze first)")
+        raise Failure(f"{d or 'hmtune-out/*/'}: no sites.csv (run hmtune trace "
+                      "and hmtune analyze first)", 2)
+    try:                # its version checked before anything is written
+        read_rows(d / "sites.csv", "sites")
+    except SitesFormatError as e:
+        raise Failure(str(e), 2) from None
     out_dir = d / "report"
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        return launch.fail("report", f"cannot write to {out_dir}: {e.strerror}")
+        raise Failure(f"cannot write to {out_dir}: {e.strerror}", 2) from None
     lines = [f"# hmtune report: {d.resolve().name}", "",
              f"Stage directory `{d.resolve()}`.", ""]
     lines += sites_section(d) + advisor_section(d) + compare_section(d, out_dir)

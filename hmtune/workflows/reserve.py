@@ -30,7 +30,6 @@ Per tier of the placement that maps hugepages and has sites:
 
 from __future__ import annotations
 
-import csv
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hmtune.advisor.granularity import ARENA_MAX, CHUNK, HUGE_BLOCK, class_size, uses_hugetlb
+from hmtune.core.sitesfile import iter_rows
 
 if TYPE_CHECKING:
     from hmtune.advisor.placement import PlacementFile
@@ -101,22 +101,13 @@ class SiteSizes:
     blocks: list[Block] | None = None   # from allocs.csv
 
 
-def _csv_rows(path: Path, kind: str) -> Iterable[dict[str, str]]:
-    from hmtune.analyze.sites_io import ALLOCS_VERSION, SITES_VERSION, parse_version_line
-
-    with path.open(newline="") as f:
-        parse_version_line(f.readline(), kind,
-                           SITES_VERSION if kind == "sites" else ALLOCS_VERSION, path)
-        yield from csv.DictReader(f)
-
-
 def read_sizes(sites: Path, chains: set[str]) -> dict[str, SiteSizes]:
     """The sizes of the sites with these chains, from sites.csv and, when it is next to
     it, allocs.csv. Raises OSError or ValueError for files that cannot be read."""
     ids: dict[str, str] = {}                       # site id -> chain
     peaks: dict[tuple[str, str], int] = defaultdict(int)
     out: dict[str, SiteSizes] = {}
-    for r in _csv_rows(sites, "sites"):
+    for r in iter_rows(sites, "sites"):
         chain = r["callstack_raw"]
         if chain not in chains:
             continue
@@ -131,7 +122,7 @@ def read_sizes(sites: Path, chains: set[str]) -> dict[str, SiteSizes]:
     if not allocs.is_file():
         return out
     blocks: dict[str, list[Block]] = {c: [] for c in out}
-    for r in _csv_rows(allocs, "allocs"):
+    for r in iter_rows(allocs, "allocs"):
         chain = ids.get(r["site_id"])
         if chain is not None:
             blocks[chain].append(Block(int(r["rank"]), int(r["thread"]), int(r["size"]),

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hmtune.core import elf, paths
+from hmtune.core.errors import Failure
 from hmtune.core.units import human
 from hmtune.workflows import hugepages, launch
 from hmtune.workflows.hugepages import HugePages, Want
@@ -112,27 +113,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _fail(msg: str, code: int = 2) -> int:
-    return launch.fail("run", msg, code)
-
-
 def _say(msg: str) -> None:
     print(f"hmtune run: {msg}", file=sys.stderr)
 
 
-def load_placement(path: Path) -> PlacementFile | None:
-    """The checked placement, or None after one line saying what to do."""
+def load_placement(path: Path) -> PlacementFile:
+    """The checked placement. Raises Failure (exit 2) saying what to do."""
     from hmtune.advisor.placement import PlacementFormatError, read_placement
 
     if not path.exists():
-        _fail(f"no placement {path}: run 'hmtune advise' first (after 'hmtune trace' and "
-              "'hmtune analyze'), or give --placement FILE")
-        return None
+        raise Failure(f"no placement {path}: run 'hmtune advise' first (after 'hmtune trace' "
+                      "and 'hmtune analyze'), or give --placement FILE", 2)
     try:                # the library's own grammar and limits: what it refuses, we do
         return read_placement(path)
     except PlacementFormatError as e:
-        _fail(f"cannot use the placement: {e}; write it again with 'hmtune advise'")
-        return None
+        raise Failure(f"cannot use the placement: {e}; write it again with 'hmtune advise'",
+                      2) from None
 
 
 # ---- what the machine offers ----
@@ -533,31 +529,27 @@ def unplaceable(pf: PlacementFile, environ: dict[str, str], nprocs: int = 1) -> 
 def run(args: argparse.Namespace) -> int:
     app = launch.app_command(args.app)
     if not app:
-        return _fail("no application given: hmtune run [options] -- ./app args")
+        raise Failure("no application given: hmtune run [options] -- ./app args", 2)
     lib = paths.hmalloc_lib()
     if not lib.exists():
-        return _fail(paths.not_built(lib))
-    exe, code = launch.check_program(app[0], "run", "its allocations cannot be placed")
-    if exe is None:
-        return code
+        raise Failure(paths.not_built(lib), 2)
+    exe = launch.check_program(app[0], "its allocations cannot be placed")
     program = command_program(app, exe)
     if program is not None and program != exe and elf.is_static_elf(program):
-        return _fail(f"{program} is statically linked: LD_PRELOAD cannot interpose its "
-                     "malloc, so its allocations cannot be placed; link it dynamically "
-                     "(without -static)")
+        raise Failure(f"{program} is statically linked: LD_PRELOAD cannot interpose its "
+                      "malloc, so its allocations cannot be placed; link it dynamically "
+                      "(without -static)", 2)
     out = Path(args.out) if args.out else paths.default_out(app[0])
     placement = Path(args.placement) if args.placement else out / "placement.txt"
     pf = load_placement(placement)
-    if pf is None:
-        return 2
     launcher = shlex.split(args.mpirun) if args.mpirun else []
     nprocs = (launcher_processes(launcher) if launcher else 1) or 1
     # a tier that cannot place anything here: refused before anything runs (after the
     # reservation when --reserve-hugepages, below)
     dead = [] if args.reserve_hugepages else unplaceable(pf, dict(os.environ), nprocs)
     if dead and not args.allow_unplaced:
-        return _fail(f"{dead[0]}; or give --allow-unplaced to run with those sites in "
-                     "ordinary memory")
+        raise Failure(f"{dead[0]}; or give --allow-unplaced to run with those sites in "
+                      "ordinary memory", 2)
     for w in tier_warnings(pf, nprocs, hugepages.pool(), memory_only_nodes(), dict(os.environ),
                            reserving=args.reserve_hugepages) if not dead else []:
         _say(w)
@@ -580,7 +572,7 @@ def run(args: argparse.Namespace) -> int:
     planned = planned_stats(stats, launcher, dict(os.environ))
     why = stats_conflict(stats, planned, {"placement": placement, "program": exe})
     if why:
-        return _fail(why)
+        raise Failure(why, 2)
     try:
         stats.parent.mkdir(parents=True, exist_ok=True)
         # a crashed run must not look fresh: remove the earlier statistics this run
@@ -614,8 +606,8 @@ def run(args: argparse.Namespace) -> int:
         if args.reserve_hugepages:
             dead = unplaceable(pf, dict(os.environ), nprocs)
         if dead and not args.allow_unplaced:
-            return _fail(f"{dead[0]}; or give --allow-unplaced to run with those sites in "
-                         "ordinary memory")
+            raise Failure(f"{dead[0]}; or give --allow-unplaced to run with those sites in "
+                          "ordinary memory", 2)
         for line in dead:
             _say(f"warning: {line}; running anyway (--allow-unplaced)")
         rc = launch.run_foreground(cmd, env, "run")

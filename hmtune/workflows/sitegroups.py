@@ -4,10 +4,11 @@ fast tier with room for all (explore's placements, compare's all-fast upper boun
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from hmtune.core.sitesfile import read_rows
 
 if TYPE_CHECKING:   # hmtune.advisor.placement imports pandas: not at every CLI start
     from hmtune.advisor.placement import PlacementFile, TierLine
@@ -16,8 +17,9 @@ PAGE = 2 << 20                      # the fast tiers' charge unit (whole 2 MiB p
 
 
 def _rows(sites: Path) -> list[dict[str, str]]:
-    with sites.open(newline="") as f:
-        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+    """The rows of sites.csv (hmtune.core.sitesfile.read_rows: its version line checked;
+    SitesFormatError, a ValueError, for a file of another kind or a newer version)."""
+    return read_rows(sites, "sites")[1]
 
 
 def footprint(sites: Path) -> int:
@@ -26,8 +28,9 @@ def footprint(sites: Path) -> int:
     the file has one row per (site, rank). What every site in the fast tier at once
     needs at most per process (the peaks of different sites may fall at different
     times), the bytes --fraction takes a fraction of and explore's fractions divide
-    by (docs/formats.md §7). Raises OSError, KeyError or ValueError for a file that
-    cannot be read."""
+    by (docs/formats.md §7). Raises KeyError or ValueError (SitesFormatError: not a
+    sites.csv of a version this hmtune reads, or unreadable) for a file that cannot be
+    read."""
     peak: dict[str, int] = {}
     for r in _rows(sites):
         sid = r["site_id"]

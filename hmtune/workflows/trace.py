@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from hmtune.core import paths
+from hmtune.core.errors import Failure
 from hmtune.core.units import human, parse_size
 from hmtune.workflows import launch
 
@@ -71,10 +72,6 @@ def small_sample_value(text: str) -> str:
     return str(int(t))
 
 
-def _fail(msg: str, code: int = 2) -> int:
-    return launch.fail("trace", msg, code)
-
-
 def _writable_dir(d: Path) -> str | None:
     """Create d/raw; None if usable, else the reason."""
     try:
@@ -87,16 +84,15 @@ def _writable_dir(d: Path) -> str | None:
     return None
 
 
-def choose_sampler(requested: str, quiet: bool) -> tuple[str, str] | None:
+def choose_sampler(requested: str, quiet: bool) -> tuple[str, str]:
     """Ask hmtune-probe (the library's own detection code) which sampler this machine
-    offers; returns (name, why) or None when the requested one is not available."""
+    offers; returns (name, why). Raises Failure when the requested one is not
+    available."""
     r = subprocess.run([str(paths.probe_bin()), requested], capture_output=True, text=True)
     fields = dict(line.split("=", 1) for line in r.stdout.splitlines() if "=" in line)
     name, why = fields.get("sampler", "none"), fields.get("why", "")
     if r.returncode != 0:
-        print(f"hmtune trace: --sampler {requested} is not available here: {why}",
-              file=sys.stderr)
-        return None
+        raise Failure(f"--sampler {requested} is not available here: {why}", 2)
     if not quiet:
         print(f"hmtune: sampler {name}: {why}", file=sys.stderr)
     return name, why
@@ -148,43 +144,40 @@ def print_summary(s: dict, out: Path, wall_s: float) -> None:
 def run(args: argparse.Namespace) -> int:
     app = launch.app_command(args.app)
     if not app:
-        return _fail("no application given: hmtune trace [options] -- ./app args")
+        raise Failure("no application given: hmtune trace [options] -- ./app args", 2)
     try:
         min_size = parse_size(args.min_size)
     except ValueError as e:
-        return _fail(f"--min-size: {e}")
+        raise Failure(f"--min-size: {e}", 2) from None
     if not 1 <= args.depth <= 32:
-        return _fail("--depth must be between 1 and 32")
+        raise Failure("--depth must be between 1 and 32", 2)
     small = None
     if args.small_sample is not None:
         try:
             small = small_sample_value(args.small_sample)
         except ValueError as e:
-            return _fail(f"--small-sample {e}")
+            raise Failure(f"--small-sample {e}", 2) from None
     if args.period is not None and args.period < 1:
-        return _fail("--period must be a positive number of events")
+        raise Failure("--period must be a positive number of events", 2)
     if args.rate is not None and not 1 <= args.rate <= 100000:
-        return _fail("--rate must be between 1 and 100000 Hz")
+        raise Failure("--rate must be between 1 and 100000 Hz", 2)
     if args.fault_period is not None and not 0 <= args.fault_period <= 0xFFFFFFFF:
-        return _fail("--fault-period must be a number of page faults per sample "
-                     "(0: no page-fault sampling)")
+        raise Failure("--fault-period must be a number of page faults per sample "
+                      "(0: no page-fault sampling)", 2)
     lib, fin = paths.tracer_lib(), paths.finalize_bin()
     if not lib.exists() or not fin.exists() or not paths.probe_bin().exists():
-        return _fail(paths.not_built(lib))
-    exe, code = launch.check_program(app[0], "trace", "it cannot be traced")
-    if exe is None:
-        return code
+        raise Failure(paths.not_built(lib), 2)
+    launch.check_program(app[0], "it cannot be traced")
     out = Path(args.out) if args.out else paths.default_out(app[0])
     launcher = shlex.split(args.mpirun) if args.mpirun else []
     why = _writable_dir(out)
     if why is not None:
-        _fail(f"cannot write to {out} ({why}); running the application without tracing")
+        launch.say("trace", f"cannot write to {out} ({why}); running the application "
+                            "without tracing")
         return launch.exit_like(launch.run_foreground(launcher + app, dict(os.environ), "trace"))
     for old in (out / "raw").glob("*.hmr"):
         old.unlink()
     chosen = choose_sampler(args.sampler, args.quiet)
-    if chosen is None:
-        return 2
     tracer_env = {"LD_PRELOAD": launch.preload_with(lib),
                   "HMTUNE_OUT": str((out / "raw").resolve()),
                   "HMTUNE_MIN_SIZE": str(min_size), "HMTUNE_DEPTH": str(args.depth),

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from hmtune.core import paths
-from hmtune.workflows.launch import fail
+from hmtune.core.errors import Failure
 
 CFG_DIR = paths.configs_dir() / "paraver"
 
@@ -40,10 +40,10 @@ def run(args: argparse.Namespace) -> int:
     t = Path(args.trace)
     prv = t / "trace.prv" if t.is_dir() else t
     if not prv.is_file():
-        return fail("view", f"{prv}: no trace there (run hmtune trace first)")
+        raise Failure(f"{prv}: no trace there (run hmtune trace first)", 2)
     if prv.suffix != ".prv":
-        return fail("view", f"{prv}: not a Paraver trace (.prv); a gzip'ed one must be "
-                            "unpacked for Paraver")
+        raise Failure(f"{prv}: not a Paraver trace (.prv); a gzip'ed one must be "
+                      "unpacked for Paraver", 2)
     missing = [s for s in (".pcf", ".row") if not prv.with_suffix(s).is_file()]
     if missing:
         print(f"hmtune view: note: {prv.with_suffix(missing[0])} is missing; Paraver shows "

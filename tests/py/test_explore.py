@@ -154,7 +154,7 @@ def test_sites_sharing_a_chain_are_one_group(tmp_path: Path) -> None:
     """Two site ids with one callstack_raw are one site of the placements (a chain may
     be listed once): the lower id, weights and peaks added."""
     p = tmp_path / "sites.csv"
-    p.write_text("site_id,callstack_raw,weight,peak_live_bytes,max_size\n"
+    p.write_text("# hmtune sites v1\nsite_id,callstack_raw,weight,peak_live_bytes,max_size\n"
                  "1,a+0x1,5,100,100\n2,a+0x2,4,20,20\n3,a+0x1,3,10,50\n")
     groups, foot = load_groups(p, 2)
     assert [(g.site_ids, g.chains, g.nbytes, g.max_size) for g in groups] == \
@@ -192,7 +192,7 @@ def test_sites_without_a_chain_are_left_out(tmp_path: Path) -> None:
     """A site with no callstack_raw cannot be named in a placement: not in any group,
     but in the footprint the fractions divide by."""
     p = tmp_path / "sites.csv"
-    p.write_text("site_id,callstack_raw,weight,peak_live_bytes,max_size\n"
+    p.write_text("# hmtune sites v1\nsite_id,callstack_raw,weight,peak_live_bytes,max_size\n"
                  "1,a+0x1,5,100,100\n2,,50,1000,1000\n3,a+0x3,1,10,10\n")
     groups, foot = load_groups(p, 1)
     assert [g.site_ids for g in groups] == [[1], [3]]
