@@ -470,10 +470,13 @@ static void fault_done(struct ps_model *m, struct thr *th, const struct ps_fault
     } while (0)
 
 /* The event types group_calls handles; the others are samples' or not ours. */
+_Static_assert(HM_EV_SIZE == HM_EV_CALL + 1 && HM_EV_IN_PTR == HM_EV_CALL + 2 &&
+               HM_EV_OUT_PTR == HM_EV_CALL + 3, "the call's four types are consecutive");
 static inline int is_call_type(uint64_t type)
 {
-    return type - 40000040u < 4u || type == 41000000u || type == 32000009u ||
-           type == 41000021u || type == 41000025u || type == 41000040u;
+    return type - HM_EV_CALL < 4u ||       /* HM_EV_CALL, _SIZE, _IN_PTR, _OUT_PTR */
+           type == HM_EV_CALL_KIND || type == HM_EV_SITE || type == HM_EV_SAMPLER ||
+           type == HM_EV_LOST_SAMPLES || type == HM_EV_CALL_SCALE;
 }
 
 /* A group's calls: an end and an entry in one group mean the previous call ended as
