@@ -7,7 +7,7 @@ PRVSCAN_DIR  := $(ROOT)/analyze/prvscan
 PRVSCAN_SRC  := $(filter-out $(PRVSCAN_DIR)/gen_%.c,$(wildcard $(PRVSCAN_DIR)/ps_*.c))
 PRVSCAN_HDR  := $(PRVSCAN_DIR)/ps.h $(ROOT)/common/hm_events.h
 GENTRACE_SRC := $(wildcard $(PRVSCAN_DIR)/gen_*.c)
-GENTRACE_HDR := $(wildcard $(PRVSCAN_DIR)/gen_*.h) $(ROOT)/common/hm_events.h
+GENTRACE_HDR := $(wildcard $(PRVSCAN_DIR)/gen_*.h) $(PRVSCAN_HDR)
 
 $(BUILD)/bin/hmtune-prvscan: $(PRVSCAN_SRC) $(PRVSCAN_HDR)
 	@mkdir -p $(@D)
