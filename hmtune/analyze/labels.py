@@ -40,10 +40,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import hmtune.core.events as events
 from hmtune.analyze.prv_io import TraceFormatError
 from hmtune.analyze.prv_tables import Pcf, parse_pcf
 from hmtune.analyze.shortlabels import SiteChain, chain_of
-from hmtune.core import events
 
 SITE_TYPE = events.HM_EV_SITE  # allocation memory object (Extrae's table, file:line in hmtune's)
 OBJECT_TYPE = events.HM_EV_SAMPLE_OBJECT  # object of a sampled address; shares 32000009's table
