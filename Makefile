@@ -25,7 +25,7 @@ MIN_SIZE ?=
 SMALL_SAMPLE ?=
 DEPTH   ?=
 
-.PHONY: all deps build test test-c test-py lint demo trace analyze rerun bench-collect \
+.PHONY: all deps build contract test test-c test-py lint demo trace analyze rerun bench-collect \
         bench-sampling bench-analyze bench-advise clean
 all: build
 
@@ -61,6 +61,11 @@ test-py: build
 
 lint:
 	@$(PY) -m ruff check $(PY_DIRS)
+
+# The trace contract: common/hm_events.h and hmtune/core/events.py from
+# common/trace_events.tsv (both committed; tests/py/test_contract.py checks them).
+contract:
+	@$(PY) -m hmtune.core.contract $(ROOT)
 
 demo: deps
 	@$(MAKE) --no-print-directory build

@@ -5,9 +5,9 @@
 # file works whether it is included before or after tests/c/build.mk.
 PRVSCAN_DIR  := $(ROOT)/analyze/prvscan
 PRVSCAN_SRC  := $(filter-out $(PRVSCAN_DIR)/gen_%.c,$(wildcard $(PRVSCAN_DIR)/ps_*.c))
-PRVSCAN_HDR  := $(PRVSCAN_DIR)/ps.h
+PRVSCAN_HDR  := $(PRVSCAN_DIR)/ps.h $(ROOT)/common/hm_events.h
 GENTRACE_SRC := $(wildcard $(PRVSCAN_DIR)/gen_*.c)
-GENTRACE_HDR := $(wildcard $(PRVSCAN_DIR)/gen_*.h)
+GENTRACE_HDR := $(wildcard $(PRVSCAN_DIR)/gen_*.h) $(PRVSCAN_HDR)
 
 $(BUILD)/bin/hmtune-prvscan: $(PRVSCAN_SRC) $(PRVSCAN_HDR)
 	@mkdir -p $(@D)

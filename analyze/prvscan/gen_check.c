@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ps.h"   /* PS_SITES_VERSION */
+
 int gen_check(const char *prv, const char *outdir);
 
 #define MAXT 64
@@ -125,6 +127,10 @@ static void check_sites(const char *outdir)
     if (!f)
         return;
     char line[1024], head[1024] = "task\tsite_id";
+    if (!fgets(line, sizeof(line), f) || strcmp(line, PS_SITES_VERSION "\n")) {
+        printf("MISMATCH sites.tsv version line\n");
+        g_bad = 1;
+    }
     for (int k = 0; k < NV; k++)
         snprintf(head + strlen(head), sizeof(head) - strlen(head), "\t%s", g_names[k]);
     strcat(head, "\n");

@@ -36,6 +36,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hm_events.h"
+
+/* One .pcf EVENT_TYPE line of group 0. */
+#define EV0(ev, text) "0    " HM_EV_STR(ev) "    " text "\n"
+
 int gen_check(const char *prv, const char *outdir);
 
 #define SLOTS    4096u
@@ -162,37 +167,37 @@ static uint64_t call(unsigned task, unsigned thr, unsigned exact, uint64_t size,
     int split = below(4) == 0;
     if (split && !is_free) {           /* Extrae: size first, then the state, then the call */
         ev(task, thr, t0);
-        pair(40000041, size);
+        pair(HM_EV_SIZE, size);
         fputc('\n', g_out);
     }
     state(task, thr, t0, t1, is_free ? 31 : 30);
     ev(task, thr, t0);
-    pair(40000040, extrae_kind[exact]);
-    pair(41000000, exact);
+    pair(HM_EV_CALL, extrae_kind[exact]);
+    pair(HM_EV_CALL_KIND, exact);
     if (!is_free) {
         if (!split)
-            pair(40000041, size);
-        pair(32000009, site);
+            pair(HM_EV_SIZE, size);
+        pair(HM_EV_SITE, site);
         if (scale > 1)
-            pair(41000040, scale);
+            pair(HM_EV_CALL_SCALE, scale);
     }
     if (is_free || is_realloc)
-        pair(40000042, in);
+        pair(HM_EV_IN_PTR, in);
     fputc('\n', g_out);
     if (split && !is_free) {           /* Extrae: returned pointer, state, then the end */
         ev(task, thr, t1);
-        pair(40000043, ret);
+        pair(HM_EV_OUT_PTR, ret);
         fputc('\n', g_out);
         state(task, thr, t1, t1 + 1, 1);
         ev(task, thr, t1);
-        pair(40000040, 0);
+        pair(HM_EV_CALL, 0);
         fputc('\n', g_out);
     } else {
         ev(task, thr, t1);
-        pair(40000040, 0);
-        pair(41000000, 0);
+        pair(HM_EV_CALL, 0);
+        pair(HM_EV_CALL_KIND, 0);
         if (!is_free)
-            pair(40000043, ret);
+            pair(HM_EV_OUT_PTR, ret);
         fputc('\n', g_out);
     }
     g_now = t1 + 1 + below(100);
@@ -280,11 +285,11 @@ static void fault_pairs(unsigned task, struct gtask *tk)
         addr = STACK + below(1 << 20);
         cls = 3;
     }
-    pair(41000030, addr);
+    pair(HM_EV_FAULT_ADDR, addr);
     if (give_obj)
-        pair(41000032, site);
-    pair(41000031, n);
-    pair(41000033, cls);
+        pair(HM_EV_FAULT_OBJECT, site);
+    pair(HM_EV_FAULT_COUNT, n);
+    pair(HM_EV_FAULT_CLASS, cls);
     E(task, site)->fault_samples++;
     E(task, site)->faults += n;
     g_fault_samples++;
@@ -325,21 +330,21 @@ static void do_sample(unsigned task, unsigned thr, struct gtask *tk)
     uint64_t hit = 1 + below(2), lat = 5 + below(600), w = 1 + below(2000);
     ev(task, thr, g_now);
     if (has_addr) {
-        pair(store ? 32000001 : 32000000, addr);
-        pair(32000002, 1 + below(6));
-        pair(32000003, hit);
+        pair(store ? HM_EV_SAMPLE_STORE : HM_EV_SAMPLE_LOAD, addr);
+        pair(HM_EV_SAMPLE_LEVEL, 1 + below(6));
+        pair(HM_EV_SAMPLE_HIT, hit);
         if (pebs || below(4) == 0)      /* hmtune PEBS has both: 41000020 must win */
-            pair(32000006, lat);
+            pair(HM_EV_SAMPLE_LATENCY, lat);
         if (give_obj)
-            pair(32000007, site);
+            pair(HM_EV_SAMPLE_OBJECT, site);
         if (give_obj && scale > 1)
-            pair(41000041, scale);
+            pair(HM_EV_SAMPLE_SCALE, scale);
     }
-    pair(30000000, 1 + below(10));
-    pair(30000100, 1 + below(10));
+    pair(HM_EV_SAMPLE_FUNC, 1 + below(10));
+    pair(HM_EV_SAMPLE_LINE, 1 + below(10));
     if (!pebs) {
-        pair(41000020, w);
-        pair(41000023, cls);
+        pair(HM_EV_SAMPLE_WEIGHT, w);
+        pair(HM_EV_SAMPLE_CLASS, cls);
         g_classes[cls]++;
     } else {
         /* no 41000023: the scanner derives the class from the attribution, and an
@@ -397,20 +402,33 @@ static void write_side_files(const char *prv)
     }
     fputs("DEFAULT_OPTIONS\n\nLEVEL               THREAD\nUNITS               NANOSEC\n\n"
           "STATES\n0    Idle\n1    Running\n30    Allocating memory\n31    Freeing memory\n\n"
-          "EVENT_TYPE\n0    40000040    Dynamic memory calls\n0    40000041    Requested size\n"
-          "0    40000042    In pointer\n0    40000043    Out pointer\n0    41000000    hmtune call kind\n"
-          "0    32000000    Sampled load address\n0    32000001    Sampled store address\n"
-          "0    32000002    Memory level\n0    32000003    Hit or miss\n0    32000006    Latency\n"
-          "0    30000000    Sampled function\n0    30000100    Sampled line\n"
-          "0    41000020    hmtune sample weight\n0    41000021    hmtune sampler\n"
-          "0    41000023    hmtune sampled address class\n0    41000002    OS thread id\n"
-          "0    41000030    hmtune sampled minor page fault\n"
-          "0    41000031    hmtune page faults the fault sample stands for\n"
-          "0    41000033    hmtune page-fault address class\n"
-          "0    41000040    hmtune small-call sampling (allocation)\n"
-          "0    41000041    hmtune small-call sampling (sampled object)\n\n"
-          "EVENT_TYPE\n0    32000009    Allocation object\n0    32000007    Memory object referenced by sampled address\n"
-          "0    41000032    hmtune memory object of a sampled page fault\n"
+          "EVENT_TYPE\n"
+          EV0(HM_EV_CALL, "Dynamic memory calls")
+          EV0(HM_EV_SIZE, "Requested size")
+          EV0(HM_EV_IN_PTR, "In pointer")
+          EV0(HM_EV_OUT_PTR, "Out pointer")
+          EV0(HM_EV_CALL_KIND, "hmtune call kind")
+          EV0(HM_EV_SAMPLE_LOAD, "Sampled load address")
+          EV0(HM_EV_SAMPLE_STORE, "Sampled store address")
+          EV0(HM_EV_SAMPLE_LEVEL, "Memory level")
+          EV0(HM_EV_SAMPLE_HIT, "Hit or miss")
+          EV0(HM_EV_SAMPLE_LATENCY, "Latency")
+          EV0(HM_EV_SAMPLE_FUNC, "Sampled function")
+          EV0(HM_EV_SAMPLE_LINE, "Sampled line")
+          EV0(HM_EV_SAMPLE_WEIGHT, "hmtune sample weight")
+          EV0(HM_EV_SAMPLER, "hmtune sampler")
+          EV0(HM_EV_SAMPLE_CLASS, "hmtune sampled address class")
+          EV0(HM_EV_TID, "OS thread id")
+          EV0(HM_EV_FAULT_ADDR, "hmtune sampled minor page fault")
+          EV0(HM_EV_FAULT_COUNT, "hmtune page faults the fault sample stands for")
+          EV0(HM_EV_FAULT_CLASS, "hmtune page-fault address class")
+          EV0(HM_EV_CALL_SCALE, "hmtune small-call sampling (allocation)")
+          EV0(HM_EV_SAMPLE_SCALE, "hmtune small-call sampling (sampled object)")
+          "\n"
+          "EVENT_TYPE\n"
+          EV0(HM_EV_SITE, "Allocation object")
+          EV0(HM_EV_SAMPLE_OBJECT, "Memory object referenced by sampled address")
+          EV0(HM_EV_FAULT_OBJECT, "hmtune memory object of a sampled page fault")
           "VALUES\n1    ??\n2    ??\n", f);
     for (unsigned s = 3; s < NSITES + 3; s++)
         fprintf(f, "%u    gen.c:%u\n", s, s);
@@ -529,9 +547,9 @@ int main(int argc, char **argv)
     for (unsigned t = 0; t < g_ntasks; t++)
         for (unsigned k = 0; k < g_nthreads; k++) {
             ev(t, k, g_now++);
-            pair(41000002, 1000 + t * 100 + k);
+            pair(HM_EV_TID, 1000 + t * 100 + k);
             if (k == 0)
-                pair(41000021, 1);
+                pair(HM_EV_SAMPLER, 1);
             fputc('\n', g_out);
         }
     while (g_records < want) {

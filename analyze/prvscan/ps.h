@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "hm_events.h"
+
 #define PS_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define PS_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
@@ -275,7 +277,10 @@ void ps_fault_count(struct ps_site *g, struct ps_stats *st, const struct ps_faul
 char *ps_fmt_u64(char *p, uint64_t v);   /* decimal digits at p; returns the end */
 char *ps_fmt_i64(char *p, int64_t v);
 char *ps_fmt_hex(char *p, uint64_t v);   /* 0x and lowercase hex digits */
-/* sites.tsv: one row per (task, site) that allocated or was sampled. */
+/* sites.tsv: its version line (docs/formats.md §4; hmtune/analyze/scan_io.py checks
+ * it: a change of columns or meanings is a new version), then the header row and one
+ * row per (task, site) that allocated or was sampled. */
+#define PS_SITES_VERSION "# hmtune prvscan sites v1"
 int ps_write_sites(const struct ps_sites *s, FILE *out);
 int ps_write_scan_json(FILE *out, const struct ps_header *h, const struct ps_stats *st,
                        uint64_t end_ns, double elapsed, long peak_rss_kib,

@@ -203,7 +203,8 @@ static void usage(FILE *f)
           "                     that relays it to a terminal)\n"
           "  --per-thread-time  the trace is time-sorted per thread only, not globally\n"
           "  --lookahead        attribute samples whose address came from the software\n"
-          "                     sampler's look ahead (41000024 = 2) to their objects\n"
+          "                     sampler's look ahead (" HM_EV_STR(HM_EV_SAMPLE_RECOVERED)
+          " = 2) to their objects\n"
           "  --profile-granularity BYTES\n"
           "                     profile.csv's bucket size: a power of two from 4096 to\n"
           "                     1073741824 (default 4096)\n", f);

@@ -470,10 +470,13 @@ static void fault_done(struct ps_model *m, struct thr *th, const struct ps_fault
     } while (0)
 
 /* The event types group_calls handles; the others are samples' or not ours. */
+_Static_assert(HM_EV_SIZE == HM_EV_CALL + 1 && HM_EV_IN_PTR == HM_EV_CALL + 2 &&
+               HM_EV_OUT_PTR == HM_EV_CALL + 3, "the call's four types are consecutive");
 static inline int is_call_type(uint64_t type)
 {
-    return type - 40000040u < 4u || type == 41000000u || type == 32000009u ||
-           type == 41000021u || type == 41000025u || type == 41000040u;
+    return type - HM_EV_CALL < 4u ||       /* HM_EV_CALL, _SIZE, _IN_PTR, _OUT_PTR */
+           type == HM_EV_CALL_KIND || type == HM_EV_SITE || type == HM_EV_SAMPLER ||
+           type == HM_EV_LOST_SAMPLES || type == HM_EV_CALL_SCALE;
 }
 
 /* A group's calls: an end and an entry in one group mean the previous call ended as
@@ -485,20 +488,20 @@ static void group_calls(struct ps_model *m, struct thr *th)
     for (size_t i = 0; i < th->gn; i++) {
         uint64_t v = th->g[i].value;
         switch (th->g[i].type) {
-        case 40000040: if (v) { entry = 1; kind = v; } else end = 1; break;
-        case 41000000: if (v) exact = v; break;
-        case 40000041: size = v; break;
-        case 40000042: in = v; break;
-        case 40000043: ret = v; has_ret = 1; break;
-        case 32000009: site = v; break;
-        case 41000040: scale = v; break;  /* small-call sampling: blocks it stands for */
-        case 41000021:
+        case HM_EV_CALL: if (v) { entry = 1; kind = v; } else end = 1; break;
+        case HM_EV_CALL_KIND: if (v) exact = v; break;
+        case HM_EV_SIZE: size = v; break;
+        case HM_EV_IN_PTR: in = v; break;
+        case HM_EV_OUT_PTR: ret = v; has_ret = 1; break;
+        case HM_EV_SITE: site = v; break;
+        case HM_EV_CALL_SCALE: scale = v; break;  /* small-call sampling: blocks it stands for */
+        case HM_EV_SAMPLER:
             if (!m->st->has_sampler) {
                 m->st->has_sampler = 1;
                 m->st->sampler = v;
             }
             break;
-        case 41000025: m->st->lost_samples += v; break;
+        case HM_EV_LOST_SAMPLES: m->st->lost_samples += v; break;
         default: break;                     /* other types are legal and not ours */
         }
     }
@@ -521,23 +524,26 @@ static void group_samples(struct ps_model *m, struct thr *th)
         /* One address event per sample; its attributes may come before or after it
          * on the line. A second address, or a repeated attribute, means two samples
          * of this thread at the same time were fused: close the first. */
-        case 32000000:
-        case 32000001:
+        case HM_EV_SAMPLE_LOAD:
+        case HM_EV_SAMPLE_STORE:
             if (x.seen & PS_SA_ADDR) {
                 sample_done(m, th, &x);
                 memset(&x, 0, sizeof(x));
             }
             x.seen |= PS_SA_ADDR;
             x.addr = v;
-            x.is_store = th->g[i].type == 32000001;
+            x.is_store = th->g[i].type == HM_EV_SAMPLE_STORE;
             break;
-        case 32000003: SAMPLE_ATTR(PS_SA_HIT, hit); break;
-        case 32000006: SAMPLE_ATTR(PS_SA_LAT, latency); break;
-        case 32000007: SAMPLE_ATTR(PS_SA_OBJ, object); m->st->has_object_events = 1; break;
-        case 41000020: SAMPLE_ATTR(PS_SA_W, weight); break;
-        case 41000023: SAMPLE_ATTR(PS_SA_CLS, cls); break;
+        case HM_EV_SAMPLE_HIT: SAMPLE_ATTR(PS_SA_HIT, hit); break;
+        case HM_EV_SAMPLE_LATENCY: SAMPLE_ATTR(PS_SA_LAT, latency); break;
+        case HM_EV_SAMPLE_OBJECT:
+            SAMPLE_ATTR(PS_SA_OBJ, object);
+            m->st->has_object_events = 1;
+            break;
+        case HM_EV_SAMPLE_WEIGHT: SAMPLE_ATTR(PS_SA_W, weight); break;
+        case HM_EV_SAMPLE_CLASS: SAMPLE_ATTR(PS_SA_CLS, cls); break;
         /* page faults: the same shape with their own types, apart from the samples */
-        case 41000030:
+        case HM_EV_FAULT_ADDR:
             if (fa.seen & PS_FA_ADDR) {
                 fault_done(m, th, &fa);
                 memset(&fa, 0, sizeof(fa));
@@ -545,12 +551,12 @@ static void group_samples(struct ps_model *m, struct thr *th)
             fa.seen |= PS_FA_ADDR;
             fa.addr = v;
             break;
-        case 41000031: FAULT_ATTR(PS_FA_N, faults); break;
-        case 41000032: FAULT_ATTR(PS_FA_OBJ, object); break;
-        case 41000033: FAULT_ATTR(PS_FA_CLS, cls); break;
-        case 41000034: m->st->lost_fault_samples += v; break;
-        case 41000024: SAMPLE_ATTR(PS_SA_REC, recovered); break;
-        case 41000041: SAMPLE_ATTR(PS_SA_SCALE, scale); break;
+        case HM_EV_FAULT_COUNT: FAULT_ATTR(PS_FA_N, faults); break;
+        case HM_EV_FAULT_OBJECT: FAULT_ATTR(PS_FA_OBJ, object); break;
+        case HM_EV_FAULT_CLASS: FAULT_ATTR(PS_FA_CLS, cls); break;
+        case HM_EV_LOST_FAULTS: m->st->lost_fault_samples += v; break;
+        case HM_EV_SAMPLE_RECOVERED: SAMPLE_ATTR(PS_SA_REC, recovered); break;
+        case HM_EV_SAMPLE_SCALE: SAMPLE_ATTR(PS_SA_SCALE, scale); break;
         default: break;
         }
     }

@@ -41,6 +41,7 @@ char *ps_fmt_hex(char *p, uint64_t v)
 int ps_write_sites(const struct ps_sites *s, FILE *out)
 {
     uint32_t *ids = ps_sites_sorted(s);
+    fputs(PS_SITES_VERSION "\n", out);
     fputs("task\tsite_id\tn_allocs\tmax_size\tpeak_live_bytes\ttotal_bytes\tfirst_alloc_ns"
           "\tlast_free_ns\tlive_ns\tsamples\tloads\tstores\tmisses\tweight"
           "\tfault_samples\tfaults\tsampled_blocks\n", out);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "hmc_stream.h"
+#include "hm_events.h"
 
 struct fin_chunk { uint64_t off; uint32_t nbytes, seq; };
 

@@ -287,7 +287,7 @@ static void emit_fault(struct fin_ctx *c, struct out *o, struct fin_proc *p,
 {
     if (x->h.aux & HMS_LOST) {
         p->n_lost_faults += x->weight;
-        out_ev(o, 41000034, x->weight);
+        out_ev(o, HM_EV_LOST_FAULTS, x->weight);
         out_ch(o, '\n');
         return;
     }
@@ -296,14 +296,14 @@ static void emit_fault(struct fin_ctx *c, struct out *o, struct fin_proc *p,
     if (x->h.aux & HMS_ADDR_OK) {
         uint64_t scale;                 /* faults are not scaled: they are counted once */
         cls = classify(c, p, x->addr, &obj, &scale);
-        out_ev(o, 41000030, x->addr);
+        out_ev(o, HM_EV_FAULT_ADDR, x->addr);
         if (obj)
-            out_ev(o, 41000032, obj);
+            out_ev(o, HM_EV_FAULT_OBJECT, obj);
     }
     p->n_fault_samples[cls]++;
     p->n_faults[cls] += x->weight;
-    out_ev(o, 41000031, x->weight);
-    out_ev(o, 41000033, cls);
+    out_ev(o, HM_EV_FAULT_COUNT, x->weight);
+    out_ev(o, HM_EV_FAULT_CLASS, cls);
     out_ch(o, '\n');
 }
 
@@ -320,7 +320,7 @@ static void emit_sample(struct fin_ctx *c, struct out *o, struct fin_stream *s, 
     }
     if (flags & HMS_LOST) {                   /* the kernel dropped this many samples */
         p->n_lost_samples += x->weight;
-        out_ev(o, 41000025, x->weight);
+        out_ev(o, HM_EV_LOST_SAMPLES, x->weight);
         out_ch(o, '\n');
         return;
     }
@@ -329,38 +329,38 @@ static void emit_sample(struct fin_ctx *c, struct out *o, struct fin_stream *s, 
     enum fin_class cls = FC_NOADDR;
     if (flags & HMS_ADDR_OK) {
         cls = classify(c, p, x->addr, &obj, &weight);
-        out_ev(o, (flags & HMS_STORE) ? 32000001 : 32000000, x->addr);
+        out_ev(o, (flags & HMS_STORE) ? HM_EV_SAMPLE_STORE : HM_EV_SAMPLE_LOAD, x->addr);
         unsigned lvl = (flags >> HMS_LEVEL_SHIFT) & 0xff, hit = (flags >> HMS_HIT_SHIFT) & 3;
         if (lvl)
-            out_ev(o, 32000002, lvl);
+            out_ev(o, HM_EV_SAMPLE_LEVEL, lvl);
         if (hit)
-            out_ev(o, 32000003, hit);
+            out_ev(o, HM_EV_SAMPLE_HIT, hit);
         if (x->h.kind == HMS_SRC_PEBS || x->h.kind == HMS_SRC_IBS)
-            out_ev(o, 32000006, x->weight);
+            out_ev(o, HM_EV_SAMPLE_LATENCY, x->weight);
         if (obj)
-            out_ev(o, 32000007, obj);
+            out_ev(o, HM_EV_SAMPLE_OBJECT, obj);
         if (weight)
-            out_ev(o, 41000041, weight);      /* the block stands for weight blocks */
+            out_ev(o, HM_EV_SAMPLE_SCALE, weight);      /* the block stands for weight blocks */
     }
     p->n_samples[cls]++;
     fin_recov_count(&p->recov, flags, cls);
     p->w_samples[cls] += x->weight;
     uint32_t fid, lid;
     fin_sample_code(c, p, x->ip, &fid, &lid);
-    out_ev(o, 30000000, fid);
-    out_ev(o, 30000100, lid);
-    out_ev(o, 41000020, x->weight);
-    out_ev(o, 41000023, cls);
+    out_ev(o, HM_EV_SAMPLE_FUNC, fid);
+    out_ev(o, HM_EV_SAMPLE_LINE, lid);
+    out_ev(o, HM_EV_SAMPLE_WEIGHT, x->weight);
+    out_ev(o, HM_EV_SAMPLE_CLASS, cls);
     int rule = fin_recov_rule(flags);
     if (rule != FR_DIRECT)
-        out_ev(o, 41000024, (uint64_t)rule);
+        out_ev(o, HM_EV_SAMPLE_RECOVERED, (uint64_t)rule);
     if (rule == FR_AHEAD) {
-        out_ev(o, 41000027, (flags >> HMS_LOOK_SHIFT) & 15);
+        out_ev(o, HM_EV_SAMPLE_LOOKAHEAD, (flags >> HMS_LOOK_SHIFT) & 15);
         if (fin_recov_verified(flags))
-            out_ev(o, 41000028, fin_recov_verified(flags));
+            out_ev(o, HM_EV_SAMPLE_VERIFIED, fin_recov_verified(flags));
     }
     if (flags >> HMS_WHY_SHIFT)
-        out_ev(o, 41000026, flags >> HMS_WHY_SHIFT);
+        out_ev(o, HM_EV_SAMPLE_WHY, flags >> HMS_WHY_SHIFT);
     out_ch(o, '\n');
 }
 
@@ -377,13 +377,13 @@ static void emit(struct fin_ctx *c, struct out *o, struct fin_stream *s, struct 
         s->started = 1;
         out_head(o, 2, s);
         out_u64(o, rel(c, u->t_next));
-        out_ev(o, 41000002, s->tid);
+        out_ev(o, HM_EV_TID, s->tid);
         if (s->thread == 1) {
-            out_ev(o, 40000036, p->hdr.pid);
-            out_ev(o, 40000037, p->hdr.ppid);
+            out_ev(o, HM_EV_PID, p->hdr.pid);
+            out_ev(o, HM_EV_PPID, p->hdr.ppid);
             if (p->hdr.rank >= 0)
-                out_ev(o, 41000003, (uint64_t)p->hdr.rank);
-            out_ev(o, 41000021, (uint64_t)p->sampler);
+                out_ev(o, HM_EV_RANK, (uint64_t)p->hdr.rank);
+            out_ev(o, HM_EV_SAMPLER, (uint64_t)p->sampler);
         }
         out_ch(o, '\n');
         return;
@@ -426,18 +426,18 @@ static void emit(struct fin_ctx *c, struct out *o, struct fin_stream *s, struct 
         out_ch(o, '\n');
         out_head(o, 2, s);
         out_u64(o, rel(c, k->t0));
-        out_ev(o, 40000040, (uint64_t)extrae_kind(kind));
-        out_ev(o, 41000000, (uint64_t)kind);
+        out_ev(o, HM_EV_CALL, (uint64_t)extrae_kind(kind));
+        out_ev(o, HM_EV_CALL_KIND, (uint64_t)kind);
         if (kind != HMK_FREE) {
-            out_ev(o, 40000041, k->size);
-            out_ev(o, 32000009, u->site);
+            out_ev(o, HM_EV_SIZE, k->size);
+            out_ev(o, HM_EV_SITE, u->site);
         }
         if (kind == HMK_FREE || is_realloc)
-            out_ev(o, 40000042, k->ptr_in);
+            out_ev(o, HM_EV_IN_PTR, k->ptr_in);
         if (k->align)
-            out_ev(o, 41000001, k->align);
+            out_ev(o, HM_EV_ALIGN, k->align);
         if (u->weight)
-            out_ev(o, 41000040, u->weight);
+            out_ev(o, HM_EV_CALL_SCALE, u->weight);
         out_ch(o, '\n');
         return;
     }
@@ -448,10 +448,10 @@ static void emit(struct fin_ctx *c, struct out *o, struct fin_stream *s, struct 
         fin_live_put(p->live, k->ptr_out, k->size, u->site, u->weight);
     out_head(o, 2, s);
     out_u64(o, rel(c, k->t1));
-    out_ev(o, 40000040, 0);
-    out_ev(o, 41000000, 0);
+    out_ev(o, HM_EV_CALL, 0);
+    out_ev(o, HM_EV_CALL_KIND, 0);
     if (kind != HMK_FREE)
-        out_ev(o, 40000043, k->ptr_out);
+        out_ev(o, HM_EV_OUT_PTR, k->ptr_out);
     out_ch(o, '\n');
 }
 

@@ -77,58 +77,74 @@ int fin_write_pcf(struct fin_ctx *c, const char *path)
         fprintf(f, "%zu    %s\n", i, g_states[i]);
     fprintf(f, "\n\nSTATES_COLOR\n0    {117,195,255}\n1    {0,0,255}\n2    {255,255,255}\n"
                "30    {255,46,0}\n31    {100,216,32}\n\n\n");
-    fprintf(f, "EVENT_TYPE\n6    40000040    Dynamic memory calls\nVALUES\n");
+    fprintf(f, "EVENT_TYPE\n6    " HM_EV_STR(HM_EV_CALL) "    Dynamic memory calls\nVALUES\n");
     for (int i = 0; i <= 5; i++)
         fprintf(f, "%d      %s\n", i, g_kinds[i]);
-    fprintf(f, "\n\nEVENT_TYPE\n6    41000000    hmtune dynamic memory call (exact kind)\nVALUES\n");
+    fprintf(f, "\n\nEVENT_TYPE\n6    " HM_EV_STR(HM_EV_CALL_KIND)
+               "    hmtune dynamic memory call (exact kind)\nVALUES\n");
     for (size_t i = 0; i < sizeof(g_kinds) / sizeof(g_kinds[0]); i++)
         fprintf(f, "%zu      %s\n", i, g_kinds[i]);
     fprintf(f, "\n\nEVENT_TYPE\n"
-               "6    40000041    Requested size in dynamic memory call\n"
-               "6    40000042    In pointer (free, realloc)\n"
-               "6    40000043    Out pointer (malloc, calloc, realloc)\n"
-               "6    41000001    hmtune requested alignment\n"
-               "6    41000040    hmtune small-call sampling: calls this allocation stands for\n\n\n"
-               "EVENT_TYPE\n6    40000036    Process IDentifier\n"
-               "6    40000037    Parent Process IDentifier\n"
-               "6    41000002    hmtune OS thread id\n"
-               "6    41000003    hmtune MPI rank\n\n\n");
+               "6    " HM_EV_STR(HM_EV_SIZE) "    Requested size in dynamic memory call\n"
+               "6    " HM_EV_STR(HM_EV_IN_PTR) "    In pointer (free, realloc)\n"
+               "6    " HM_EV_STR(HM_EV_OUT_PTR) "    Out pointer (malloc, calloc, realloc)\n"
+               "6    " HM_EV_STR(HM_EV_ALIGN) "    hmtune requested alignment\n"
+               "6    " HM_EV_STR(HM_EV_CALL_SCALE)
+               "    hmtune small-call sampling: calls this allocation stands for\n\n\n"
+               "EVENT_TYPE\n6    " HM_EV_STR(HM_EV_PID) "    Process IDentifier\n"
+               "6    " HM_EV_STR(HM_EV_PPID) "    Parent Process IDentifier\n"
+               "6    " HM_EV_STR(HM_EV_TID) "    hmtune OS thread id\n"
+               "6    " HM_EV_STR(HM_EV_RANK) "    hmtune MPI rank\n\n\n");
     fprintf(f, "EVENT_TYPE\n"
-               "0    32000000    Sampled address (load)\n"
-               "0    32000001    Sampled address (store)\n"
-               "0    32000006    Sampled access latency (cycles)\n"
-               "0    41000020    hmtune sample weight (PEBS/IBS: cycles; software sampler: ns)\n"
-               "0    41000025    hmtune samples lost by the kernel\n"
-               "0    41000030    hmtune sampled minor page fault (data address)\n"
-               "0    41000031    hmtune page faults the fault sample stands for\n"
-               "0    41000034    hmtune page-fault samples lost by the kernel\n"
-               "0    41000041    hmtune small-call sampling: blocks the sampled object "
+               "0    " HM_EV_STR(HM_EV_SAMPLE_LOAD) "    Sampled address (load)\n"
+               "0    " HM_EV_STR(HM_EV_SAMPLE_STORE) "    Sampled address (store)\n"
+               "0    " HM_EV_STR(HM_EV_SAMPLE_LATENCY) "    Sampled access latency (cycles)\n"
+               "0    " HM_EV_STR(HM_EV_SAMPLE_WEIGHT)
+               "    hmtune sample weight (PEBS/IBS: cycles; software sampler: ns)\n"
+               "0    " HM_EV_STR(HM_EV_LOST_SAMPLES) "    hmtune samples lost by the kernel\n"
+               "0    " HM_EV_STR(HM_EV_FAULT_ADDR)
+               "    hmtune sampled minor page fault (data address)\n"
+               "0    " HM_EV_STR(HM_EV_FAULT_COUNT)
+               "    hmtune page faults the fault sample stands for\n"
+               "0    " HM_EV_STR(HM_EV_LOST_FAULTS)
+               "    hmtune page-fault samples lost by the kernel\n"
+               "0    " HM_EV_STR(HM_EV_SAMPLE_SCALE)
+               "    hmtune small-call sampling: blocks the sampled object "
                "stands for\n\n\n"
-               "EVENT_TYPE\n0    32000002    Sampled address memory level\nVALUES\n"
+               "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_LEVEL)
+               "    Sampled address memory level\nVALUES\n"
                "0 Unknown\n1 L1\n2 Line fill buffer\n3 L2\n4 L3\n5 Local DRAM\n6 Remote DRAM\n"
                "7 Remote cache\n8 PMEM\n9 CXL\n10 I/O\n11 Uncached\n\n\n"
-               "EVENT_TYPE\n0    32000003    Sampled address hit or miss\nVALUES\n"
+               "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_HIT)
+               "    Sampled address hit or miss\nVALUES\n"
                "0 Unknown\n1 Hit\n2 Miss\n\n\n"
-               "EVENT_TYPE\n0    41000021    hmtune sampler\nVALUES\n"
+               "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLER) "    hmtune sampler\nVALUES\n"
                "0 None\n1 PEBS\n2 IBS\n3 Software (CPU-time timer)\n\n\n"
-               "EVENT_TYPE\n0    41000023    hmtune sampled address class\n"
-               "0    41000033    hmtune page-fault address class\nVALUES\n"
+               "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_CLASS)
+               "    hmtune sampled address class\n"
+               "0    " HM_EV_STR(HM_EV_FAULT_CLASS) "    hmtune page-fault address class\nVALUES\n"
                "0 None\n1 Traced heap object\n2 Static variable\n3 Stack\n"
                "4 Unknown (untraced heap, mmap, other)\n5 No data address\n\n\n");
     fin_recov_pcf(f);
-    fprintf(f, "EVENT_TYPE\n0    30000000    Sampled functions\n");
+    fprintf(f, "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_FUNC) "    Sampled functions\n");
     fin_code_labels(f, 0);
-    fprintf(f, "EVENT_TYPE\n0    30000100    Sampled line functions (depth 0)\n");
+    fprintf(f, "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_LINE)
+               "    Sampled line functions (depth 0)\n");
     fin_code_labels(f, 1);
-    fprintf(f, "EVENT_TYPE\n0    32000007    Memory object referenced by sampled address\n"
-               "0    32000009    Allocation memory object\n"
-               "0    41000032    hmtune memory object of a sampled page fault\n");
+    fprintf(f, "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_OBJECT)
+               "    Memory object referenced by sampled address\n"
+               "0    " HM_EV_STR(HM_EV_SITE) "    Allocation memory object\n"
+               "0    " HM_EV_STR(HM_EV_FAULT_OBJECT)
+               "    hmtune memory object of a sampled page fault\n");
     site_labels(c, f, 0);
-    fprintf(f, "EVENT_TYPE\n0    41000010    hmtune allocation site (module+offset chain)\n");
+    fprintf(f, "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SITE_RAW)
+               "    hmtune allocation site (module+offset chain)\n");
     site_labels(c, f, 1);
-    fprintf(f, "EVENT_TYPE\n0    41000011    hmtune allocation site (function chain)\n");
+    fprintf(f, "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SITE_FUNC)
+               "    hmtune allocation site (function chain)\n");
     site_labels(c, f, 2);
-    fprintf(f, "EVENT_TYPE\n0    41000012    hmtune allocation site (inlining levels per frame)\n");
+    fprintf(f, "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SITE_LEVELS)
+               "    hmtune allocation site (inlining levels per frame)\n");
     site_labels(c, f, 3);
     return fclose(f) == 0 ? 0 : -1;
 }

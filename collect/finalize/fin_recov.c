@@ -125,15 +125,19 @@ void fin_recov_json(FILE *f, const struct fin_recov *r)
 
 void fin_recov_pcf(FILE *f)
 {
-    fprintf(f, "EVENT_TYPE\n0    41000024    hmtune address recovered by\nVALUES\n"
+    fprintf(f, "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_RECOVERED)
+               "    hmtune address recovered by\nVALUES\n"
                "1 Execute breakpoint\n2 Look ahead (the next access from the interrupted "
                "instruction)\n3 String instruction (its pointer's step undone)\n\n\n"
-               "EVENT_TYPE\n0    41000026    hmtune why the sampled instruction gave no "
+               "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_WHY)
+               "    hmtune why the sampled instruction gave no "
                "address\nVALUES\n");
     for (int i = 1; i < HMS_WHY_N; i++)
         fprintf(f, "%d %s\n", i, g_why[i][1]);
-    fprintf(f, "\n\nEVENT_TYPE\n0    41000027    hmtune look-ahead distance (instructions "
+    fprintf(f, "\n\nEVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_LOOKAHEAD)
+               "    hmtune look-ahead distance (instructions "
                "from the interrupted one to the access)\n\n\n"
-               "EVENT_TYPE\n0    41000028    hmtune look-ahead address checked by breakpoint\n"
+               "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_VERIFIED)
+               "    hmtune look-ahead address checked by breakpoint\n"
                "VALUES\n1 Same\n2 Different\n3 Not reached\n\n\n");
 }

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from hmtune.core import events as ev
+
 # rule id -> (severity, what it checks). Each rule has one severity.
 RULES: dict[str, tuple[str, str]] = {
     "read-error": ("error", "a file could not be read (I/O error, corrupt gzip)"),
@@ -31,22 +33,26 @@ RULES: dict[str, tuple[str, str]] = {
     "event-type": ("error", "event types are positive"),
     "event-value": ("error", "event values are unsigned 64-bit (0 <= v < 2^64)"),
     "pcf-type": ("warning", "every event type used is declared in the .pcf"),
-    "pcf-type-required": ("error", "types 32000007/32000009/41000010/41000011 used are"
+    "pcf-type-required": ("error", f"types {ev.HM_EV_SAMPLE_OBJECT}/{ev.HM_EV_SITE}/"
+                                   f"{ev.HM_EV_SITE_RAW}/{ev.HM_EV_SITE_FUNC} used are"
                                    " declared in the .pcf"),
-    "site-label": ("error", "every site id in 32000009/32000007/41000032 has a 32000009"
-                            " label"),
-    "site-raw-label": ("error", "every site id has a 41000010 (module+0xoffset) label"
-                                " [hmtune only]"),
-    "site-reserved": ("error", "the 32000009 table labels reserved ids 1 (unknown"
+    "site-label": ("error", f"every site id in {ev.HM_EV_SITE}/{ev.HM_EV_SAMPLE_OBJECT}/"
+                            f"{ev.HM_EV_FAULT_OBJECT} has a {ev.HM_EV_SITE} label"),
+    "site-raw-label": ("error", f"every site id has a {ev.HM_EV_SITE_RAW} (module+0xoffset)"
+                                " label [hmtune only]"),
+    "site-reserved": ("error", f"the {ev.HM_EV_SITE} table labels reserved ids 1 (unknown"
                                " dynamic) and 2 (unknown static) [hmtune only]"),
     "site-id": ("error", "an allocation's site id is >= 1 (and not 2, the static"
                          " placeholder, in hmtune traces)"),
-    "call-nested": ("error", "a 40000040 entry comes after the previous call's end"),
-    "call-unmatched-end": ("error", "a 40000040 end (0) closes an open call"),
-    "call-unterminated": ("error", "every 40000040 entry has its end before the trace ends"),
-    "ret-ptr": ("error", "40000043 (returned pointer) appears only at a call end"),
-    "call-size": ("error", "malloc/realloc/calloc/posix_memalign entries carry 40000041"),
-    "call-site": ("error", "allocating entries carry a 32000009 site id [hmtune only]"),
+    "call-nested": ("error", f"a {ev.HM_EV_CALL} entry comes after the previous call's end"),
+    "call-unmatched-end": ("error", f"a {ev.HM_EV_CALL} end (0) closes an open call"),
+    "call-unterminated": ("error", f"every {ev.HM_EV_CALL} entry has its end before the"
+                                   " trace ends"),
+    "ret-ptr": ("error", f"{ev.HM_EV_OUT_PTR} (returned pointer) appears only at a call end"),
+    "call-size": ("error", "malloc/realloc/calloc/posix_memalign entries carry"
+                           f" {ev.HM_EV_SIZE}"),
+    "call-site": ("error", f"allocating entries carry a {ev.HM_EV_SITE} site id"
+                           " [hmtune only]"),
 }
 
 # Rules that only hold for hmtune's own traces; relaxed with --extrae.

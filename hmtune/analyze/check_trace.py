@@ -29,14 +29,15 @@ from hmtune.analyze.prv import (
     parse_record,
     parse_row,
 )
+from hmtune.core import events as ev
 
 __all__ = ["RULES", "CheckResult", "Problem", "check_trace", "companion_paths", "main"]
 
-EV_CALL, EV_SIZE, EV_RET = 40000040, 40000041, 40000043
-EV_SITE, EV_SAMPLE_OBJECT, EV_RAW_SITE = 32000009, 32000007, 41000010
-EV_FAULT_OBJECT = 41000032      # object of a sampled page fault: ids as 32000007
+EV_CALL, EV_SIZE, EV_RET = ev.HM_EV_CALL, ev.HM_EV_SIZE, ev.HM_EV_OUT_PTR
+EV_SITE, EV_SAMPLE_OBJECT, EV_RAW_SITE = ev.HM_EV_SITE, ev.HM_EV_SAMPLE_OBJECT, ev.HM_EV_SITE_RAW
+EV_FAULT_OBJECT = ev.HM_EV_FAULT_OBJECT      # object of a sampled page fault: ids as 32000007
 OBJECT_TYPES = frozenset({EV_SITE, EV_SAMPLE_OBJECT, EV_FAULT_OBJECT})
-REQUIRED_TYPES = frozenset({EV_SITE, EV_SAMPLE_OBJECT, EV_RAW_SITE, 41000011})
+REQUIRED_TYPES = frozenset({EV_SITE, EV_SAMPLE_OBJECT, EV_RAW_SITE, ev.HM_EV_SITE_FUNC})
 SIZED_KINDS = frozenset({1, 3, 4, 5})    # malloc, realloc, calloc, posix_memalign
 U64 = 1 << 64
 
@@ -90,7 +91,7 @@ class _Checker:
         table = pcf.values.get(EV_SITE)
         missing = [site for site in (1, 2) if table is not None and site not in table]
         if missing:
-            self.report(pcf.event_types[EV_SITE].lineno, "site-reserved", "32000009 table"
+            self.report(pcf.event_types[EV_SITE].lineno, "site-reserved", f"{EV_SITE} table"
                         f" lacks reserved id(s) {missing} (1: unknown dynamic, 2: unknown"
                         " static)", pcf.path)
 
@@ -174,10 +175,10 @@ class _Checker:
             return
         if self.pcf.label(EV_SITE, site) is None:
             self.report(line, "site-label", f"site id {site} (type {type_}) has no label in"
-                        " the .pcf 32000009 table (reported once per id)")
+                        f" the .pcf {EV_SITE} table (reported once per id)")
         if self.pcf.label(EV_RAW_SITE, site) is None:
             self.report(line, "site-raw-label", f"site id {site} (type {type_}) has no label"
-                        " in the .pcf 41000010 table (reported once per id)")
+                        f" in the .pcf {EV_RAW_SITE} table (reported once per id)")
 
     def records(self, fh: IO[str]) -> Iterator[Record]:
         """Parse and check record lines; yield those whose ids are valid."""
@@ -247,7 +248,7 @@ class _Checker:
         types = dict(event.events)      # type -> last value; a C-level build
         if EV_CALL not in types:
             if EV_RET in types:
-                self.report(event.lineno, "ret-ptr", "returned pointer (40000043) outside a"
+                self.report(event.lineno, "ret-ptr", f"returned pointer ({EV_RET}) outside a"
                             " call end")
             return
         key = (event.app, event.task, event.thread)
@@ -269,17 +270,17 @@ class _Checker:
             if kind in SIZED_KINDS:
                 self.check_alloc_entry(event, types, kind)
         if EV_RET in types and not has_end:
-            self.report(event.lineno, "ret-ptr", f"returned pointer (40000043) on"
+            self.report(event.lineno, "ret-ptr", f"returned pointer ({EV_RET}) on"
                         f" {_where(event)} at a call entry, not at its end")
 
     def check_alloc_entry(self, event: Event, types: dict[int, int], kind: int) -> None:
         if EV_SIZE not in types:
             self.report(event.lineno, "call-size", f"call kind {kind} on {_where(event)} has"
-                        " no requested size (40000041)")
+                        f" no requested size ({EV_SIZE})")
         site = event.value(EV_SITE)
         if site is None:
             self.report(event.lineno, "call-site", f"call kind {kind} on {_where(event)} has"
-                        " no site id (32000009)")
+                        f" no site id ({EV_SITE})")
         elif site == 0 or (site == 2 and not self.result.extrae):
             self.report(event.lineno, "site-id", f"call kind {kind} on {_where(event)} has"
                         f" site id {site}; ids start at 1 and 2 is the unknown static object")
@@ -338,7 +339,7 @@ HELP = f"""{USAGE}
 Validate a Paraver trace (.prv or .prv.gz, with .pcf and .row next to it; a
 directory means DIR/trace.prv).
 Prints one problem per line as FILE:LINE: [rule] message, then a summary line.
-  --extrae  apply Extrae's rules (auto when the .pcf has no 41000010 table)
+  --extrae  apply Extrae's rules (auto when the .pcf has no {EV_RAW_SITE} table)
   --quiet   print only the summary line
 Exit status: 0 valid (warnings allowed), 1 problems found, 2 usage error."""
 

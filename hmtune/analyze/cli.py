@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hmtune.analyze.scanner import ScanFailed, run_scanner, scanner_bin
-from hmtune.core import paths
+from hmtune.core import events, paths
 from hmtune.core.errors import Failure
 from hmtune.core.units import parse_size
 
@@ -124,7 +124,8 @@ def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> in
     if labels.unusable == "unreadable" or (labels.unusable and scan.sites):
         pcf = pcf_path_for(trace)
         why = ("cannot be read as a Paraver .pcf" if labels.unusable == "unreadable"
-               else "has no allocation-site table (32000009 or 41000010 VALUES)")
+               else f"has no allocation-site table ({events.HM_EV_SITE} or {events.HM_EV_SITE_RAW}"
+               " VALUES)")
         raise Failure(f"{pcf} {why}, so the sites would lose their call stacks: put the "
                       f"trace's own .pcf next to it (or remove {pcf.name} to analyze with "
                       f"numbered sites); nothing written", 1)

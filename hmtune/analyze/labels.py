@@ -40,16 +40,17 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import hmtune.core.events as events
 from hmtune.analyze.prv_io import TraceFormatError
 from hmtune.analyze.prv_tables import Pcf, parse_pcf
 from hmtune.analyze.shortlabels import SiteChain, chain_of
 from hmtune.core.sitekey import SEP, canonical_chain, canonical_frame, frames
 
-SITE_TYPE = 32000009        # allocation memory object (Extrae's table, file:line in hmtune's)
-OBJECT_TYPE = 32000007      # object of a sampled address; shares 32000009's table
-RAW_TYPE = 41000010         # hmtune: module+0xoffset chains
-FUNC_TYPE = 41000011        # hmtune: function chains
-LEVELS_TYPE = 41000012      # hmtune: 32000009 frames per raw frame (inlining levels)
+SITE_TYPE = events.HM_EV_SITE  # allocation memory object (Extrae's table, file:line in hmtune's)
+OBJECT_TYPE = events.HM_EV_SAMPLE_OBJECT  # object of a sampled address; shares 32000009's table
+RAW_TYPE = events.HM_EV_SITE_RAW  # hmtune: module+0xoffset chains
+FUNC_TYPE = events.HM_EV_SITE_FUNC  # hmtune: function chains
+LEVELS_TYPE = events.HM_EV_SITE_LEVELS  # hmtune: 32000009 frames per raw frame (inlining levels)
 
 FORM_RAW = "module+0xoffset"
 FORM_BANG = "module!hexoffset"

@@ -3,8 +3,9 @@
 The scanner (analyze/prvscan/, C) reads the `.prv` once and writes, in its output
 directory:
 
-- `sites.tsv`: one row per (task, site) that allocated or was sampled, tab-separated,
-  header row, sorted by (task, site_id):
+- `sites.tsv`: the version line `# hmtune prvscan sites v1` (SITES_TSV_VERSION; any
+  other or none is refused), then one row per (task, site) that allocated or was
+  sampled, tab-separated, header row, sorted by (task, site_id):
   `task site_id n_allocs max_size peak_live_bytes total_bytes first_alloc_ns
   last_free_ns live_ns samples loads stores misses weight fault_samples faults
   sampled_blocks`. The lifetime columns have the meanings of sites.csv (DESIGN.md §4)
@@ -46,6 +47,7 @@ LIFETIME_COLUMNS = ["n_allocs", "max_size", "peak_live_bytes", "total_bytes",
                     "first_alloc_ns", "last_free_ns", "live_ns"]
 SAMPLE_COLUMNS = ["samples", "loads", "stores", "misses", "weight"]
 FAULT_COLUMNS = ["fault_samples", "faults"]     # sampled minor page faults (41000030-31)
+SITES_TSV_VERSION = "# hmtune prvscan sites v1"   # PS_SITES_VERSION, analyze/prvscan/ps.h
 SITES_TSV_COLUMNS = SITE_KEYS + LIFETIME_COLUMNS + SAMPLE_COLUMNS + FAULT_COLUMNS + [
     SAMPLED_COLUMN]
 META_REQUIRED = ("total_weight", "alloc_rows")
@@ -110,19 +112,33 @@ def _number(text: str) -> int | float:
         return int(value) if value.is_integer() else value
 
 
-def _read_tsv(path: Path, columns: list[str]) -> list[Row]:
+def _check_version(path: Path, first: str, version: str) -> None:
+    """The file's first line is `version`; else a ScanOutputError that says why."""
+    if first == version:
+        return
+    stem = version.rsplit(" ", 1)[0] + " "
+    if not first.startswith(stem):
+        raise ScanOutputError(f"{path}: no version line (expected {version!r}): written by "
+                              "an older or another hmtune-prvscan; rebuild it (make build)")
+    raise ScanOutputError(f"{path}: version {first[len(stem):]!r} is not one this hmtune "
+                          f"reads ({version!r}): hmtune-prvscan and the hmtune package "
+                          "come from different versions; rebuild (make build)")
+
+
+def _read_tsv(path: Path, columns: list[str], version: str) -> list[Row]:
     if not path.exists():
         raise ScanOutputError(f"{path}: missing (the scanner did not write it)")
     try:
         lines = path.read_text().splitlines()
     except (OSError, UnicodeDecodeError) as e:
         raise ScanOutputError(f"{path}: {getattr(e, 'strerror', None) or e}") from None
-    header = lines[0].split("\t") if lines else []
+    _check_version(path, lines[0] if lines else "", version)
+    header = lines[1].split("\t") if len(lines) > 1 else []
     if header != columns:
         raise ScanOutputError(f"{path}: header is {' '.join(header)!r}, expected "
                               f"{' '.join(columns)!r}")
     rows: list[Row] = []
-    for lineno, line in enumerate(lines[1:], 2):
+    for lineno, line in enumerate(lines[2:], 3):
         fields = line.split("\t")
         try:
             if len(fields) != len(columns):
@@ -159,6 +175,6 @@ def read_scan(outdir: str | Path) -> Scan:
     missing = [k for k in META_REQUIRED if k not in meta]
     if missing:
         raise ScanOutputError(f"{meta_path}: no {', '.join(missing)}")
-    sites = _read_tsv(d / "sites.tsv", SITES_TSV_COLUMNS)
+    sites = _read_tsv(d / "sites.tsv", SITES_TSV_COLUMNS, SITES_TSV_VERSION)
     _check_allocs_csv(d / "allocs.csv")
     return Scan(sites, meta, d / "allocs.csv")

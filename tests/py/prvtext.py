@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import hmtune.core.events as hev
+
 ROOT = Path(__file__).resolve().parents[2]
 HMTUNE = ROOT / "bin" / "hmtune"
 BUILD = Path(os.environ.get("HMTUNE_BUILD", ROOT / "build"))
@@ -22,9 +24,11 @@ PRVSCAN = BUILD / "bin" / "hmtune-prvscan"
 GENTRACE = BUILD / "bin" / "hmtune-gentrace"
 
 # event types (docs/formats.md §3)
-CALL, SIZE, PTR_IN, PTR_OUT, SITE = 40000040, 40000041, 40000042, 40000043, 32000009
-LOAD, STORE, HIT, LATENCY, OBJECT = 32000000, 32000001, 32000003, 32000006, 32000007
-WEIGHT = 41000020
+CALL, SIZE, PTR_IN, PTR_OUT = hev.HM_EV_CALL, hev.HM_EV_SIZE, hev.HM_EV_IN_PTR, hev.HM_EV_OUT_PTR
+SITE, OBJECT = hev.HM_EV_SITE, hev.HM_EV_SAMPLE_OBJECT
+LOAD, STORE = hev.HM_EV_SAMPLE_LOAD, hev.HM_EV_SAMPLE_STORE
+HIT, LATENCY = hev.HM_EV_SAMPLE_HIT, hev.HM_EV_SAMPLE_LATENCY
+WEIGHT = hev.HM_EV_SAMPLE_WEIGHT
 MALLOC, FREE, REALLOC, CALLOC, MEMALIGN = 1, 2, 3, 4, 5
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hmtune.analyze.scan_io import SITES_TSV_COLUMNS
+from hmtune.analyze.scan_io import SITES_TSV_COLUMNS, SITES_TSV_VERSION
 from hmtune.analyze.sites_io import ALLOCS_WRITTEN, SITES_WRITTEN, read_allocs, read_sites
 from hmtune.analyze.traceid import trace_id
 
@@ -34,7 +34,7 @@ sys.stderr.write("hmtune-prvscan: skipped 2 bad lines\\n")
 """
 
 AHEAD = "# hmtune allocs v1 trace=x.prv\nsite_id,rank,thread,ptr,size,t_alloc,t_free,scale\n"
-SHEAD = "\t".join(SITES_TSV_COLUMNS) + "\n"
+SHEAD = SITES_TSV_VERSION + "\n" + "\t".join(SITES_TSV_COLUMNS) + "\n"
 PCF = """EVENT_TYPE
 0    32000009    Allocation memory object
 VALUES
@@ -122,6 +122,19 @@ def test_scanner_failure_message_passed_through(env: dict[str, str], tmp_path: P
     assert r.stderr.splitlines() == [
         "hmtune analyze: hmtune-prvscan: trace.prv:7: event record has 9 fields"]
     assert not (prv.parent / "sites.csv").exists()
+    assert sorted(p.name for p in prv.parent.iterdir()) == ["trace.pcf", "trace.prv"]
+
+
+def test_unknown_sites_tsv_version_refused(env: dict[str, str], tmp_path: Path) -> None:
+    """A scanner whose sites.tsv has another version: a clear error, nothing written."""
+    prepare(env, "", site(1, 0, samples=(4, 4, 0, 0, 40)),
+            {"end_time_ns": 1000, "total_weight": 40, "alloc_rows": 0})
+    scan = Path(env["FAKE_SCAN"]) / "sites.tsv"
+    scan.write_text(scan.read_text().replace(SITES_TSV_VERSION, "# hmtune prvscan sites v2"))
+    prv = make_trace(tmp_path / "app")
+    r = analyze(env, str(prv))
+    assert r.returncode == 1
+    assert "sites.tsv: version 'v2' is not one this hmtune reads" in r.stderr, r.stderr
     assert sorted(p.name for p in prv.parent.iterdir()) == ["trace.pcf", "trace.prv"]
 
 

@@ -11,7 +11,13 @@ import pytest
 from scantrace import Trace, run_scan
 
 from hmtune.analyze.labels import FORM_NONE, FORM_RAW, SiteLabels
-from hmtune.analyze.scan_io import SITES_TSV_COLUMNS, Scan, ScanOutputError, read_scan
+from hmtune.analyze.scan_io import (
+    SITES_TSV_COLUMNS,
+    SITES_TSV_VERSION,
+    Scan,
+    ScanOutputError,
+    read_scan,
+)
 from hmtune.analyze.sites import SiteTable, site_table
 from hmtune.analyze.sites_io import (
     ALLOCS_WRITTEN,
@@ -114,7 +120,7 @@ def test_labels_fill_callstacks(tmp_path: Path) -> None:
 
 # ---- scanner output files ----
 
-SHEAD = "\t".join(SITES_TSV_COLUMNS) + "\n"
+SHEAD = SITES_TSV_VERSION + "\n" + "\t".join(SITES_TSV_COLUMNS) + "\n"
 AHEAD = "# hmtune allocs v1 trace=t.prv\n" + ",".join(ALLOCS_WRITTEN) + "\n"
 
 
@@ -143,11 +149,11 @@ def test_read_scan(tmp_path: Path) -> None:
 
 def test_read_scan_errors(tmp_path: Path) -> None:
     meta = {"total_weight": 0, "alloc_rows": 0}
-    d = write_scan_files(tmp_path / "a", "task site_id\n", meta)
+    d = write_scan_files(tmp_path / "a", SITES_TSV_VERSION + "\ntask site_id\n", meta)
     with pytest.raises(ScanOutputError, match="sites.tsv: header"):
         read_scan(d)
     d = write_scan_files(tmp_path / "b", SHEAD + "1\t2\n", meta)
-    with pytest.raises(ScanOutputError, match="sites.tsv:2: 2 fields"):
+    with pytest.raises(ScanOutputError, match="sites.tsv:3: 2 fields"):
         read_scan(d)
     d = write_scan_files(tmp_path / "c", SHEAD, {"records": 1})
     with pytest.raises(ScanOutputError, match="total_weight, alloc_rows"):
@@ -157,6 +163,23 @@ def test_read_scan_errors(tmp_path: Path) -> None:
         read_scan(d)
     with pytest.raises(ScanOutputError, match="missing"):
         read_scan(tmp_path / "nothing")
+
+
+def test_read_scan_refuses_sites_tsv_version(tmp_path: Path) -> None:
+    """sites.tsv without its version line, or with one this hmtune does not read."""
+    meta = {"total_weight": 0, "alloc_rows": 0}
+    body = "\t".join(SITES_TSV_COLUMNS) + "\n"
+    d = write_scan_files(tmp_path / "none", body, meta)
+    with pytest.raises(ScanOutputError, match=r"sites.tsv: no version line \(expected "
+                       "'# hmtune prvscan sites v1'\\): written by an older"):
+        read_scan(d)
+    d = write_scan_files(tmp_path / "v9", "# hmtune prvscan sites v9\n" + body, meta)
+    with pytest.raises(ScanOutputError, match="sites.tsv: version 'v9' is not one this "
+                       "hmtune reads"):
+        read_scan(d)
+    d = write_scan_files(tmp_path / "empty", "", meta)
+    with pytest.raises(ScanOutputError, match="sites.tsv: no version line"):
+        read_scan(d)
 
 
 # ---- writers and readers ----

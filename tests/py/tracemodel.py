@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import hmtune.core.events as hev
 from hmtune.analyze.prv import Event, fuse_events, iter_records, parse_pcf, read_header
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,49 +120,55 @@ def load(prv: Path) -> Trace:
     t.ntasks = h.ntasks
     t.nthreads = [n for n, _ in h.apps[0]]
     pcf = parse_pcf(prv.with_suffix(".pcf"))
-    t.fileline = dict(pcf.values[32000009])
-    t.raw = dict(pcf.values[41000010])
-    t.funcs = dict(pcf.values[41000011])
-    funcs = pcf.values.get(30000000, {})
-    lines = pcf.values.get(30000100, {})
+    t.fileline = dict(pcf.values[hev.HM_EV_SITE])
+    t.raw = dict(pcf.values[hev.HM_EV_SITE_RAW])
+    t.funcs = dict(pcf.values[hev.HM_EV_SITE_FUNC])
+    funcs = pcf.values.get(hev.HM_EV_SAMPLE_FUNC, {})
+    lines = pcf.values.get(hev.HM_EV_SAMPLE_LINE, {})
     open_calls: dict[tuple[int, int], Call] = {}
     for rec in _split_repeats(fuse_events(iter_records(prv))):
         ev = dict(rec.events)
         key = (rec.task, rec.thread)
-        if 41000002 in ev:
-            t.tids[key] = ev[41000002]
-        if 40000036 in ev:
-            t.pid[rec.task] = ev[40000036]
-            t.ppid[rec.task] = ev.get(40000037, 0)
-        if 41000003 in ev:
-            t.rank[rec.task] = ev[41000003]
-        if 41000025 in ev:
-            t.lost_samples += ev[41000025]
-        if 41000034 in ev:
-            t.lost_faults += ev[41000034]
-        if 41000031 in ev:
-            t.faults.append(Fault(rec.task, rec.thread, rec.time, ev.get(41000030),
-                                  ev.get(41000032, 0), ev[41000031], ev.get(41000033, 0)))
-        if 41000023 in ev:
-            addr = ev.get(32000000, ev.get(32000001))
-            t.samples.append(Sample(rec.task, rec.thread, rec.time, addr, 32000001 in ev,
-                                    ev.get(32000007, 0), ev[41000023], ev.get(41000020, 0),
-                                    funcs.get(ev.get(30000000, 0), "??"),
-                                    lines.get(ev.get(30000100, 0), "??"),
-                                    ev.get(41000024) == 1,
-                                    ev.get(41000027) if ev.get(41000024) == 2 else None,
-                                    ev.get(41000026, 0), ev.get(41000028, 0),
-                                    ev.get(41000041, 0)))
-        kind = ev.get(41000000)
+        if hev.HM_EV_TID in ev:
+            t.tids[key] = ev[hev.HM_EV_TID]
+        if hev.HM_EV_PID in ev:
+            t.pid[rec.task] = ev[hev.HM_EV_PID]
+            t.ppid[rec.task] = ev.get(hev.HM_EV_PPID, 0)
+        if hev.HM_EV_RANK in ev:
+            t.rank[rec.task] = ev[hev.HM_EV_RANK]
+        if hev.HM_EV_LOST_SAMPLES in ev:
+            t.lost_samples += ev[hev.HM_EV_LOST_SAMPLES]
+        if hev.HM_EV_LOST_FAULTS in ev:
+            t.lost_faults += ev[hev.HM_EV_LOST_FAULTS]
+        if hev.HM_EV_FAULT_COUNT in ev:
+            t.faults.append(Fault(rec.task, rec.thread, rec.time, ev.get(hev.HM_EV_FAULT_ADDR),
+                                  ev.get(hev.HM_EV_FAULT_OBJECT, 0), ev[hev.HM_EV_FAULT_COUNT],
+                                  ev.get(hev.HM_EV_FAULT_CLASS, 0)))
+        if hev.HM_EV_SAMPLE_CLASS in ev:
+            addr = ev.get(hev.HM_EV_SAMPLE_LOAD, ev.get(hev.HM_EV_SAMPLE_STORE))
+            t.samples.append(Sample(rec.task, rec.thread, rec.time, addr,
+                                    hev.HM_EV_SAMPLE_STORE in ev,
+                                    ev.get(hev.HM_EV_SAMPLE_OBJECT, 0), ev[hev.HM_EV_SAMPLE_CLASS],
+                                    ev.get(hev.HM_EV_SAMPLE_WEIGHT, 0),
+                                    funcs.get(ev.get(hev.HM_EV_SAMPLE_FUNC, 0), "??"),
+                                    lines.get(ev.get(hev.HM_EV_SAMPLE_LINE, 0), "??"),
+                                    ev.get(hev.HM_EV_SAMPLE_RECOVERED) == 1,
+                                    ev.get(hev.HM_EV_SAMPLE_LOOKAHEAD)
+                                    if ev.get(hev.HM_EV_SAMPLE_RECOVERED) == 2 else None,
+                                    ev.get(hev.HM_EV_SAMPLE_WHY, 0),
+                                    ev.get(hev.HM_EV_SAMPLE_VERIFIED, 0),
+                                    ev.get(hev.HM_EV_SAMPLE_SCALE, 0)))
+        kind = ev.get(hev.HM_EV_CALL_KIND)
         if kind:
             assert key not in open_calls, f"nested call at line {rec.lineno}"
-            c = Call(rec.task, rec.thread, kind, rec.time, ev.get(40000041, 0),
-                     ev.get(32000009, 0), ev.get(40000042, 0), 0, ev.get(41000001, 0),
-                     sampled=ev.get(41000040, 0))
+            c = Call(rec.task, rec.thread, kind, rec.time, ev.get(hev.HM_EV_SIZE, 0),
+                     ev.get(hev.HM_EV_SITE, 0), ev.get(hev.HM_EV_IN_PTR, 0), 0,
+                     ev.get(hev.HM_EV_ALIGN, 0),
+                     sampled=ev.get(hev.HM_EV_CALL_SCALE, 0))
             open_calls[key] = c
         elif kind == 0:
             c = open_calls.pop(key)
-            c.ptr_out = ev.get(40000043, 0)
+            c.ptr_out = ev.get(hev.HM_EV_OUT_PTR, 0)
             c.t1 = rec.time
             t.calls.append(c)
     assert not open_calls, "calls without an end"
