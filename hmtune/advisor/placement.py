@@ -33,6 +33,8 @@ that `hmtune run` refuses a file before starting the program instead of the libr
 passing everything through at run time. Like the C reader, this one works on bytes:
 lines split at ASCII line breaks only, white space is ASCII, lengths are in bytes, and
 any other byte is an ordinary path byte (non-UTF-8 paths come back surrogate-escaped).
+One file of over 500 lines on purpose, as hmi_placement.c is: the reader mirrors the C
+reader rule for rule, and tests/py/test_placement_grammar.py reads both side by side.
 """
 
 from __future__ import annotations
