@@ -135,7 +135,8 @@ def _options(args: argparse.Namespace) -> Options:
 def _host_machine(mem: int) -> Machine:
     """`--mem SIZE` alone: this host's fastest tier (hmtune machine), SIZE per process.
     Says which tier it is on stdout."""
-    from hmtune.advisor.host import HostError, choose, detect, env_root
+    from hmtune.advisor.host import HostError, detect, env_root
+    from hmtune.advisor.machinefile import choose
     from hmtune.advisor.tiers import with_fast_capacity
 
     try:

@@ -7,7 +7,8 @@ the THP mode. None means the backend can place here.
 
 from __future__ import annotations
 
-from hmtune.advisor.host import Host, HostError, choose, memkind_reach, parse_list
+from hmtune.advisor.host import Host, HostError, memkind_reach, parse_list
+from hmtune.advisor.machinefile import choose
 
 NR_HUGEPAGES = "/proc/sys/vm/nr_hugepages"
 

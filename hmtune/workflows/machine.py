@@ -35,7 +35,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hmtune.advisor.host import HostError, choose, describe, detect, env_root, machine_toml
+    from hmtune.advisor.host import HostError, detect, env_root
+    from hmtune.advisor.machinefile import choose, describe, machine_toml
 
     if args.output and not args.toml:
         print("hmtune machine: -o needs --toml (the page goes to stdout)", file=sys.stderr)

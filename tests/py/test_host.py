@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from hmtune.advisor.host import Host, HostError, apply_hwloc, choose, describe, detect, parse_list
+from hmtune.advisor.host import Host, HostError, apply_hwloc, detect, parse_list
+from hmtune.advisor.machinefile import choose, describe
 from hmtune.advisor.model import KIB, MIB
 from hmtune.advisor.tiers import load_machine
 
