@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from hmtune.advisor.model import Problem
     from hmtune.advisor.placement import PlacementFile
     from hmtune.advisor.predict import Calibration, Prediction
-    from hmtune.workflows.measure import Summary
+    from hmtune.workflows.tables import Summary
 
 
 @dataclass

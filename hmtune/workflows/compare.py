@@ -31,7 +31,7 @@ from hmtune.core.errors import Failure
 from hmtune.core.files import write_atomic
 from hmtune.core.sitesfile import SitesFormatError, read_rows
 from hmtune.core.units import fraction, human, parse_size
-from hmtune.workflows import hugepages, launch, measure, sitegroups
+from hmtune.workflows import hugepages, launch, measure, sitegroups, tables
 from hmtune.workflows.measure import Variant, write_csv
 
 if TYPE_CHECKING:   # hmtune.advisor.tiers imports pandas: not at every CLI start
@@ -304,14 +304,14 @@ def all_fast(setup: Setup, out: Path) -> int | None:
     return room
 
 
-def print_table(summary: list[measure.Summary]) -> None:
+def print_table(summary: list[tables.Summary]) -> None:
     w = max(14, *(len(s.name) for s in summary))
     print(f"{'variant':<{w}} {'runs':>4} {'median FOM':>11}  {'speedup [95 % interval]':<24}"
           f"{'share of gain':<19}{'fast MiB':>8} {'dFOM/MiB':>10}  verdict")
     for s in summary:
         g = "-" if math.isnan(s.gain_per_mib) else f"{s.gain_per_mib:.3g}"
         print(f"{s.name:<{w}} {s.runs:>4} {s.median_fom:>11.6g}  "
-              f"{measure.fmt_speedup(s.est):<24}{measure.fmt_share(s.est):<19}"
+              f"{tables.fmt_speedup(s.est):<24}{tables.fmt_share(s.est):<19}"
               f"{s.fast_bytes / 2**20:>8.1f} {g:>10}  {s.est.verdict}")
 
 
@@ -370,16 +370,16 @@ def run(args: argparse.Namespace) -> int:
     if out is None:
         return 1
     names = [v.name for v in variants]
-    summary = measure.summarize(out.rows, names, top, plan.higher)
+    summary = tables.summarize(out.rows, names, top, plan.higher)
     if not summary:
         raise Failure("no complete round to summarize", 1)
     rows = []
     for s in summary:
-        c = measure.csv_columns(s)
+        c = tables.csv_columns(s)
         c["fast_mib"] = f"{s.fast_bytes / 2**20:.1f}"
         rows.append({"variant": s.name, **c})
-    fields = ["variant", *measure.SHARED_COLUMNS[:12], "fast_mib",
-              *measure.SHARED_COLUMNS[12:]]
+    fields = ["variant", *tables.SHARED_COLUMNS[:12], "fast_mib",
+              *tables.SHARED_COLUMNS[12:]]
     write_csv(work / "summary.csv", fields, rows)
     from hmtune.workflows.calibrate import calibrate
 
@@ -387,12 +387,12 @@ def run(args: argparse.Namespace) -> int:
                     {v.name: v.placement for v in variants
                      if v.name in strategies and v.placement is not None}) \
         if top else None
-    stop = measure.stop_message(out, plan, summary)
+    stop = tables.stop_message(out, plan, summary)
     write_atomic(work / "result.json", json.dumps({
         "rounds": summary[0].runs, "stopped_by": out.stopped_by, "stop": stop,
         "repeats": rounds, "target": plan.target, "budget_s": plan.budget,
         "min_rounds": plan.min_rounds, "reference": REFERENCE, "upper_bound": top,
-        "method": measure.method_note(summary[0].runs), "load_warning": out.load_warning,
+        "method": tables.method_note(summary[0].runs), "load_warning": out.load_warning,
         "ran": out.ran, "seconds": round(out.seconds, 1),
         "calibration": str(stage / "calibration.json") if cal and cal.calibration else None,
         "predicted": {n: [round(p.speedup, 4), round(p.lo, 4), round(p.hi, 4)]
@@ -401,11 +401,11 @@ def run(args: argparse.Namespace) -> int:
     print_table(summary)
     print()
     print("medians per run:")
-    for line in measure.resource_table(summary):
+    for line in tables.resource_table(summary):
         print(line)
     print()
     print(stop[0].upper() + stop[1:] + ".")
-    note = measure.method_note(summary[0].runs)
+    note = tables.method_note(summary[0].runs)
     if note:
         print(note + ".")
     fom = "FOM" if args.fom else "wall-clock seconds"
@@ -415,7 +415,7 @@ def run(args: argparse.Namespace) -> int:
     up = summary[-1] if top else None
     if up is not None and up.est.share is None and summary[0].runs > 1:
         print(f"no share of gain: {UPPER} itself is {up.est.verdict} "
-              f"({measure.fmt_speedup(up.est)}), so there is no gain to share.")
+              f"({tables.fmt_speedup(up.est)}), so there is no gain to share.")
     if cal and cal.calibration:
         k = cal.calibration
         print(f"calibration ({stage / 'calibration.json'}, for hmtune advise): every site "
@@ -423,7 +423,7 @@ def run(args: argparse.Namespace) -> int:
               "weight predicts; with it, predicted vs measured:")
         for n, p in cal.predicted.items():
             print(f"  {n:<14} predicted {p.text():<24} measured "
-                  f"{measure.fmt_speedup(next(s.est for s in summary if s.name == n))}")
+                  f"{tables.fmt_speedup(next(s.est for s in summary if s.name == n))}")
     for note in cal.notes if cal else []:
         print(f"note: {note}.")
     if out.load_warning:

@@ -24,9 +24,10 @@ from pathlib import Path
 from hmtune.core.errors import Failure
 from hmtune.core.files import write_atomic
 from hmtune.core.units import human
-from hmtune.workflows import compare, measure
-from hmtune.workflows.measure import Summary, Variant, write_csv
+from hmtune.workflows import compare, measure, tables
+from hmtune.workflows.measure import Variant, write_csv
 from hmtune.workflows.sitegroups import Group, load_groups, placement_for, room_for_all
+from hmtune.workflows.tables import Summary
 
 __all__ = ["Group", "load_groups", "name_of", "placement_for"]
 
@@ -92,24 +93,24 @@ def summary_rows(summary: list[Summary], planned: dict[str, int], labels: dict[s
     """summary.csv's rows (docs/formats.md §9)."""
     out = []
     for s in summary:
-        c = measure.csv_columns(s, ".4f")
+        c = tables.csv_columns(s, ".4f")
         out.append({"variant": s.name, "groups": labels[s.name],
                     "planned_bytes": str(planned[s.name]),
                     "fraction": f"{planned[s.name] / foot:.4f}" if foot else "0",
-                    **{k: c[k] for k in measure.SHARED_COLUMNS[:12]},
+                    **{k: c[k] for k in tables.SHARED_COLUMNS[:12]},
                     "fast_bytes": str(int(s.fast_bytes)),
-                    **{k: c[k] for k in measure.SHARED_COLUMNS[12:]}})
+                    **{k: c[k] for k in tables.SHARED_COLUMNS[12:]}})
     return out
 
 
 def said(s: Summary) -> str:
     """`1.81x [1.70-1.93], 94 % [88-99 %] of the achievable gain` (or the verdict)."""
     e = s.est
-    text = measure.fmt_speedup(e)
+    text = tables.fmt_speedup(e)
     if e.verdict in (measure.stats.SAME, measure.stats.UNSUPPORTED):
         text += f", {e.verdict}"
     if e.share is not None:
-        text += f", {measure.fmt_share(e)} of the achievable gain"
+        text += f", {tables.fmt_share(e)} of the achievable gain"
     return text
 
 
@@ -283,16 +284,16 @@ def run(args: argparse.Namespace) -> int:
         raise Failure(str(e), 2) from None
     if out is None:
         return 1
-    summary = measure.summarize(out.rows, names, upper, plan.higher)
+    summary = tables.summarize(out.rows, names, upper, plan.higher)
     if not summary:
         raise Failure("no complete round to summarize", 1)
     rows = summary_rows(summary, planned, labels, foot)
     write_csv(work / "summary.csv", list(rows[0]), rows)
     res = conclude(rows, setup.mem, foot, args.strategy, k, rest, advisor_as, upper)
-    stop = measure.stop_message(out, plan, summary)
+    stop = tables.stop_message(out, plan, summary)
     res.update({"rounds": summary[0].runs, "stopped_by": out.stopped_by, "stop": stop,
                 "repeats": rounds, "target": plan.target, "budget_s": plan.budget,
-                "method": measure.method_note(summary[0].runs),
+                "method": tables.method_note(summary[0].runs),
                 "load_warning": out.load_warning})
     write_atomic(work / "result.json", json.dumps(res, indent=1) + "\n")
     (work / "summary.png").write_bytes(plot(rows, res))
@@ -322,11 +323,11 @@ def run(args: argparse.Namespace) -> int:
     print("medians per run:")
     shown = list(dict.fromkeys([names[0], best.name, cb.name, upper]
                                + (["advisor"] if "advisor" in by else [])))
-    for line in measure.resource_table([by[n] for n in shown], max(14, len(upper))):
+    for line in tables.resource_table([by[n] for n in shown], max(14, len(upper))):
         print(line)
     print()
     print(stop[0].upper() + stop[1:] + ".")
-    note = measure.method_note(summary[0].runs)
+    note = tables.method_note(summary[0].runs)
     if note:
         print(note + "; speedups over " + names[0] + " (nothing in the fast tier).")
     if out.load_warning:

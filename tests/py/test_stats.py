@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from hmtune.workflows import measure, stats
+from hmtune.workflows import measure, stats, tables
 from hmtune.workflows.measure import Plan, Variant
 
 # ---- distributions ----
@@ -206,8 +206,8 @@ def test_auto_stops_at_the_target(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     # interleaved: odd rounds in reverse order
     assert [n for n, t in calls if t == "1"] == ["top", "a", "all-slow"]
     assert measure.read_runs(tmp_path / "runs.csv") == out.rows
-    summary = measure.summarize(out.rows, ["all-slow", "a", "top"], "top", False)
-    msg = measure.stop_message(out, Plan(None, min_rounds=4), summary)
+    summary = tables.summarize(out.rows, ["all-slow", "a", "top"], "top", False)
+    msg = tables.stop_message(out, Plan(None, min_rounds=4), summary)
     assert msg.startswith("stopped after 4 rounds: every speedup's 95 % interval is within")
     # again: the runs are there and meet the target: nothing runs
     calls.clear()
@@ -222,8 +222,8 @@ def test_auto_stops_when_the_budget_runs_out(monkeypatch: pytest.MonkeyPatch,
     plan = Plan(None, target=0.001, budget=1e-9)
     out = measure.measure(VARIANTS, plan, ["app"], tmp_path, None, "t", {}, "top")
     assert out is not None and out.stopped_by == "budget" and out.ran == 6   # two rounds
-    summary = measure.summarize(out.rows, ["all-slow", "a", "top"], "top", False)
-    msg = measure.stop_message(out, plan, summary)
+    summary = tables.summarize(out.rows, ["all-slow", "a", "top"], "top", False)
+    msg = tables.stop_message(out, plan, summary)
     assert "budget ran out" in msg and "fewer than the 5 the target needs" in msg
 
 
@@ -318,17 +318,17 @@ def test_summary_uses_complete_rounds_and_medians() -> None:
                                                                       hugepages="100",
                                                                       fast_bytes="209715200"),
             ("all-slow", 2): row("all-slow", 2, 9.9)}        # round 2 is incomplete
-    s = measure.summarize(rows, ["all-slow", "v"], None, False)
+    s = tables.summarize(rows, ["all-slow", "v"], None, False)
     assert [x.runs for x in s] == [2, 2] and s[0].max_fom == 2.2
     v = s[1]
     assert v.est.speedup == pytest.approx(2.0) and v.resources["minflt"] == 240000
     assert v.resources["hugepages"] == 100 and v.fast_bytes == 209715200
     assert v.gain_per_mib == pytest.approx(2.1 * 0.5 / 200)       # seconds saved per MiB
-    c = measure.csv_columns(v)
+    c = tables.csv_columns(v)
     assert c["minflt"] == "240000" and c["maxrss_mib"] == "10.0" and c["verdict"] == "faster"
-    assert list(c) == measure.SHARED_COLUMNS
-    assert measure.fmt_count(2.72e6) == "2.72 M" and measure.fmt_count(230000) == "230 k"
-    table = list(measure.resource_table(s))
+    assert list(c) == tables.SHARED_COLUMNS
+    assert tables.fmt_count(2.72e6) == "2.72 M" and tables.fmt_count(230000) == "230 k"
+    table = list(tables.resource_table(s))
     assert "minor faults" in table[0] and "2.72 M" in table[1] and "240 k" in table[2]
 
 
