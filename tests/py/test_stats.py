@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from hmtune.workflows import measure, stats, tables
+from hmtune.workflows import busy, measure, stats, tables
 from hmtune.workflows.measure import Plan, Variant
 
 # ---- distributions ----
@@ -337,19 +337,19 @@ def test_summary_uses_complete_rounds_and_medians() -> None:
 def test_load_average(tmp_path: Path) -> None:
     f = tmp_path / "loadavg"
     f.write_text("1.50 0.80 0.50 2/100 1234\n")
-    assert measure.loadavg_note(2, f) == "1-minute load average 1.50 on 2 CPUs"
-    assert measure.loadavg_note(4, f) == ""
+    assert busy.loadavg_note(2, f) == "1-minute load average 1.50 on 2 CPUs"
+    assert busy.loadavg_note(4, f) == ""
 
 
 def test_other_processes_on_the_cores() -> None:
     before = {1: ("stress", 100, 0), 2: ("idle", 50, 1), 3: ("me", 0, 0)}
     after = {1: ("stress", 190, 0), 2: ("idle", 51, 1), 3: ("me", 100, 0),
              4: ("new", 500, 0)}                     # started since: not counted
-    note = measure.busy_note(before, after, 1.0, None, frozenset({3}), tick=100)
+    note = busy.busy_note(before, after, 1.0, None, frozenset({3}), tick=100)
     assert note.startswith("other processes used 91 % of a CPU") and "stress (pid 1) 90 %" \
         in note and "new" not in note and "me" not in note
-    assert measure.busy_note(before, after, 1.0, frozenset({1}), frozenset({3}), tick=100) \
+    assert busy.busy_note(before, after, 1.0, frozenset({1}), frozenset({3}), tick=100) \
         == ""                                        # pinned to CPU 1: stress is elsewhere
     quiet = {1: ("stress", 110, 0)}
-    assert measure.busy_note(before, quiet, 1.0, tick=100) == ""
-    assert measure.cpu_snapshot()                    # this machine's /proc reads
+    assert busy.busy_note(before, quiet, 1.0, tick=100) == ""
+    assert busy.cpu_snapshot()                    # this machine's /proc reads
