@@ -26,7 +26,8 @@
 #define PS_ID_BITS 21
 #define PS_ID_MAX  ((1u << PS_ID_BITS) - 1)
 
-/* ---- memory (ps_xalloc.c): exit(1) with a message when there is none ---- */
+/* ---- the way out, and memory (ps_xalloc.c): exit(1) with one message ---- */
+void ps_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 void *ps_xmalloc(size_t n);
 void *ps_xrealloc(void *p, size_t n);
 void *ps_xcalloc(size_t n, size_t size);

@@ -17,7 +17,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -40,17 +39,6 @@ static void cleanup(void)
             unlink(g_tmp[i]);
     if (g_created_dir[0])
         rmdir(g_created_dir);          /* only if still empty */
-}
-
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("hmtune-prvscan: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(1);                           /* cleanup() runs from atexit */
 }
 
 static double now_s(void)
@@ -117,7 +105,7 @@ static FILE *open_tmp(int i, const char *outdir)
     snprintf(g_tmp[i], sizeof(g_tmp[i]), "%s/.%s.tmp.%ld", outdir, g_outs[i], (long)getpid());
     FILE *f = fopen(g_tmp[i], "w");
     if (!f)
-        die("%s: cannot write: %s", g_tmp[i], strerror(errno));
+        ps_die("%s: cannot write: %s", g_tmp[i], strerror(errno));
     static char bufs[NOUT][1 << 20];   /* big stdio buffers: allocs.csv can be 100s of MB */
     setvbuf(f, bufs[i], _IOFBF, sizeof(bufs[i]));
     return f;
@@ -126,7 +114,7 @@ static FILE *open_tmp(int i, const char *outdir)
 static void close_tmp(FILE *f, int i)
 {
     if (fflush(f) != 0 || ferror(f) || fclose(f) != 0)
-        die("%s: write error: %s", g_tmp[i], strerror(errno));
+        ps_die("%s: write error: %s", g_tmp[i], strerror(errno));
 }
 
 struct scan {
@@ -262,28 +250,28 @@ int main(int argc, char **argv)
     char err[512];
     struct ps_input *in = ps_input_open(path, err, sizeof(err));
     if (!in)
-        die("%s", err);
+        ps_die("%s", err);
     const char *p, *e;
     int partial, rc;
     rc = ps_input_lines(in, &p, &e, &partial, err, sizeof(err));
     if (rc < 0)
-        die("%s: %s", path, err);
+        ps_die("%s: %s", path, err);
     if (rc == 0)
-        die("%s: empty file: not a Paraver trace (no '#Paraver' header)", path);
+        ps_die("%s: empty file: not a Paraver trace (no '#Paraver' header)", path);
     const char *nl = memchr(p, '\n', (size_t)(e - p + partial));   /* the sentinel too */
     size_t len = (size_t)(nl - p) - (nl > p && nl[-1] == '\r');
     struct ps_header h;
     if (ps_parse_header(p, len, &h, err, sizeof(err)) != 0)
-        die("%s:1: %s", path, err);
+        ps_die("%s:1: %s", path, err);
     p = nl + 1;
 
     if (make_dirs(outdir) != 0)
-        die("%s: cannot create the output directory: %s", outdir, strerror(errno));
+        ps_die("%s: cannot create the output directory: %s", outdir, strerror(errno));
     char binpath[PATH_MAX];
     snprintf(binpath, sizeof(binpath), "%s/.allocs.bin.tmp.%ld", outdir, (long)getpid());
     int binfd = open(binpath, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (binfd < 0)
-        die("%s: cannot write: %s", binpath, strerror(errno));
+        ps_die("%s: cannot write: %s", binpath, strerror(errno));
     unlink(binpath);                   /* anonymous from now on: nothing to clean up */
 
     struct ps_stats st;
@@ -300,10 +288,10 @@ int main(int argc, char **argv)
     }
     struct ps_model *m = sc.m;
     if (rc < 0)
-        die("%s: %s", path, err);
+        ps_die("%s: %s", path, err);
     progress_tick(&pg, in, st.records, 1);
     if (st.records == 0)
-        die("%s: empty trace: no records after the header%s", path,
+        ps_die("%s: empty trace: no records after the header%s", path,
             st.bad_lines ? " (all lines were malformed)" : "");
     uint64_t end_ns = st.max_time > h.end_ns ? st.max_time : h.end_ns;
     ps_model_finish(m, end_ns);
@@ -312,14 +300,14 @@ int main(int argc, char **argv)
     FILE *fj = open_tmp(3, outdir);
     int64_t nrows = ps_rows_write_csv(rows, fa, path, ps_model_sites(m));
     if (nrows < 0)
-        die("%s: write error: %s", g_tmp[0], strerror(errno));
+        ps_die("%s: write error: %s", g_tmp[0], strerror(errno));
     close_tmp(fa, 0);
     if (ps_write_sites(ps_model_sites(m), fs) != 0)
-        die("%s: write error: %s", g_tmp[1], strerror(errno));
+        ps_die("%s: write error: %s", g_tmp[1], strerror(errno));
     close_tmp(fs, 1);
     if (ps_profile_write(ps_model_profile(m), ps_model_sites(m), fp, path,
                          &st.profile_unplaced) != 0)
-        die("%s: write error: %s", g_tmp[2], strerror(errno));
+        ps_die("%s: write error: %s", g_tmp[2], strerror(errno));
     close_tmp(fp, 2);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -332,7 +320,7 @@ int main(int argc, char **argv)
         char final[PATH_MAX];
         snprintf(final, sizeof(final), "%s/%s", outdir, g_outs[i]);
         if (rename(g_tmp[i], final) != 0)
-            die("%s: cannot rename to %s: %s", g_tmp[i], final, strerror(errno));
+            ps_die("%s: cannot rename to %s: %s", g_tmp[i], final, strerror(errno));
         g_tmp[i][0] = 0;
     }
     g_done = 1;

@@ -1,14 +1,13 @@
-/* ps_xalloc.c — hmtune-prvscan's allocation helpers: malloc, realloc and calloc that
- * end the scan with one message when memory runs out (exit(1): ps_main.c's atexit
- * handler removes the partial outputs). Zero-byte requests get one byte, so a NULL
- * result always means no memory. */
+/* ps_xalloc.c — hmtune-prvscan's way out: ps_die (one message, exit(1): ps_main.c's
+ * atexit handler removes the partial outputs) and the malloc, realloc and calloc that
+ * die when memory runs out. Zero-byte requests get one byte, so a NULL result always
+ * means no memory. */
 #include "ps.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 
-static void oom(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-static void oom(const char *fmt, ...)
+void ps_die(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -23,7 +22,7 @@ void *ps_xmalloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
     if (!p)
-        oom("out of memory (%zu bytes)", n);
+        ps_die("out of memory (%zu bytes)", n);
     return p;
 }
 
@@ -31,7 +30,7 @@ void *ps_xrealloc(void *p, size_t n)
 {
     void *q = realloc(p, n ? n : 1);
     if (!q)
-        oom("out of memory (%zu bytes)", n);
+        ps_die("out of memory (%zu bytes)", n);
     return q;
 }
 
@@ -39,6 +38,6 @@ void *ps_xcalloc(size_t n, size_t size)
 {
     void *p = calloc(n ? n : 1, size ? size : 1);
     if (!p)
-        oom("out of memory (%zu x %zu bytes)", n, size);
+        ps_die("out of memory (%zu x %zu bytes)", n, size);
     return p;
 }
