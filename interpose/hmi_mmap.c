@@ -94,9 +94,22 @@ void *hmi_map_span(int huge, uint64_t len, uint64_t span, size_t align)
     return a;
 }
 
-static void *map_block(struct hmi_bk *b, uint64_t len, uint64_t span, size_t align)
+/* A block of b's pages (hmi_map_span), with b's page advice and memory policy over its
+ * len bytes, where the page map can cover it; NULL (nothing left mapped) otherwise. */
+static char *map_block(struct hmi_bk *b, uint64_t len, uint64_t span, size_t align)
 {
-    return hmi_map_span(b->map_huge, len, span, align);
+    char *a = hmi_map_span(b->map_huge, len, span, align);
+    if (a && b->thp)
+        madvise(a, len, MADV_HUGEPAGE);
+    if (a && b->mpol && hmi_mbind(a, len, b->mpol, b->nodes) != 0) {
+        munmap(a, span);
+        a = NULL;
+    }
+    if (a && !hmi_pagemap_covers(a)) {
+        munmap(a, span);                    /* outside what the page map covers */
+        a = NULL;
+    }
+    return a;
 }
 
 void *hmi_map_chunk(uint32_t index, unsigned cls)
@@ -106,16 +119,6 @@ void *hmi_map_chunk(uint32_t index, unsigned cls)
     if (k < 0)
         return NULL;
     char *a = map_block(b, HMI_PAGE_2M, HMI_PAGE_2M, HMI_PAGE_2M);
-    if (a && b->thp)
-        madvise(a, HMI_PAGE_2M, MADV_HUGEPAGE);
-    if (a && b->mpol && hmi_mbind(a, HMI_PAGE_2M, b->mpol, b->nodes) != 0) {
-        munmap(a, HMI_PAGE_2M);
-        a = NULL;
-    }
-    if (a && ((uintptr_t)a >> HMI_ADDR_BITS || ((uintptr_t)a & (HMI_PAGE_2M - 1)))) {
-        munmap(a, HMI_PAGE_2M);
-        a = NULL;
-    }
     if (!a)
         return NULL;
     hmi_chunk_record(k, (uintptr_t)a, index, cls);
@@ -134,16 +137,6 @@ void *hmi_mmap_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t align
     if (hmi_charge(b, len))
         return NULL;
     char *a = map_block(b, len, span, align);
-    if (a && b->thp)
-        madvise(a, len, MADV_HUGEPAGE);
-    if (a && b->mpol && hmi_mbind(a, len, b->mpol, b->nodes) != 0) {
-        munmap(a, span);
-        a = NULL;
-    }
-    if (a && ((uintptr_t)a >> HMI_ADDR_BITS || ((uintptr_t)a & (HMI_PAGE_2M - 1)))) {
-        munmap(a, span);                    /* outside what the page map covers */
-        a = NULL;
-    }
     if (!a) {
         hmi_uncharge(b, len);
         return NULL;

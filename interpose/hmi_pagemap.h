@@ -42,6 +42,14 @@ void hmi_chunk_record(int64_t k, uintptr_t a, uint32_t index, unsigned cls) HM_H
 /* Unmap tier index's arena chunks (hmi_backend_close: nothing of them is live). */
 void hmi_chunks_unmap(uint32_t index) HM_HIDDEN;
 
+/* Whether a block mapped at a can be recorded in the page map: below 2^HMI_ADDR_BITS
+ * and on a granule (2 MiB) boundary. */
+static inline int hmi_pagemap_covers(const void *a)
+{
+    uintptr_t x = (uintptr_t)a;
+    return !(x >> HMI_ADDR_BITS) && !(x & (HMI_PAGE_2M - 1));
+}
+
 /* The page-map entry of p's granule (0: not ours). */
 HM_INLINE uint32_t hmi_pagemap_get(const void *p)
 {

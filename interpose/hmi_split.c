@@ -136,7 +136,7 @@ void *hmi_split_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t alig
     if (len / HMI_PAGE_4K > HMI_E_MAX_PAGES)
         return NULL;
     char *a = hmi_map_span(0, len, span, align);
-    if (a && ((uintptr_t)a >> HMI_ADDR_BITS || ((uintptr_t)a & (HMI_PAGE_2M - 1)))) {
+    if (a && !hmi_pagemap_covers(a)) {
         munmap(a, span);
         a = NULL;
     }
