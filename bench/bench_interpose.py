@@ -37,7 +37,12 @@ from pathlib import Path
 from benchlib import BUILD, HMALLOC, HMTUNE, ROOT, number, require
 
 sys.path.insert(0, str(ROOT))
-from hmtune.advisor.placement import read_placement  # noqa: E402
+from hmtune.advisor.placement import (  # noqa: E402
+    PlacementFile,
+    SiteLine,
+    TierLine,
+    write_placement,
+)
 from hmtune.core.sitekey import frame_parts, frames, join, make_frame  # noqa: E402
 from hmtune.core.sitesfile import read_rows  # noqa: E402
 
@@ -88,16 +93,14 @@ def trace_chain(work: Path, mode: str = "malloc") -> str:
     return rows[0]["callstack_raw"]
 
 
-def placement(path: Path, backend: str, chain: str, lo: int, hi: int) -> Path:
-    """Write a one-site placement (checked by the advisor's reader) and return path."""
-    depth = len(frames(chain))
-    path.write_text("# hmtune placement v1\n"
-                    f"tier fast {backend} {MK_CAPACITY}\n"
-                    "tier default default unlimited\n"
-                    f"depth {depth}\n"
-                    f"size-window {lo} {hi}\n"
-                    f"site fast {chain}\n")
-    read_placement(path)
+def placement(path: Path, backend: str, chain: str, lo: int, hi: int,
+              capacity: int = MK_CAPACITY, ranges: tuple[tuple[int, int], ...] = ()) -> Path:
+    """Write a one-site placement with the advisor's writer (the site whole, or only
+    ranges of its objects) and return path."""
+    write_placement(path, PlacementFile(
+        tiers=[TierLine("fast", backend, capacity), TierLine("default", "default", None)],
+        depth=len(frames(chain)), size_window=(lo, hi),
+        sites=[SiteLine("fast", chain, ranges=ranges)]))
     return path
 
 

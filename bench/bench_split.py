@@ -35,11 +35,10 @@ import tempfile
 from pathlib import Path
 
 from bench_interpose import BENCH, DEPTH, trace_chain
+from bench_interpose import placement as one_site
 from benchlib import HMALLOC, HMTUNE, ROOT, number, require
 
 sys.path.insert(0, str(ROOT))
-from hmtune.advisor.placement import read_placement  # noqa: E402
-from hmtune.core.sitekey import frames  # noqa: E402
 from hmtune.core.units import parse_size  # noqa: E402
 
 NAME = "bench-split"
@@ -61,22 +60,10 @@ def window(size: int) -> tuple[int, int]:
 
 
 def placement(path: Path, backend: str, chain: str, size: int, split: bool) -> Path:
-    """A one-site placement of chain for requests of exactly size (checked by the
-    advisor's reader): the site whole, or its middle quarter."""
-    depth = len(frames(chain))
-    if split:
-        lo, hi = window(size)
-        line, version = f"split fast {lo}-{hi} {chain}", 2
-    else:
-        line, version = f"site fast {chain}", 1
-    path.write_text(f"# hmtune placement v{version}\n"
-                    f"tier fast {backend} {4 * size}\n"
-                    "tier default default unlimited\n"
-                    f"depth {depth}\n"
-                    f"size-window {size} {size}\n"
-                    f"{line}\n")
-    read_placement(path)
-    return path
+    """A one-site placement of chain for requests of exactly size: the site whole, or
+    its middle quarter."""
+    return one_site(path, backend, chain, size, size, 4 * size,
+                    (window(size),) if split else ())
 
 
 def check_stats(stats: Path, split: bool, pairs: int, what: str) -> None:
