@@ -44,7 +44,14 @@ import hmtune.core.events as events
 from hmtune.analyze.prv_io import TraceFormatError
 from hmtune.analyze.prv_tables import Pcf, parse_pcf
 from hmtune.analyze.shortlabels import SiteChain, chain_of
-from hmtune.core.sitekey import SEP, canonical_chain, canonical_frame, frames
+from hmtune.core.sitekey import (
+    BANG_FORM,
+    OFFSET_FORM,
+    SEP,
+    canonical_chain,
+    canonical_frame,
+    frames,
+)
 
 SITE_TYPE = events.HM_EV_SITE  # allocation memory object (Extrae's table, file:line in hmtune's)
 OBJECT_TYPE = events.HM_EV_SAMPLE_OBJECT  # object of a sampled address; shares 32000009's table
@@ -57,8 +64,6 @@ FORM_BANG = "module!hexoffset"
 FORM_FILELINE = "file:line"
 FORM_NONE = "none"          # no .pcf, or no classifiable label in it
 
-_RAW = re.compile(r"^(?P<mod>.+)\+0x(?P<off>[0-9a-fA-F]+)$")
-_BANG = re.compile(r"^(?P<mod>[^!]+)!(?:0x)?(?P<off>[0-9a-fA-F]+)$")
 _FILELINE = re.compile(r"^.+:\d+$")
 _UNKNOWN = {"", "??", "??:0", "??:?", "Unresolved:0", "_NOT_Found:0"}
 # Static objects (fin_objects.c): the 41000010 form, the older one, the readable one.
@@ -155,9 +160,9 @@ def frame_form(frame: str) -> str | None:
     frame = frame.strip()
     if frame in _UNKNOWN:
         return None
-    if _RAW.match(frame):
+    if OFFSET_FORM.match(frame):
         return FORM_RAW
-    if _BANG.match(frame):
+    if BANG_FORM.match(frame):
         return FORM_BANG
     if _FILELINE.match(frame):
         return FORM_FILELINE

@@ -35,15 +35,13 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from hmtune.core.sitekey import SEP
+from hmtune.core.sitekey import BANG_FORM, OFFSET_FORM, SEP
 
 GAP = " > … > "
 FRAME_WIDTH = 72            # characters of one frame's text at most
 NO_STACK = "(no call stack)"
 
 _FILELINE = re.compile(r"^(?P<file>.+):(?P<line>\d+)$")
-_OFFSET = re.compile(r"^(?P<name>.+)\+0x(?P<off>[0-9a-fA-F]+)$")
-_BANG = re.compile(r"^(?P<mod>[^!]+)!(?:0x)?(?P<off>[0-9a-fA-F]+)$")
 _UNKNOWN = {"", "??", "??:0", "??:?", "Unresolved:0", "_NOT_Found:0", "Unresolved",
             "_NOT_Found"}
 # Modules of the language runtimes and of hmtune itself (file names).
@@ -84,10 +82,10 @@ def split_chain(text: str) -> list[str]:
 
 
 def _module_of_raw(frame: str) -> str:
-    m = _OFFSET.match(frame) or _BANG.match(frame)
+    m = OFFSET_FORM.match(frame) or BANG_FORM.match(frame)
     if not m:
         return ""
-    mod = m.groupdict().get("name") or m.groupdict().get("mod") or ""
+    mod = m["mod"]
     return "" if mod.startswith("??") else mod
 
 
@@ -122,7 +120,7 @@ def chain_of(callstack: str, callstack_raw: str = "", functions: str = "",
     out = []
     for i, loc in enumerate(locs):
         fn = funcs[i] if funcs and funcs[i] not in _UNKNOWN else ""
-        if _OFFSET.match(fn):
+        if OFFSET_FORM.match(fn):
             fn = ""                  # a module+0xOFF stand-in, not a name
         out.append(Frame(loc, fn, mods[i]))
     return SiteChain(tuple(out), tuple(raw))
@@ -249,7 +247,7 @@ def frame_text(f: Frame, coarse: bool = False) -> str:
     every function)."""
     loc = f.loc
     m = _FILELINE.match(loc)
-    if m and not _OFFSET.match(loc):
+    if m and not OFFSET_FORM.match(loc):
         text = f"{os.path.basename(m['file'])}:{m['line']}"
         if f.function:
             text += " " + short_function(f.function, FRAME_WIDTH - len(text) - 1)
@@ -258,9 +256,9 @@ def frame_text(f: Frame, coarse: bool = False) -> str:
         if f.function:
             return short_function(f.function)
         return f"{_base(f.module)}" if f.module else "??"
-    m = _OFFSET.match(loc) or _BANG.match(loc)
+    m = OFFSET_FORM.match(loc) or BANG_FORM.match(loc)
     if m:
-        name = m.groupdict().get("name") or m.groupdict().get("mod") or ""
+        name = m["mod"]
         if name.startswith(("/", "./", "../")):
             head = os.path.basename(name)         # a module
         elif "(" in name or "::" in name or "<" in name:
@@ -280,15 +278,15 @@ def is_runtime(f: Frame) -> bool:
     if f.module and _RUNTIME_LIB.match(os.path.basename(f.module)):
         return True
     loc = f.loc
-    m = _OFFSET.match(loc)
-    if m and _RUNTIME_LIB.match(os.path.basename(m["name"])):
+    m = OFFSET_FORM.match(loc)
+    if m and _RUNTIME_LIB.match(os.path.basename(m["mod"])):
         return True
     fl = _FILELINE.match(loc)
     if fl and not m:
         path = fl["file"]
         if path.startswith(_RUNTIME_SRC) or any(p in path for p in _RUNTIME_SRC_PART):
             return True
-    name = f.function or (m["name"] if m and "/" not in m["name"] else "")
+    name = f.function or (m["mod"] if m and "/" not in m["mod"] else "")
     if name:
         if name.startswith(_RUNTIME_FUNC_PREFIX):
             return True
@@ -411,8 +409,8 @@ def fit_label(label: str, width: int) -> str:
 
 
 def _base_raw(frame: str) -> str:
-    m = _OFFSET.match(frame)
-    return f"{_base(m['name'])}+0x{m['off']}" if m else frame
+    m = OFFSET_FORM.match(frame)
+    return f"{_base(m['mod'])}+0x{m['off']}" if m else frame
 
 
 def labels_for_rows(rows: Iterable[tuple[int, str, str]]) -> dict[int, str]:

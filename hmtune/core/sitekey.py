@@ -32,9 +32,10 @@ _WSC = re.escape(WS)
 # One frame as a placement file carries it: a module path without ">" that does not
 # start or end with white space, "+0x", lower-case hex digits.
 FRAME = re.compile(rf"[^{_WSC}>](?:[^>]*[^{_WSC}>])?\+0x([0-9a-f]+)")
-# What readers of traces accept and canonical_frame rewrites.
-_ANY_CASE = re.compile(r"^(?P<mod>.+)\+0x(?P<off>[0-9a-fA-F]+)$")
-_BANG = re.compile(r"^(?P<mod>[^!]+)!(?:0x)?(?P<off>[0-9a-fA-F]+)$")
+# The frame forms trace labels hold, which canonical_frame rewrites: `X+0xHEX` in any
+# case (X a module, or a symbol in a readable label) and the older `module!HEX`.
+OFFSET_FORM = re.compile(r"^(?P<mod>.+)\+0x(?P<off>[0-9a-fA-F]+)$")
+BANG_FORM = re.compile(r"^(?P<mod>[^!]+)!(?:0x)?(?P<off>[0-9a-fA-F]+)$")
 
 
 def frames(chain: str) -> list[str]:
@@ -67,7 +68,7 @@ def canonical_frame(frame: str) -> str | None:
     `module!HEX`), or None when it has no module offset (`??`, `file:line`) or its
     offset does not fit in 48 bits."""
     frame = frame.strip(WS)
-    m = _ANY_CASE.match(frame) or _BANG.match(frame)
+    m = OFFSET_FORM.match(frame) or BANG_FORM.match(frame)
     if not m:
         return None
     off = int(m["off"], 16)
