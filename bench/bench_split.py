@@ -17,13 +17,14 @@ are thread-CPU microseconds per pair (system time included). The added cost is t
 median over rounds of split - whole (what splitting adds to placing) and of split - none
 (what a split allocation adds to glibc's), each with a distribution-free 95 % interval
 for that median (order statistics); per GiB it is divided by the object's size. The
-hugetlb cases need a hugepage pool of 1.1 x the largest object (whole): as root the
-script raises nr_hugepages for the run and puts it back.
+hugetlb cases need 1.1 x the largest object in free hugepages: as root the script
+reserves them for the run and puts nr_hugepages back (hmtune.workflows.hugepages).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -40,6 +41,7 @@ from benchlib import HMALLOC, HMTUNE, ROOT, number, require
 
 sys.path.insert(0, str(ROOT))
 from hmtune.core.units import parse_size  # noqa: E402
+from hmtune.workflows.hugepages import reserved  # noqa: E402
 
 NAME = "bench-split"
 MIB = 1 << 20
@@ -49,7 +51,6 @@ BACKENDS = ("hugetlb", "thp", "numa:0")
 SIZES = (16 * MIB, 64 * MIB, 256 * MIB, GIB)
 VARIANTS = ("none", "whole", "split")
 TARGET_US_PER_GIB = 50.0
-NR_HUGEPAGES = Path("/proc/sys/vm/nr_hugepages")
 
 
 def window(size: int) -> tuple[int, int]:
@@ -118,31 +119,6 @@ def median_interval(xs: list[float], level: float = 0.95) -> tuple[float, float,
     return statistics.median(s), s[k - 1], s[n - k]
 
 
-class Pool:
-    """Raise the machine's hugepage pool for the run (root) and put it back."""
-
-    def __init__(self, pages: int) -> None:
-        self.pages = pages
-        self.before: int | None = None
-
-    def __enter__(self) -> bool:
-        try:
-            self.before = int(NR_HUGEPAGES.read_text())
-            if self.before < self.pages:
-                NR_HUGEPAGES.write_text(str(self.pages))
-            return int(NR_HUGEPAGES.read_text()) >= self.pages
-        except OSError:
-            return False
-
-    def __exit__(self, *exc: object) -> None:
-        if self.before is not None:
-            try:
-                NR_HUGEPAGES.write_text(str(self.before))
-            except OSError:
-                print(f"{NAME}: could not put nr_hugepages back to {self.before}",
-                      file=sys.stderr)
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=11, help="interleaved rounds (>= 5)")
@@ -176,11 +152,11 @@ def main() -> int:
                                            chain, s, v == "split")
                  for b in backends for s in sizes for v in VARIANTS if v != "none"}
         cases = [(b, s) for b in backends for s in sizes]
-        need = 0 if "hugetlb" not in backends else max(sizes) * 11 // 10 // HUGE + 8
-        with Pool(need) as have:
-            if need and not have:
-                sys.exit(f"{NAME}: the hugetlb cases need {need} free 2 MiB hugepages: "
-                         f"run as root, or --backends thp,numa:0")
+        need = 0 if "hugetlb" not in backends else max(sizes) * 11 // 10 + 8 * HUGE
+        with reserved(need, NAME) if need else contextlib.nullcontext("") as short:
+            if short:
+                sys.exit(f"{NAME}: the hugetlb cases need {need // HUGE} free 2 MiB "
+                         f"hugepages: {short}; or --backends thp,numa:0")
             res: dict[str, list[float]] = {}
             for r in range(args.rounds):
                 print(f"{NAME}: round {r + 1}/{args.rounds}", file=sys.stderr, flush=True)
