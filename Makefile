@@ -93,8 +93,9 @@ analyze: deps build
 # directory as analyze (OUT, else hmtune-out/<APP's name>/, else the newest hmtune-out/*/);
 # analyzes the trace first when sites.csv is missing or older than it.
 # MEM=SIZE alone: SIZE per process of this host's fastest tier (HBM or MCDRAM, else DRAM in
-# front of CXL/NVM, else 2 MiB hugepages; see make machine); MACHINE=FILE.toml: its tiers
-# (MEM then resizes its fastest tier). FORMAT=flexmalloc also writes FlexMalloc's two files.
+# front of CXL/NVM, else 2 MiB hugepages or THP; see make machine); FRACTION=F instead of
+# MEM: F of the traced footprint; MACHINE=FILE.toml: its tiers (MEM or FRACTION then
+# resizes its fastest tier). FORMAT=flexmalloc also writes FlexMalloc's two files.
 MEM     ?=
 MACHINE ?=
 STRATEGY ?=
@@ -109,11 +110,12 @@ machine: deps build
 .PHONY: advise
 advise: deps build
 	@d="$(STAGE_DIR)"; \
-	if [ -z "$(MEM)$(MACHINE)" ]; then echo 'make advise: set MEM=SIZE (e.g. MEM=256M) or MACHINE=configs/machines/NAME.toml' >&2; exit 2; fi; \
+	if [ -z "$(MEM)$(FRACTION)$(MACHINE)" ]; then echo 'make advise: set MEM=SIZE (e.g. MEM=256M), FRACTION=F (e.g. FRACTION=0.4) or MACHINE=configs/machines/NAME.toml' >&2; exit 2; fi; \
 	if [ -n "$$d" ] && [ -f "$$d/trace.prv" ] && { [ ! -f "$$d/sites.csv" ] || [ "$$d/trace.prv" -nt "$$d/sites.csv" ]; }; then \
 	  $(HMTUNE) analyze "$$d" || exit $$?; fi; \
 	if [ -z "$$d" ] || [ ! -f "$$d/sites.csv" ]; then echo "make advise: no sites.csv$${d:+ in $$d} and no trace to analyze: run make trace APP=... first" >&2; exit 2; fi; \
-	$(HMTUNE) advise $(if $(MEM),--mem "$(MEM)") $(if $(MACHINE),--machine "$(MACHINE)") \
+	$(HMTUNE) advise $(if $(MEM),--mem "$(MEM)") $(if $(FRACTION),--fraction $(FRACTION)) \
+	  $(if $(MACHINE),--machine "$(MACHINE)") \
 	  $(if $(STRATEGY),--strategy $(STRATEGY)) $(if $(THRESHOLD),--threshold $(THRESHOLD)) \
 	  $(if $(FORMAT),--format $(FORMAT)) "$$d"
 

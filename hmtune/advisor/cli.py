@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hmtune.core.errors import Failure
+from hmtune.core.units import fraction, human
 
 if TYPE_CHECKING:                   # pandas loads only when advise runs
     import numpy as np
@@ -44,12 +45,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("sites", nargs="?", default=".", metavar="SITES.csv|DIR",
                    help="sites.csv from hmtune analyze, or its directory (default: .)")
-    p.add_argument("--mem", metavar="SIZE",
-                   help="fast memory per process (e.g. 256M, 1GiB); alone it means this "
-                        "host's fastest tier (HBM or MCDRAM, else DRAM in front of CXL/NVM, "
-                        "else 2 MiB hugepages: see hmtune machine) of that size and the "
-                        "default allocator as fallback; with --machine it resizes the "
-                        "machine's fastest tier")
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--mem", metavar="SIZE",
+                      help="fast memory per process (e.g. 256M, 1GiB); alone it means this "
+                           "host's fastest tier (HBM or MCDRAM, else DRAM in front of "
+                           "CXL/NVM, else 2 MiB hugepages, or THP when no hugepage can be "
+                           "had: see hmtune machine) of that size and the default allocator "
+                           "as fallback; with --machine it resizes the machine's fastest "
+                           "tier")
+    size.add_argument("--fraction", type=fraction, default=None, metavar="F",
+                      help="as --mem, sized F of the traced footprint (the sum of the sites' "
+                           "peak live bytes) in whole 2 MiB pages, as hmtune compare "
+                           "--fraction sizes it; above 0, at most 1")
     p.add_argument("--machine", metavar="FILE.toml",
                    help="tier description (configs/machines/*.toml)")
     p.add_argument("--strategy", choices=STRATEGIES, default=None,
@@ -112,8 +119,9 @@ def default_gap(strategy: str) -> float:
 def _options(args: argparse.Namespace) -> Options:
     from hmtune.core.units import parse_size
 
-    if args.mem is None and args.machine is None:
-        raise Failure("give --mem SIZE (e.g. --mem 256M) or --machine FILE.toml", 2)
+    if args.mem is None and args.machine is None and args.fraction is None:
+        raise Failure("give --mem SIZE (e.g. --mem 256M), --fraction F or --machine "
+                      "FILE.toml", 2)
     mem = None
     if args.mem is not None:
         try:
@@ -130,6 +138,25 @@ def _options(args: argparse.Namespace) -> Options:
         raise Failure("--gap is a percentage, 0 to less than 100", 2)
     return Options(mem, args.strategy, args.threshold, args.time_limit,
                    None if args.gap is None else args.gap / 100.0)
+
+
+def _fraction_bytes(sites_path: Path, frac: float) -> int:
+    """--fraction F: F of the footprint of sites.csv, in whole 2 MiB pages."""
+    from hmtune.core.sitesfile import fast_tier_bytes
+
+    try:
+        mem = fast_tier_bytes(sites_path, frac)
+    except FileNotFoundError:
+        raise Failure(f"{sites_path}: no such file (run hmtune analyze first)", 1) from None
+    except (OSError, ValueError, KeyError) as e:
+        raise Failure(f"--fraction: cannot read the footprint of {sites_path}: {e}",
+                      1) from None
+    if mem <= 0:
+        raise Failure(f"--fraction: {sites_path} has no site with live bytes: the fast "
+                      "tier would be empty", 1)
+    print(f"hmtune advise: fast tier {human(mem)} per process ({frac:g} of the traced "
+          "footprint)")
+    return mem
 
 
 def _host_machine(mem: int) -> Machine:
@@ -251,7 +278,8 @@ def _forecast(sites_path: Path, meta: dict[str, str], problem: Problem,
 
 def _command(args: argparse.Namespace) -> str:
     parts = ["hmtune", "advise", args.sites]
-    for flag, value in (("--mem", args.mem), ("--machine", args.machine),
+    for flag, value in (("--mem", args.mem), ("--fraction", args.fraction),
+                        ("--machine", args.machine),
                         ("--strategy", args.strategy), ("--threshold", args.threshold),
                         ("--allocs", args.allocs), ("-o", args.output),
                         ("--format", args.format)):
@@ -378,6 +406,8 @@ def run(args: argparse.Namespace) -> int:
                       f"available: {e}", 2) from None
     t0 = time.monotonic()
     sites_path = resolve(args.sites)
+    if args.fraction is not None:
+        opts.mem = _fraction_bytes(sites_path, args.fraction)
     allocs_path = Path(args.allocs) if args.allocs else sites_path.parent / "allocs.csv"
     if opts.strategy is None:
         opts.strategy = default_strategy(bool(args.allocs) or allocs_path.exists())

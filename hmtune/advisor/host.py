@@ -86,6 +86,10 @@ class Host:
     sampler: tuple[str, str] = ("", "")
     notes: list[str] = field(default_factory=list)
     mem_total: int = 0                   # /proc/meminfo MemTotal (bytes)
+    hugepages_free: int = 0              # /proc/meminfo HugePages_Free (default size)
+    # this user can grow the default hugepage pool (root with a writable
+    # /proc/sys/vm/nr_hugepages); a recorded topology: assumed
+    hugepages_reservable: bool = True
 
     def of_kind(self, *kinds: str) -> list[Node]:
         return [n for n in self.nodes if n.kind in kinds]
@@ -475,11 +479,20 @@ def detect(root: Path = Path("/"), hwloc_xml: Path | None = None, probe: bool = 
                 default_hugepage=meminfo.get("Hugepagesize", 0),
                 cpu=cpu, kernel=(_text(root / "proc/sys/kernel/osrelease") or ""),
                 hwloc=f"hwloc {hw}" if hw else why_no_hwloc, notes=notes,
-                mem_total=meminfo.get("MemTotal", 0))
+                mem_total=meminfo.get("MemTotal", 0),
+                hugepages_free=meminfo.get("HugePages_Free", 0),
+                hugepages_reservable=not live or can_reserve_hugepages(root))
     if probe and live:
         host.memkind = memkind_reach()
         host.sampler = sampler()
     return host
+
+
+def can_reserve_hugepages(root: Path = Path("/")) -> bool:
+    """Whether this process can grow the default hugepage pool: root, with
+    ROOT/proc/sys/vm/nr_hugepages writable (not in a container that mounts /proc/sys
+    read-only)."""
+    return os.geteuid() == 0 and os.access(root / "proc/sys/vm/nr_hugepages", os.W_OK)
 
 
 def env_root() -> Path:
@@ -487,5 +500,5 @@ def env_root() -> Path:
     return Path(os.environ.get("HMTUNE_HOST_ROOT") or "/")
 
 
-__all__ = ["Host", "HostError", "Node", "apply_hwloc", "detect", "env_root", "format_list",
-           "memkind_reach", "parse_list", "sampler"]
+__all__ = ["Host", "HostError", "Node", "apply_hwloc", "can_reserve_hugepages", "detect",
+           "env_root", "format_list", "memkind_reach", "parse_list", "sampler"]

@@ -100,9 +100,14 @@ def _where(host: Host) -> str:
     return "this host" if host.live else "this topology"
 
 
-def choose(host: Host) -> Choice:
+def choose(host: Host, reservable: bool | None = None) -> Choice:
     """The tiers this host's fast memory implies, fastest first (`advise --mem` without
-    --machine, `hmtune machine --toml`)."""
+    --machine, `hmtune machine --toml`, compare's and explore's default). Hugepages when
+    the host has a pool with free pages or this user can reserve some (reservable:
+    whether the caller will; default host.hugepages_reservable), else THP when the
+    kernel has it."""
+    if reservable is None:
+        reservable = host.hugepages_reservable
     dram = [n for n in host.of_kind("DRAM") if n.total]
     hbw = [n for n in host.of_kind(*HBW_KINDS) if n.total]
     slow = [n for n in host.of_kind(*SLOW_KINDS) if n.total]
@@ -149,14 +154,20 @@ def choose(host: Host) -> Choice:
                     "no HBM, CXL or NVM node")
     else:
         why_none = "no HBM, CXL or NVM"
-    if host.default_hugepage:
-        page = host.default_hugepage
+    thp = bool(host.thp and host.thp != "never")
+    page = host.default_hugepage
+    # An empty pool this user cannot grow places nothing (hmtune run would warn that the
+    # tier stays empty): THP, which the kernel may grant, serves better then.
+    usable = host.hugepages_free > 0 or reservable
+    if page and (usable or not thp):
         return _page_tier(host, "huge", "hugetlb", page,
                           f"fast tier: hugetlb, {human(page).replace('.0 ', ' ')} pages "
                           f"({why_none} on {_where(host)})")
-    if host.thp and host.thp != "never":
+    if thp:
+        no_huge = ("its hugepage pool has no free page and only root can reserve some"
+                   if page else "no hugetlbfs")
         return _page_tier(host, "thp", "thp", 2 * MIB,
-                          f"fast tier: transparent hugepages ({why_none} and no hugetlbfs "
+                          f"fast tier: transparent hugepages ({why_none}, and {no_huge} "
                           f"on {_where(host)})")
     raise HostError(f"{_where(host)} has no memory hmtune can place faster than the default: "
                     f"{why_none}, no hugetlbfs, THP off; give --machine FILE.toml")

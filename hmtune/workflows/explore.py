@@ -24,7 +24,7 @@ from pathlib import Path
 from hmtune.core.errors import Failure
 from hmtune.core.files import write_atomic
 from hmtune.core.units import human
-from hmtune.workflows import compare, measure, tables
+from hmtune.workflows import harness, measure, tables
 from hmtune.workflows.measure import Variant, write_csv
 from hmtune.workflows.sitegroups import Group, load_groups, placement_for, room_for_all
 from hmtune.workflows.tables import Summary
@@ -53,8 +53,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-k", "--top", type=int, default=7, metavar="K",
                    help=f"sites explored one by one, by sampled weight (default 7, at most "
                         f"{MAX_TOP}); the others form one more group")
-    compare.add_run_options(p, "explore")
-    p.add_argument("--strategy", choices=compare.STRATEGIES, default=None,
+    harness.add_run_options(p, "explore")
+    p.add_argument("--strategy", choices=harness.STRATEGIES, default=None,
                    help="the advisor strategy measured against the exhaustive best "
                         "(default: hmtune advise's, ilp-lifetime with allocs.csv, else ilp)")
     p.add_argument("app", nargs=argparse.REMAINDER, help="-- APP [ARGS...]")
@@ -207,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
     who = "hmtune explore"
     if not 1 <= args.top <= MAX_TOP:
         raise Failure(f"-k/--top must be 1 to {MAX_TOP} (2^(K+1) placements)", 2)
-    setup = compare.prepare(args, "explore")
+    setup = harness.prepare(args, "explore")
     work, plan = setup.work, setup.plan
     groups, foot = load_groups(setup.stage / "sites.csv", args.top)
     if not groups:
@@ -219,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
 
         args.strategy = default_strategy((setup.stage / "allocs.csv").is_file())
     setup.config.update({"top": args.top, "strategy": args.strategy})
-    done = compare.open_runs(setup, "explore", args.force)
+    done = harness.open_runs(setup, "explore", args.force)
 
     from hmtune.advisor.placement import TierLine, write_placement
 
@@ -248,7 +248,7 @@ def run(args: argparse.Namespace) -> int:
     upper = names[-1]                       # every group in the fast tier
     variants = [Variant(n, work / n / "placement.txt") for n in names]
     advisor_as: str | None = None
-    why = compare.advise(setup.stage, work / "advisor", setup.machine, setup.mem,
+    why = harness.advise(setup.stage, work / "advisor", setup.machine, setup.mem,
                          args.strategy)
     if why:
         print(f"{who}: the advisor ({args.strategy}) gave no placement: {why}",
@@ -268,19 +268,19 @@ def run(args: argparse.Namespace) -> int:
 
     @contextlib.contextmanager
     def pools() -> Iterator[None]:
-        with compare.fast_tier_pool(first, whole * setup.procs, args.reserve_hugepages, who):
-            dead = compare.cannot_place(
+        with harness.fast_tier_pool(first, whole * setup.procs, args.reserve_hugepages, who):
+            dead = harness.cannot_place(
                 [work / upper / "placement.txt"] + ([] if why else
                                                     [work / "advisor" / "placement.txt"]),
                 setup.procs)
             if dead:
-                raise compare.Refused(f"{dead}; nothing measured")
+                raise harness.Refused(f"{dead}; nothing measured")
             yield
 
     try:
         out = measure.measure(variants, plan, setup.app, work, setup.fom_re, who, done,
                               upper, pools)
-    except compare.Refused as e:
+    except harness.Refused as e:
         raise Failure(str(e), 2) from None
     if out is None:
         return 1

@@ -1,6 +1,7 @@
-"""The sites of sites.csv as compare and explore place them: the footprint (one
-definition for both), groups of sites, and placements that put groups of them in the
-fast tier with room for all (explore's placements, compare's all-fast upper bound)."""
+"""The sites of sites.csv as compare and explore place them: groups of sites, and
+placements that put groups of them in the fast tier with room for all (explore's
+placements, compare's all-fast upper bound). The footprint they divide is
+hmtune.core.sitesfile.footprint."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hmtune.core.sitesfile import read_rows
+from hmtune.core.sitesfile import footprint, read_rows
 
 if TYPE_CHECKING:   # hmtune.advisor.placement imports pandas: not at every CLI start
     from hmtune.advisor.placement import PlacementFile, TierLine
@@ -20,22 +21,6 @@ def _rows(sites: Path) -> list[dict[str, str]]:
     """The rows of sites.csv (hmtune.core.sitesfile.read_rows: its version line checked;
     SitesFormatError, a ValueError, for a file of another kind or a newer version)."""
     return read_rows(sites, "sites")[1]
-
-
-def footprint(sites: Path) -> int:
-    """The traced footprint of one process (bytes): the sum over the sites of sites.csv
-    of each site's peak live bytes, a site's peak being the largest of any rank's when
-    the file has one row per (site, rank). What every site in the fast tier at once
-    needs at most per process (the peaks of different sites may fall at different
-    times), the bytes --fraction takes a fraction of and explore's fractions divide
-    by (docs/formats.md §7). Raises KeyError or ValueError (SitesFormatError: not a
-    sites.csv of a version this hmtune reads, or unreadable) for a file that cannot be
-    read."""
-    peak: dict[str, int] = {}
-    for r in _rows(sites):
-        sid = r["site_id"]
-        peak[sid] = max(peak.get(sid, 0), int(r["peak_live_bytes"]))
-    return sum(peak.values())
 
 
 @dataclass

@@ -82,6 +82,40 @@ SHARED_COLUMNS = list(csv_columns(Summary("", 1, 1, 1, 1, stats.Estimate(1, 1.0)
 
 # ---- what to print ----
 
+@dataclass
+class Versus:
+    """The best of one group of variants against the best of another, paired round by
+    round (its speedup over the other's, with the interval and verdict)."""
+    mine: str
+    other: str
+    est: stats.Estimate
+
+    @property
+    def word(self) -> str:
+        return {stats.FASTER: f"{self.mine} is ahead", stats.SLOWER: f"{self.other} is ahead",
+                stats.UNSUPPORTED: "1 round: no interval"}.get(self.est.verdict,
+                                                               "indistinguishable")
+
+    def line(self) -> str:
+        return (f"{self.mine} over {self.other}, paired over {self.est.rounds} round(s): "
+                f"{fmt_speedup(self.est)}: {self.word}")
+
+
+def versus(summary: list[Summary], rows: Rows, mine: list[str], other: list[str],
+           higher: bool) -> Versus | None:
+    """The fastest of `mine` (by speedup over the reference) over the fastest of `other`,
+    on the rounds complete for both; None when either group has no summarized variant."""
+    speed = {s.name: s.est.speedup for s in summary}
+    a = max((n for n in mine if n in speed), key=speed.__getitem__, default=None)
+    b = max((n for n in other if n in speed), key=speed.__getitem__, default=None)
+    if a is None or b is None:
+        return None
+    table = [{n: float(rows[(n, r)]["fom"]) for n in (a, b)}
+             for r in complete_rounds(rows, [a, b])]
+    est = stats.estimate(table, [b, a], b, None, higher)
+    return Versus(a, b, est[a]) if a in est else None
+
+
 def fmt_speedup(e: stats.Estimate) -> str:
     """`1.81x [1.70-1.93]`, `1.00x (reference)`, `1.81x (1 round)`."""
     if e.verdict == stats.REFERENCE:

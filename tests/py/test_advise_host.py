@@ -125,3 +125,38 @@ def test_a_tier_absent_here_gets_a_note_naming_the_one_that_can(tmp_path: Path) 
     ok = advise(host, stage(tmp_path / "b"), "--machine",
                 str(ROOT / "configs" / "machines" / "vm-hugetlb.toml"))
     assert ok.returncode == 0 and "cannot place" not in ok.stderr
+
+
+def test_fraction_sizes_the_tier_from_the_footprint(tmp_path: Path) -> None:
+    """--fraction F: F of the traced footprint in whole 2 MiB pages, the size compare
+    --fraction gives (one function); it goes with --machine as --mem does."""
+    from hmtune.core.sitesfile import fast_tier_bytes, footprint
+
+    host = fake_host(tmp_path / "vm", [("0-1", 24 * GIB, None)])
+    d = stage(tmp_path)
+    foot = footprint(d / "sites.csv")
+    assert foot == sum(s["peak_live_bytes"] for s in STANDARD)
+    r = advise(host, d, "--fraction", "0.3")
+    assert r.returncode == 0, r.stderr
+    cap = read_placement(d / "placement.txt").tiers[0].capacity
+    assert cap == fast_tier_bytes(d / "sites.csv", 0.3)
+    assert cap % (2 * MIB) == 0 and 0.3 * foot <= cap < 0.3 * foot + 2 * MIB
+    r = advise(host, d, "--fraction", "0.3", "--machine",
+               str(ROOT / "configs" / "machines" / "vm-thp.toml"))
+    pf = read_placement(d / "placement.txt")
+    assert r.returncode == 0 and (pf.tiers[0].backend, pf.tiers[0].capacity) == ("thp", cap)
+
+
+def test_fraction_bad_values_and_empty_traces(tmp_path: Path) -> None:
+    host = fake_host(tmp_path / "vm", [("0-1", 24 * GIB, None)])
+    d = stage(tmp_path)
+    for bad in (["--fraction", "0"], ["--fraction", "1.5"], ["--fraction", "x"],
+                ["--fraction", "0.5", "--mem", "64M"]):
+        r = advise(host, d, *bad)
+        assert r.returncode == 2 and not (d / "placement.txt").exists(), bad
+    empty = tmp_path / "empty"
+    write_sites(empty / "sites.csv", [], 0.0)
+    r = advise(host, empty, "--fraction", "0.5")
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1
+    assert not (empty / "placement.txt").exists()
+

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -13,9 +14,9 @@ from pathlib import Path
 
 import pytest
 from advisefix import STANDARD, write_sites
-from clistage import CRASH, FOM, LATENCY, THP, hmtune, latency_stage, rows
+from clistage import CRASH, FOM, HMTUNE, LATENCY, THP, hmtune, latency_stage, rows
 
-from hmtune.workflows.compare import footprint
+from hmtune.core.sitesfile import footprint
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +105,15 @@ def test_variants_runs_and_resume(stage: Path) -> None:
         assert res["predicted"][n] == pytest.approx([p.speedup, p.lo, p.hi], abs=1e-4)
         assert p.lo <= p.speedup <= p.hi
     assert res["upper_bound"] == "all-fast" and "bootstrap" in res["method"]
+    # the best strategy over the best baseline, paired round by round
+    vs = res["advisor_over_baseline"]
+    speed = {n: float(x["speedup"]) for n, x in summary.items()}
+    assert vs["strategy"] == max(("ilp", "density"), key=speed.__getitem__)
+    assert vs["baseline"] == max(("first-come", "size-window"), key=speed.__getitem__)
+    fom = {(x["variant"], x["repeat"]): float(x["fom"]) for x in runs}
+    ratios = [fom[(vs["baseline"], i)] / fom[(vs["strategy"], i)] for i in ("0", "1")]
+    assert vs["speedup"] == pytest.approx((ratios[0] * ratios[1]) ** 0.5, rel=1e-3)
+    assert vs["lo"] <= vs["speedup"] <= vs["hi"]
     assert "speedup [95 % interval]" in r.stdout and "minor faults" in r.stdout
     assert "2 rounds (--repeats 2)" in r.stdout
     # again: nothing is run (the runs file is the same, byte for byte)
@@ -269,10 +279,11 @@ def test_footprint_is_one_process(tmp_path: Path) -> None:
     is the sum over the sites of each site's largest peak of any rank (what every site
     in the fast tier needs in the rank that needs most of it), not the sum over ranks;
     explore's fractions divide by the same number (one function)."""
-    from hmtune.workflows import explore, sitegroups
+    from hmtune.workflows import explore, harness, sitegroups
 
     assert explore.load_groups.__module__ == "hmtune.workflows.sitegroups"
     assert footprint is sitegroups.footprint
+    assert harness.fast_tier_bytes.__module__ == "hmtune.core.sitesfile"
     p = tmp_path / "sites.csv"
     p.write_text("# hmtune sites v1\nsite_id,peak_live_bytes,rank\n"
                  "1,100,0\n2,50,0\n1,300,1\n2,20,1\n")
@@ -303,3 +314,48 @@ def test_memkind_tier_keeps_stdout(stage: Path, tmp_path: Path,
     assert set(runs) == {"all-slow", "first-come", "size-window", "ilp", "all-fast"}
     assert all(float(x["fom"]) > 0 for x in runs.values())
     assert int(runs["first-come"]["fast_bytes"]) > 0
+
+
+def test_host_machine_by_default(stage: Path, tmp_path: Path) -> None:
+    """Without --machine: this host's fast tier as hmtune machine chooses it, written to
+    DIR/compare/machine.toml (THP on a host without hugetlbfs) and the same as
+    hmtune advise --fraction chooses; the runs' configuration names its tiers."""
+    from test_advise_host import fake_host
+
+    from hmtune.advisor.placement import read_placement
+    from hmtune.advisor.tiers import load_machine
+
+    host = fake_host(tmp_path / "nohuge", [("0-1", 24 * 2**30, None)], hugepagesize_kb=0)
+    d = copy_stage(stage, tmp_path / "host")
+    env = dict(os.environ, HMTUNE_HOST_ROOT=str(host))
+    r = subprocess.run([str(HMTUNE), "compare", "-o", str(d), "--repeats", "1",
+                        "--strategies", "ilp", "--fraction", "0.4", "--fom", FOM, "--",
+                        str(LATENCY), "-q"], capture_output=True, text=True, env=env,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr
+    m = load_machine(d / "compare" / "machine.toml")
+    assert m.tiers[0].backend == "thp"
+    cfg = json.loads((d / "compare" / "config.json").read_text())
+    assert cfg["machine"] == str((d / "compare" / "machine.toml").resolve())
+    assert [t[1] for t in cfg["tiers"]] == ["thp", "default"]
+    a = subprocess.run([str(HMTUNE), "advise", str(d), "--fraction", "0.4"],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert a.returncode == 0, a.stderr
+    mine = read_placement(d / "placement.txt").tiers[0]
+    theirs = read_placement(d / "compare" / "ilp" / "placement.txt").tiers[0]
+    assert (mine.backend, mine.capacity) == (theirs.backend, theirs.capacity) == \
+        ("thp", cfg["mem"])
+
+
+def test_a_failing_strategy_is_left_out_with_its_reason(tmp_path: Path) -> None:
+    """The harness runs hmtune advise in this process: a strategy that fails gives its
+    one-line reason and its log, and no placement."""
+    from hmtune.workflows import harness
+
+    d = tmp_path / "s"
+    write_sites(d / "sites.csv", STANDARD, 1500.0)          # no allocs.csv
+    why = harness.advise(d, d / "x", THP, 64 << 20, "ilp-lifetime")
+    assert why and "allocs.csv" in why
+    assert not (d / "x" / "placement.txt").exists() and (d / "x" / "advise.log").is_file()
+    assert harness.advise(d, d / "y", THP, 64 << 20, "density") is None
+    assert (d / "y" / "placement.txt").is_file()

@@ -323,6 +323,27 @@ def test_thp_when_there_is_no_hugetlbfs(tmp_path: Path) -> None:
     assert r.returncode == 0 and "no memory hmtune can place" in r.stdout
 
 
+
+def test_empty_pool_this_user_cannot_grow_gives_thp(tmp_path: Path) -> None:
+    """An empty hugepage pool places nothing for a user who cannot reserve pages:
+    THP then; free pages, or a caller that will reserve, keep hugetlb."""
+    root = copy("vm", tmp_path)
+    meminfo = root / "proc/meminfo"
+    meminfo.write_text(re.sub(r"HugePages_Free:.*\n", "HugePages_Free:        0\n",
+                              meminfo.read_text()))
+    host = detect(root, probe=False)
+    assert host.hugepages_free == 0 and host.hugepages_reservable   # recorded: assumed
+    assert choose(host).machine.tiers[0].backend == "hugetlb"
+    assert choose(host, reservable=False).machine.tiers[0].backend == "thp"
+    assert "only root can reserve" in choose(host, reservable=False).why
+    host.hugepages_reservable = False
+    assert choose(host).machine.tiers[0].backend == "thp"
+    assert choose(host, reservable=True).machine.tiers[0].backend == "hugetlb"
+    host.hugepages_free = 1
+    assert choose(host, reservable=False).machine.tiers[0].backend == "hugetlb"
+    host.hugepages_free, host.thp = 0, "never"          # nothing better than hugetlb
+    assert choose(host, reservable=False).machine.tiers[0].backend == "hugetlb"
+
 # ---- broken trees: one clear line, or a sane fallback; never a traceback --------------
 
 @pytest.mark.parametrize("content", [b"<topology><object", b"\xff\xfe\x00garbage",

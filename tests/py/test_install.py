@@ -202,6 +202,12 @@ def test_demo_from_install(prefix: Path, tmp_path: Path) -> None:
         variants = [row["variant"] for row in csv.DictReader(fh)]
     assert variants == ["all-slow", "first-come", "size-window", "ilp", "ilp-lifetime",
                         "misses", "density", "all-fast"]
+    # the demo's placement and compare's are for one tier, chosen and sized by hmtune
+    from hmtune.advisor.placement import read_placement
+
+    mine = read_placement(out / "placement.txt").tiers
+    theirs = read_placement(out / "compare" / "ilp-lifetime" / "placement.txt").tiers
+    assert [(t.backend, t.capacity) for t in mine] == [(t.backend, t.capacity) for t in theirs]
     assert changed(before[0], snapshot(ROOT)) == [], "the demo wrote into the checkout"
     assert changed(before[1], snapshot(prefix)) == [], "the demo wrote into PREFIX"
     if hugepages_before is not None:

@@ -1,0 +1,311 @@
+"""The run harness of `hmtune compare` and `hmtune explore`: their shared options,
+the checked stage directory and fast-tier size (Setup), the resumable runs file, the
+machine they run on (this host's fast tier unless --machine), the hugepage pool held
+for the length of the runs, the advisor's placements (hmtune advise, in this process)
+and the all-fast upper bound. The rounds themselves are hmtune/workflows/measure.py's;
+the commands on top are compare.py and explore.py."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import io
+import json
+import os
+import re
+import sys
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from hmtune.core import paths
+from hmtune.core.errors import Failure
+from hmtune.core.files import write_atomic
+from hmtune.core.sitesfile import FAST_TIER_UNIT as UNIT
+from hmtune.core.sitesfile import SitesFormatError, fast_tier_bytes, read_rows
+from hmtune.core.units import fraction, parse_size
+from hmtune.workflows import hugepages, launch, measure, sitegroups
+
+if TYPE_CHECKING:   # hmtune.advisor.tiers imports pandas: not at every CLI start
+    from hmtune.advisor.tiers import Tier
+
+STRATEGIES = ("ilp", "ilp-lifetime", "misses", "density")
+REFERENCE = "all-slow"
+UPPER = "all-fast"
+WHOLE = "-whole"        # a strategy name's suffix: hmtune advise --whole-objects
+
+
+def add_run_options(p: argparse.ArgumentParser, what: str) -> None:
+    """The options compare and explore share: stage, capacity, tiers, runs, FOM."""
+    p.add_argument("-o", "--out", metavar="DIR", default=None,
+                   help="stage directory with sites.csv (and allocs.csv) from hmtune trace "
+                        "and hmtune analyze (default hmtune-out/<app name>/); results go to "
+                        f"DIR/{what}/")
+    size = p.add_mutually_exclusive_group()
+    size.add_argument("--mem", metavar="SIZE", help="fast-tier capacity per process")
+    size.add_argument("--fraction", type=fraction, default=0.4, metavar="F",
+                      help="fast-tier capacity as a fraction of the traced footprint (the sum "
+                           "of the sites' peak live bytes, each site's largest of any rank; "
+                           "above 0, at most 1; default 0.4)")
+    p.add_argument("--machine", metavar="FILE.toml", default=None,
+                   help="tiers (default: this host's fast tier as hmtune machine shows it, "
+                        "hugepages only when the pool has free pages or "
+                        "--reserve-hugepages can reserve them, else THP; written to "
+                        f"DIR/{what}/machine.toml)")
+    measure.add_options(p, REFERENCE if what == "compare" else "the placement with nothing "
+                                                               "in the fast tier")
+    p.add_argument("--fom", metavar="REGEX", default=None,
+                   help="figure of merit: the first group of REGEX in the application's "
+                        "stdout (default: the run's wall-clock seconds)")
+    p.add_argument("--higher-is-better", action="store_true",
+                   help="the FOM is a rate (default: a time, lower is better); speedups "
+                        "are how many times faster either way")
+    p.add_argument("--force", action="store_true", help="redo runs already in runs.csv")
+    p.add_argument("--reserve-hugepages", action="store_true",
+                   help="when the fast tier is hugetlb and its pool is short, reserve the "
+                        "hugepages it needs for the length of the runs (root), and put "
+                        "nr_hugepages back afterwards")
+
+
+@dataclass
+class Setup:
+    """What compare and explore need before their first run."""
+    app: list[str]
+    stage: Path
+    work: Path                      # stage/compare or stage/explore
+    fom_re: re.Pattern | None
+    machine: Path
+    tiers: list[Tier]               # the machine file's, loaded once
+    mem: int                        # fast-tier bytes per process, whole 2 MiB pages
+    config: dict[str, object]
+    plan: measure.Plan
+    procs: int                      # processes that place (MPI ranks), 1 without --mpirun
+
+
+def prepare(args: argparse.Namespace, what: str) -> Setup:
+    """Check the arguments and the stage directory, size the fast tier and open
+    DIR/<what>/ (config.json; runs.csv is kept only for the same configuration or
+    dropped with --force); the Setup. Raises Failure (one line: what is wrong)."""
+    who = f"hmtune {what}"
+    app = launch.app_command(args.app)
+    if not app:
+        raise Failure(f"no application given: {who} [options] -- ./app args", 2)
+    stage = Path(args.out) if args.out else paths.default_out(app[0])
+    sites = stage / "sites.csv"
+    if not sites.is_file():
+        raise Failure(f"{sites}: not found (run hmtune trace and hmtune analyze "
+                      "first)", 2)
+    try:                # its version checked before anything runs or is written
+        read_rows(sites, "sites")
+    except SitesFormatError as e:
+        raise Failure(str(e), 2) from None
+    plan = measure.plan_from(args)
+    if isinstance(plan, str):
+        raise Failure(plan, 2)
+    exe = launch.check_program(app[0], f"it cannot be {what}d")
+    if not paths.hmalloc_lib().exists():
+        raise Failure(paths.not_built(paths.hmalloc_lib()), 2)
+    try:
+        fom_re = re.compile(args.fom) if args.fom else None
+    except re.error as e:
+        raise Failure(f"--fom: not a regular expression: {e}", 2) from None
+    work = stage / what
+    try:
+        work.mkdir(parents=True, exist_ok=True)
+        probe = work / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise Failure(f"cannot write to {work}: {e.strerror}", 2) from None
+    machine = Path(args.machine) if args.machine else \
+        host_machine(work, args.reserve_hugepages, who)
+    if not machine.is_file():
+        raise Failure(f"--machine {machine}: no such file", 2)
+    from hmtune.advisor.tiers import load_machine
+
+    try:
+        tiers = load_machine(machine).tiers
+    except ValueError as e:
+        raise Failure(f"--machine: {e}", 2) from None
+    try:
+        mem = (parse_size(args.mem) + UNIT - 1) // UNIT * UNIT if args.mem else \
+            fast_tier_bytes(sites, args.fraction)
+    except (ValueError, KeyError) as e:
+        raise Failure(f"cannot size the fast tier: {e}", 2) from None
+    if mem <= 0:
+        raise Failure("the fast tier would be empty (--mem, or a trace with no "
+                      "sites)", 2)
+    from hmtune.workflows.run import launcher_processes
+
+    procs = (launcher_processes(plan.launcher) if plan.launcher else 1) or 1
+    config: dict[str, object] = {
+        "app": [str(exe.resolve()), *app[1:]], "machine": str(machine.resolve()),
+        # what the runs depend on: the tiers but the first one's capacity (mem sets it;
+        # a host's choice sizes it by the hugepage pool of the moment)
+        "tiers": [[t.name, t.backend, t.load_cost, t.store_cost, t.page_size,
+                   t.capacity if i else None] for i, t in enumerate(tiers)],
+        "mem": mem, "fom": args.fom, "higher_is_better": args.higher_is_better,
+        "sites_sha256": hashlib.sha256(sites.read_bytes()).hexdigest(),
+        "runs_format": measure.RUNS_FORMAT, "mpirun": plan.launcher,
+        "pin": sorted(plan.pin) if plan.pin else None}
+    return Setup(app, stage, work, fom_re, machine, tiers, mem, config, plan, procs)
+
+
+def open_runs(setup: Setup, what: str, force: bool) -> measure.Rows:
+    """The runs of DIR/<what>/runs.csv when they are of this configuration ({} with
+    --force, which drops them). Raises Failure saying why they cannot go on."""
+    cfg_path, runs_path = setup.work / "config.json", setup.work / "runs.csv"
+    if cfg_path.exists() and runs_path.exists() and not force:
+        try:
+            old = json.loads(cfg_path.read_text())
+        except ValueError:
+            old = None
+        if isinstance(old, dict) and "runs_format" not in old:
+            raise Failure(f"{runs_path} was written by an earlier hmtune: its "
+                          "runs lack the exit status and resource columns and "
+                          "ran the placements through 'hmtune run', so they are "
+                          "not comparable with new ones; add --force to measure "
+                          "again", 2)
+        if old != setup.config:
+            raise Failure(f"{runs_path} holds runs of another configuration "
+                          f"({old}); add --force to start over", 2)
+    if force:
+        runs_path.unlink(missing_ok=True)
+        for old in [*work_files(setup.work, "run.*.log"), *work_files(setup.work, "stats.*.json"),
+                    *work_files(setup.work, "rusage.*.txt")]:
+            old.unlink(missing_ok=True)
+    try:
+        rows = measure.read_runs(runs_path)
+    except measure.RunsFormatError as e:
+        raise Failure(f"{e}; add --force to measure again", 2) from None
+    except (OSError, ValueError, KeyError) as e:
+        raise Failure(f"{runs_path} cannot be read ({e}); add --force to measure "
+                      "again", 2) from None
+    cfg_path.write_text(json.dumps(setup.config, indent=1) + "\n")
+    return rows
+
+
+def work_files(work: Path, pattern: str) -> list[Path]:
+    """The files of the runs in the variants' directories (work/VARIANT/pattern)."""
+    return [f for d in work.iterdir() if d.is_dir() for f in d.glob(pattern)]
+
+
+def host_machine(work: Path, reserve: bool, who: str) -> Path:
+    """Without --machine: this host's fast tier as `hmtune advise --mem` and `hmtune
+    machine` choose it (hmtune/advisor/machinefile.py choose), hugepages only when the
+    pool has free pages or they will be reserved (--reserve-hugepages, as root), written
+    to work/machine.toml (left as it is when unchanged) and said on stderr."""
+    from hmtune.advisor.host import HostError, detect, env_root
+    from hmtune.advisor.machinefile import choose, machine_toml
+
+    try:
+        host = detect(env_root())
+        choice = choose(host, reservable=reserve and host.hugepages_reservable)
+        text = machine_toml(host, choice)
+    except HostError as e:
+        raise Failure(f"cannot choose a fast tier on this host: {e}", 2) from None
+    path = work / "machine.toml"
+    try:
+        if not path.is_file() or path.read_text() != text:
+            write_atomic(path, text)
+    except OSError as e:
+        raise Failure(f"cannot write {path}: {e.strerror or e}", 2) from None
+    print(f"{who}: {choice.why} (this host, {path}; --machine FILE.toml for another)",
+          file=sys.stderr)
+    return path
+
+
+@contextlib.contextmanager
+def fast_tier_pool(fast: Tier, nbytes: int, reserve: bool, who: str) -> Iterator[None]:
+    """With reserve and a hugetlb fast tier: nbytes of hugepages free while the block
+    runs (hugepages.reserved); a one-line note when they cannot be had."""
+    if not reserve or fast.backend != "hugetlb":
+        yield
+        return
+    with hugepages.reserved(nbytes, who) as note:
+        if note:
+            print(f"{who}: note: {note}; running anyway: what does not fit stays in "
+                  "ordinary memory", file=sys.stderr)
+        yield
+
+
+class Refused(Exception):
+    """A tier cannot place anything here: nothing is measured."""
+
+
+def cannot_place(placements: list[Path], procs: int) -> str | None:
+    """The first tier with sites in these placements that cannot place anything on this
+    host now (`hmtune run`'s check, hmtune/workflows/run.py), as one line, or None."""
+    from hmtune.advisor.placement import read_placement
+    from hmtune.workflows.run import unplaceable
+
+    for p in placements:
+        dead = unplaceable(read_placement(p), dict(os.environ), procs)
+        if dead:
+            return dead[0]
+    return None
+
+
+def known_strategy(name: str) -> bool:
+    return name.removesuffix(WHOLE) in STRATEGIES
+
+
+def advise(stage: Path, out: Path, machine: Path, mem: int, strategy: str) -> str | None:
+    """placement.txt for one strategy (NAME-whole: with --whole-objects) in out/, by
+    hmtune advise run in this process with its output in out/advise.log; None when
+    written, else the reason (one line)."""
+    from hmtune.advisor import cli as advisor_cli
+
+    out.mkdir(parents=True, exist_ok=True)
+    whole = strategy.endswith(WHOLE)
+    parser = argparse.ArgumentParser(prog="hmtune")
+    advisor_cli.add_parser(parser.add_subparsers())
+    args = parser.parse_args(
+        ["advise", str(stage), "--machine", str(machine), "--mem", str(mem),
+         "--strategy", strategy.removesuffix(WHOLE), "-o", str(out / "placement.txt"),
+         *(["--whole-objects"] if whole else [])])
+    log = io.StringIO()
+    why: str | None = None
+    try:
+        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+            rc = args.func(args)
+        if rc != 0:
+            why = f"hmtune advise exited with status {rc}"
+    except Failure as e:
+        why = str(e)
+        log.write(f"hmtune advise: {e}\n")
+    except Exception as e:  # noqa: BLE001 - one strategy failing must not end the runs
+        why = f"hmtune advise failed: {type(e).__name__}: {e}"
+        log.write(traceback.format_exc())
+    (out / "advise.log").write_text(log.getvalue())
+    return why
+
+
+def tiers_only(placement: Path, dst: Path) -> None:
+    """The tiers of placement with no site: what the baselines run with."""
+    lines = [ln for ln in placement.read_text().splitlines()
+             if ln.startswith(("# hmtune placement", "tier "))]
+    dst.write_text("\n".join(lines) + "\ndepth 1\nsize-window 0 0\n")
+
+
+def all_fast(setup: Setup, out: Path) -> int | None:
+    """out/placement.txt with every site of sites.csv that has a chain in the machine's
+    first tier, sized so that all fit at once (the upper bound); the capacity it needs
+    per process, or None when no site can be placed."""
+    from hmtune.advisor.placement import TierLine, write_placement
+
+    groups, _ = sitegroups.load_groups(setup.stage / "sites.csv", 0)
+    if not groups:
+        return None
+    room = sitegroups.room_for_all(groups)
+    first, last = setup.tiers[0], setup.tiers[-1]
+    out.mkdir(parents=True, exist_ok=True)
+    write_placement(out / "placement.txt", sitegroups.placement_for(
+        1, groups, TierLine(first.name, first.backend, room),
+        TierLine(last.name, last.backend, last.capacity), "compare (all-fast)"))
+    return room
+
+
