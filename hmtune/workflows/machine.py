@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from hmtune.core.errors import Failure
 from hmtune.core.files import write_atomic
 
 
@@ -39,8 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from hmtune.advisor.machinefile import choose, describe, machine_toml
 
     if args.output and not args.toml:
-        print("hmtune machine: -o needs --toml (the page goes to stdout)", file=sys.stderr)
-        return 2
+        raise Failure("-o needs --toml (the page goes to stdout)", 2)
     root = Path(args.root) if args.root else env_root()
     try:
         host = detect(root, Path(args.hwloc_xml) if args.hwloc_xml else None)
@@ -49,19 +49,16 @@ def run(args: argparse.Namespace) -> int:
             return 0
         text = machine_toml(host, choose(host))
     except HostError as e:
-        print(f"hmtune machine: {e}", file=sys.stderr)
-        return 1
+        raise Failure(str(e), 1) from None
     if not args.output:
         sys.stdout.write(text)
         return 0
     out = Path(args.output)
     if out.exists() and not args.force:
-        print(f"hmtune machine: {out} exists; give --force to replace it", file=sys.stderr)
-        return 2
+        raise Failure(f"{out} exists; give --force to replace it", 2)
     try:
         write_atomic(out, text)
     except OSError as e:
-        print(f"hmtune machine: cannot write {out}: {e.strerror or e}", file=sys.stderr)
-        return 1
+        raise Failure(f"cannot write {out}: {e.strerror or e}", 1) from None
     print(f"hmtune machine: wrote {out}", file=sys.stderr)
     return 0
