@@ -91,3 +91,9 @@ def exit_like(rc: int) -> int:
         os.kill(os.getpid(), sig)
         return 128 + sig
     return rc
+
+
+def is_srun(launcher: list[str]) -> bool:
+    """Whether the launcher line is Slurm's srun (whose -N counts nodes, not processes
+    per node as Open MPI's does, and which starts the job's SLURM_NTASKS by default)."""
+    return bool(launcher) and os.path.basename(launcher[0]) == "srun"

@@ -149,9 +149,9 @@ def add_options(p: argparse.ArgumentParser, reference: str) -> None:
                    help=f"exit statuses accepted besides {reference}'s (every run must "
                         f"exit as {reference}'s first run did; a signal death always "
                         "fails)")
-    p.add_argument("--mpirun", metavar="CMD", default="",
-                   help="MPI launcher prefix, e.g. 'mpirun -np 2' (the interposer is "
-                        "applied to the ranks)")
+    p.add_argument("--mpirun", "--launcher", dest="mpirun", metavar="CMD", default="",
+                   help="MPI launcher prefix, e.g. 'mpirun -np 2' or 'srun -n 2' (the "
+                        "interposer is applied to the ranks)")
 
 
 @dataclass

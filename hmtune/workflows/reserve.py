@@ -30,6 +30,7 @@ Per tier of the placement that maps hugepages and has sites:
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from hmtune.advisor.granularity import ARENA_MAX, CHUNK, HUGE_BLOCK, class_size, uses_hugetlb
 from hmtune.core.sitesfile import iter_rows
+from hmtune.workflows import launch
 
 if TYPE_CHECKING:
     from hmtune.advisor.placement import PlacementFile
@@ -364,15 +366,30 @@ def tier_nodes(backend: str, app: list[str], environ: dict[str, str],
     return cpuset
 
 
-def node_processes(launcher: list[str], total: int | None) -> int:
+def node_processes(launcher: list[str], total: int | None,
+                   environ: dict[str, str] | None = None) -> int:
     """The processes an MPI launcher starts on one node: `--npernode N`, `-npernode N`,
-    `--ntasks-per-node=N` or Open MPI's `-N N`, else all of them (total, 1 unknown)."""
+    `--ntasks-per-node=N` or Open MPI's `-N N`; srun's `-N N`/`--nodes=N` (or, without
+    them, the job's SLURM_JOB_NUM_NODES) spread the total over that many nodes; else all
+    of them (total, 1 unknown)."""
+    srun = launch.is_srun(launcher)
+    nodes = 0
     for i, word in enumerate(launcher):
         key, eq, value = word.partition("=")
+        value = value if eq else (launcher[i + 1] if i + 1 < len(launcher) else "")
+        if srun and key in ("-N", "--nodes"):
+            value = value.partition("-")[0]                 # srun -N 2-4: at least 2
+            nodes = int(value) if value.isdigit() and int(value) > 0 else 0
+            continue
         if key in ("--npernode", "-npernode", "--ntasks-per-node", "-N"):
-            value = value if eq else (launcher[i + 1] if i + 1 < len(launcher) else "")
             if value.isdigit() and int(value) > 0:
                 return min(int(value), total or int(value))
+    if srun and not nodes:
+        env = os.environ if environ is None else environ
+        n = env.get("SLURM_JOB_NUM_NODES", "")
+        nodes = int(n) if n.isdigit() and int(n) > 0 else 0
+    if nodes and total:
+        return -(-total // nodes)                           # the fullest node
     return total or 1
 
 

@@ -56,8 +56,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "run",
         help="re-run an application with its allocation sites placed in memory tiers",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        usage="hmtune run [-h] [--placement FILE] [--stats FILE] [--mpirun CMD] [-o DIR] "
-              "[-q]\n                  [--reserve-hugepages] [--allow-unplaced] -- APP [ARGS...]",
+        usage="hmtune run [-h] [--placement FILE] [--stats FILE] [--mpirun|--launcher CMD] "
+              "[-o DIR] [-q]\n                  [--reserve-hugepages] [--allow-unplaced] "
+              "-- APP [ARGS...]",
         description="Run APP with libhmalloc.so preloaded: the allocation sites listed in\n"
                     "the placement (from 'hmtune advise') are served by their tiers, the\n"
                     "rest by the default allocator. The application's stdout, stderr and\n"
@@ -89,9 +90,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help=f"per-process statistics, JSON (default DIR/{SINGLE_STATS}; with "
                         f"--mpirun DIR/{MPI_STATS}, where {RANK} becomes the rank; a FILE "
                         f"without {RANK} gets .RANK appended under MPI)".replace("%", "%%"))
-    p.add_argument("--mpirun", metavar="CMD", default="",
-                   help="MPI launcher prefix, e.g. 'mpirun -np 4' (the library is applied "
-                        "to the ranks, not to the launcher); one summary over all ranks")
+    p.add_argument("--mpirun", "--launcher", dest="mpirun", metavar="CMD", default="",
+                   help="MPI launcher prefix, e.g. 'mpirun -np 4' or 'srun -n 4' (the "
+                        "library is applied to the ranks, not to the launcher); one summary "
+                        "over all ranks")
     p.add_argument("-o", "--out", metavar="DIR", default=None,
                    help="stage directory (default hmtune-out/<app name>/)")
     p.add_argument("-q", "--quiet", action="store_true",
@@ -155,17 +157,25 @@ def memory_only_nodes(node_dir: Path = NODE_DIR) -> set[int] | None:
     return mem - cpu
 
 
-def launcher_processes(launcher: list[str]) -> int | None:
-    """The process count an MPI launcher line asks for (`-np N`, `-n N`, `--np N`,
-    `--np=N`, `--ntasks=N`); None when it does not say."""
+def launcher_processes(launcher: list[str], environ: dict[str, str] | None = None
+                       ) -> int | None:
+    """The process count an MPI launcher line asks for (`-np N`, `-n N`, `-nN`, `--np N`,
+    `--np=N`, `--ntasks=N`); for srun without one, the job's task count
+    (SLURM_NTASKS, what srun starts inside an allocation); None when nothing says."""
     for i, word in enumerate(launcher):
         key, eq, value = word.partition("=")
         if not eq and key in ("-np", "--np", "-n", "--n", "--ntasks"):
             value = launcher[i + 1] if i + 1 < len(launcher) else ""
+        elif not eq and key.startswith("-n") and key[2:].isdigit():
+            value = key[2:]                                 # srun -n4
         elif not (eq and key in ("-np", "--np", "--n", "--ntasks")):
             continue
         if value.isdigit() and int(value) > 0:
             return int(value)
+    env = os.environ if environ is None else environ
+    ntasks = env.get("SLURM_NTASKS", "")
+    if launch.is_srun(launcher) and ntasks.isdigit() and int(ntasks) > 0:
+        return int(ntasks)
     return None
 
 

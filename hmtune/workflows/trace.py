@@ -27,9 +27,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Run APP with libhmtrace.so preloaded and write DIR/trace.prv/.pcf/.row.",
         epilog="example: hmtune trace --mpirun 'mpirun -np 4' -o out -- ./app -n 10",
     )
-    p.add_argument("--mpirun", metavar="CMD", default="",
-                   help="MPI launcher prefix, e.g. 'mpirun -np 4' (the tracer is applied to "
-                        "the ranks, not to the launcher)")
+    p.add_argument("--mpirun", "--launcher", dest="mpirun", metavar="CMD", default="",
+                   help="MPI launcher prefix, e.g. 'mpirun -np 4' or 'srun -n 4' (the tracer "
+                        "is applied to the ranks, not to the launcher)")
     p.add_argument("--min-size", default="4K", metavar="SIZE",
                    help="smallest request traced (default 4K)")
     p.add_argument("--depth", type=int, default=8, metavar="N",

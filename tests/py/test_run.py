@@ -697,11 +697,28 @@ def test_tier_warnings() -> None:
     assert hrun.tier_warnings(empty, 1, pool, set(), {}) == []       # nothing placed there
 
 
+def test_launcher_is_another_spelling_of_mpirun() -> None:
+    """--launcher 'srun -n 4' reads as --mpirun does, in every command that launches."""
+    from hmtune.workflows.cli import build_parser
+
+    parser = build_parser()
+    for cmd in ("trace", "run", "compare", "explore"):
+        a = parser.parse_args([cmd, "--launcher", "srun -n 4", "--", "./app"])
+        b = parser.parse_args([cmd, "--mpirun", "srun -n 4", "--", "./app"])
+        assert a.mpirun == b.mpirun == "srun -n 4", cmd
+
+
 def test_launcher_process_count_and_stats_files(tmp_path: Path) -> None:
     assert hrun.launcher_processes(["mpirun", "-np", "4"]) == 4
     assert hrun.launcher_processes(["srun", "--ntasks=8", "-c", "2"]) == 8
     assert hrun.launcher_processes(["mpiexec", "-n", "3", "--bind-to", "core"]) == 3
     assert hrun.launcher_processes(["mpirun", "--oversubscribe"]) is None
+    # srun: -n4 attached, and without a count the job's tasks (inside an allocation)
+    assert hrun.launcher_processes(["srun", "-n4", "--mpi=pmix"], {}) == 4
+    assert hrun.launcher_processes(["srun", "--mpi=pmix"], {"SLURM_NTASKS": "6"}) == 6
+    assert hrun.launcher_processes(["srun"], {}) is None
+    assert hrun.launcher_processes(["mpirun"], {"SLURM_NTASKS": "6"}) is None
+    assert hrun.launcher_processes(["/usr/bin/srun", "-N", "2"], {"SLURM_NTASKS": "x"}) is None
     for name in ("s.0.json", "s.12.json", "s.x.json", "s.json", "t.1", "t", "t.1.tmp.5"):
         (tmp_path / name).write_text("{}")
     assert hrun.stats_files(tmp_path / "s.%r.json") == {0: tmp_path / "s.0.json",

@@ -130,6 +130,13 @@ def test_several_ranks() -> None:
     assert reserve.node_processes(["mpirun", "-np", "8", "--npernode", "2"], 8) == 2
     assert reserve.node_processes(["srun", "--ntasks-per-node=3"], None) == 3
     assert reserve.node_processes(["mpirun"], None) == 1
+    # srun's -N counts nodes (Open MPI's: processes per node): the fullest node's share
+    assert reserve.node_processes(["srun", "-N", "2", "-n", "5"], 5, {}) == 3
+    assert reserve.node_processes(["srun", "--nodes=4", "-n", "8"], 8, {}) == 2
+    assert reserve.node_processes(["srun", "-N", "1-3", "-n", "4"], 4, {}) == 4
+    assert reserve.node_processes(["srun", "-n", "4"], 4, {"SLURM_JOB_NUM_NODES": "2"}) == 2
+    assert reserve.node_processes(["srun", "-n", "4"], 4, {}) == 4
+    assert reserve.node_processes(["mpirun", "-N", "2"], 8, {"SLURM_JOB_NUM_NODES": "4"}) == 2
 
 
 def test_a_1gib_page_tier() -> None:
