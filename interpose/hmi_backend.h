@@ -75,6 +75,9 @@ struct hmi_backend_stats {
     uint64_t placed;        /* blocks handed out */
     uint64_t freed;         /* blocks given back */
     uint64_t not_fitting;   /* requests refused: capacity, or the kernel had no memory */
+    uint64_t map_failed;    /* mappings of blocks and arena chunks the kernel refused
+                             * within the capacity: a hugepage pool or the nodes out
+                             * of memory (their requests count in not_fitting too) */
     /* split objects (hmi_backend_alloc_split) */
     uint64_t split_placed;  /* objects with at least one range in the tier */
     uint64_t split_bytes;   /* bytes of their ranges placed (clipped to the objects) */

@@ -34,7 +34,7 @@ struct hmi_bk {
 
 /* Block counts, striped (hm_util.h). */
 struct hmi_bk_counts {
-    uint64_t placed, freed, not_fitting;
+    uint64_t placed, freed, not_fitting, map_failed;
     uint64_t split_placed, split_bytes, split_refused;
 } __attribute__((aligned(64)));
 
@@ -67,20 +67,25 @@ HM_INLINE uint64_t hmi_round_up(uint64_t v, uint64_t a) { return (v + a - 1) & ~
 /* Capacity: charge n bytes (0) or refuse (-1, nothing changed); give them back. */
 int hmi_charge(struct hmi_bk *b, uint64_t n) HM_HIDDEN;
 void hmi_uncharge(struct hmi_bk *b, uint64_t n) HM_HIDDEN;
+/* As hmi_charge for a block about to be mapped, but the high-water mark moves only
+ * when hmi_mark_high_water says the mapping succeeded: a mapping the kernel refuses
+ * (a hugepage pool run dry) leaves no mark. */
+int hmi_charge_unmarked(struct hmi_bk *b, uint64_t n) HM_HIDDEN;
+void hmi_mark_high_water(struct hmi_bk *b) HM_HIDDEN;
 /* The bytes the stripes' reserves hold of b's `used`. */
 uint64_t hmi_reserves(const struct hmi_bk *b) HM_HIDDEN;
 /* Add tier index's block counts (every stripe) to out. */
 void hmi_count_sum(uint32_t index, struct hmi_backend_stats *out) HM_HIDDEN;
 
-enum { HMI_C_PLACED, HMI_C_FREED, HMI_C_NOT_FITTING };
+enum { HMI_C_PLACED, HMI_C_FREED, HMI_C_NOT_FITTING, HMI_C_MAP_FAILED };
 
-/* Count one block placed, freed or not fitting in b's calling thread's stripe
- * (inline: every allocation and free counts one). */
+/* Count one block placed, freed or not fitting, or one mapping the kernel refused, in
+ * b's calling thread's stripe (inline: every allocation and free counts one). */
 HM_INLINE void hmi_count(const struct hmi_bk *b, int which)
 {
     struct hmi_bk_counts *c = &hmi_bk_counts[b - hmi_bks][hm_stripe()];
     uint64_t *f = which == HMI_C_PLACED ? &c->placed : which == HMI_C_FREED ? &c->freed
-                : &c->not_fitting;
+                : which == HMI_C_NOT_FITTING ? &c->not_fitting : &c->map_failed;
     hm_stripe_add(f, 1);
 }
 

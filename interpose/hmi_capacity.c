@@ -78,6 +78,23 @@ int hmi_charge(struct hmi_bk *b, uint64_t n)
     return 0;
 }
 
+int hmi_charge_unmarked(struct hmi_bk *b, uint64_t n)
+{
+    if (n <= HMI_CREDIT_SMALL && b->capacity)
+        return hmi_charge(b, n);
+    if (global_charge(b, n) != 0) {
+        drain_credits(b);
+        if (global_charge(b, n) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+void hmi_mark_high_water(struct hmi_bk *b)
+{
+    high_water(b);
+}
+
 void hmi_uncharge(struct hmi_bk *b, uint64_t n)
 {
     if (n <= HMI_CREDIT_SMALL && b->capacity) {
@@ -101,6 +118,7 @@ void hmi_count_sum(uint32_t index, struct hmi_backend_stats *out)
         out->placed += __atomic_load_n(&c->placed, __ATOMIC_RELAXED);
         out->freed += __atomic_load_n(&c->freed, __ATOMIC_RELAXED);
         out->not_fitting += __atomic_load_n(&c->not_fitting, __ATOMIC_RELAXED);
+        out->map_failed += __atomic_load_n(&c->map_failed, __ATOMIC_RELAXED);
         out->split_placed += __atomic_load_n(&c->split_placed, __ATOMIC_RELAXED);
         out->split_bytes += __atomic_load_n(&c->split_bytes, __ATOMIC_RELAXED);
         out->split_refused += __atomic_load_n(&c->split_refused, __ATOMIC_RELAXED);

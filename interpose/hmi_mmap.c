@@ -109,6 +109,8 @@ static char *map_block(struct hmi_bk *b, uint64_t len, uint64_t span, size_t ali
         munmap(a, span);                    /* outside what the page map covers */
         a = NULL;
     }
+    if (!a)
+        hmi_count(b, HMI_C_MAP_FAILED);
     return a;
 }
 
@@ -134,13 +136,14 @@ void *hmi_mmap_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t align
     uint64_t span = hmi_round_up(len, HMI_PAGE_2M);
     if (len / HMI_PAGE_4K > HMI_E_MAX_PAGES)
         return NULL;
-    if (hmi_charge(b, len))
+    if (hmi_charge_unmarked(b, len))
         return NULL;
     char *a = map_block(b, len, span, align);
     if (!a) {
         hmi_uncharge(b, len);
         return NULL;
     }
+    hmi_mark_high_water(b);
     hmi_pagemap_set((uintptr_t)a, span, index, len / HMI_PAGE_4K);
     return a;
 }

@@ -255,6 +255,18 @@ static void write_summary(int fd, const struct hmi_placement *pl, const char *pa
              ti->unlimited ? "unlimited" : human(ti->capacity, a, sizeof a),
              (unsigned long long)s.placed, human(tier_bytes(pl, t), b, sizeof b),
              human(s.high_water, c, sizeof c), (unsigned long long)s.not_fitting);
+        if (s.map_failed) {
+            char host[256];
+            if (gethostname(host, sizeof host - 1) != 0)
+                strcpy(host, "this node");
+            host[sizeof host - 1] = '\0';
+            struct hmi_backend_policy pol;
+            int huge = hmi_backend_policy(t, &pol) == 0 && pol.map_huge;
+            outf(&o, "hmalloc%s: tier %s: the kernel refused %llu mapping(s) within the "
+                 "capacity on %s: %s\n", who, ti->name, (unsigned long long)s.map_failed, host,
+                 huge ? "its hugepage pool ran out (reserve more pages there)"
+                      : "its nodes ran out of memory");
+        }
         if (r.blocks_checked)
             outf(&o, "hmalloc%s: tier %s residency: %s of %s checked as intended, %s elsewhere, "
                  "%s never touched (%llu blocks sampled%s)\n", who, ti->name,
@@ -309,6 +321,12 @@ static void write_json(struct out *o, const struct hmi_placement *pl, const char
     out_json_str(o, path);
     outf(o, "\",\n  \"program\": \"");
     out_json_str(o, exe);
+    char host[256];
+    if (gethostname(host, sizeof host - 1) != 0)
+        host[0] = '\0';
+    host[sizeof host - 1] = '\0';
+    outf(o, "\",\n  \"host\": \"");
+    out_json_str(o, host);
     outf(o, "\",\n  \"pid\": %d,\n  \"rank\": ", (int)getpid());
     if (rank >= 0)
         outf(o, "%d", rank);
@@ -340,13 +358,13 @@ static void write_json(struct out *o, const struct hmi_placement *pl, const char
         static_counts(pl, t, &sp, &sb, &sr);
         outf(o, ", \"available\": %s, \"placed_blocks\": %llu, \"placed_bytes\": %llu, "
              "\"freed_blocks\": %llu, \"high_water_bytes\": %llu, \"used_bytes_at_exit\": %llu, "
-             "\"not_fitting\": %llu, \"static_placed\": %llu, "
+             "\"not_fitting\": %llu, \"map_failed\": %llu, \"static_placed\": %llu, "
              "\"static_bytes\": %llu, \"static_refused\": %llu, \"split_placed\": %llu, "
              "\"split_bytes\": %llu, \"split_ranges_not_fitting\": %llu,\n     \"residency\": ",
              hmi_backend_available(t) ? "true" : "false", (unsigned long long)s.placed,
              (unsigned long long)tier_bytes(pl, t), (unsigned long long)s.freed,
              (unsigned long long)s.high_water, (unsigned long long)s.used,
-             (unsigned long long)s.not_fitting,
+             (unsigned long long)s.not_fitting, (unsigned long long)s.map_failed,
              (unsigned long long)sp, (unsigned long long)sb, (unsigned long long)sr,
              (unsigned long long)s.split_placed, (unsigned long long)s.split_bytes,
              (unsigned long long)s.split_refused);

@@ -480,6 +480,7 @@ def mpi_summary(stats: dict[int | None, dict], files: dict[int | None, Path],
             f"{len(up)} rank(s), largest high-water {human(hw['high_water_bytes'])} "
             f"(rank {_ranks([hw_rank])}), {sum(t['not_fitting'] for t in up.values())} "
             f"not fitting{where}")
+        lines += pool_short(name, backend, stats, up)
     nsites = len(first.get("sites", []))
     matched = {i for s in stats.values() for i, site in enumerate(s.get("sites", []))
                if site["matches"]}
@@ -491,6 +492,24 @@ def mpi_summary(stats: dict[int | None, dict], files: dict[int | None, Path],
     lines.append("statistics per rank: " + ", ".join(listed)
                  + (f", and {more} more ({pattern})" if more else ""))
     return lines
+
+
+def pool_short(name: str, backend: str, stats: dict[int | None, dict],
+               up: dict[int | None, dict]) -> list[str]:
+    """Per node (the statistics' host), the mappings the kernel refused within the
+    tier's capacity (`map_failed`): a hugepage pool, or the nodes' memory, ran out
+    there. The pool is per node, so this names the node that needs more pages."""
+    by_host: dict[str, list[int | None]] = {}
+    for r, t in up.items():
+        if t.get("map_failed"):
+            by_host.setdefault(str(stats[r].get("host") or "an unnamed node"), []).append(r)
+    why = ("its hugepage pool ran out: reserve more pages on that node (as root, echo N > "
+           "/proc/sys/vm/nr_hugepages, e.g. in a job prolog)" if uses_hugetlb(backend)
+           else "its memory ran out")
+    return [f"tier {name} ({backend}): node {host}: the kernel refused "
+            f"{sum(up[r]['map_failed'] for r in ranks)} mapping(s) within the capacity in "
+            f"rank(s) {_ranks(ranks)}: {why}"
+            for host, ranks in sorted(by_host.items())]
 
 
 # ---- the command ----

@@ -748,6 +748,15 @@ def test_summary_over_ranks(tmp_path: Path) -> None:
     assert any(x.startswith("sites: 1 of 2 matched") and "3 calls" in x for x in lines)
     assert lines[-1].endswith(", ".join(str(f) for f in files.values()))
     assert hrun.mpi_summary({}, {}, 2, tmp_path / "s.%r.json")[0].startswith("no rank")
+    # a pool short on one node: that node is named, with its ranks
+    for r, host in ((0, "n1"), (1, "n2"), (2, "n2")):
+        stats_[r]["host"] = host
+    stats_[1]["tiers"][0]["map_failed"] = 2
+    stats_[2]["tiers"][0]["map_failed"] = 1
+    short = [x for x in hrun.mpi_summary(stats_, files, 3, tmp_path / "s.%r.json")
+             if "refused" in x]
+    assert len(short) == 1 and "node n2" in short[0] and "3 mapping(s)" in short[0]
+    assert "rank(s) 1, 2" in short[0]
 
 
 def test_cli_start_does_not_load_the_analysis_stack() -> None:

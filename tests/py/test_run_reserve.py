@@ -456,6 +456,32 @@ def test_reserved_placed_and_put_back(stage: tuple[Path, int], empty_pool: None,
 
 
 @root_pool
+def test_a_short_pool_names_its_node(stage: tuple[Path, int], empty_pool: None,
+                                     tmp_path: Path) -> None:
+    """A pool with fewer free pages than the placement needs: what fits is placed, the
+    rest falls back, and the statistics count the mappings the kernel refused within
+    the capacity (map_failed) with the node's hostname, which the summary over ranks
+    names (the pool is per node)."""
+    import json
+    import socket
+
+    d, pages = stage
+    NR.write_text("3\n")
+    r = run_latency(d, "-q", out=tmp_path)
+    assert r.returncode == 0, r.stderr
+    s = json.loads((tmp_path / "run-stats.json").read_text())
+    fast = next(t for t in s["tiers"] if t["name"] == "fast")
+    assert s["host"] == socket.gethostname()
+    assert 0 < fast["placed_blocks"] and fast["map_failed"] > 0
+    assert fast["not_fitting"] >= fast["map_failed"]
+    assert fast["high_water_bytes"] <= 3 * PAGE < pages * PAGE
+    from hmtune.workflows import run as hrun
+
+    short = hrun.pool_short("fast", "hugetlb", {0: s}, {0: fast})
+    assert len(short) == 1 and f"node {s['host']}" in short[0] and "rank(s) 0" in short[0]
+
+
+@root_pool
 def test_without_the_flag_nothing_goes_to_the_tier(stage: tuple[Path, int], empty_pool: None,
                                                    tmp_path: Path) -> None:
     """Without the flag and with no free hugepage the run is refused before it starts
