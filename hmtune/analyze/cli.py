@@ -131,7 +131,10 @@ def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> in
                       f"numbered sites); nothing written", 1)
     for warning in labels.warnings:
         _say(f"warning: {warning}")
-    sites = site_table(scan, labels, per_rank=args.per_rank)
+    from hmtune.analyze.prv_tables import task_nodes
+
+    sites = site_table(scan, labels, per_rank=args.per_rank,
+                       nodes=task_nodes(trace) if args.per_rank else None)
     split = weight_split(scan, labels)
     sampler = scan.sampler + ("+lookahead" if args.lookahead and scan.lookahead_samples else "")
     sites_csv, allocs_csv, profile_csv = out / "sites.csv", out / "allocs.csv", \

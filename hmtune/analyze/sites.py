@@ -155,15 +155,19 @@ def _static_labels(statics: dict[int, StaticObject], labels: SiteLabels,
     return text
 
 
-def site_table(scan: Scan, labels: SiteLabels, per_rank: bool = False) -> SiteTable:
+def site_table(scan: Scan, labels: SiteLabels, per_rank: bool = False,
+               nodes: dict[int, str] | None = None) -> SiteTable:
     """The sites.csv rows: SITES_WRITTEN (the short labels of hmtune.analyze.shortlabels, told
-    apart among this table's sites, and the kind, last), plus `rank` after `site_id`
-    when per_rank."""
+    apart among this table's sites, and the kind, last), plus `rank` and `node` (the
+    rank's node, from nodes: task -> name; empty when unknown) after `site_id` when
+    per_rank."""
     statics = static_objects(scan, labels)
     rows = per_task_table(scan, statics)
     if per_rank:
         for r in rows:
-            r["rank"] = rank_of_task(r.pop("task"))
+            task = r.pop("task")
+            r["rank"] = rank_of_task(task)
+            r["node"] = (nodes or {}).get(int(task), "")
     else:
         rows = _across_tasks(rows)
     total = scan.total_weight
@@ -185,7 +189,7 @@ def site_table(scan: Scan, labels: SiteLabels, per_rank: bool = False) -> SiteTa
     rows.sort(key=lambda r: (-r["weight"], r["site_id"], r.get("rank", 0)))
     columns = list(SITES_WRITTEN)
     if per_rank:
-        columns.insert(1, "rank")
+        columns[1:1] = ["rank", "node"]
     return SiteTable(columns, [{c: r[c] for c in columns} for r in rows])
 
 

@@ -101,9 +101,13 @@ def test_zero_peak_and_no_weight(tmp_path: Path) -> None:
 
 
 def test_per_rank_rows(tmp_path: Path) -> None:
-    s = site_table(run_scan(two_ranks(), tmp_path), NOLABELS, per_rank=True)
-    assert s.columns == SITES_WRITTEN[:1] + ["rank"] + SITES_WRITTEN[1:]
-    assert [(r["site_id"], r["rank"]) for r in s.rows] == [(4, 1), (3, 1), (3, 0)]
+    s = site_table(run_scan(two_ranks(), tmp_path), NOLABELS, per_rank=True,
+                   nodes={1: "n1", 2: "n2"})
+    assert s.columns == SITES_WRITTEN[:1] + ["rank", "node"] + SITES_WRITTEN[1:]
+    assert [(r["site_id"], r["rank"], r["node"]) for r in s.rows] == \
+        [(4, 1, "n2"), (3, 1, "n2"), (3, 0, "n1")]
+    unknown = site_table(run_scan(two_ranks(), tmp_path / "u"), NOLABELS, per_rank=True)
+    assert {r["node"] for r in unknown.rows} == {""}
     assert row(s, 3, rank=0)["peak_live_bytes"] == 300
     assert row(s, 3, rank=1)["peak_live_bytes"] == 500
     assert row(s, 3, rank=0)["weight"] == 100 and row(s, 3, rank=1)["share"] == 0.3
@@ -260,3 +264,21 @@ def test_site_table_of_rows() -> None:
     assert [(r["site_id"], r["n_allocs"], r["weight"], r["peak_live_bytes"]) for r in s.rows] \
         == [(5, 3, 10, MIB)]
     assert s.rows[0]["share"] == 0.1 and s.rows[0]["density"] == 10.0
+
+
+def test_task_nodes_from_the_header_and_the_row(tmp_path: Path) -> None:
+    """Each task's node: the header's node index named by the .row's NODE level; a
+    node the .row does not name is `node N`; an unreadable trace gives {}."""
+    from hmtune.analyze.prv_tables import task_nodes
+
+    prv = tmp_path / "t.prv"
+    prv.write_text("#Paraver (01/01/2026 at 00:00):1000_ns:2(1,1):1:3(1:1,1:2,1:2)\n")
+    (tmp_path / "t.row").write_text("LEVEL NODE SIZE 2\nalpha\nbeta\n")
+    assert task_nodes(prv) == {1: "alpha", 2: "beta", 3: "beta"}
+    (tmp_path / "t.row").write_text("LEVEL NODE SIZE 1\nalpha\n")
+    assert task_nodes(prv) == {1: "alpha", 2: "node 2", 3: "node 2"}
+    (tmp_path / "t.row").unlink()
+    assert task_nodes(prv) == {1: "node 1", 2: "node 2", 3: "node 2"}
+    prv.write_text("not a trace\n")
+    assert task_nodes(prv) == {}
+    assert task_nodes(tmp_path / "missing.prv") == {}
