@@ -159,6 +159,23 @@ def _fraction_bytes(sites_path: Path, frac: float) -> int:
     return mem
 
 
+def _node_processes(sites_path: Path, meta: dict[str, str]) -> tuple[int | None, int]:
+    """The processes on the fullest node and the number of nodes, from the task-to-node
+    map of the trace next to sites.csv (a per-node tier is shared by one node's ranks,
+    not by every rank of a job on several nodes); (None, 1) without a readable trace."""
+    from collections import Counter
+
+    from hmtune.analyze.prv_tables import task_nodes
+    from hmtune.analyze.traceid import trace_next_to
+
+    trace = trace_next_to(sites_path.parent, meta.get("trace"))
+    nodes = task_nodes(trace) if trace is not None else {}
+    if not nodes:
+        return None, 1
+    per = Counter(nodes.values())
+    return max(per.values()), len(per)
+
+
 def _host_machine(mem: int) -> Machine:
     """`--mem SIZE` alone: this host's fastest tier (hmtune machine), SIZE per process.
     Says which tier it is on stdout."""
@@ -437,7 +454,8 @@ def run(args: argparse.Namespace) -> int:
     notes = [*machine.notes, *(_tier_warnings(machine) if args.machine else []),
              *sites.notes, *_trace_check(sites_path, sites.meta, allocs)]
     nprocs = allocs.attrs.get("nprocs") if allocs is not None else None
-    tiers, tier_notes = per_process(machine, nprocs)
+    node_procs, nnodes = _node_processes(sites_path, sites.meta)
+    tiers, tier_notes = per_process(machine, nprocs, node_procs, nnodes)
     notes += tier_notes
     table = sites.table
     faults = table["faults"].to_numpy(np.float64) if sites.has_faults else None

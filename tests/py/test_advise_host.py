@@ -160,3 +160,24 @@ def test_fraction_bad_values_and_empty_traces(tmp_path: Path) -> None:
     assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1
     assert not (empty / "placement.txt").exists()
 
+
+
+def test_a_per_node_tier_is_shared_by_one_nodes_ranks(tmp_path: Path) -> None:
+    """A trace of 4 ranks on 2 nodes: vm-hugetlb.toml's 4 GiB per node go to the 2 ranks
+    of a node (2 GiB each), not to all 4."""
+    d = stage(tmp_path)                 # its sites.csv names the trace t.prv
+    (d / "t.prv").write_text("#Paraver (01/01/2026 at 00:00):1000_ns:2(1,1):1:"
+                             "4(1:1,1:1,1:2,1:2)\n")
+    (d / "t.row").write_text("LEVEL NODE SIZE 2\nn1\nn2\n")
+    r = subprocess.run([str(HMTUNE), "advise", str(d), "--machine",
+                        str(ROOT / "configs" / "machines" / "vm-hugetlb.toml")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert read_placement(d / "placement.txt").tiers[0].capacity == 2 * GIB
+    (d / "t.prv").write_text("#Paraver (01/01/2026 at 00:00):1000_ns:1(1):1:"
+                             "4(1:1,1:1,1:1,1:1)\n")
+    r = subprocess.run([str(HMTUNE), "advise", str(d), "--machine",
+                        str(ROOT / "configs" / "machines" / "vm-hugetlb.toml")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert read_placement(d / "placement.txt").tiers[0].capacity == GIB

@@ -179,6 +179,11 @@ def test_per_node_capacity_is_split_over_processes() -> None:
     assert tiers[1].capacity is None and len(notes) == 1
     tiers, notes = per_process(m, None)
     assert tiers[0].capacity == node and len(notes) == 1
+    # a job on several nodes: a node's capacity is shared by that node's ranks only
+    tiers, notes = per_process(m, 8, node_procs=3, nnodes=3)
+    assert tiers[0].capacity == node // 3 and len(notes) == 1 and "3 nodes" in notes[0]
+    tiers, notes = per_process(m, None, node_procs=2)
+    assert tiers[0].capacity == node // 2 and len(notes) == 1
     snc4 = load_machine(MACHINES / "xeon-max-9468-flat-snc4.toml")
     tiers, notes = per_process(snc4, 8)              # one rank per SNC4 quadrant: one stack
     assert tiers[0].capacity == 16 * GIB and len(notes) == 1
