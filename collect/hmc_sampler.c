@@ -1,5 +1,9 @@
 /* hmc_sampler.c — per-thread sampling of data addresses.
  *
+ * One file of over 500 lines on purpose: the handlers, their per-thread state and the
+ * set-up that arms them share static state that must stay async-signal-safe; the
+ * decoder (hmc_decode.c) and the PEBS/IBS rings (hmc_sampler_perf.c) are apart.
+ *
  * Software sampler (no PMU: VMs, CI): a CPU-time timer per thread
  * (timer_create(CLOCK_THREAD_CPUTIME_ID) + SIGEV_THREAD_ID; the kernel tick caps it
  * at 250 Hz here, at no measurable cost — MACHINE-NOTES.md). The stalled load is the
@@ -24,11 +28,7 @@
  * capstone warmed up before the timer is armed, records appended to the thread's
  * own sample buffer. The handlers are reached through hmc_signal.c's dispatcher,
  * which keeps both signals deliverable whatever the application installs or blocks,
- * and gives it every signal that is not one of ours.
- *
- * One file of over 500 lines on purpose: the handlers, their per-thread state and the
- * set-up that arms them share static state that must stay async-signal-safe; the
- * decoder (hmc_decode.c) and the PEBS/IBS rings (hmc_sampler_perf.c) are apart. */
+ * and gives it every signal that is not one of ours. */
 #include "hmc_sampler.h"
 #include "hmc_decode.h"
 #include "hmc_sampler_perf.h"

@@ -1,6 +1,10 @@
 /* hmc_signal.c — the tracer's signals stay the tracer's, whatever the application
  * installs or blocks (issue 13, "Nothing lost, nothing killed").
  *
+ * One file of over 500 lines on purpose: the dispatcher, the interposed calls and the
+ * per-thread virtual mask share the tables the delivery path reads, and a tenth of
+ * the length is this comment.
+ *
  * Why: gfortran's default -fbacktrace makes libgfortran call signal() for SIGTRAP,
  * SIGSEGV, SIGBUS, ... when main starts, after the tracer's constructor. The software
  * sampler's breakpoint traps then reached libgfortran's handler ("Program received
@@ -54,11 +58,7 @@
  * ignored, exec'd programs get them ignored only through execve.
  *
  * Everything on the delivery path is async-signal-safe: fixed tables, atomics,
- * thread-locals, no locks, no allocation.
- *
- * One file of over 500 lines on purpose: the dispatcher, the interposed calls and the
- * per-thread virtual mask share the tables the delivery path reads, and a fifth of
- * the length is this comment. */
+ * thread-locals, no locks, no allocation. */
 #include "hmc_signal.h"
 
 #include <dlfcn.h>

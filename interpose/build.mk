@@ -20,9 +20,11 @@ HMI_CORE_SRC += $(ROOT)/interpose/hmi_backend.c $(ROOT)/interpose/hmi_spec.c \
 HMI_CORE_HDR += $(ROOT)/interpose/hmi_backend.h $(ROOT)/interpose/hmi_backend_int.h \
                 $(ROOT)/interpose/hmi_pagemap.h $(ROOT)/interpose/hmi_mmap.h \
                 $(ROOT)/interpose/hmi_arena.h
-# Static variables of placement.txt's static lines, bound or remapped at start-up.
-HMI_CORE_SRC += $(ROOT)/interpose/hmi_static.c
-HMI_CORE_HDR += $(ROOT)/interpose/hmi_static.h
+# Static variables of placement.txt's static lines, bound or remapped at start-up
+# (hmi_static.c) once their module's segments and symbol tables vouch for them
+# (hmi_static_elf.c).
+HMI_CORE_SRC += $(ROOT)/interpose/hmi_static.c $(ROOT)/interpose/hmi_static_elf.c
+HMI_CORE_HDR += $(ROOT)/interpose/hmi_static.h $(ROOT)/interpose/hmi_static_int.h
 
 $(HMI_DIR)/%.o: $(ROOT)/interpose/%.c $(HMI_CORE_HDR) $(COMMON_HDR)
 	@mkdir -p $(@D)

@@ -1,17 +1,16 @@
 /* hmi_static.c — see hmi_static.h. Runs once, from the interposer's initialization
- * (its constructor, or the first placed allocation before it), single-threaded. */
+ * (its constructor, or the first placed allocation before it), single-threaded. The
+ * checks against the module (loaded, segment, symbol tables) are hmi_static_elf.c's;
+ * here each static is checked against its tier, its whole pages placed, and the
+ * results and warnings kept. */
 #include "hmi_static.h"
-#include "hm_options.h"
+#include "hmi_static_int.h"
 #include "hm_util.h"
 
 #include <elf.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <link.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -63,201 +62,6 @@ static void put_errno(struct line *l, int e)
 {
     const char *d = strerrordesc_np(e);
     put(l, d ? d : "unknown error");
-}
-
-/* ---- the module as it is loaded ---- */
-
-struct module {
-    const char *path, *exe;     /* what to find; the main program's path */
-    size_t len;
-    int found;
-    uint64_t base;              /* dlpi_addr */
-    const ElfW(Phdr) *ph;       /* its program headers (in its own memory) */
-    int phnum;
-};
-
-/* dl_iterate_phdr names the main program "" and a library by the path it was loaded
- * by: as hm_modmap.c, the program is /proc/self/exe. */
-static int find_cb(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    struct module *m = arg;
-    (void)size;
-    const char *name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : m->exe;
-    if (strlen(name) != m->len || memcmp(name, m->path, m->len) != 0)
-        return 0;
-    m->found = 1;
-    m->base = info->dlpi_addr;
-    m->ph = info->dlpi_phdr;
-    m->phnum = info->dlpi_phnum;
-    return 1;
-}
-
-/* The loaded segment holding [off, off + size): its flags, and whether the range
- * touches RELRO (made read-only after relocation). 0, or -1 when no one segment does. */
-static int segment_of(const struct module *m, uint64_t off, uint64_t size, uint32_t *flags,
-                      int *relro)
-{
-    int found = -1;
-    *relro = 0;
-    for (int i = 0; i < m->phnum; i++) {
-        const ElfW(Phdr) *p = &m->ph[i];
-        if (p->p_type == PT_LOAD && off >= p->p_vaddr && p->p_memsz >= size &&
-            off - p->p_vaddr <= p->p_memsz - size) {
-            *flags = p->p_flags;
-            found = 0;
-        }
-        if (p->p_type == PT_GNU_RELRO && off < p->p_vaddr + p->p_memsz &&
-            off + size > p->p_vaddr)
-            *relro = 1;
-    }
-    return found;
-}
-
-/* ---- the symbol starting at the object's offset ---- */
-
-/* What the symbol tables say about [off, off + size): an object symbol of that size
- * starts there (same), or one of another size (other: its size), or it is unnamed
- * data, as finalize names it (fin_symbols.c): a symbol ends at off, or one without a
- * size starts there, or its data section does (prev); no data boundary lies inside it
- * (inside clear); one starts at its end or its section ends there (at_end). */
-struct symscan {
-    int read, same, other, prev, inside, at_end;
-    uint64_t other_size;
-};
-
-/* As finalize's is_data_section and is_data_bound. */
-static int data_section(const Elf64_Shdr *s)
-{
-    return (s->sh_type == SHT_PROGBITS || s->sh_type == SHT_NOBITS) &&
-           (s->sh_flags & (SHF_ALLOC | SHF_EXECINSTR | SHF_TLS)) == SHF_ALLOC && s->sh_addr &&
-           s->sh_size;
-}
-
-static int data_bound(const Elf64_Sym *s, const Elf64_Shdr *sh, unsigned shnum)
-{
-    int type = ELF64_ST_TYPE(s->st_info);
-    return (type == STT_NOTYPE || type == STT_OBJECT || type == STT_COMMON) && s->st_value &&
-           s->st_shndx != SHN_UNDEF && s->st_shndx < shnum && data_section(&sh[s->st_shndx]);
-}
-
-/* Add what the ELF file at path (.symtab, .dynsym, section headers) says to *r. */
-static void scan_file(const char *path, uint64_t off, uint64_t size, struct symscan *r)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return;
-    struct stat st;
-    void *addr = MAP_FAILED;
-    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (size_t)st.st_size >= sizeof(Elf64_Ehdr))
-        addr = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-    close(fd);
-    if (addr == MAP_FAILED)
-        return;
-    size_t len = (size_t)st.st_size;
-    const unsigned char *img = addr;
-    const Elf64_Ehdr *eh = addr;
-    if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh->e_shentsize != sizeof(Elf64_Shdr) || eh->e_shoff == 0 || eh->e_shoff > len ||
-        eh->e_shnum > (len - eh->e_shoff) / sizeof(Elf64_Shdr)) {
-        munmap(addr, len);
-        return;
-    }
-    r->read = 1;
-    const Elf64_Shdr *sh = (const Elf64_Shdr *)(img + eh->e_shoff);
-    uint64_t end = off + size;
-    for (unsigned i = 0; i < eh->e_shnum; i++) {
-        if (!data_section(&sh[i]) || off < sh[i].sh_addr || off >= sh[i].sh_addr + sh[i].sh_size)
-            continue;
-        r->prev |= off == sh[i].sh_addr;         /* unnamed data from the section's start */
-        r->at_end |= end == sh[i].sh_addr + sh[i].sh_size;
-    }
-    for (unsigned i = 0; i < eh->e_shnum; i++) {
-        if ((sh[i].sh_type != SHT_SYMTAB && sh[i].sh_type != SHT_DYNSYM) ||
-            sh[i].sh_entsize != sizeof(Elf64_Sym) || sh[i].sh_offset > len ||
-            sh[i].sh_size > len - sh[i].sh_offset)
-            continue;
-        const Elf64_Sym *sym = (const Elf64_Sym *)(img + sh[i].sh_offset);
-        size_t n = sh[i].sh_size / sizeof(*sym);
-        for (size_t k = 0; k < n; k++) {
-            if (!data_bound(&sym[k], sh, eh->e_shnum))
-                continue;
-            uint64_t v = sym[k].st_value, sz = sym[k].st_size;
-            if (ELF64_ST_TYPE(sym[k].st_info) == STT_OBJECT && v == off && sz) {
-                if (sz == size) {
-                    r->same = 1;
-                } else {
-                    r->other = 1;
-                    r->other_size = sz;
-                }
-            }
-            if ((sz && v + sz == off) || (!sz && v == off))
-                r->prev = 1;
-            if (v > off && v < end)
-                r->inside = 1;
-            if (v == end)
-                r->at_end = 1;
-        }
-    }
-    munmap(addr, len);
-}
-
-/* The module's separate debug file, ROOT/.build-id/xx/yyyy.debug for its GNU build-id
- * note, for each root of HMTUNE_DEBUG_ROOT (default /usr/lib/debug), as finalize looks
- * its symbols up: the first one there is scanned too. */
-static void scan_debug_file(const struct module *m, uint64_t off, uint64_t size,
-                            struct symscan *r)
-{
-    const unsigned char *id = NULL;
-    size_t idlen = 0;
-    for (int i = 0; i < m->phnum && !id; i++) {
-        const ElfW(Phdr) *p = &m->ph[i];
-        if (p->p_type != PT_NOTE)
-            continue;
-        const unsigned char *q = (const unsigned char *)(uintptr_t)(m->base + p->p_vaddr);
-        const unsigned char *end = q + p->p_memsz;
-        while (q + sizeof(ElfW(Nhdr)) <= end) {
-            const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)q;
-            size_t name = (nh->n_namesz + 3) & ~3u, desc = (nh->n_descsz + 3) & ~3u;
-            const unsigned char *d = q + sizeof(*nh) + name;
-            if (d + desc > end)
-                break;
-            if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
-                !memcmp(q + sizeof(*nh), "GNU", 4) && nh->n_descsz >= 2 && nh->n_descsz <= 64) {
-                id = d;
-                idlen = nh->n_descsz;
-                break;
-            }
-            q = d + desc;
-        }
-    }
-    if (!id)
-        return;
-    const char *roots = hm_opt_str(HM_OPT_DEBUG_ROOT);      /* /usr/lib/debug unless set */
-    for (const char *p = roots; *p;) {
-        size_t n = strcspn(p, ":");
-        char path[4096 + 200];
-        if (n > 0 && n < 4096) {
-            struct line l = { path, sizeof path, 0 };
-            memcpy(path, p, n);
-            path[n] = '\0';
-            l.n = n;
-            put(&l, "/.build-id/");
-            for (size_t k = 0; k < idlen; k++) {
-                char h[3] = { "0123456789abcdef"[id[k] >> 4], "0123456789abcdef"[id[k] & 15], 0 };
-                put(&l, h);
-                if (k == 0)
-                    put(&l, "/");
-            }
-            put(&l, ".debug");
-            if (access(path, R_OK) == 0) {
-                scan_file(path, off, size, r);
-                return;
-            }
-        }
-        p += n;
-        if (*p == ':')
-            p++;
-    }
 }
 
 /* ---- placing a range ---- */
@@ -398,21 +202,20 @@ static int place_one(const struct hmi_placement *pl, const struct hmi_static *s,
         put(&why, " is the default allocator: nothing to move");
         return -1;
     }
-    struct module m = { s->module, exe, s->module_len, 0, 0, NULL, 0 };
-    dl_iterate_phdr(find_cb, &m);
+    struct hmi_loaded m = { s->module, exe, s->module_len, 0, 0, NULL, 0 };
+    hmi_static_find(&m);
     if (!m.found) {
         put(&why, "module not loaded");
         return -1;
     }
     uint32_t flags = 0;
     int relro = 0;
-    if (segment_of(&m, s->offset, s->size, &flags, &relro) != 0) {
+    if (hmi_static_segment(&m, s->offset, s->size, &flags, &relro) != 0) {
         put(&why, "not inside one loaded segment of the module (a wrong size, or another build)");
         return -1;
     }
-    struct symscan sym = { 0 };
-    scan_file(s->module, s->offset, s->size, &sym);
-    scan_debug_file(&m, s->offset, s->size, &sym);
+    struct hmi_symscan sym = { 0 };
+    hmi_static_symbols(&m, s->offset, s->size, &sym);
     if (!sym.read) {
         put(&why, "cannot read the module's symbols to check the object");
         return -1;
@@ -505,3 +308,4 @@ const struct hmi_static_result *hmi_static_results(uint32_t *n)
     *n = g_nres;
     return g_res;
 }
+

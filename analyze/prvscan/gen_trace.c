@@ -1,6 +1,10 @@
 /* gen_trace.c — hmtune-gentrace: a synthetic hmtune-style trace with known answers,
  * for hmtune-prvscan's tests and throughput benchmark.
  *
+ * One file of over 500 lines on purpose: each record and the answer it implies are
+ * made together, in tallies the expected-answers file is then written from
+ * (gen_check.c compares the scanner's output with the answers).
+ *
  *   hmtune-gentrace N_RECORDS OUT.prv [--tasks T] [--threads K] [--seed S] [--alloc-heavy]
  *   hmtune-gentrace --check OUT.prv OUTDIR          (gen_check.c)
  *
@@ -26,10 +30,7 @@
  * blocks), and samples in it count that many times for its site (41000041 with the
  * object, else from the block); the expected weights are then bounded per task as the
  * scanner bounds them (ps_sites_cap: the added weight at most the task's class-4
- * weight, each site's added part scaled by one factor).
- *
- * One file of over 500 lines on purpose: each record and the answer it implies are
- * made together (gen_check.c compares the scanner's output with the answers). */
+ * weight, each site's added part scaled by one factor). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>

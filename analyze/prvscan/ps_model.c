@@ -1,6 +1,9 @@
 /* ps_model.c — fuse the event lines of one thread at one time, then apply the
  * allocation and sample semantics of docs/formats.md §3 to each fused group.
  *
+ * One file of over 500 lines on purpose: fusion and the semantics share each thread's
+ * pending group, and every record of the scan passes through both in its hot loop.
+ *
  * Fusion: Extrae splits one call over lines with the same (task, thread, time) and
  * puts a state record between them (size on one line, the 40000040 call on the
  * next; the returned pointer before the 40000040 end). So each thread keeps one
@@ -21,10 +24,7 @@
  * (task, site) in time order. Each time the trace time moves on, endpoints before
  * the new time are swept, unless a call still open (whose block, when it ends, will
  * start at its entry time) holds them back. With --per-thread-time the bound is the
- * earliest time any thread can still produce, checked when enough endpoints wait.
- *
- * One file of over 500 lines on purpose: fusion and the semantics share each thread's
- * pending group, and every record of the scan passes through both in its hot loop. */
+ * earliest time any thread can still produce, checked when enough endpoints wait. */
 #include "ps.h"
 
 #include <stdlib.h>

@@ -156,7 +156,7 @@ void fin_sample_code(struct fin_ctx *c, struct fin_proc *p, uint64_t ip, uint32_
 void fin_code_labels(FILE *f, int lines);                            /* pcf VALUES */
 /* fin_sites.c: the object id of key, created (with *created set) when new */
 uint32_t fin_key_id(struct fin_ctx *c, const char *key, struct fin_site **created);
-/* fin_merge.c */
+/* fin_merge.c (its records: fin_prv.c) */
 int fin_write_prv(struct fin_ctx *c, const char *prv_path);
 /* fin_recov.c: count one sample (its flags, and its enum fin_class) */
 int fin_recov_rule(uint32_t flags);          /* FR_*: also the value of 41000024 */

@@ -11,8 +11,9 @@
  *   3. `module+0xOFF` with the module's file name (`liblammps.so.0+0x1234`).
  * Every module is opened, and its symbol tables read, once.
  *
- * One file of over 500 lines on purpose: the three lookups share the per-module
- * cache of opened libbfd objects and their symbol tables. */
+ * One file of over 500 lines on purpose: the three lookups and the static-variable one
+ * (fin_data_symbol) share the per-module cache of opened libbfd objects and their
+ * symbol tables. */
 #define PACKAGE "hmtune"
 #define PACKAGE_VERSION "1"
 #include "fin.h"

@@ -30,7 +30,7 @@ from hmtune.advisor.placement import (
     write_placement,
 )
 from hmtune.analyze.sites_io import read_allocs, read_sites
-from hmtune.workflows import hugepages
+from hmtune.workflows import hugepages, runstats
 from hmtune.workflows import run as hrun
 
 LIB = ROOT / "build" / "lib" / "libhmalloc.so"
@@ -251,7 +251,7 @@ def test_stats_files_a_run_writes(tmp_path: Path) -> None:
     assert hrun.planned_stats(tmp_path / "s.%r.json", ["mpirun", "-np", "2"], {}) == \
         [tmp_path / "s.0.json", tmp_path / "s.1.json"]
     assert hrun.planned_stats(s, ["srun"], {}) is None
-    assert hrun.env_rank({"PMI_RANK": "x", "PMIX_RANK": "2"}) == 2
+    assert runstats.env_rank({"PMI_RANK": "x", "PMIX_RANK": "2"}) == 2
 
 
 # ---- what the library places ----
@@ -656,7 +656,7 @@ def test_script_wrapper(programs: Programs, tmp_path: Path) -> None:
     assert s["program"] == str(PROGRAMS / "echo_io") and tier(s)["placed_blocks"] == 3
 
 
-# ---- the pieces of hmtune/workflows/run.py ----
+# ---- the pieces of hmtune/workflows/run.py and runstats.py ----
 
 def test_node_lists_and_hugepage_pool(tmp_path: Path) -> None:
     assert hrun.parse_nodelist("0-3,8\n") == {0, 1, 2, 3, 8}
@@ -721,9 +721,9 @@ def test_launcher_process_count_and_stats_files(tmp_path: Path) -> None:
     assert hrun.launcher_processes(["/usr/bin/srun", "-N", "2"], {"SLURM_NTASKS": "x"}) is None
     for name in ("s.0.json", "s.12.json", "s.x.json", "s.json", "t.1", "t", "t.1.tmp.5"):
         (tmp_path / name).write_text("{}")
-    assert hrun.stats_files(tmp_path / "s.%r.json") == {0: tmp_path / "s.0.json",
-                                                        12: tmp_path / "s.12.json"}
-    assert hrun.stats_files(tmp_path / "t") == {None: tmp_path / "t", 1: tmp_path / "t.1"}
+    assert runstats.stats_files(tmp_path / "s.%r.json") == {0: tmp_path / "s.0.json",
+                                                            12: tmp_path / "s.12.json"}
+    assert runstats.stats_files(tmp_path / "t") == {None: tmp_path / "t", 1: tmp_path / "t.1"}
 
 
 def test_summary_over_ranks(tmp_path: Path) -> None:
@@ -739,7 +739,7 @@ def test_summary_over_ranks(tmp_path: Path) -> None:
     stats_ = {0: rank_stats(0, 2, 3 << 20, 3 << 20, 0), 1: rank_stats(1, 1, 1 << 20, 4 << 20, 2),
               2: rank_stats(2, 0, 0, 0, 1)}
     files = {r: tmp_path / f"s.{r}.json" for r in stats_}
-    lines = hrun.mpi_summary(stats_, files, 4, tmp_path / "s.%r.json")
+    lines = runstats.mpi_summary(stats_, files, 4, tmp_path / "s.%r.json")
     fast = next(x for x in lines if x.startswith("tier fast"))
     assert "3 blocks placed (4.0 MiB) in 3 rank(s)" in fast
     assert "largest high-water 4.0 MiB (rank 1)" in fast
@@ -747,16 +747,20 @@ def test_summary_over_ranks(tmp_path: Path) -> None:
     assert any("3 of 4 ranks" in x for x in lines)                 # one rank wrote nothing
     assert any(x.startswith("sites: 1 of 2 matched") and "3 calls" in x for x in lines)
     assert lines[-1].endswith(", ".join(str(f) for f in files.values()))
-    assert hrun.mpi_summary({}, {}, 2, tmp_path / "s.%r.json")[0].startswith("no rank")
+    assert runstats.mpi_summary({}, {}, 2, tmp_path / "s.%r.json")[0].startswith("no rank")
     # a pool short on one node: that node is named, with its ranks
     for r, host in ((0, "n1"), (1, "n2"), (2, "n2")):
         stats_[r]["host"] = host
     stats_[1]["tiers"][0]["map_failed"] = 2
     stats_[2]["tiers"][0]["map_failed"] = 1
-    short = [x for x in hrun.mpi_summary(stats_, files, 3, tmp_path / "s.%r.json")
+    short = [x for x in runstats.mpi_summary(stats_, files, 3, tmp_path / "s.%r.json")
              if "refused" in x]
     assert len(short) == 1 and "node n2" in short[0] and "3 mapping(s)" in short[0]
     assert "rank(s) 1, 2" in short[0]
+    stats_[0]["tiers"][0]["available"] = False          # no pool at all on n1
+    down = [x for x in runstats.mpi_summary(stats_, files, 3, tmp_path / "s.%r.json")
+            if "unavailable" in x]
+    assert len(down) == 1 and "rank(s) 0 on node(s) n1" in down[0]
 
 
 def test_cli_start_does_not_load_the_analysis_stack() -> None:

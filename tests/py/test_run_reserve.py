@@ -475,9 +475,9 @@ def test_a_short_pool_names_its_node(stage: tuple[Path, int], empty_pool: None,
     assert 0 < fast["placed_blocks"] and fast["map_failed"] > 0
     assert fast["not_fitting"] >= fast["map_failed"]
     assert fast["high_water_bytes"] <= 3 * PAGE < pages * PAGE
-    from hmtune.workflows import run as hrun
+    from hmtune.workflows import runstats
 
-    short = hrun.pool_short("fast", "hugetlb", {0: s}, {0: fast})
+    short = runstats.pool_short("fast", "hugetlb", {0: s}, {0: fast})
     assert len(short) == 1 and f"node {s['host']}" in short[0] and "rank(s) 0" in short[0]
 
 
