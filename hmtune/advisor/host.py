@@ -87,9 +87,7 @@ class Host:
     notes: list[str] = field(default_factory=list)
     mem_total: int = 0                   # /proc/meminfo MemTotal (bytes)
     hugepages_free: int = 0              # /proc/meminfo HugePages_Free (default size)
-    # this user can grow the default hugepage pool (root with a writable
-    # /proc/sys/vm/nr_hugepages); a recorded topology: assumed
-    hugepages_reservable: bool = True
+    hugepages_reservable: bool = True    # can_reserve_hugepages(); recorded: assumed
 
     def of_kind(self, *kinds: str) -> list[Node]:
         return [n for n in self.nodes if n.kind in kinds]
@@ -489,9 +487,8 @@ def detect(root: Path = Path("/"), hwloc_xml: Path | None = None, probe: bool = 
 
 
 def can_reserve_hugepages(root: Path = Path("/")) -> bool:
-    """Whether this process can grow the default hugepage pool: root, with
-    ROOT/proc/sys/vm/nr_hugepages writable (not in a container that mounts /proc/sys
-    read-only)."""
+    """Whether this process can grow the default hugepage pool (root, and a writable
+    ROOT/proc/sys/vm/nr_hugepages: not a container's read-only /proc/sys)."""
     return os.geteuid() == 0 and os.access(root / "proc/sys/vm/nr_hugepages", os.W_OK)
 
 

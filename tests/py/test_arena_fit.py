@@ -154,7 +154,7 @@ def test_weight_in_objects_larger_than_the_tier_is_named() -> None:
     """A hot site of one 36 MiB object cannot go into a 14 MiB hugetlb tier: advise
     names its share of the weight, the tier and the object's charge; a site that fits
     and a tier large enough give nothing."""
-    from hmtune.advisor.cli import too_large
+    from hmtune.advisor.notes import too_large
 
     tiers = [Tier("huge", 14 * MIB, "hugetlb", 0.5, 0.5), Tier("slow", None, "default")]
     p = Problem(np.array([1, 2, 3]), np.array([35 * MIB, 4 * MIB, 40 * MIB]),
