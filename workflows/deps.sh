@@ -6,9 +6,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
 # hwloc-nox: lstopo-no-graphics, hwloc's view of the memory (hmtune machine, advise --mem).
+# slurm-wlm (slurmctld, slurmd, srun, sbatch), slurm-wlm-basic-plugins (mpi_pmix: srun
+# --mpi=pmix, what Debian's Open MPI needs) and munge: tests/py/test_slurm.py starts a
+# private single-host Slurm cluster of its own (own munge key, config and ports; the
+# packages' system services are not used) and runs hmtune under sbatch and srun.
 debs=(gcc g++ make binutils-dev libnuma-dev numactl libmemkind-dev openmpi-bin
       libopenmpi-dev gfortran libcapstone-dev libunwind-dev libclang-rt-14-dev clang-14
-      python3-venv zlib1g-dev hwloc-nox)
+      python3-venv zlib1g-dev hwloc-nox slurm-wlm slurm-wlm-basic-plugins munge)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
