@@ -36,6 +36,7 @@ import pytest
 from tracemodel import HMTUNE, PROGRAMS, ROOT, check, load, marker_line
 
 from hmtune.advisor.placement import read_placement
+from hmtune.advisor.tiers import load_machine
 from hmtune.analyze.prv import parse_row, read_header
 from hmtune.analyze.sites_io import read_sites
 
@@ -49,7 +50,7 @@ DAEMONS = ("mungekey", "munged", "slurmctld", "slurmd")
 CLIENTS = ("sbatch", "srun", "sinfo", "scancel")
 SBIN = "/usr/sbin:/sbin"                   # daemons live there; a user's PATH may lack it
 UP_S = 30                                  # the nodes must be idle within this
-JOB_S = 120                                # sbatch --wait, per job
+JOB_S = 300                                # sbatch --wait, per job (a loaded machine)
 CMD_S = 60                                 # hmtune analyze/advise, sinfo, mungekey
 LOG_LINES = 15                             # per log in a skip reason
 # Inherited from a surrounding job or launcher, they would point srun and MPI elsewhere.
@@ -282,7 +283,7 @@ class Cluster:
                           f"#SBATCH -n {ntasks}\n"
                           f"#SBATCH -o {out}\n"
                           f"#SBATCH -D {ROOT}\n"
-                          "#SBATCH -t 3\n"
+                          "#SBATCH -t 6\n"
                           f"{commands}\n")
         try:
             r = subprocess.run([self.bins["sbatch"], "--wait", "--parsable", str(script)],
@@ -436,6 +437,10 @@ def test_traced_job(slurm: Cluster, traced: Traced) -> None:
     rows = rank_rows(out / "per-rank" / "sites.csv")
     assert {r: size for r, (_, size) in rows.items()} == {0: MIB, 1: 2 * MIB}
     assert rows[0][0] == rows[1][0]                     # one site, seen on both ranks
+    nodes = {int(r): n for r, n in zip(read_sites(out / "per-rank" / "sites.csv")["rank"],
+                                       read_sites(out / "per-rank" / "sites.csv")["node"],
+                                       strict=True)}
+    assert set(nodes.values()) == {host}                # each rank's node, by name
 
 
 def test_placed_job(slurm: Cluster, traced: Traced) -> None:
@@ -527,3 +532,17 @@ def test_two_node_traced_job(slurm2: Cluster) -> None:
     t = load(out / "trace.prv")
     assert sorted(t.rank.values()) == [0, 1], job
     assert sorted(raw_files(out).values()) == ["n1", "n2"], job   # each node wrote its rank's
+    # each rank's node in sites.csv, and the per-node tier of a 2-node job split over
+    # the one rank of each node (not over both ranks)
+    a = hmtune("analyze", str(out), "--per-rank", "-o", str(out / "per-rank"), "--top", "0")
+    assert a.returncode == 0, a.stderr
+    s = read_sites(out / "per-rank" / "sites.csv")
+    assert sorted(set(zip(s["rank"].astype(int), s["node"], strict=True))) == \
+        [(0, "n1"), (1, "n2")]
+    a = hmtune("analyze", str(out))
+    assert a.returncode == 0, a.stderr
+    a = hmtune("advise", str(out), "--machine", str(ROOT / "configs" / "machines" /
+                                                    "vm-hugetlb.toml"))
+    assert a.returncode == 0, a.stderr
+    assert read_placement(out / "placement.txt").tiers[0].capacity == \
+        load_machine(ROOT / "configs" / "machines" / "vm-hugetlb.toml").tiers[0].capacity
