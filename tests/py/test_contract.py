@@ -1,11 +1,15 @@
-"""The trace contract (common/trace_events.tsv) against the C and Python sides.
+"""The trace contract (common/trace_events.tsv, common/trace_values.tsv) against the
+C and Python sides.
 
-- the table parses: header, unique codes and names;
-- regenerating from it gives exactly the committed common/hm_events.h and
-  hmtune/core/events.py, and each code is in both under its name;
-- no C or Python file outside the generated ones and the tests spells a code of the
-  table as a number in its code (comments and docstrings may name them): a new
-  literal fails here, and the fix is the HM_EV_* constant.
+- the tables parse: header, unique codes and names; each value row's event known, its
+  value a number, unique and increasing in its table, its name UPPER_CASE and unique;
+  a malformed row is refused with a message naming its line;
+- regenerating from them gives exactly the committed common/hm_events.h and
+  hmtune/core/events.py; each code and value is in both under its name, and a C
+  program built on the header prints every value table's rows as the table has them;
+- no C or Python file outside the generated ones and the tests spells an event code as
+  a number in its code (comments and docstrings may name them): a new literal fails
+  here, and the fix is the HM_EV_* constant.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from __future__ import annotations
 import ast
 import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -26,6 +32,10 @@ GENERATED = {ROOT / contract.C_HEADER, ROOT / contract.PY_MODULE}
 
 def table() -> list[contract.Event]:
     return contract.parse((ROOT / contract.TABLE).read_text())
+
+
+def value_tables() -> list[contract.ValueTable]:
+    return contract.parse_values((ROOT / contract.VALUE_TABLE).read_text(), table())
 
 
 def test_table_codes_and_names_unique() -> None:
@@ -52,6 +62,74 @@ def test_parse_refuses_duplicates() -> None:
         contract.parse(row)
 
 
+# -- the value tables ------------------------------------------------------------------
+
+def test_value_tables() -> None:
+    tables = value_tables()
+    assert tables, "the value table declares nothing"
+    by_event = {e.name: t for t in tables for e in t.events}
+    assert len(by_event) == sum(len(t.events) for t in tables)      # an event in one table
+    assert by_event["FAULT_CLASS"] is by_event["SAMPLE_CLASS"]      # shared, declared once
+    for t in tables:
+        values = [v.value for v in t.values]
+        assert values == sorted(set(values)), t.prefix
+        assert len({v.name for v in t.values}) == len(values), t.prefix
+
+
+VHEAD = "\t".join(contract.VALUE_COLUMNS) + "\n"
+VROW = "CALL_KIND\t1\tMALLOC\tmalloc()\n"
+
+
+def _bad_values(text: str, match: str) -> None:
+    with pytest.raises(contract.ContractError, match=match) as err:
+        contract.parse_values(VHEAD + text, table(), "v.tsv")
+    assert "\n" not in str(err.value)                       # one line
+
+
+def test_values_parse_a_good_row() -> None:
+    [t] = contract.parse_values(VHEAD + VROW, table(), "v.tsv")
+    assert t.prefix == "HM_CALL_KIND" and t.values[0].key == "malloc"
+
+
+def test_values_refuse_an_unknown_event() -> None:
+    _bad_values(VROW + "NO_SUCH\t1\tX\tx\n", r"v\.tsv:3: unknown event 'NO_SUCH'")
+    _bad_values("SAMPLE_CLASS,NOPE\t1\tX\tx\n", r"v\.tsv:2: unknown event 'NOPE'")
+
+
+def test_values_refuse_a_duplicate_value() -> None:
+    _bad_values(VROW + "CALL_KIND\t1\tFREE\tfree()\n",
+                r"v\.tsv:3: value 1 of CALL_KIND already on line 2")
+
+
+def test_values_refuse_a_duplicate_name() -> None:
+    _bad_values(VROW + "CALL_KIND\t2\tMALLOC\tfree()\n",
+                r"v\.tsv:3: name MALLOC of CALL_KIND already on line 2")
+
+
+def test_values_refuse_a_value_that_is_no_number() -> None:
+    _bad_values("CALL_KIND\tone\tMALLOC\tx\n", r"v\.tsv:2: value 'one' is not a number")
+    _bad_values("CALL_KIND\t-1\tMALLOC\tx\n", r"v\.tsv:2: value '-1' is not a number")
+
+
+def test_values_refuse_a_bad_name() -> None:
+    _bad_values("CALL_KIND\t1\tmalloc\tx\n", r"v\.tsv:2: name 'malloc' is not UPPER_CASE")
+    _bad_values("CALL_KIND\t1\tMAX\tx\n", r"v\.tsv:2: name MAX is reserved")
+
+
+def test_values_refuse_other_malformed_rows() -> None:
+    _bad_values("CALL_KIND\t1\tMALLOC\n", r"v\.tsv:2: 3 fields, expected 4")
+    _bad_values("CALL_KIND\t1\tMALLOC\t\n", r"v\.tsv:2: label '' is empty")
+    _bad_values("CALL_KIND\t2\tFREE\tx\n" + VROW, r"v\.tsv:3: value 1 after 2")
+    _bad_values("SAMPLE_CLASS,FAULT_CLASS\t1\tA\tx\nFAULT_CLASS\t2\tB\ty\n",
+                r"v\.tsv:3: event FAULT_CLASS already has values \(line 2\)")
+    _bad_values("SAMPLE_CLASS,FAULT_CLASS\t1\tA\tx\nSAMPLE_CLASS\t2\tB\ty\n",
+                r"v\.tsv:3: events SAMPLE_CLASS, but line 2 gives this table")
+    _bad_values("CALL\t1\tKIND_X\tx\nCALL_KIND\t1\tX\tx\n",
+                r"v\.tsv:3: constant HM_CALL_KIND_X already on line 2")
+    with pytest.raises(contract.ContractError, match="v.tsv: no header row"):
+        contract.parse_values("# nothing\n", table(), "v.tsv")
+
+
 def test_generated_files_are_current() -> None:
     for path, text in contract.outputs(ROOT).items():
         assert path.read_text() == text, (
@@ -68,6 +146,58 @@ def test_every_code_in_header_and_module() -> None:
     assert events.ALL == {e.const: e.code for e in rows}
     for e in rows:
         assert getattr(events, e.const) == e.code
+
+
+def test_every_value_in_header_and_module() -> None:
+    header = (ROOT / contract.C_HEADER).read_text()
+    defines = {m[1]: int(m[2]) for m in re.finditer(r"^#define (HM_\w+)\s+(\d+)\b", header,
+                                                    re.M) if not m[1].startswith("HM_EV_")}
+    tables = value_tables()
+    want = {t.const(v): v.value for t in tables for v in t.values}
+    want |= {f"{t.prefix}_MAX": max(v.value for v in t.values) for t in tables}
+    assert defines == want
+    for t in tables:
+        assert {v.value: getattr(events, t.const(v)) for v in t.values} == \
+            {v.value: v.value for v in t.values}
+        assert getattr(events, f"{t.prefix}_LABELS") == {v.value: v.label for v in t.values}
+        assert getattr(events, f"{t.prefix}_KEYS") == {v.value: v.key for v in t.values}
+        for e in t.events:
+            assert events.VALUES[e.code] == {v.value: v.label for v in t.values}
+    assert len(events.VALUES) == sum(len(t.events) for t in tables)
+
+
+def test_c_header_gives_the_value_tables() -> None:
+    """Cross-language: a C program built on hm_events.h prints each table through its
+    X-macro and its constants; the output is the table's rows."""
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    tables = value_tables()
+    body = []
+    for t in tables:
+        body.append(f'    puts("{t.prefix}");')
+        body.append(f"    {t.prefix}_VALUES(ROW)")
+        body += [f'    printf("const %d\\n", {t.const(v)});' for v in t.values]
+    src = ("#include <stdio.h>\n#include \"hm_events.h\"\n"
+           '#define ROW(v, key, label) printf("%d\\t%s\\t%s\\n", (v), (key), (label));\n'
+           "int main(void)\n{\n" + "\n".join(body) + "\n    return 0;\n}\n")
+    work = Path(os.environ.get("TMPDIR", "/tmp")) / f"hm_values_{os.getpid()}"
+    work.mkdir(exist_ok=True)
+    try:
+        (work / "t.c").write_text(src)
+        subprocess.run([cc, "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-I",
+                        str(ROOT / "common"), "-o", str(work / "t"), str(work / "t.c")],
+                       check=True)
+        out = subprocess.run([str(work / "t")], check=True, capture_output=True,
+                             text=True).stdout
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    want = []
+    for t in tables:
+        want.append(t.prefix)
+        want += [f"{v.value}\t{v.key}\t{v.label}" for v in t.values]
+        want += [f"const {v.value}" for v in t.values]
+    assert out.splitlines() == want
 
 
 # -- no literal outside the contract --------------------------------------------------
@@ -167,3 +297,4 @@ def test_scanner_sees_literals() -> None:
     assert _py_code_hits(py, codes, pattern) == [2, 3]
     c = '/* 40000040 */ int x = 1; // 40000040\nputs("40000040");\n'
     assert pattern.findall(_c_code(c)) == ["40000040"]
+
