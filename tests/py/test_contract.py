@@ -7,9 +7,14 @@ C and Python sides.
 - regenerating from them gives exactly the committed common/hm_events.h and
   hmtune/core/events.py; each code and value is in both under its name, and a C
   program built on the header prints every value table's rows as the table has them;
+- the C enums that mirror a value table (the hot path's enum hmr_kind, hms_level,
+  hms_why, hmr_src; finalize's fin_class, fin_rule) take its constants, cover it, and
+  give no other enumerator one of its values as a number;
 - no C or Python file outside the generated ones and the tests spells an event code as
   a number in its code (comments and docstrings may name them): a new literal fails
-  here, and the fix is the HM_EV_* constant.
+  here, and the fix is the HM_EV_* constant. Values are small numbers found everywhere,
+  so they cannot be checked that way; instead no such file writes a value's .pcf label
+  (one that is not a single word) or a .pcf VALUES line ("N label") in a string.
 """
 
 from __future__ import annotations
@@ -298,3 +303,144 @@ def test_scanner_sees_literals() -> None:
     c = '/* 40000040 */ int x = 1; // 40000040\nputs("40000040");\n'
     assert pattern.findall(_c_code(c)) == ["40000040"]
 
+
+# -- C enums mirroring a value table ----------------------------------------------------
+
+# (file, enum tag, the table's first event, names of the table the enum leaves out)
+MIRRORS = [
+    ("collect/hmc_stream.h", "hmr_kind", "CALL_KIND", {"END"}),
+    ("collect/hmc_stream.h", "hms_level", "SAMPLE_LEVEL", set()),
+    ("collect/hmc_stream.h", "hms_why", "SAMPLE_WHY", set()),
+    ("collect/hmc_stream.h", "hmr_src", "SAMPLER", set()),
+    ("collect/finalize/fin.h", "fin_class", "SAMPLE_CLASS", set()),
+    ("collect/finalize/fin.h", "fin_rule", "SAMPLE_RECOVERED", set()),
+]
+
+
+def _enum(text: str, tag: str) -> list[tuple[str, str]] | None:
+    """The enumerators of `enum tag { ... }` in C text: (name, initializer or "")."""
+    m = re.search(r"\benum\s+" + tag + r"\s*\{(.*?)\}", _c_code(text), re.S)
+    if m is None:
+        return None
+    items = []
+    for part in m[1].split(","):
+        name, _, expr = part.partition("=")
+        if name.strip():
+            items.append((name.strip(), " ".join(expr.split())))
+    return items
+
+
+def mirror_problems(text: str, tag: str, t: contract.ValueTable, omit: set[str]) -> list[str]:
+    """What keeps enum tag from mirroring table t: an enumerator set to a constant of
+    another table, or to one of t's values as a number; a value of t (but omit) that
+    no enumerator takes, or that two take."""
+    items = _enum(text, tag)
+    if items is None:
+        return [f"no enum {tag}"]
+    consts = {t.const(v): v for v in t.values}
+    taken: dict[str, list[str]] = {}
+    bad = []
+    for name, expr in items:
+        if expr in consts:
+            taken.setdefault(expr, []).append(name)
+        elif re.fullmatch(r"HM_[A-Z0-9_]+", expr) and not expr.startswith(t.prefix + "_"):
+            bad.append(f"{name} = {expr}: not a constant of {t.prefix}")
+        elif re.fullmatch(r"\d+|0x[0-9a-fA-F]+", expr):
+            hit = [c for c, v in consts.items() if v.value == int(expr, 0)]
+            if hit:
+                bad.append(f"{name} = {expr}: write {hit[0]}")
+    for c, v in consts.items():
+        if v.name not in omit and len(taken.get(c, [])) != 1:
+            bad.append(f"{c}: taken by {taken.get(c, [])}, expected one enumerator")
+    return bad
+
+
+@pytest.mark.parametrize("path,tag,event,omit", MIRRORS)
+def test_c_enum_mirrors_its_table(path: str, tag: str, event: str, omit: set[str]) -> None:
+    [t] = [t for t in value_tables() if t.events[0].name == event]
+    assert mirror_problems((ROOT / path).read_text(), tag, t, omit) == []
+
+
+def test_mirror_check_sees_drift() -> None:
+    """The check above is not vacuous: a number, a missing value, another table's
+    constant each fail it."""
+    [t] = [t for t in value_tables() if t.events[0].name == "SAMPLE_HIT"]
+    good = ("enum h { H_U = HM_SAMPLE_HIT_UNKNOWN, H_HIT = HM_SAMPLE_HIT_HIT, "
+            "H_MISS = HM_SAMPLE_HIT_MISS, H_N };")
+    assert mirror_problems(good, "h", t, set()) == []
+    assert mirror_problems(good.replace("HM_SAMPLE_HIT_MISS", "2"), "h", t, set()) == [
+        "H_MISS = 2: write HM_SAMPLE_HIT_MISS",
+        "HM_SAMPLE_HIT_MISS: taken by [], expected one enumerator"]
+    assert mirror_problems(good.replace("HM_SAMPLE_HIT_MISS", "HM_SAMPLER_IBS"), "h", t,
+                           set())[0] == "H_MISS = HM_SAMPLER_IBS: not a constant of HM_SAMPLE_HIT"
+    assert mirror_problems(good, "nope", t, set()) == ["no enum nope"]
+
+
+# -- no value label outside the contract ------------------------------------------------
+
+def _label_checks() -> tuple[dict[str, str], list[tuple[re.Pattern[str], re.Pattern[str], str]]]:
+    """Labels that are more than one word (label -> constant), and per value a pattern
+    of its .pcf VALUES line in C text (\\n escaped) and in Python text (a newline)."""
+    labels: dict[str, str] = {}
+    lines = []
+    for t in value_tables():
+        for v in t.values:
+            if len(v.label) >= 4 and not v.label.isalnum():
+                labels.setdefault(v.label, t.const(v))
+            line = rf"{v.value}[ \t]+{re.escape(v.label)}"
+            lines.append((re.compile(r"(?:^|\\n)" + line + r"\\n"),
+                          re.compile(r"(?:^|\n)" + line + r"\n"), t.const(v)))
+    return labels, lines
+
+
+def _literal_problems(strings: list[str], c_text: bool) -> list[str]:
+    labels, lines = _label_checks()
+    bad = []
+    for s in strings:
+        if s in labels:
+            bad.append(f"{s!r} (the label of {labels[s]})")
+            continue
+        hit = [const for c_pat, py_pat, const in lines if (c_pat if c_text else py_pat).search(s)]
+        if hit:
+            bad.append(f"{s[:40]!r}... (a VALUES line of {hit[0]})")
+    return bad
+
+
+def _c_strings(text: str) -> list[str]:
+    return re.findall(r'"((?:[^"\\\n]|\\.)*)"', _c_code(text))
+
+
+def _py_strings(text: str) -> list[str]:
+    tree = ast.parse(text)
+    docs = {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and n.body and isinstance(n.body[0], ast.Expr)
+            and isinstance(n.body[0].value, ast.Constant)}
+    return [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)
+            and isinstance(n.value, str) and id(n) not in docs]
+
+
+def test_no_value_label_outside_the_contract() -> None:
+    bad = []
+    for path in _sources():
+        text = path.read_text(errors="replace")
+        c_text = path.suffix != ".py"
+        strings = _c_strings(text) if c_text else _py_strings(text)
+        bad += [f"{path.relative_to(ROOT)}: {p}" for p in _literal_problems(strings, c_text)]
+    assert not bad, ("value labels written outside common/trace_values.tsv (use the "
+                     "generated tables):\n" + "\n".join(bad))
+
+
+def test_label_scan_sees_literals() -> None:
+    """The scan above is not vacuous: it finds an array of labels and a VALUES block in C
+    and Python, not in comments."""
+    c = ('/* "Line fill buffer" */ static const char *k[] = { "End", "malloc()" };\n'
+         'fputs("VALUES\\n0 Unknown\\n1 Hit\\n2 Miss\\n", f);\n')
+    assert _literal_problems(_c_strings(c), True) == [
+        "'malloc()' (the label of HM_CALL_MALLOC)",
+        "'VALUES\\\\n0 Unknown\\\\n1 Hit\\\\n2 Miss\\\\n'... (a VALUES line of "
+        "HM_SAMPLE_LEVEL_UNKNOWN)"]
+    py = '"""Traced heap object"""\nX = {1: "Traced heap object"}\nY = "0 None\\n1 PEBS\\n"\n'
+    assert sorted(_literal_problems(_py_strings(py), False)) == [
+        "'0 None\\n1 PEBS\\n'... (a VALUES line of HM_SAMPLER_NONE)",
+        "'Traced heap object' (the label of HM_SAMPLE_CLASS_HEAP)"]
