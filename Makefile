@@ -63,7 +63,8 @@ lint:
 	@$(PY) -m ruff check $(PY_DIRS)
 
 # The trace contract: common/hm_events.h and hmtune/core/events.py from
-# common/trace_events.tsv (both committed; tests/py/test_contract.py checks them).
+# common/trace_events.tsv and common/trace_values.tsv (both committed;
+# tests/py/test_contract.py checks them).
 contract:
 	@$(PY) -m hmtune.core.contract $(ROOT)
 

@@ -129,7 +129,8 @@ void hmc_datasrc_decode(uint64_t ds, unsigned *level, unsigned *hit)
     unsigned hops = (unsigned)(ds >> PERF_MEM_HOPS_SHIFT) & 7u;
     unsigned l = HMS_LVL_UNKNOWN;
 
-    *hit = (lvl & PERF_MEM_LVL_HIT) ? 1u : (lvl & PERF_MEM_LVL_MISS) ? 2u : 0u;
+    *hit = (lvl & PERF_MEM_LVL_HIT) ? HM_SAMPLE_HIT_HIT
+           : (lvl & PERF_MEM_LVL_MISS) ? HM_SAMPLE_HIT_MISS : HM_SAMPLE_HIT_UNKNOWN;
     switch (num) {
     case HMC_LVLNUM_L0:
     case PERF_MEM_LVLNUM_L1:

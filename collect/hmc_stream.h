@@ -12,6 +12,8 @@
 
 #include <stdint.h>
 
+#include "hm_events.h"   /* the trace's value tables, which the enums below mirror */
+
 #define HMR_MAGIC   0x31524d48u   /* "HMR1" */
 #define HMR_VERSION 1u
 
@@ -40,12 +42,15 @@ enum hmr_type {
     HMR_SCALL  = 20, /* a CALL below min_size traced by small-call sampling, with its weight */
 };
 
-/* Where a sample came from. HMS_SRC_FAULT samples are minor page faults (perf's
+/* Where a sample came from: the access samplers are the values of event 41000021
+ * (common/trace_values.tsv). HMS_SRC_FAULT samples are minor page faults (perf's
  * software event), taken alongside the access sampler: addr is the faulting data
  * address and weight the faults the sample stands for (the sampling period). It is
- * never a process's access sampler (event 41000021). */
-enum hmr_src { HMS_SRC_NONE = 0, HMS_SRC_PEBS = 1, HMS_SRC_IBS = 2, HMS_SRC_SOFT = 3,
+ * never a process's access sampler, so never a value of 41000021. */
+enum hmr_src { HMS_SRC_NONE = HM_SAMPLER_NONE, HMS_SRC_PEBS = HM_SAMPLER_PEBS,
+               HMS_SRC_IBS = HM_SAMPLER_IBS, HMS_SRC_SOFT = HM_SAMPLER_SOFT,
                HMS_SRC_FAULT = 4 };
+_Static_assert(HMS_SRC_FAULT > HM_SAMPLER_MAX, "the page-fault source is no sampler value");
 
 /* struct hmr_sample flags (in aux) */
 #define HMS_STORE      0x1u    /* the access is a store (else a load) */
@@ -58,7 +63,7 @@ enum hmr_src { HMS_SRC_NONE = 0, HMS_SRC_PEBS = 1, HMS_SRC_IBS = 2, HMS_SRC_SOFT
 #define HMS_AHEAD      0x80u   /* addr is the next access in straight-line code from the
                                 * interrupted rip (software sampler's look ahead) */
 #define HMS_LEVEL_SHIFT 8      /* bits 8..15: enum hms_level */
-#define HMS_HIT_SHIFT  16      /* bits 16..17: 0 unknown, 1 hit, 2 miss */
+#define HMS_HIT_SHIFT  16      /* bits 16..17: HM_SAMPLE_HIT_* (0 unknown, 1 hit, 2 miss) */
 /* HMS_AHEAD samples checked by an execute breakpoint on the accessing instruction
  * (HMTUNE_SAMPLE_VERIFY=1): the address it computed when the instruction ran was
  * the same, or different; both bits: the instruction was not reached before the
@@ -70,31 +75,44 @@ enum hmr_src { HMS_SRC_NONE = 0, HMS_SRC_PEBS = 1, HMS_SRC_IBS = 2, HMS_SRC_SOFT
 
 /* Software sampler: why the sampled instruction (the one before the interrupted rip)
  * gave no address from the registers as they are (bits 24..31 of a sample's flags; 0
- * on samples of other samplers). Append only: docs/formats.md §2 lists the numbers.
- * The sampler adds the breakpoint's outcomes 15..17. */
+ * on samples of other samplers): the values of event 41000026, declared in
+ * common/trace_values.tsv (append only; docs/formats.md §2 lists them). The sampler
+ * adds the breakpoint's outcomes 15..17. */
 enum hms_why {
-    HMS_WHY_NONE = 0,       /* the address was computed */
-    HMS_WHY_INT = 1,        /* no memory operand: integer/general (alu, mov reg, setcc, ud2) */
-    HMS_WHY_VEC = 2,        /* no memory operand: SSE/AVX/AVX-512/MMX register-only */
-    HMS_WHY_X87 = 3,        /* no memory operand: x87 register-only */
-    HMS_WHY_HINT = 4,       /* lea, nop, pause, endbr, prefetch, cache-line flush */
-    HMS_WHY_BRANCH = 5,     /* a conditional branch (or loop/jrcxz) without memory */
-    HMS_WHY_SYSCALL = 6,    /* syscall/sysenter/int: the sampled time was in the kernel */
-    HMS_WHY_AFTER_JUMP = 7, /* before rip is a jmp/call/ret: rip is a branch target */
-    HMS_WHY_AMBIGUOUS = 8,  /* the backward scan could not tell the previous instruction */
-    HMS_WHY_UNREADABLE = 9, /* the code at rip cannot be read (unmapped, not in a module) */
-    HMS_WHY_NESTED = 10,    /* the decoder was busy (a signal inside the handler) */
-    HMS_WHY_VSIB = 11,      /* gather/scatter */
-    HMS_WHY_UNDECODED = 12, /* a memory operand capstone 4 cannot decode (AVX-512 forms) */
-    HMS_WHY_ODD = 13,       /* xlat, enter, other segments, > 2 memory operands */
-    HMS_WHY_CLOBBERED = 14, /* it overwrote its own address register: breakpoint armed */
-    HMS_WHY_BP_NONE = 15,   /* ... and no breakpoint was possible (perf refused, tracer code) */
-    HMS_WHY_BP_MISSED = 16, /* ... the breakpoint did not fire before the next sample */
-    HMS_WHY_BP_LATE = 17,   /* ... it fired late (SIGTRAP blocked) or could not be decoded */
-    HMS_WHY_STRING = 18,    /* a string instruction (movs, stos, lods, cmps, scas without
-                             * rep) that advanced its pointer: the address is recovered
-                             * by undoing the step (HMS_ADDR_OK is set) */
-    HMS_WHY_N = 19
+    HMS_WHY_NONE = 0,   /* the address was computed (never written to the trace) */
+    /* no memory operand: integer/general (alu, mov reg, setcc, ud2) */
+    HMS_WHY_INT = HM_SAMPLE_WHY_NO_MEMOP_INT,
+    /* no memory operand: SSE/AVX/AVX-512/MMX register-only */
+    HMS_WHY_VEC = HM_SAMPLE_WHY_NO_MEMOP_VECTOR,
+    HMS_WHY_X87 = HM_SAMPLE_WHY_NO_MEMOP_X87,        /* no memory operand: x87 register-only */
+    HMS_WHY_HINT = HM_SAMPLE_WHY_HINT,  /* lea, nop, pause, endbr, prefetch, cache-line flush */
+    /* a conditional branch (or loop/jrcxz) without memory */
+    HMS_WHY_BRANCH = HM_SAMPLE_WHY_COND_BRANCH,
+    /* syscall/sysenter/int: the sampled time was in the kernel */
+    HMS_WHY_SYSCALL = HM_SAMPLE_WHY_SYSCALL,
+    /* before rip is a jmp/call/ret: rip is a branch target */
+    HMS_WHY_AFTER_JUMP = HM_SAMPLE_WHY_AFTER_JUMP,
+    /* the backward scan could not tell the previous instruction */
+    HMS_WHY_AMBIGUOUS = HM_SAMPLE_WHY_AMBIGUOUS,
+    /* the code at rip cannot be read (unmapped, not in a module) */
+    HMS_WHY_UNREADABLE = HM_SAMPLE_WHY_UNREADABLE,
+    HMS_WHY_NESTED = HM_SAMPLE_WHY_NESTED,  /* the decoder was busy (a signal in the handler) */
+    HMS_WHY_VSIB = HM_SAMPLE_WHY_GATHER_SCATTER,     /* gather/scatter */
+    /* a memory operand capstone 4 cannot decode (AVX-512 forms) */
+    HMS_WHY_UNDECODED = HM_SAMPLE_WHY_UNDECODED,
+    HMS_WHY_ODD = HM_SAMPLE_WHY_ODD,  /* xlat, enter, other segments, > 2 memory operands */
+    /* it overwrote its own address register: breakpoint armed */
+    HMS_WHY_CLOBBERED = HM_SAMPLE_WHY_CLOBBERED,
+    /* ... and no breakpoint was possible (perf refused, tracer code) */
+    HMS_WHY_BP_NONE = HM_SAMPLE_WHY_CLOBBERED_NO_BREAKPOINT,
+    /* ... the breakpoint did not fire before the next sample */
+    HMS_WHY_BP_MISSED = HM_SAMPLE_WHY_BREAKPOINT_MISSED,
+    /* ... it fired late (SIGTRAP blocked) or could not be decoded */
+    HMS_WHY_BP_LATE = HM_SAMPLE_WHY_BREAKPOINT_LATE,
+    /* a string instruction (movs, stos, lods, cmps, scas without rep) that advanced its
+     * pointer: the address is recovered by undoing the step (HMS_ADDR_OK is set) */
+    HMS_WHY_STRING = HM_SAMPLE_WHY_STRING,
+    HMS_WHY_N = HM_SAMPLE_WHY_MAX + 1
 };
 
 /* Software sampler, bits 20..23 of a sample's flags: with HMS_AHEAD, how many
@@ -111,19 +129,26 @@ enum hms_look {
     HMS_LOOK_N = 7
 };
 
-/* Memory level of a sampled access (value of event 32000002). */
+/* Memory level of a sampled access (the values of event 32000002). */
 enum hms_level {
-    HMS_LVL_UNKNOWN = 0, HMS_LVL_L1 = 1, HMS_LVL_LFB = 2, HMS_LVL_L2 = 3, HMS_LVL_L3 = 4,
-    HMS_LVL_LOCAL_RAM = 5, HMS_LVL_REMOTE_RAM = 6, HMS_LVL_REMOTE_CACHE = 7,
-    HMS_LVL_PMEM = 8, HMS_LVL_CXL = 9, HMS_LVL_IO = 10, HMS_LVL_UNCACHED = 11,
+    HMS_LVL_UNKNOWN = HM_SAMPLE_LEVEL_UNKNOWN, HMS_LVL_L1 = HM_SAMPLE_LEVEL_L1,
+    HMS_LVL_LFB = HM_SAMPLE_LEVEL_LFB, HMS_LVL_L2 = HM_SAMPLE_LEVEL_L2,
+    HMS_LVL_L3 = HM_SAMPLE_LEVEL_L3, HMS_LVL_LOCAL_RAM = HM_SAMPLE_LEVEL_LOCAL_RAM,
+    HMS_LVL_REMOTE_RAM = HM_SAMPLE_LEVEL_REMOTE_RAM,
+    HMS_LVL_REMOTE_CACHE = HM_SAMPLE_LEVEL_REMOTE_CACHE, HMS_LVL_PMEM = HM_SAMPLE_LEVEL_PMEM,
+    HMS_LVL_CXL = HM_SAMPLE_LEVEL_CXL, HMS_LVL_IO = HM_SAMPLE_LEVEL_IO,
+    HMS_LVL_UNCACHED = HM_SAMPLE_LEVEL_UNCACHED,
 };
 
-enum hmr_kind {  /* values of 41000000; 40000040 gets the nearest Extrae kind */
-    HMK_MALLOC = 1, HMK_FREE = 2, HMK_REALLOC = 3, HMK_CALLOC = 4, HMK_POSIX_MEMALIGN = 5,
-    HMK_ALIGNED_ALLOC = 6, HMK_MEMALIGN = 7, HMK_VALLOC = 8, HMK_PVALLOC = 9,
-    HMK_REALLOCARRAY = 10,
+enum hmr_kind {  /* the values of 41000000; 40000040 gets the nearest Extrae kind */
+    HMK_MALLOC = HM_CALL_KIND_MALLOC, HMK_FREE = HM_CALL_KIND_FREE,
+    HMK_REALLOC = HM_CALL_KIND_REALLOC, HMK_CALLOC = HM_CALL_KIND_CALLOC,
+    HMK_POSIX_MEMALIGN = HM_CALL_KIND_POSIX_MEMALIGN,
+    HMK_ALIGNED_ALLOC = HM_CALL_KIND_ALIGNED_ALLOC, HMK_MEMALIGN = HM_CALL_KIND_MEMALIGN,
+    HMK_VALLOC = HM_CALL_KIND_VALLOC, HMK_PVALLOC = HM_CALL_KIND_PVALLOC,
+    HMK_REALLOCARRAY = HM_CALL_KIND_REALLOCARRAY,
 };
-#define HMK_MAX 10
+#define HMK_MAX HM_CALL_KIND_MAX
 
 enum hmr_end { HME_EXIT = 0, HME__EXIT = 1, HME_EXEC = 2, HME_SIGNAL = 3 };
 

@@ -49,6 +49,8 @@ int gen_check(const char *prv, const char *outdir);
 #define BASE     0x7f0000000000ull
 #define STACK    0x7ffd00000000ull
 #define NSITES   64u
+#define SITE0    (HM_SITE_MAX + 1)       /* the first site id: 1 and 2 are reserved */
+#define NIDS     (SITE0 + NSITES)        /* ids 0 (no site) to the last site */
 
 struct exp_site {
     uint64_t n_allocs, bytes, samples, loads, stores, misses, weight, fault_samples, faults;
@@ -78,13 +80,13 @@ static uint64_t below(uint64_t n) { return rnd() % n; }
 static FILE *g_out;
 static uint64_t g_records, g_events, g_states, g_now = 1000;
 static struct exp_site *g_exp;          /* [task][site] */
-static uint64_t g_allocs, g_frees, g_unknown_frees, g_weight, g_samples, g_classes[6];
-static uint64_t g_fault_samples, g_faults, g_fault_classes[6];
+static uint64_t g_allocs, g_frees, g_unknown_frees, g_weight, g_samples, g_classes[HM_SAMPLE_CLASS_MAX + 1];
+static uint64_t g_fault_samples, g_faults, g_fault_classes[HM_SAMPLE_CLASS_MAX + 1];
 static unsigned g_ntasks, g_nthreads;
 
 static unsigned g_pct_alloc = 6, g_pct_free = 5, g_pct_realloc = 2;
 
-static struct exp_site *E(unsigned task, uint64_t site) { return &g_exp[task * (NSITES + 3) + site]; }
+static struct exp_site *E(unsigned task, uint64_t site) { return &g_exp[task * NIDS + site]; }
 
 /* A block of (task, site) live from t; every start and end comes in time order, and
  * at one time (a realloc) the end of the old block before the start of the new. */
@@ -162,9 +164,17 @@ static uint32_t free_slot(struct gtask *tk)
 static uint64_t call(unsigned task, unsigned thr, unsigned exact, uint64_t size, uint64_t site,
                      uint64_t in, uint64_t ret, uint64_t scale)
 {
-    static const unsigned extrae_kind[] = { 0, 1, 2, 3, 4, 5, 5, 5, 1, 1, 3 };
+    static const unsigned extrae_kind[HM_CALL_KIND_MAX + 1] = {    /* as finalize writes it */
+        [HM_CALL_KIND_MALLOC] = HM_CALL_MALLOC, [HM_CALL_KIND_FREE] = HM_CALL_FREE,
+        [HM_CALL_KIND_REALLOC] = HM_CALL_REALLOC, [HM_CALL_KIND_CALLOC] = HM_CALL_CALLOC,
+        [HM_CALL_KIND_POSIX_MEMALIGN] = HM_CALL_POSIX_MEMALIGN,
+        [HM_CALL_KIND_ALIGNED_ALLOC] = HM_CALL_POSIX_MEMALIGN,
+        [HM_CALL_KIND_MEMALIGN] = HM_CALL_POSIX_MEMALIGN, [HM_CALL_KIND_VALLOC] = HM_CALL_MALLOC,
+        [HM_CALL_KIND_PVALLOC] = HM_CALL_MALLOC, [HM_CALL_KIND_REALLOCARRAY] = HM_CALL_REALLOC,
+    };
     uint64_t t0 = g_now, t1 = g_now + 50 + below(250);
-    int is_free = exact == 2, is_realloc = exact == 3 || exact == 10;
+    int is_free = exact == HM_CALL_KIND_FREE;
+    int is_realloc = exact == HM_CALL_KIND_REALLOC || exact == HM_CALL_KIND_REALLOCARRAY;
     int split = below(4) == 0;
     if (split && !is_free) {           /* Extrae: size first, then the state, then the call */
         ev(task, thr, t0);
@@ -191,12 +201,12 @@ static uint64_t call(unsigned task, unsigned thr, unsigned exact, uint64_t size,
         fputc('\n', g_out);
         state(task, thr, t1, t1 + 1, 1);
         ev(task, thr, t1);
-        pair(HM_EV_CALL, 0);
+        pair(HM_EV_CALL, HM_CALL_END);
         fputc('\n', g_out);
     } else {
         ev(task, thr, t1);
-        pair(HM_EV_CALL, 0);
-        pair(HM_EV_CALL_KIND, 0);
+        pair(HM_EV_CALL, HM_CALL_END);
+        pair(HM_EV_CALL_KIND, HM_CALL_KIND_END);
         if (!is_free)
             pair(HM_EV_OUT_PTR, ret);
         fputc('\n', g_out);
@@ -207,9 +217,13 @@ static uint64_t call(unsigned task, unsigned thr, unsigned exact, uint64_t size,
 
 static void do_alloc(unsigned task, unsigned thr, struct gtask *tk)
 {
-    static const unsigned kinds[] = { 1, 1, 1, 1, 4, 4, 5, 6, 7, 8 };
+    static const unsigned kinds[] = {
+        HM_CALL_KIND_MALLOC, HM_CALL_KIND_MALLOC, HM_CALL_KIND_MALLOC, HM_CALL_KIND_MALLOC,
+        HM_CALL_KIND_CALLOC, HM_CALL_KIND_CALLOC, HM_CALL_KIND_POSIX_MEMALIGN,
+        HM_CALL_KIND_ALIGNED_ALLOC, HM_CALL_KIND_MEMALIGN, HM_CALL_KIND_VALLOC,
+    };
     unsigned exact = kinds[below(10)];
-    uint64_t size = 4096 + below(SLOT_SZ - 4096), site = 3 + below(NSITES);
+    uint64_t size = 4096 + below(SLOT_SZ - 4096), site = SITE0 + below(NSITES);
     uint64_t scale = below(8) == 0 ? 2 + below(63) : 1;
     uint32_t i = free_slot(tk);
     uint64_t t0 = call(task, thr, exact, size, site, 0, BASE + i * SLOT_SZ, scale);
@@ -221,12 +235,12 @@ static void do_alloc(unsigned task, unsigned thr, struct gtask *tk)
 static void do_free(unsigned task, unsigned thr, struct gtask *tk)
 {
     if (below(500) == 0 || !tk->nlive) {          /* a pointer the trace never returned */
-        call(task, thr, 2, 0, 0, STACK - 4096 * (1 + below(1000)), 0, 1);
+        call(task, thr, HM_CALL_KIND_FREE, 0, 0, STACK - 4096 * (1 + below(1000)), 0, 1);
         g_unknown_frees++;
         return;
     }
     uint32_t i = tk->live[below(tk->nlive)];
-    uint64_t t0 = call(task, thr, 2, 0, 0, BASE + i * SLOT_SZ, 0, 1);
+    uint64_t t0 = call(task, thr, HM_CALL_KIND_FREE, 0, 0, BASE + i * SLOT_SZ, 0, 1);
     life_end(task, tk->s[i].site, tk->s[i].size * tk->s[i].scale, t0);
     live_del(tk, i);
     g_frees++;
@@ -234,8 +248,8 @@ static void do_free(unsigned task, unsigned thr, struct gtask *tk)
 
 static void do_realloc(unsigned task, unsigned thr, struct gtask *tk)
 {
-    uint64_t site = 3 + below(NSITES), size = 4096 + below(SLOT_SZ - 4096);
-    unsigned exact = below(5) == 0 ? 10 : 3;
+    uint64_t site = SITE0 + below(NSITES), size = 4096 + below(SLOT_SZ - 4096);
+    unsigned exact = below(5) == 0 ? HM_CALL_KIND_REALLOCARRAY : HM_CALL_KIND_REALLOC;
     if (!tk->nlive || below(20) == 0) {           /* realloc(NULL, n) is a malloc */
         uint32_t j = free_slot(tk);
         uint64_t t0 = call(task, thr, exact, size, site, 0, BASE + j * SLOT_SZ, 1);
@@ -277,14 +291,14 @@ static void fault_pairs(unsigned task, struct gtask *tk)
         uint32_t i = tk->live[below(tk->nlive)];
         addr = BASE + i * SLOT_SZ + below(tk->s[i].size);
         site = tk->s[i].site;
-        cls = 1;
+        cls = HM_SAMPLE_CLASS_HEAP;
         give_obj = below(2);
     } else if (r < 90) {
         addr = BASE + free_slot(tk) * SLOT_SZ + below(SLOT_SZ);
-        cls = 4;
+        cls = HM_SAMPLE_CLASS_UNKNOWN;
     } else {
         addr = STACK + below(1 << 20);
-        cls = 3;
+        cls = HM_SAMPLE_CLASS_STACK;
     }
     pair(HM_EV_FAULT_ADDR, addr);
     if (give_obj)
@@ -315,24 +329,25 @@ static void do_sample(unsigned task, unsigned thr, struct gtask *tk)
         addr = BASE + i * SLOT_SZ + below(tk->s[i].size);
         site = tk->s[i].site;
         scale = tk->s[i].scale;
-        cls = 1;
+        cls = HM_SAMPLE_CLASS_HEAP;
         give_obj = below(2);
     } else if (r < 85) {                          /* a free slot: stale or never used */
         uint32_t i = free_slot(tk);
         addr = BASE + i * SLOT_SZ + below(SLOT_SZ);
-        cls = 4;
+        cls = HM_SAMPLE_CLASS_UNKNOWN;
     } else if (r < 92 || pebs) {
         addr = STACK + below(1 << 20);
-        cls = 3;
+        cls = HM_SAMPLE_CLASS_STACK;
     } else {
         has_addr = 0;
-        cls = 5;
+        cls = HM_SAMPLE_CLASS_NO_ADDRESS;
     }
-    uint64_t hit = 1 + below(2), lat = 5 + below(600), w = 1 + below(2000);
+    uint64_t hit = HM_SAMPLE_HIT_HIT + below(2);     /* hit or miss */
+    uint64_t lat = 5 + below(600), w = 1 + below(2000);
     ev(task, thr, g_now);
     if (has_addr) {
         pair(store ? HM_EV_SAMPLE_STORE : HM_EV_SAMPLE_LOAD, addr);
-        pair(HM_EV_SAMPLE_LEVEL, 1 + below(6));
+        pair(HM_EV_SAMPLE_LEVEL, HM_SAMPLE_LEVEL_L1 + below(6));
         pair(HM_EV_SAMPLE_HIT, hit);
         if (pebs || below(4) == 0)      /* hmtune PEBS has both: 41000020 must win */
             pair(HM_EV_SAMPLE_LATENCY, lat);
@@ -351,7 +366,7 @@ static void do_sample(unsigned task, unsigned thr, struct gtask *tk)
         /* no 41000023: the scanner derives the class from the attribution, and an
          * address in no block (here a stack address) is unknown memory */
         w = lat;
-        g_classes[cls == 3 ? 4 : cls]++;
+        g_classes[cls == HM_SAMPLE_CLASS_STACK ? HM_SAMPLE_CLASS_UNKNOWN : cls]++;
     }
     if (below(8) == 0)                  /* a fault at the same time, fused with it */
         fault_pairs(task, tk);
@@ -363,13 +378,13 @@ static void do_sample(unsigned task, unsigned thr, struct gtask *tk)
             x->stores++;
         else
             x->loads++;
-        x->misses += hit == 2;
+        x->misses += hit == HM_SAMPLE_HIT_MISS;
     }
     x->weight += w * scale;
     x->extra += w * (scale - 1);
     if (site == 0 && !pebs) {
         x->has_class = 1;
-        x->unknown += cls == 4 ? w : 0;
+        x->unknown += cls == HM_SAMPLE_CLASS_UNKNOWN ? w : 0;
     }
     g_weight += w;
     g_samples++;
@@ -430,8 +445,12 @@ static void write_side_files(const char *prv)
           EV0(HM_EV_SITE, "Allocation object")
           EV0(HM_EV_SAMPLE_OBJECT, "Memory object referenced by sampled address")
           EV0(HM_EV_FAULT_OBJECT, "hmtune memory object of a sampled page fault")
-          "VALUES\n1    ??\n2    ??\n", f);
-    for (unsigned s = 3; s < NSITES + 3; s++)
+          "VALUES\n", f);
+#define RESERVED_LABEL(v, key, label) \
+    if ((v) != HM_SITE_END) fprintf(f, "%u    %s\n", (v), (label));
+    HM_SITE_VALUES(RESERVED_LABEL)                  /* ids 1 and 2, "??" as Extrae's */
+#undef RESERVED_LABEL
+    for (unsigned s = SITE0; s < NIDS; s++)
         fprintf(f, "%u    gen.c:%u\n", s, s);
     fclose(f);
 }
@@ -447,12 +466,12 @@ static void write_expected(const char *prv, uint64_t never_freed)
     }
     for (unsigned t = 0; t < g_ntasks; t++) {     /* the bound of ps_sites_cap */
         uint64_t extra = 0;
-        for (unsigned s = 0; s < NSITES + 3; s++)
+        for (unsigned s = 0; s < NIDS; s++)
             extra += E(t, s)->extra;
         if (!E(t, 0)->has_class || extra <= E(t, 0)->unknown)
             continue;
         double f = (double)E(t, 0)->unknown / (double)extra;
-        for (unsigned s = 0; s < NSITES + 3; s++) {
+        for (unsigned s = 0; s < NIDS; s++) {
             struct exp_site *x = E(t, s);
             x->weight -= x->extra - (uint64_t)((double)x->extra * f);
         }
@@ -465,12 +484,14 @@ static void write_expected(const char *prv, uint64_t never_freed)
             ",\"fault_classes\":{\"1\":%" PRIu64 ",\"3\":%" PRIu64 ",\"4\":%" PRIu64
             "},\n\"sites\":[\n",
             g_records, g_events, g_states, g_allocs, g_frees, never_freed, g_unknown_frees,
-            g_samples, g_weight, g_classes[1], g_classes[3], g_classes[4], g_classes[5],
-            g_fault_samples, g_faults, g_fault_classes[1], g_fault_classes[3],
-            g_fault_classes[4]);
+            g_samples, g_weight, g_classes[HM_SAMPLE_CLASS_HEAP],
+            g_classes[HM_SAMPLE_CLASS_STACK], g_classes[HM_SAMPLE_CLASS_UNKNOWN],
+            g_classes[HM_SAMPLE_CLASS_NO_ADDRESS], g_fault_samples, g_faults,
+            g_fault_classes[HM_SAMPLE_CLASS_HEAP], g_fault_classes[HM_SAMPLE_CLASS_STACK],
+            g_fault_classes[HM_SAMPLE_CLASS_UNKNOWN]);
     int first = 1;
     for (unsigned t = 0; t < g_ntasks; t++)
-        for (unsigned s = 0; s < NSITES + 3; s++) {
+        for (unsigned s = 0; s < NIDS; s++) {
             const struct exp_site *x = E(t, s);
             if (!x->n_allocs && !x->samples && !x->fault_samples)
                 continue;
@@ -536,7 +557,7 @@ int main(int argc, char **argv)
     static char obuf[1 << 20];
     setvbuf(g_out, obuf, _IOFBF, sizeof(obuf));
     struct gtask *tasks = calloc(g_ntasks, sizeof(struct gtask));
-    g_exp = calloc((size_t)g_ntasks * (NSITES + 3), sizeof(struct exp_site));
+    g_exp = calloc((size_t)g_ntasks * NIDS, sizeof(struct exp_site));
     if (!tasks || !g_exp)
         return 1;
     /* end time: fixed-width, rewritten once the last time is known */
@@ -550,7 +571,7 @@ int main(int argc, char **argv)
             ev(t, k, g_now++);
             pair(HM_EV_TID, 1000 + t * 100 + k);
             if (k == 0)
-                pair(HM_EV_SAMPLER, 1);
+                pair(HM_EV_SAMPLER, HM_SAMPLER_PEBS);
             fputc('\n', g_out);
         }
     while (g_records < want) {

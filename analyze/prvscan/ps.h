@@ -194,12 +194,13 @@ struct ps_stats {
     /* classes[c], class_weight[c]: samples and their weight by address class c (the
      * values of 41000023; derived for samples without one: 1 in a site, 4 an address
      * in none, 5 no address); class_events: samples that carried 41000023 */
-    uint64_t samples, total_weight, lost_samples, classes[6], class_weight[6], class_events;
+    uint64_t samples, total_weight, lost_samples, classes[HM_SAMPLE_CLASS_MAX + 1],
+             class_weight[HM_SAMPLE_CLASS_MAX + 1], class_events;
     uint64_t lookahead_samples;  /* addresses from the software sampler's look ahead */
     uint64_t allocs, frees, unknown_frees, unknown_realloc_inputs, failed_calls;
     uint64_t evictions, unmatched_ends, unterminated_calls, nested_calls;
     uint64_t late_records, time_regressions, max_time;
-    uint64_t fault_samples, faults, lost_fault_samples, fault_classes[6];
+    uint64_t fault_samples, faults, lost_fault_samples, fault_classes[HM_SAMPLE_CLASS_MAX + 1];
     uint64_t small_capped;       /* tasks whose scaled weights ps_sites_cap lowered */
     uint64_t profile_unplaced;   /* samples of allocation sites the profile has no block for */
     int has_object_events, has_sampler;

@@ -266,16 +266,22 @@ static int call_class(uint64_t kind, int exact)
 {
     if (exact) {
         switch (kind) {
-        case 2: return CALL_FREE;
-        case 3: case 10: return CALL_REALLOC;         /* 10 reallocarray */
-        case 1: case 4: case 5: case 6: case 7: case 8: case 9: return CALL_ALLOC;
+        case HM_CALL_KIND_FREE: return CALL_FREE;
+        case HM_CALL_KIND_REALLOC: case HM_CALL_KIND_REALLOCARRAY: return CALL_REALLOC;
+        case HM_CALL_KIND_MALLOC: case HM_CALL_KIND_CALLOC: case HM_CALL_KIND_POSIX_MEMALIGN:
+        case HM_CALL_KIND_ALIGNED_ALLOC: case HM_CALL_KIND_MEMALIGN: case HM_CALL_KIND_VALLOC:
+        case HM_CALL_KIND_PVALLOC:
+            return CALL_ALLOC;
         default: return CALL_NONE;
         }
     }
     switch (kind) {
-    case 2: case 10: case 12: return CALL_FREE;       /* free, memkind_free, kmpc_free */
-    case 3: case 8: case 13: return CALL_REALLOC;     /* realloc, memkind_, kmpc_realloc */
-    case 1: case 4: case 5: case 6: case 7: case 9: case 11: case 14: case 15:
+    case HM_CALL_FREE: case HM_CALL_MEMKIND_FREE: case HM_CALL_KMPC_FREE: return CALL_FREE;
+    case HM_CALL_REALLOC: case HM_CALL_MEMKIND_REALLOC: case HM_CALL_KMPC_REALLOC:
+        return CALL_REALLOC;
+    case HM_CALL_MALLOC: case HM_CALL_CALLOC: case HM_CALL_POSIX_MEMALIGN:
+    case HM_CALL_MEMKIND_MALLOC: case HM_CALL_MEMKIND_CALLOC: case HM_CALL_MEMKIND_POSIX_MEMALIGN:
+    case HM_CALL_KMPC_MALLOC: case HM_CALL_KMPC_CALLOC: case HM_CALL_KMPC_ALIGNED_MALLOC:
         return CALL_ALLOC;
     default: return CALL_NONE;
     }
@@ -408,7 +414,7 @@ static void sample_done(struct ps_model *m, struct thr *th, const struct ps_samp
         return;
     struct ps_sample set_aside;
     const struct ps_sample *x = xs;
-    if ((xs->seen & PS_SA_REC) && xs->recovered == 2) {
+    if ((xs->seen & PS_SA_REC) && xs->recovered == HM_SAMPLE_RECOVERED_LOOKAHEAD) {
         m->st->lookahead_samples++;
         if (!m->use_lookahead) {
             /* the look ahead's address is the next access, not the one the sampled
@@ -416,7 +422,7 @@ static void sample_done(struct ps_model *m, struct thr *th, const struct ps_samp
             set_aside = *xs;
             set_aside.seen = (xs->seen & ~(unsigned)(PS_SA_ADDR | PS_SA_OBJ | PS_SA_SCALE))
                              | PS_SA_CLS;
-            set_aside.cls = 5;
+            set_aside.cls = HM_SAMPLE_CLASS_NO_ADDRESS;
             x = &set_aside;
         }
     }
@@ -432,7 +438,8 @@ static void sample_done(struct ps_model *m, struct thr *th, const struct ps_samp
     /* the trace's class (hmtune), else what the attribution says (Extrae): in an
      * object, an address in none, no address */
     uint64_t cls = (x->seen & PS_SA_CLS) ? x->cls
-                   : grp != tk->grp0 ? 1 : (x->seen & PS_SA_ADDR) ? 4 : 5;
+                   : grp != tk->grp0 ? HM_SAMPLE_CLASS_HEAP
+                   : (x->seen & PS_SA_ADDR) ? HM_SAMPLE_CLASS_UNKNOWN : HM_SAMPLE_CLASS_NO_ADDRESS;
     ps_sample_count(ps_site_at(m->sites, grp), m->st, x, cls, scale);
     if (grp != tk->grp0)
         profile_sample(m, tk, x, grp, found, start, scale);

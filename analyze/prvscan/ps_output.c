@@ -66,6 +66,16 @@ int ps_write_sites(const struct ps_sites *s, FILE *out)
 
 #define U(x) ((unsigned long long)(x))
 
+/* "name":{"1":N,...,"5":N}, then sep: v by address class (the values of 41000023
+ * from HM_SAMPLE_CLASS_HEAP, common/trace_values.tsv). */
+static void classes_json(FILE *out, const char *name, const uint64_t *v, const char *sep)
+{
+    fprintf(out, "\"%s\":{", name);
+    for (int c = HM_SAMPLE_CLASS_HEAP; c <= HM_SAMPLE_CLASS_MAX; c++)
+        fprintf(out, "%s\"%d\":%llu", c > HM_SAMPLE_CLASS_HEAP ? "," : "", c, U(v[c]));
+    fprintf(out, "}%s", sep);
+}
+
 int ps_write_scan_json(FILE *out, const struct ps_header *h, const struct ps_stats *st,
                        uint64_t end_ns, double elapsed, long peak_rss_kib,
                        uint64_t peak_live_blocks, uint64_t alloc_rows, uint64_t late_endpoints)
@@ -80,14 +90,10 @@ int ps_write_scan_json(FILE *out, const struct ps_header *h, const struct ps_sta
         fprintf(out, "\"sampler\":%llu,", U(st->sampler));
     else
         fputs("\"sampler\":null,", out);
-    fprintf(out, "\"unknown_frees\":%llu,\"classes\":{\"1\":%llu,\"2\":%llu,\"3\":%llu,"
-            "\"4\":%llu,\"5\":%llu},",
-            U(st->unknown_frees), U(st->classes[1]), U(st->classes[2]), U(st->classes[3]),
-            U(st->classes[4]), U(st->classes[5]));
-    fprintf(out, "\"class_weight\":{\"1\":%llu,\"2\":%llu,\"3\":%llu,\"4\":%llu,\"5\":%llu},"
-            "\"class_events\":%llu,",
-            U(st->class_weight[1]), U(st->class_weight[2]), U(st->class_weight[3]),
-            U(st->class_weight[4]), U(st->class_weight[5]), U(st->class_events));
+    fprintf(out, "\"unknown_frees\":%llu,", U(st->unknown_frees));
+    classes_json(out, "classes", st->classes, ",");
+    classes_json(out, "class_weight", st->class_weight, ",");
+    fprintf(out, "\"class_events\":%llu,", U(st->class_events));
     fprintf(out, "\"elapsed_s\":%.3f,\"records_per_s\":%.0f,\"peak_rss_kib\":%ld,",
             elapsed, elapsed > 0 ? (double)st->records / elapsed : 0.0, peak_rss_kib);
     /* diagnostics beyond the contract: what the semantics had to repair or drop */
@@ -107,10 +113,9 @@ int ps_write_scan_json(FILE *out, const struct ps_header *h, const struct ps_sta
             U(st->profile_unplaced));
     /* sampled page faults (41000030-41000034): samples, the faults they stand for,
      * the faults by address class, fault samples the kernel dropped */
-    fprintf(out, "\"fault_samples\":%llu,\"faults\":%llu,\"fault_classes\":{\"1\":%llu,"
-            "\"2\":%llu,\"3\":%llu,\"4\":%llu,\"5\":%llu},\"lost_fault_samples\":%llu}\n",
-            U(st->fault_samples), U(st->faults), U(st->fault_classes[1]),
-            U(st->fault_classes[2]), U(st->fault_classes[3]), U(st->fault_classes[4]),
-            U(st->fault_classes[5]), U(st->lost_fault_samples));
+    fprintf(out, "\"fault_samples\":%llu,\"faults\":%llu,", U(st->fault_samples),
+            U(st->faults));
+    classes_json(out, "fault_classes", st->fault_classes, ",");
+    fprintf(out, "\"lost_fault_samples\":%llu}\n", U(st->lost_fault_samples));
     return ferror(out) ? -1 : 0;
 }

@@ -109,19 +109,19 @@ void ps_sample_count(struct ps_site *c, struct ps_stats *st, const struct ps_sam
         else
             c->loads++;
     }
-    if ((x->seen & PS_SA_HIT) && x->hit == 2)
+    if ((x->seen & PS_SA_HIT) && x->hit == HM_SAMPLE_HIT_MISS)
         c->misses++;
     c->weight += w * scale;
     c->weight_extra += w * (scale - 1);
     if (c->site == 0 && (x->seen & PS_SA_CLS)) {
         c->has_class = 1;
-        if (x->cls == 4)
+        if (x->cls == HM_SAMPLE_CLASS_UNKNOWN)
             c->unknown_weight += w;
     }
     st->samples++;
     st->total_weight += w;
     st->class_events += (x->seen & PS_SA_CLS) != 0;
-    if (cls >= 1 && cls <= 5) {
+    if (cls >= HM_SAMPLE_CLASS_HEAP && cls <= HM_SAMPLE_CLASS_MAX) {
         st->classes[cls]++;
         st->class_weight[cls] += w;
     }
@@ -136,7 +136,7 @@ void ps_fault_count(struct ps_site *c, struct ps_stats *st, const struct ps_faul
     c->faults += n;
     st->fault_samples++;
     st->faults += n;
-    if ((f->seen & PS_FA_CLS) && f->cls >= 1 && f->cls <= 5)
+    if ((f->seen & PS_FA_CLS) && f->cls >= HM_SAMPLE_CLASS_HEAP && f->cls <= HM_SAMPLE_CLASS_MAX)
         st->fault_classes[f->cls] += n;
 }
 

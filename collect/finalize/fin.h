@@ -44,9 +44,10 @@ struct fin_stream {
 
 struct fin_live;                 /* ptr → site, per process */
 
-/* What a sampled address fell in (values of event 41000023). */
-enum fin_class { FC_NONE = 0, FC_HEAP = 1, FC_STATIC = 2, FC_STACK = 3, FC_UNKNOWN = 4,
-                 FC_NOADDR = 5 };
+/* What a sampled address fell in (the values of event 41000023, and of 41000033). */
+enum fin_class { FC_NONE = HM_SAMPLE_CLASS_NONE, FC_HEAP = HM_SAMPLE_CLASS_HEAP,
+                 FC_STATIC = HM_SAMPLE_CLASS_STATIC, FC_STACK = HM_SAMPLE_CLASS_STACK,
+                 FC_UNKNOWN = HM_SAMPLE_CLASS_UNKNOWN, FC_NOADDR = HM_SAMPLE_CLASS_NO_ADDRESS };
 
 /* Where samples' addresses came from (fin_recov.c). by_rule: samples with an address
  * per rule and class (heap, static, stack, unknown); before: samples the sampled
@@ -55,13 +56,16 @@ enum fin_class { FC_NONE = 0, FC_HEAP = 1, FC_STATIC = 2, FC_STACK = 3, FC_UNKNO
  * instructions between rip and the access; refused: why the look ahead found
  * nothing, for samples still without an address, by enum hms_look; verified: the
  * look-ahead addresses an execute breakpoint checked. */
-enum { FR_DIRECT, FR_BREAKPOINT, FR_AHEAD, FR_STRING, FR_N };
+enum fin_rule { FR_DIRECT = 0, FR_BREAKPOINT = HM_SAMPLE_RECOVERED_BREAKPOINT,
+                FR_AHEAD = HM_SAMPLE_RECOVERED_LOOKAHEAD, FR_STRING = HM_SAMPLE_RECOVERED_STRING,
+                FR_N };
 struct fin_recov {
     uint64_t by_rule[FR_N][4];
     uint64_t before[HMS_WHY_N + 1], after[HMS_WHY_N + 1];
     uint64_t distance[16];
     uint64_t refused[HMS_LOOK_N];
-    uint64_t verified[3];        /* HMTUNE_SAMPLE_VERIFY: same, different, not reached */
+    uint64_t verified[HM_SAMPLE_VERIFIED_MAX];  /* HMTUNE_SAMPLE_VERIFY: by 41000028's
+                                                 * value - 1 (same, different, not reached) */
 };
 
 struct fin_proc {
@@ -101,6 +105,9 @@ struct fin_proc {
     double ns_per_tick;
 };
 
+/* The first object id: 32000009's reserved ids (HM_SITE_*: 1 and 2 the unknown
+ * objects) come before it. */
+#define FIN_SITE0 (HM_SITE_MAX + 1)
 
 struct fin_site {
     uint32_t id;
@@ -116,7 +123,7 @@ struct fin_site {
 struct fin_ctx {
     struct fin_proc *procs;
     size_t nprocs;
-    struct fin_site *sites;      /* index = id - 3 */
+    struct fin_site *sites;      /* index = id - FIN_SITE0 */
     size_t nsites, capsites;
     uint64_t t_zero, t_end;
     uint64_t t_real0;
@@ -168,6 +175,15 @@ void fin_recov_pcf(FILE *f);                                 /* 41000024/26/27/2
 unsigned fin_recov_verified(uint32_t flags);
 /* fin_pcf.c */
 int fin_write_pcf(struct fin_ctx *c, const char *pcf_path);
+/* A value of an enumerated event type and its .pcf label: arrays of them come from the
+ * X-macros of common/hm_events.h (the value tables of common/trace_values.tsv), with
+ * FIN_VALUE as X. fin_pcf_values writes "VALUES" and a "<value><sep><label>" line per
+ * value up to max. */
+struct fin_value { unsigned value; const char *label; };
+#define FIN_VALUE(v, key, label) { (v), (label) },
+#define FIN_NVALUES(a) (sizeof(a) / sizeof((a)[0]))
+void fin_pcf_values(FILE *f, const struct fin_value *v, size_t n, unsigned max,
+                    const char *sep);
 int fin_write_row(struct fin_ctx *c, const char *row_path);
 /* fin_symbols.c: what a frame is, for people. fileline: "file:line" per inlining
  * level (" > " between levels), else "symbol+0xOFF" (ELF .symtab/.dynsym), else

@@ -165,19 +165,25 @@ static void json_str(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* sep, then ""name": {"heap": N, ..., "no_address": N}": v by enum fin_class, under the
+ * keys of the address classes (the values of 41000023, common/trace_values.tsv). */
+static void class_json(FILE *f, const char *sep, const char *name, const uint64_t *v)
+{
+#define CLASS_KEY(value, key, label) [value] = key,
+    static const char *const keys[] = { HM_SAMPLE_CLASS_VALUES(CLASS_KEY) };
+#undef CLASS_KEY
+    fprintf(f, "%s\"%s\": {", sep, name);
+    for (int k = FC_HEAP; k <= FC_NOADDR; k++)
+        fprintf(f, "%s\"%s\": %llu", k > FC_HEAP ? ", " : "", keys[k],
+                (unsigned long long)v[k]);
+    fputc('}', f);
+}
+
 /* ", fault_samples": {by class}, "faults": {by class}, "lost_fault_samples": N */
 static void json_faults(FILE *f, const uint64_t *n, const uint64_t *est, uint64_t lost)
 {
-    static const char *const names[] = { "heap", "static", "stack", "unknown", "no_address" };
-    static const int cls[] = { FC_HEAP, FC_STATIC, FC_STACK, FC_UNKNOWN, FC_NOADDR };
-    for (int which = 0; which < 2; which++) {
-        const uint64_t *v = which ? est : n;
-        fprintf(f, ", \"%s\": {", which ? "faults" : "fault_samples");
-        for (int k = 0; k < 5; k++)
-            fprintf(f, "%s\"%s\": %llu", k ? ", " : "", names[k],
-                    (unsigned long long)v[cls[k]]);
-        fputc('}', f);
-    }
+    class_json(f, ", ", "fault_samples", n);
+    class_json(f, ", ", "faults", est);
     fprintf(f, ", \"lost_fault_samples\": %llu", (unsigned long long)lost);
 }
 
@@ -192,11 +198,7 @@ static void cost_json(FILE *f, double ns, const uint64_t n[3])
 /* ", "weight": {...}": the samples' weights (41000020) by address class. */
 static void weight_json(FILE *f, const uint64_t *w)
 {
-    fprintf(f, ", \"weight\": {\"heap\": %llu, \"static\": %llu, \"stack\": %llu, "
-            "\"unknown\": %llu, \"no_address\": %llu}",
-            (unsigned long long)w[FC_HEAP], (unsigned long long)w[FC_STATIC],
-            (unsigned long long)w[FC_STACK], (unsigned long long)w[FC_UNKNOWN],
-            (unsigned long long)w[FC_NOADDR]);
+    class_json(f, ", ", "weight", w);
 }
 
 static void report(struct fin_ctx *c, const char *summary, const char *stem)
@@ -289,11 +291,8 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
         json_str(f, p->exe);
         fprintf(f, ", \"sampler\": ");
         json_str(f, p->sampler_name[0] ? p->sampler_name : "none");
-        fprintf(f, ", \"samples\": {\"heap\": %llu, \"static\": %llu, \"stack\": %llu, "
-                "\"unknown\": %llu, \"no_address\": %llu}, \"lost_samples\": %llu",
-                (unsigned long long)p->n_samples[FC_HEAP], (unsigned long long)p->n_samples[FC_STATIC],
-                (unsigned long long)p->n_samples[FC_STACK], (unsigned long long)p->n_samples[FC_UNKNOWN],
-                (unsigned long long)p->n_samples[FC_NOADDR], (unsigned long long)p->n_lost_samples);
+        class_json(f, ", ", "samples", p->n_samples);
+        fprintf(f, ", \"lost_samples\": %llu", (unsigned long long)p->n_lost_samples);
         weight_json(f, p->w_samples);
         fprintf(f, ", \"fault_sampler\": ");
         json_str(f, p->fault_name[0] ? p->fault_name : "none");
@@ -318,11 +317,8 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
         return;
     fprintf(f, "  ],\n  \"sampler\": ");
     json_str(f, sampler);
-    fprintf(f, ",\n  \"samples\": {\"heap\": %llu, \"static\": %llu, \"stack\": %llu, "
-            "\"unknown\": %llu, \"no_address\": %llu}, \"lost_samples\": %llu",
-            (unsigned long long)samples[FC_HEAP], (unsigned long long)samples[FC_STATIC],
-            (unsigned long long)samples[FC_STACK], (unsigned long long)samples[FC_UNKNOWN],
-            (unsigned long long)samples[FC_NOADDR], (unsigned long long)lost_samples);
+    class_json(f, ",\n  ", "samples", samples);
+    fprintf(f, ", \"lost_samples\": %llu", (unsigned long long)lost_samples);
     weight_json(f, weights);
     fprintf(f, ",\n");
     fprintf(f, "  \"fault_sampler\": ");

@@ -136,9 +136,10 @@ void fin_sample_code(struct fin_ctx *c, struct fin_proc *p, uint64_t ip, uint32_
 
 void fin_code_labels(FILE *f, int lines)
 {
+    static const struct fin_value reserved[] = { HM_SAMPLE_FUNC_VALUES(FIN_VALUE) };
     const char **tab = lines ? g_lines : g_funcs;
     size_t n = lines ? g_nlines : g_nfuncs;
-    fprintf(f, "VALUES\n0 End\n");
+    fin_pcf_values(f, reserved, FIN_NVALUES(reserved), HM_SAMPLE_FUNC_MAX, " ");
     for (size_t i = 0; i < n; i++)
         fprintf(f, "%zu %s\n", i + 1, tab[i]);
     fprintf(f, "\n\n");

@@ -19,15 +19,27 @@ static const char *const g_states[] = {
     "Allocating memory", "Freeing memory",
 };
 
-static const char *const g_kinds[] = {
-    "End", "malloc()", "free()", "realloc()", "calloc()", "posix_memalign()",
-    "aligned_alloc()", "memalign()", "valloc()", "pvalloc()", "reallocarray()",
-};
+/* The value tables of the enumerated types finalize writes (common/trace_values.tsv). */
+static const struct fin_value g_call[] = { HM_CALL_VALUES(FIN_VALUE) };
+static const struct fin_value g_kind[] = { HM_CALL_KIND_VALUES(FIN_VALUE) };
+static const struct fin_value g_site[] = { HM_SITE_VALUES(FIN_VALUE) };
+static const struct fin_value g_level[] = { HM_SAMPLE_LEVEL_VALUES(FIN_VALUE) };
+static const struct fin_value g_hit[] = { HM_SAMPLE_HIT_VALUES(FIN_VALUE) };
+static const struct fin_value g_sampler[] = { HM_SAMPLER_VALUES(FIN_VALUE) };
+static const struct fin_value g_class[] = { HM_SAMPLE_CLASS_VALUES(FIN_VALUE) };
+
+void fin_pcf_values(FILE *f, const struct fin_value *v, size_t n, unsigned max,
+                    const char *sep)
+{
+    fputs("VALUES\n", f);
+    for (size_t i = 0; i < n && v[i].value <= max; i++)
+        fprintf(f, "%u%s%s\n", v[i].value, sep, v[i].label);
+}
 
 /* label of site id (ids 1 and 2 are the unknown objects, as Extrae writes them) */
 static void site_labels(struct fin_ctx *c, FILE *f, int which)
 {
-    fprintf(f, "VALUES\n0 End\n1 ??\n2 ??\n");
+    fin_pcf_values(f, g_site, FIN_NVALUES(g_site), HM_SITE_MAX, " ");
     char *buf = fin_xmalloc(1 << 16);
     for (size_t i = 0; i < c->nsites; i++) {
         struct fin_site *s = &c->sites[i];
@@ -77,13 +89,12 @@ int fin_write_pcf(struct fin_ctx *c, const char *path)
         fprintf(f, "%zu    %s\n", i, g_states[i]);
     fprintf(f, "\n\nSTATES_COLOR\n0    {117,195,255}\n1    {0,0,255}\n2    {255,255,255}\n"
                "30    {255,46,0}\n31    {100,216,32}\n\n\n");
-    fprintf(f, "EVENT_TYPE\n6    " HM_EV_STR(HM_EV_CALL) "    Dynamic memory calls\nVALUES\n");
-    for (int i = 0; i <= 5; i++)
-        fprintf(f, "%d      %s\n", i, g_kinds[i]);
+    /* 40000040: the Extrae kinds finalize writes (fin_merge.c's extrae_kind) */
+    fprintf(f, "EVENT_TYPE\n6    " HM_EV_STR(HM_EV_CALL) "    Dynamic memory calls\n");
+    fin_pcf_values(f, g_call, FIN_NVALUES(g_call), HM_CALL_POSIX_MEMALIGN, "      ");
     fprintf(f, "\n\nEVENT_TYPE\n6    " HM_EV_STR(HM_EV_CALL_KIND)
-               "    hmtune dynamic memory call (exact kind)\nVALUES\n");
-    for (size_t i = 0; i < sizeof(g_kinds) / sizeof(g_kinds[0]); i++)
-        fprintf(f, "%zu      %s\n", i, g_kinds[i]);
+               "    hmtune dynamic memory call (exact kind)\n");
+    fin_pcf_values(f, g_kind, FIN_NVALUES(g_kind), HM_CALL_KIND_MAX, "      ");
     fprintf(f, "\n\nEVENT_TYPE\n"
                "6    " HM_EV_STR(HM_EV_SIZE) "    Requested size in dynamic memory call\n"
                "6    " HM_EV_STR(HM_EV_IN_PTR) "    In pointer (free, realloc)\n"
@@ -112,19 +123,18 @@ int fin_write_pcf(struct fin_ctx *c, const char *path)
                "    hmtune small-call sampling: blocks the sampled object "
                "stands for\n\n\n"
                "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_LEVEL)
-               "    Sampled address memory level\nVALUES\n"
-               "0 Unknown\n1 L1\n2 Line fill buffer\n3 L2\n4 L3\n5 Local DRAM\n6 Remote DRAM\n"
-               "7 Remote cache\n8 PMEM\n9 CXL\n10 I/O\n11 Uncached\n\n\n"
-               "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_HIT)
-               "    Sampled address hit or miss\nVALUES\n"
-               "0 Unknown\n1 Hit\n2 Miss\n\n\n"
-               "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLER) "    hmtune sampler\nVALUES\n"
-               "0 None\n1 PEBS\n2 IBS\n3 Software (CPU-time timer)\n\n\n"
-               "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_CLASS)
+               "    Sampled address memory level\n");
+    fin_pcf_values(f, g_level, FIN_NVALUES(g_level), HM_SAMPLE_LEVEL_MAX, " ");
+    fprintf(f, "\n\nEVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_HIT)
+               "    Sampled address hit or miss\n");
+    fin_pcf_values(f, g_hit, FIN_NVALUES(g_hit), HM_SAMPLE_HIT_MAX, " ");
+    fprintf(f, "\n\nEVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLER) "    hmtune sampler\n");
+    fin_pcf_values(f, g_sampler, FIN_NVALUES(g_sampler), HM_SAMPLER_MAX, " ");
+    fprintf(f, "\n\nEVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_CLASS)
                "    hmtune sampled address class\n"
-               "0    " HM_EV_STR(HM_EV_FAULT_CLASS) "    hmtune page-fault address class\nVALUES\n"
-               "0 None\n1 Traced heap object\n2 Static variable\n3 Stack\n"
-               "4 Unknown (untraced heap, mmap, other)\n5 No data address\n\n\n");
+               "0    " HM_EV_STR(HM_EV_FAULT_CLASS) "    hmtune page-fault address class\n");
+    fin_pcf_values(f, g_class, FIN_NVALUES(g_class), HM_SAMPLE_CLASS_MAX, " ");
+    fputs("\n\n", f);
     fin_recov_pcf(f);
     fprintf(f, "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_FUNC) "    Sampled functions\n");
     fin_code_labels(f, 0);

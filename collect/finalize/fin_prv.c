@@ -50,15 +50,16 @@ static inline void out_ev(struct fin_out *o, uint64_t type, uint64_t value)
     out_u64(o, value);
 }
 
-/* Extrae's 40000040 has five kinds; ours add the rest under 41000000. */
+/* Extrae's 40000040 has five kinds of the C library; ours add the rest under
+ * 41000000. fin_pcf.c labels the 40000040 values up to HM_CALL_POSIX_MEMALIGN. */
 static int extrae_kind(int k)
 {
     switch (k) {
-    case HMK_MALLOC: case HMK_VALLOC: case HMK_PVALLOC: return 1;
-    case HMK_FREE: return 2;
-    case HMK_REALLOC: case HMK_REALLOCARRAY: return 3;
-    case HMK_CALLOC: return 4;
-    default: return 5;     /* the aligned kinds */
+    case HMK_MALLOC: case HMK_VALLOC: case HMK_PVALLOC: return HM_CALL_MALLOC;
+    case HMK_FREE: return HM_CALL_FREE;
+    case HMK_REALLOC: case HMK_REALLOCARRAY: return HM_CALL_REALLOC;
+    case HMK_CALLOC: return HM_CALL_CALLOC;
+    default: return HM_CALL_POSIX_MEMALIGN;     /* the aligned kinds */
     }
 }
 
@@ -217,8 +218,8 @@ void fin_prv_emit(struct fin_ctx *c, struct fin_out *o, struct fin_stream *s,
                 if (u->weight > p->small_weight)
                     p->small_weight = u->weight;
             }
-            if (u->site >= 3 && u->site - 3 < c->nsites)
-                c->sites[u->site - 3].n_allocs++;
+            if (u->site >= FIN_SITE0 && u->site - FIN_SITE0 < c->nsites)
+                c->sites[u->site - FIN_SITE0].n_allocs++;
         }
         p->n_events++;
         out_head(o, 1, s);
@@ -252,8 +253,8 @@ void fin_prv_emit(struct fin_ctx *c, struct fin_out *o, struct fin_stream *s,
         fin_live_put(p->live, k->ptr_out, k->size, u->site, u->weight);
     out_head(o, 2, s);
     out_u64(o, rel(c, k->t1));
-    out_ev(o, HM_EV_CALL, 0);
-    out_ev(o, HM_EV_CALL_KIND, 0);
+    out_ev(o, HM_EV_CALL, HM_CALL_END);
+    out_ev(o, HM_EV_CALL_KIND, HM_CALL_KIND_END);
     if (kind != HMK_FREE)
         out_ev(o, HM_EV_OUT_PTR, k->ptr_out);
     out_ch(o, '\n');

@@ -5,37 +5,26 @@
 
 #include <string.h>
 
-/* enum hms_why, as JSON keys and .pcf labels; index HMS_WHY_N: a sample without an
- * address and without a reason (PEBS/IBS, or a stream from before the reasons). */
-static const char *const g_why[HMS_WHY_N + 1][2] = {
-    {"direct", "Address computed from the sampled instruction"},
-    {"no_memop_int", "No memory operand (integer/general)"},
-    {"no_memop_vector", "No memory operand (SSE/AVX register-only)"},
-    {"no_memop_x87", "No memory operand (x87)"},
-    {"hint", "lea, nop, pause, prefetch, cache-line flush"},
-    {"cond_branch", "Conditional branch"},
-    {"syscall", "syscall or trap (time in the kernel)"},
-    {"after_jump", "After a jump, call or return (rip is a branch target)"},
-    {"ambiguous", "Previous instruction ambiguous (backward decoding)"},
-    {"unreadable", "Code not readable"},
-    {"nested", "Decoder busy (nested signal)"},
-    {"gather_scatter", "Gather or scatter"},
-    {"undecoded", "Memory operand the decoder cannot decode"},
-    {"odd", "Other memory operand (xlat, enter, segment, several)"},
-    {"clobbered", "Address register overwritten: breakpoint"},
-    {"clobbered_no_breakpoint", "Address register overwritten, no breakpoint possible"},
-    {"breakpoint_missed", "Address register overwritten, breakpoint did not fire"},
-    {"breakpoint_late", "Address register overwritten, breakpoint fired late"},
-    {"string", "String instruction (its pointer's step undone)"},
-    {"other", "Not recorded"},
+/* The keys (summary JSON) of a value table, by value: X-macro rows of hm_events.h. */
+#define KEY_AT(v, key, label) [v] = key,
+
+/* enum hms_why (the values of 41000026) as JSON keys; index HMS_WHY_N: a sample
+ * without an address and without a reason (PEBS/IBS, or a stream from before the
+ * reasons). Index 0 (the address was computed) is never a key. */
+static const char *const g_why[HMS_WHY_N + 1] = {
+    [HMS_WHY_NONE] = "direct", HM_SAMPLE_WHY_VALUES(KEY_AT) [HMS_WHY_N] = "other",
 };
+static const struct fin_value g_why_pcf[] = { HM_SAMPLE_WHY_VALUES(FIN_VALUE) };
+static const struct fin_value g_recovered_pcf[] = { HM_SAMPLE_RECOVERED_VALUES(FIN_VALUE) };
+static const struct fin_value g_verified_pcf[] = { HM_SAMPLE_VERIFIED_VALUES(FIN_VALUE) };
 
 static const char *const g_look[HMS_LOOK_N] = {
     "not_tried", "branch", "register_written", "access_unknown", "undecoded",
     "none_in_window", "unreadable",
 };
 
-static const char *const g_cls[] = { "heap", "static", "stack", "unknown" };
+/* the address classes' keys, by enum fin_class (the values of 41000023) */
+static const char *const g_cls[] = { HM_SAMPLE_CLASS_VALUES(KEY_AT) };
 
 int fin_recov_rule(uint32_t flags)
 {
@@ -69,8 +58,11 @@ void fin_recov_count(struct fin_recov *r, uint32_t flags, int cls)
 
 unsigned fin_recov_verified(uint32_t flags)
 {
-    unsigned v = (flags & HMS_VERIFY_SAME ? 1 : 0) | (flags & HMS_VERIFY_DIFF ? 2 : 0);
-    return (flags & HMS_AHEAD) ? v : 0;
+    unsigned same = (flags & HMS_VERIFY_SAME) != 0, diff = (flags & HMS_VERIFY_DIFF) != 0;
+    if (!(flags & HMS_AHEAD) || !(same || diff))
+        return 0;
+    return same && diff ? HM_SAMPLE_VERIFIED_NOT_REACHED
+           : same ? HM_SAMPLE_VERIFIED_SAME : HM_SAMPLE_VERIFIED_DIFFERENT;
 }
 
 void fin_recov_add(struct fin_recov *dst, const struct fin_recov *src)
@@ -82,14 +74,14 @@ void fin_recov_add(struct fin_recov *dst, const struct fin_recov *src)
 }
 
 static void counts(FILE *f, const char *name, const uint64_t *v, int from, int n,
-                   const char *const *keys, size_t stride)
+                   const char *const *keys)
 {
     fprintf(f, "\"%s\": {", name);
     int first = 1;
     for (int i = from; i < n; i++) {
         if (!v[i])
             continue;
-        fprintf(f, "%s\"%s\": %llu", first ? "" : ", ", keys[(size_t)i * stride],
+        fprintf(f, "%s\"%s\": %llu", first ? "" : ", ", keys[i],
                 (unsigned long long)v[i]);
         first = 0;
     }
@@ -98,10 +90,12 @@ static void counts(FILE *f, const char *name, const uint64_t *v, int from, int n
 
 void fin_recov_json(FILE *f, const struct fin_recov *r)
 {
-    static const char *const rules[FR_N] = { "direct", "breakpoint", "lookahead", "string" };
+    static const char *const rules[FR_N] = {
+        [FR_DIRECT] = "direct", HM_SAMPLE_RECOVERED_VALUES(KEY_AT)
+    };
     fprintf(f, "{");
     for (int k = 0; k < FR_N; k++) {
-        counts(f, rules[k], r->by_rule[k], 0, 4, g_cls, 1);
+        counts(f, rules[k], r->by_rule[k], 0, 4, g_cls + FC_HEAP);
         fputs(", ", f);
     }
     int last = 15;
@@ -111,33 +105,39 @@ void fin_recov_json(FILE *f, const struct fin_recov *r)
     for (int i = 0; i <= last; i++)
         fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)r->distance[i]);
     fputs("], ", f);
-    counts(f, "before", r->before, 1, HMS_WHY_N + 1, &g_why[0][0], 2);
+    counts(f, "before", r->before, 1, HMS_WHY_N + 1, g_why);
     fputs(", ", f);
-    counts(f, "after", r->after, 1, HMS_WHY_N + 1, &g_why[0][0], 2);
+    counts(f, "after", r->after, 1, HMS_WHY_N + 1, g_why);
     fputs(", ", f);
-    counts(f, "lookahead_refused", r->refused, 0, HMS_LOOK_N, g_look, 1);
-    if (r->verified[0] + r->verified[1] + r->verified[2])
-        fprintf(f, ", \"lookahead_verified\": {\"same\": %llu, \"different\": %llu, "
-                "\"not_reached\": %llu}", (unsigned long long)r->verified[0],
-                (unsigned long long)r->verified[1], (unsigned long long)r->verified[2]);
+    counts(f, "lookahead_refused", r->refused, 0, HMS_LOOK_N, g_look);
+    static const char *const verified[] = { HM_SAMPLE_VERIFIED_VALUES(KEY_AT) };
+    uint64_t checked = 0;
+    for (int v = 1; v <= HM_SAMPLE_VERIFIED_MAX; v++)
+        checked += r->verified[v - 1];
+    if (checked) {
+        fputs(", \"lookahead_verified\": {", f);
+        for (int v = 1; v <= HM_SAMPLE_VERIFIED_MAX; v++)
+            fprintf(f, "%s\"%s\": %llu", v > 1 ? ", " : "", verified[v],
+                    (unsigned long long)r->verified[v - 1]);
+        fputc('}', f);
+    }
     fputc('}', f);
 }
 
 void fin_recov_pcf(FILE *f)
 {
     fprintf(f, "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_RECOVERED)
-               "    hmtune address recovered by\nVALUES\n"
-               "1 Execute breakpoint\n2 Look ahead (the next access from the interrupted "
-               "instruction)\n3 String instruction (its pointer's step undone)\n\n\n"
-               "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_WHY)
-               "    hmtune why the sampled instruction gave no "
-               "address\nVALUES\n");
-    for (int i = 1; i < HMS_WHY_N; i++)
-        fprintf(f, "%d %s\n", i, g_why[i][1]);
+               "    hmtune address recovered by\n");
+    fin_pcf_values(f, g_recovered_pcf, FIN_NVALUES(g_recovered_pcf), HM_SAMPLE_RECOVERED_MAX,
+                   " ");
+    fprintf(f, "\n\nEVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_WHY)
+               "    hmtune why the sampled instruction gave no address\n");
+    fin_pcf_values(f, g_why_pcf, FIN_NVALUES(g_why_pcf), HM_SAMPLE_WHY_MAX, " ");
     fprintf(f, "\n\nEVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_LOOKAHEAD)
                "    hmtune look-ahead distance (instructions "
                "from the interrupted one to the access)\n\n\n"
                "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_VERIFIED)
-               "    hmtune look-ahead address checked by breakpoint\n"
-               "VALUES\n1 Same\n2 Different\n3 Not reached\n\n\n");
+               "    hmtune look-ahead address checked by breakpoint\n");
+    fin_pcf_values(f, g_verified_pcf, FIN_NVALUES(g_verified_pcf), HM_SAMPLE_VERIFIED_MAX, " ");
+    fputs("\n\n", f);
 }

@@ -1,6 +1,7 @@
 /* fin_sites.c — the object table: one id per distinct object key (a call site's
- * raw label, a static variable's label), ids from 3 up in order of first sight
- * (fin_ctx.sites[id - 3]), looked up through an open-addressing hash of the keys. */
+ * raw label, a static variable's label), ids from FIN_SITE0 (3) up in order of first
+ * sight (fin_ctx.sites[id - FIN_SITE0]), looked up through an open-addressing hash of
+ * the keys. */
 #include "fin.h"
 
 #include <stdlib.h>
@@ -51,7 +52,7 @@ uint32_t fin_key_id(struct fin_ctx *c, const char *key, struct fin_site **create
     }
     struct fin_site *s = &c->sites[c->nsites];
     memset(s, 0, sizeof(*s));
-    s->id = (uint32_t)(c->nsites + 3);
+    s->id = (uint32_t)(c->nsites + FIN_SITE0);
     s->raw_label = fin_xstrdup(key);
     c->nsites++;
     g_sitemap.key[j] = s->raw_label;

@@ -38,7 +38,9 @@ EV_SITE, EV_SAMPLE_OBJECT, EV_RAW_SITE = ev.HM_EV_SITE, ev.HM_EV_SAMPLE_OBJECT, 
 EV_FAULT_OBJECT = ev.HM_EV_FAULT_OBJECT      # object of a sampled page fault: ids as 32000007
 OBJECT_TYPES = frozenset({EV_SITE, EV_SAMPLE_OBJECT, EV_FAULT_OBJECT})
 REQUIRED_TYPES = frozenset({EV_SITE, EV_SAMPLE_OBJECT, EV_RAW_SITE, ev.HM_EV_SITE_FUNC})
-SIZED_KINDS = frozenset({1, 3, 4, 5})    # malloc, realloc, calloc, posix_memalign
+SIZED_KINDS = frozenset({ev.HM_CALL_MALLOC, ev.HM_CALL_REALLOC, ev.HM_CALL_CALLOC,
+                         ev.HM_CALL_POSIX_MEMALIGN})
+RESERVED_SITES = (ev.HM_SITE_UNKNOWN_DYNAMIC, ev.HM_SITE_UNKNOWN_STATIC)
 U64 = 1 << 64
 
 
@@ -89,7 +91,7 @@ class _Checker:
         if EV_RAW_SITE not in pcf.values:
             self.result.extrae = True          # no module+0xoffset table: an Extrae trace
         table = pcf.values.get(EV_SITE)
-        missing = [site for site in (1, 2) if table is not None and site not in table]
+        missing = [site for site in RESERVED_SITES if table is not None and site not in table]
         if missing:
             self.report(pcf.event_types[EV_SITE].lineno, "site-reserved", f"{EV_SITE} table"
                         f" lacks reserved id(s) {missing} (1: unknown dynamic, 2: unknown"
@@ -256,7 +258,7 @@ class _Checker:
         for type_, kind in event.events:
             if type_ != EV_CALL:
                 continue
-            if kind == 0:
+            if kind == ev.HM_CALL_END:
                 has_end = True
                 if self.open_calls.pop(key, None) is None:
                     self.report(event.lineno, "call-unmatched-end", f"call end on"
@@ -281,7 +283,7 @@ class _Checker:
         if site is None:
             self.report(event.lineno, "call-site", f"call kind {kind} on {_where(event)} has"
                         f" no site id ({EV_SITE})")
-        elif site == 0 or (site == 2 and not self.result.extrae):
+        elif site == 0 or (site == ev.HM_SITE_UNKNOWN_STATIC and not self.result.extrae):
             self.report(event.lineno, "site-id", f"call kind {kind} on {_where(event)} has"
                         f" site id {site}; ids start at 1 and 2 is the unknown static object")
 

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from hmtune.analyze.sites_io import ALLOCS_WRITTEN, SAMPLED_COLUMN
+from hmtune.core import events as ev
 
 Row = dict[str, Any]
 
@@ -87,8 +88,9 @@ class Scan:
         return sampler_name(self.meta.get("sampler"), sum(r["samples"] for r in self.sites))
 
 
-# Values of event 41000021 (docs/formats.md §3).
-SAMPLER_NAMES = {0: "none", 1: "pebs", 2: "ibs", 3: "soft"}
+# Values of event 41000021 -> the samplers' names (their keys in common/trace_values.tsv).
+SAMPLER_NAMES = ev.HM_SAMPLER_KEYS
+NO_SAMPLER = SAMPLER_NAMES[ev.HM_SAMPLER_NONE]
 
 
 def sampler_name(value: object, nsamples: int = 0) -> str:
@@ -100,7 +102,7 @@ def sampler_name(value: object, nsamples: int = 0) -> str:
         return value.strip()
     code = int(value) if isinstance(value, int | str) and str(value).strip() else 0
     name = SAMPLER_NAMES.get(code, f"sampler-{code}")
-    return "unknown" if name == "none" and nsamples > 0 else name
+    return "unknown" if name == NO_SAMPLER and nsamples > 0 else name
 
 
 def _number(text: str) -> int | float:

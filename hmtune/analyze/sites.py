@@ -43,6 +43,7 @@ from hmtune.analyze.labels import SiteLabels, StaticObject, looks_static
 from hmtune.analyze.scan_io import Row, Scan
 from hmtune.analyze.shortlabels import short_labels
 from hmtune.analyze.sites_io import (
+    CLASS_VALUES,
     CLASSES,
     KIND_COLUMN,
     KIND_HEAP,
@@ -208,8 +209,8 @@ def weight_split(scan: Scan, labels: SiteLabels) -> Split | None:
     counts, weights = scan.meta.get("classes"), scan.meta.get("class_weight")
     if not isinstance(counts, dict) or not isinstance(weights, dict):
         return None
-    samples = {c: int(counts.get(str(i + 1), 0)) for i, c in enumerate(CLASSES)}
-    weight = {c: float(weights.get(str(i + 1), 0)) for i, c in enumerate(CLASSES)}
+    samples = {c: int(counts.get(str(CLASS_VALUES[c]), 0)) for c in CLASSES}
+    weight = {c: float(weights.get(str(CLASS_VALUES[c]), 0)) for c in CLASSES}
     if int(scan.meta.get("class_events", 0)) == 0:
         statics = static_objects(scan, labels)
         rows = [r for r in scan.sites if int(r["site_id"]) in statics]

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hmtune.core import events as ev
+
 # The version line (its parsing and check) is defined once, in hmtune.core.sitesfile,
 # for these readers and the light ones (csv only) of the workflows.
 from hmtune.core.sitesfile import (
@@ -56,9 +58,12 @@ SCALE_COLUMN = "scale"
 SITES_WRITTEN = [*SITES_COLUMNS, LABEL_COLUMN, KIND_COLUMN, *FIRST_TOUCH_COLUMNS,
                  SAMPLED_COLUMN]
 
-# Address classes of the sampled weight (event 41000023, docs/formats.md §3), in the
-# order the split is shown, with the words that show them.
-CLASSES = ("heap", "static", "stack", "unknown", "no_address")
+# Address classes of the sampled weight: the values of event 41000023 but 0 (none),
+# by key (common/trace_values.tsv, docs/formats.md §3), in the order the split is
+# shown, with the words that show them.
+CLASS_VALUES = {key: value for value, key in ev.HM_SAMPLE_CLASS_KEYS.items()
+                if value != ev.HM_SAMPLE_CLASS_NONE}
+CLASSES = tuple(CLASS_VALUES)
 CLASS_WORDS = {"heap": "heap objects", "static": "statics", "stack": "stack",
                "unknown": "unknown memory", "no_address": "no address"}
 

@@ -29,7 +29,10 @@ SITE, OBJECT = hev.HM_EV_SITE, hev.HM_EV_SAMPLE_OBJECT
 LOAD, STORE = hev.HM_EV_SAMPLE_LOAD, hev.HM_EV_SAMPLE_STORE
 HIT, LATENCY = hev.HM_EV_SAMPLE_HIT, hev.HM_EV_SAMPLE_LATENCY
 WEIGHT = hev.HM_EV_SAMPLE_WEIGHT
-MALLOC, FREE, REALLOC, CALLOC, MEMALIGN = 1, 2, 3, 4, 5
+# values of 40000040 (common/trace_values.tsv)
+MALLOC, FREE, REALLOC, CALLOC = hev.HM_CALL_MALLOC, hev.HM_CALL_FREE, hev.HM_CALL_REALLOC, \
+    hev.HM_CALL_CALLOC
+MEMALIGN, END = hev.HM_CALL_POSIX_MEMALIGN, hev.HM_CALL_END
 
 
 @dataclass
@@ -67,18 +70,18 @@ class PrvText:
     def alloc(self, t: int, size: int, site: int, ptr: int, kind: int = MALLOC,
               task: int = 1, thread: int = 1, dur: int | None = None) -> None:
         self.event(t, CALL, kind, SIZE, size, SITE, site, task=task, thread=thread)
-        self.event(self._end(t, dur), CALL, 0, PTR_OUT, ptr, task=task, thread=thread)
+        self.event(self._end(t, dur), CALL, END, PTR_OUT, ptr, task=task, thread=thread)
 
     def free(self, t: int, ptr: int, task: int = 1, thread: int = 1,
              dur: int | None = None) -> None:
         self.event(t, CALL, FREE, PTR_IN, ptr, task=task, thread=thread)
-        self.event(self._end(t, dur), CALL, 0, task=task, thread=thread)
+        self.event(self._end(t, dur), CALL, END, task=task, thread=thread)
 
     def realloc(self, t: int, ptr_in: int, size: int, site: int, ptr_out: int,
                 task: int = 1, thread: int = 1, dur: int | None = None) -> None:
         self.event(t, CALL, REALLOC, SIZE, size, SITE, site, PTR_IN, ptr_in,
                    task=task, thread=thread)
-        self.event(self._end(t, dur), CALL, 0, PTR_OUT, ptr_out, task=task, thread=thread)
+        self.event(self._end(t, dur), CALL, END, PTR_OUT, ptr_out, task=task, thread=thread)
 
     def sample(self, t: int, addr: int, weight: int = 1, store: bool = False,
                obj: int | None = None, task: int = 1, thread: int = 1,

@@ -85,7 +85,8 @@ class Trace:
     nthreads: list[int] = field(default_factory=list)
 
     def allocs(self, size: int | None = None) -> list[Call]:
-        return [c for c in self.calls if c.kind != 2 and (size is None or c.size == size)]
+        return [c for c in self.calls
+                if c.kind != hev.HM_CALL_KIND_FREE and (size is None or c.size == size)]
 
     def one(self, size: int) -> Call:
         found = self.allocs(size)
@@ -152,9 +153,11 @@ def load(prv: Path) -> Trace:
                                     ev.get(hev.HM_EV_SAMPLE_WEIGHT, 0),
                                     funcs.get(ev.get(hev.HM_EV_SAMPLE_FUNC, 0), "??"),
                                     lines.get(ev.get(hev.HM_EV_SAMPLE_LINE, 0), "??"),
-                                    ev.get(hev.HM_EV_SAMPLE_RECOVERED) == 1,
+                                    ev.get(hev.HM_EV_SAMPLE_RECOVERED)
+                                    == hev.HM_SAMPLE_RECOVERED_BREAKPOINT,
                                     ev.get(hev.HM_EV_SAMPLE_LOOKAHEAD)
-                                    if ev.get(hev.HM_EV_SAMPLE_RECOVERED) == 2 else None,
+                                    if ev.get(hev.HM_EV_SAMPLE_RECOVERED)
+                                    == hev.HM_SAMPLE_RECOVERED_LOOKAHEAD else None,
                                     ev.get(hev.HM_EV_SAMPLE_WHY, 0),
                                     ev.get(hev.HM_EV_SAMPLE_VERIFIED, 0),
                                     ev.get(hev.HM_EV_SAMPLE_SCALE, 0)))
@@ -166,7 +169,7 @@ def load(prv: Path) -> Trace:
                      ev.get(hev.HM_EV_ALIGN, 0),
                      sampled=ev.get(hev.HM_EV_CALL_SCALE, 0))
             open_calls[key] = c
-        elif kind == 0:
+        elif kind == hev.HM_CALL_KIND_END:
             c = open_calls.pop(key)
             c.ptr_out = ev.get(hev.HM_EV_OUT_PTR, 0)
             c.t1 = rec.time
