@@ -1,6 +1,6 @@
 /* hm_events.h — the Paraver event types of the trace contract and the values
  * of the enumerated ones.
- * Generated from common/trace_events.tsv and common/trace_values.tsv
+ * Generated from common/trace_events.tsv, common/trace_values.tsv and common/site_key.tsv
  * by `python -m hmtune.core.contract` (make contract); do not edit.
  * The tables say what each code and value means.
  */
@@ -259,5 +259,12 @@
     X(HM_SAMPLE_VERIFIED_SAME, "same", "Same") \
     X(HM_SAMPLE_VERIFIED_DIFFERENT, "different", "Different") \
     X(HM_SAMPLE_VERIFIED_NOT_REACHED, "not_reached", "Not reached")
+
+/* The site key's grammar (common/site_key.tsv). */
+#define HM_KEY_SEP         " > "  /* between the frames of a chain, the allocation call's caller first */
+#define HM_KEY_OFFSET      "+0x"  /* between a frame's module path and its offset (lower-case hex) in the key */
+#define HM_KEY_UNKNOWN     "??"  /* the module of a frame outside every loaded module; "??+0xADDR" keeps a key, a bare "??" or file:line frame leaves the chain without one (unplaceable) */
+#define HM_KEY_MAX_FRAMES  64  /* frames in a chain at most (placement.txt's depth) */
+#define HM_KEY_OFFSET_BITS 48  /* a frame's offset is below 2^OFFSET_BITS; a packed frame holds its module above them */
 
 #endif

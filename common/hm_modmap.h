@@ -10,10 +10,11 @@
 #define HM_MODMAP_H
 
 #include <stdint.h>
+#include "hm_events.h"
 #include "hm_util.h"
 
 #define HM_MAX_MODULES 4096u
-#define HM_FRAME_MODSHIFT 48
+#define HM_FRAME_MODSHIFT HM_KEY_OFFSET_BITS      /* common/site_key.tsv */
 #define HM_FRAME_OFFMASK ((1ull << HM_FRAME_MODSHIFT) - 1)
 
 struct hm_module {

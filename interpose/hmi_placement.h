@@ -15,9 +15,10 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "hm_events.h"
 #include "hm_util.h"
 
-#define HMI_MAX_FRAMES  64u           /* frames in a site chain */
+#define HMI_MAX_FRAMES  ((unsigned)HM_KEY_MAX_FRAMES) /* frames in a site chain */
 #define HMI_LINE_MAX    65536u        /* bytes in a line, without its line break */
 #define HMI_MAX_TIER_LINES 16u        /* tier lines: HMI_MAX_TIERS (hmi_backend.h) */
 #define HMI_INPUT_MAX   0xfffffffeu   /* bytes in the file (4 GiB - 2) */

@@ -12,17 +12,18 @@ static uint32_t site_for(struct fin_ctx *c, struct fin_proc *p, const uint64_t *
 {
     if (n <= 0)
         return 1;                                   /* unknown dynamic object */
-    struct fin_frame fr[64];
-    char key[64 * 80 + 1];
+    struct fin_frame fr[HM_KEY_MAX_FRAMES];
+    char key[HM_KEY_MAX_FRAMES * 80 + 1];
     size_t kl = 0;
-    if (n > 64)
-        n = 64;
+    if (n > HM_KEY_MAX_FRAMES)
+        n = HM_KEY_MAX_FRAMES;
     for (int i = 0; i < n; i++) {
-        uint32_t mid = (uint32_t)(packed[i] >> 48);
-        fr[i].off = packed[i] & ((1ull << 48) - 1);
+        uint32_t mid = (uint32_t)(packed[i] >> HM_KEY_OFFSET_BITS);
+        fr[i].off = packed[i] & ((1ull << HM_KEY_OFFSET_BITS) - 1);
         fr[i].path = mid < p->nmods ? p->mod_path[mid] : NULL;
-        int w = snprintf(key + kl, sizeof(key) - kl, "%s%s+0x%llx", i ? " > " : "",
-                         fr[i].path ? fr[i].path : "??", (unsigned long long)fr[i].off);
+        int w = snprintf(key + kl, sizeof(key) - kl, "%s%s" HM_KEY_OFFSET "%llx",
+                         i ? HM_KEY_SEP : "", fr[i].path ? fr[i].path : HM_KEY_UNKNOWN,
+                         (unsigned long long)fr[i].off);
         if (w < 0 || (size_t)w >= sizeof(key) - kl)
             break;
         kl += (size_t)w;

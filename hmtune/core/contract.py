@@ -1,7 +1,7 @@
 """The trace contract: the Paraver event types and the values of the enumerated ones,
 declared once as data.
 
-Two tables, both tab-separated with a header row (`#` lines are comments, blank lines
+Three tables, each tab-separated with a header row (`#` lines are comments, blank lines
 are skipped):
 
 - `common/trace_events.tsv`: one row per event type (`code name origin writer
@@ -10,19 +10,23 @@ are skipped):
   name label`): `event` names a row of the first table (or several, comma-separated,
   that share the values: the first names the constants), `value` the number on the
   wire (increasing within a table), `name` the constant (UPPER_CASE; its lower case is
-  the value's key, the word hmtune's files use for it), `label` the .pcf label.
+  the value's key, the word hmtune's files use for it), `label` the .pcf label;
+- `common/site_key.tsv`: the site key's grammar constants (`name value meaning`: the
+  frame separator, the module-offset separator, the unknown module, the most frames,
+  the offset bits), a number or a double-quoted string each.
 
-`python -m hmtune.core.contract [ROOT]` (`make contract`) reads both and writes the two
+`python -m hmtune.core.contract [ROOT]` (`make contract`) reads them and writes the two
 files generated from them, both committed:
 
 - `common/hm_events.h`: `#define HM_EV_<name> <code>` and `HM_EV_STR(HM_EV_<name>)`
   (the code as a string literal, for .pcf text); per value table `#define
   HM_<EVENT>_<NAME> <value>`, `HM_<EVENT>_MAX` (the largest value) and the X-macro
   `HM_<EVENT>_VALUES(X)`: `X(HM_<EVENT>_<NAME>, "key", "label")` per row, in order,
-  from which C builds its label arrays and .pcf VALUES blocks;
+  from which C builds its label arrays and .pcf VALUES blocks; `#define HM_KEY_<name>
+  <value>` per site-key constant;
 - `hmtune/core/events.py`: the same constants, per value table `HM_<EVENT>_LABELS`
   and `HM_<EVENT>_KEYS` (value -> label, value -> key), and `VALUES` (event code ->
-  its labels, for each event of a value table).
+  its labels, for each event of a value table), `HM_KEY_<name>`.
 
 A malformed row is a ContractError naming the file and line. `--check` writes nothing
 and exits 1 when a generated file differs from the tables. tests/py/test_contract.py
@@ -41,6 +45,8 @@ from pathlib import Path
 
 TABLE = Path("common/trace_events.tsv")
 VALUE_TABLE = Path("common/trace_values.tsv")
+KEY_TABLE = Path("common/site_key.tsv")
+KEY_COLUMNS = ["name", "value", "meaning"]
 C_HEADER = Path("common/hm_events.h")
 PY_MODULE = Path("hmtune/core/events.py")
 COLUMNS = ["code", "name", "origin", "writer", "meaning"]
@@ -198,8 +204,45 @@ def parse_values(text: str, events: list[Event],
     return out
 
 
+@dataclass(frozen=True)
+class KeyConst:
+    """A constant of the site-key grammar (common/site_key.tsv)."""
+    name: str           # without the HM_KEY_ prefix
+    value: int | str
+    meaning: str
+
+    @property
+    def const(self) -> str:
+        return f"HM_KEY_{self.name}"
+
+    @property
+    def literal(self) -> str:
+        return _quoted(self.value) if isinstance(self.value, str) else str(self.value)
+
+
+def parse_key(text: str, source: str = str(KEY_TABLE)) -> list[KeyConst]:
+    """The site-key table's rows, in order; names unique."""
+    out: list[KeyConst] = []
+    seen: dict[str, int] = {}
+    for lineno, (name, value, meaning) in _rows(text, source, KEY_COLUMNS):
+        if not _NAME.match(name):
+            raise ContractError(f"{source}:{lineno}: name {name!r} is not UPPER_CASE")
+        if name in seen:
+            raise ContractError(f"{source}:{lineno}: name {name} already on line {seen[name]}")
+        seen[name] = lineno
+        if value.isdigit():
+            out.append(KeyConst(name, int(value), meaning))
+        elif (len(value) >= 3 and value[0] == value[-1] == '"'
+              and not any(c in value[1:-1] for c in '"\\')):
+            out.append(KeyConst(name, value[1:-1], meaning))
+        else:
+            raise ContractError(f"{source}:{lineno}: value {value!r} is neither a number nor "
+                                "a non-empty string in double quotes")
+    return out
+
+
 def _banner(prefix: str) -> list[str]:
-    return [f"{prefix}Generated from {TABLE} and {VALUE_TABLE}",
+    return [f"{prefix}Generated from {TABLE}, {VALUE_TABLE} and {KEY_TABLE}",
             f"{prefix}by `python -m hmtune.core.contract` (make contract); do not edit.",
             f"{prefix}The tables say what each code and value means."]
 
@@ -213,7 +256,7 @@ def _for_events(t: ValueTable) -> str:
     return ", ".join(f"{e.const} ({e.code})" for e in t.events)
 
 
-def render_c(events: list[Event], tables: list[ValueTable]) -> str:
+def render_c(events: list[Event], tables: list[ValueTable], key: list[KeyConst]) -> str:
     width = max(len(e.const) for e in events)
     lines = ["/* hm_events.h — the Paraver event types of the trace contract and the values",
              " * of the enumerated ones.",
@@ -239,11 +282,15 @@ def render_c(events: list[Event], tables: list[ValueTable]) -> str:
         lines.append(f"#define {t.prefix}_VALUES(X) \\")
         rows = [f"    X({t.const(v)}, {_quoted(v.key)}, {_quoted(v.label)})" for v in t.values]
         lines += [r + " \\" for r in rows[:-1]] + [rows[-1]]
+    if key:
+        w = max(len(k.const) for k in key)
+        lines += ["", f"/* The site key's grammar ({KEY_TABLE}). */"]
+        lines += [f"#define {k.const:<{w}} {k.literal}  /* {k.meaning} */" for k in key]
     lines += ["", "#endif", ""]
     return "\n".join(lines)
 
 
-def render_py(events: list[Event], tables: list[ValueTable]) -> str:
+def render_py(events: list[Event], tables: list[ValueTable], key: list[KeyConst]) -> str:
     lines = ['"""The Paraver event types of the trace contract and the values of the enumerated',
              'ones (docs/formats.md §3).', "",
              *_banner(""), '"""', "",
@@ -266,6 +313,12 @@ def render_py(events: list[Event], tables: list[ValueTable]) -> str:
             lines.append("}")
         lines.append(f'"""{t.prefix}_LABELS: value -> .pcf label; {t.prefix}_KEYS: value -> '
                      'key."""')
+    if key:
+        lines += ["", "", f"# -- the site key's grammar ({KEY_TABLE})", ""]
+        for k in key:
+            lines += textwrap.wrap(k.meaning, 96, initial_indent="# ",
+                                   subsequent_indent="#   ")
+            lines.append(f"{k.const}: Final = {k.literal}")
     lines += ["", "",
               "VALUES: Final[dict[int, dict[int, str]]] = {",
               *(f"    {e.const}: {t.prefix}_LABELS," for t in tables for e in t.events),
@@ -277,8 +330,9 @@ def outputs(root: Path) -> dict[Path, str]:
     """The generated files' paths (under root) and their contents."""
     events = parse((root / TABLE).read_text(), str(TABLE))
     tables = parse_values((root / VALUE_TABLE).read_text(), events, str(VALUE_TABLE))
-    return {root / C_HEADER: render_c(events, tables),
-            root / PY_MODULE: render_py(events, tables)}
+    key = parse_key((root / KEY_TABLE).read_text(), str(KEY_TABLE))
+    return {root / C_HEADER: render_c(events, tables, key),
+            root / PY_MODULE: render_py(events, tables, key)}
 
 
 def main(argv: list[str] | None = None) -> int:

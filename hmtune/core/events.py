@@ -1,7 +1,7 @@
 """The Paraver event types of the trace contract and the values of the enumerated
 ones (docs/formats.md §3).
 
-Generated from common/trace_events.tsv and common/trace_values.tsv
+Generated from common/trace_events.tsv, common/trace_values.tsv and common/site_key.tsv
 by `python -m hmtune.core.contract` (make contract); do not edit.
 The tables say what each code and value means.
 """
@@ -465,6 +465,21 @@ HM_SAMPLE_VERIFIED_KEYS: Final[dict[int, str]] = {
     HM_SAMPLE_VERIFIED_NOT_REACHED: "not_reached",
 }
 """HM_SAMPLE_VERIFIED_LABELS: value -> .pcf label; HM_SAMPLE_VERIFIED_KEYS: value -> key."""
+
+
+# -- the site key's grammar (common/site_key.tsv)
+
+# between the frames of a chain, the allocation call's caller first
+HM_KEY_SEP: Final = " > "
+# between a frame's module path and its offset (lower-case hex) in the key
+HM_KEY_OFFSET: Final = "+0x"
+# the module of a frame outside every loaded module; "??+0xADDR" keeps a key, a bare "??" or
+#   file:line frame leaves the chain without one (unplaceable)
+HM_KEY_UNKNOWN: Final = "??"
+# frames in a chain at most (placement.txt's depth)
+HM_KEY_MAX_FRAMES: Final = 64
+# a frame's offset is below 2^OFFSET_BITS; a packed frame holds its module above them
+HM_KEY_OFFSET_BITS: Final = 48
 
 
 VALUES: Final[dict[int, dict[int, str]]] = {

@@ -22,19 +22,24 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-SEP = " > "
-MAX_FRAMES = 64                # HMI_MAX_FRAMES: frames in a site chain
-OFFSET_LIMIT = 1 << 48         # frame offsets are below it (HM_FRAME_MODSHIFT)
+from hmtune.core import events
+
+# The grammar's constants, declared once in common/site_key.tsv (hmtune.core.contract).
+SEP = events.HM_KEY_SEP                     # between frames
+OFFSET = events.HM_KEY_OFFSET               # between a frame's module and its offset
+UNKNOWN = events.HM_KEY_UNKNOWN             # a frame outside every module
+MAX_FRAMES = events.HM_KEY_MAX_FRAMES       # frames in a site chain (HMI_MAX_FRAMES)
+OFFSET_LIMIT = 1 << events.HM_KEY_OFFSET_BITS   # frame offsets are below it
 
 # White space as the C reader strips it (hmi_is_ws: str.strip()'s in ASCII).
 WS = " \t\n\x0b\x0c\r\x1c\x1d\x1e\x1f"
 _WSC = re.escape(WS)
 # One frame as a placement file carries it: a module path without ">" that does not
 # start or end with white space, "+0x", lower-case hex digits.
-FRAME = re.compile(rf"[^{_WSC}>](?:[^>]*[^{_WSC}>])?\+0x([0-9a-f]+)")
+FRAME = re.compile(rf"[^{_WSC}>](?:[^>]*[^{_WSC}>])?{re.escape(OFFSET)}([0-9a-f]+)")
 # The frame forms trace labels hold, which canonical_frame rewrites: `X+0xHEX` in any
 # case (X a module, or a symbol in a readable label) and the older `module!HEX`.
-OFFSET_FORM = re.compile(r"^(?P<mod>.+)\+0x(?P<off>[0-9a-fA-F]+)$")
+OFFSET_FORM = re.compile(rf"^(?P<mod>.+){re.escape(OFFSET)}(?P<off>[0-9a-fA-F]+)$")
 BANG_FORM = re.compile(r"^(?P<mod>[^!]+)!(?:0x)?(?P<off>[0-9a-fA-F]+)$")
 
 
@@ -60,7 +65,7 @@ def frame_parts(frame: str) -> tuple[str, int] | None:
 
 def make_frame(module: str, offset: int) -> str:
     """The frame of module at offset."""
-    return f"{module}+0x{offset:x}"
+    return f"{module}{OFFSET}{offset:x}"
 
 
 def canonical_frame(frame: str) -> str | None:

@@ -487,7 +487,7 @@ static void test_hugetlb(void)
         n++;
     CHECK(n >= 1 && n <= 8 + old);
     hmi_backend_stats(T_HUGE, &s);
-    CHECK(s.not_fitting == 1 && s.used == (uint64_t)n * 2 * MiB);
+    CHECK(s.not_fitting == 1 && s.map_failed == 1 && s.used == (uint64_t)n * 2 * MiB);
     while (n--)
         hmi_backend_free(hmi_owner(blk[n]), blk[n]);
     hmi_backend_stats(T_HUGE, &s);

@@ -156,7 +156,8 @@ def test_every_code_in_header_and_module() -> None:
 def test_every_value_in_header_and_module() -> None:
     header = (ROOT / contract.C_HEADER).read_text()
     defines = {m[1]: int(m[2]) for m in re.finditer(r"^#define (HM_\w+)\s+(\d+)\b", header,
-                                                    re.M) if not m[1].startswith("HM_EV_")}
+                                                    re.M)
+               if not m[1].startswith(("HM_EV_", "HM_KEY_"))}   # HM_KEY_: the site key
     tables = value_tables()
     want = {t.const(v): v.value for t in tables for v in t.values}
     want |= {f"{t.prefix}_MAX": max(v.value for v in t.values) for t in tables}
@@ -444,3 +445,57 @@ def test_label_scan_sees_literals() -> None:
     assert sorted(_literal_problems(_py_strings(py), False)) == [
         "'0 None\\n1 PEBS\\n'... (a VALUES line of HM_SAMPLER_NONE)",
         "'Traced heap object' (the label of HM_SAMPLE_CLASS_HEAP)"]
+
+
+# ---- the site key's grammar (common/site_key.tsv) ----
+
+def test_site_key_constants_in_c_and_python() -> None:
+    """Every site-key constant is in the generated header and module with its value, the
+    Python grammar (hmtune.core.sitekey) is built on them, and a C program built on
+    hm_events.h prints the same values and a frame made of them."""
+    key = contract.parse_key((ROOT / contract.KEY_TABLE).read_text())
+    assert {k.name for k in key} >= {"SEP", "OFFSET", "UNKNOWN", "MAX_FRAMES", "OFFSET_BITS"}
+    for k in key:
+        assert getattr(events, k.const) == k.value
+    from hmtune.core import sitekey
+
+    assert (sitekey.SEP, sitekey.MAX_FRAMES, sitekey.OFFSET_LIMIT) == \
+        (events.HM_KEY_SEP, events.HM_KEY_MAX_FRAMES, 1 << events.HM_KEY_OFFSET_BITS)
+    assert sitekey.make_frame("/lib/a.so", 0x1f) == "/lib/a.so" + events.HM_KEY_OFFSET + "1f"
+    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    body = [f'    printf("{k.const}=%s\\n", {"" if isinstance(k.value, str) else "S"}'
+            f"({k.const}));" for k in key]
+    src = ("#include <stdio.h>\n#include \"hm_events.h\"\n#define S_(x) #x\n#define S(x) S_(x)\n"
+           "int main(void)\n{\n" + "\n".join(body) +
+           '\n    printf("frame=%s\\n", "/lib/a.so" HM_KEY_OFFSET "1f" HM_KEY_SEP HM_KEY_UNKNOWN '
+           'HM_KEY_OFFSET "2");\n    return 0;\n}\n')
+    work = Path(os.environ.get("TMPDIR", "/tmp")) / f"hm_key_{os.getpid()}"
+    work.mkdir(exist_ok=True)
+    try:
+        (work / "t.c").write_text(src)
+        subprocess.run([cc, "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-I",
+                        str(ROOT / "common"), "-o", str(work / "t"), str(work / "t.c")],
+                       check=True)
+        out = subprocess.run([str(work / "t")], check=True, capture_output=True,
+                             text=True).stdout.splitlines()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    assert out[:-1] == [f"{k.const}={k.value}" for k in key]
+    assert out[-1] == "frame=" + sitekey.join(["/lib/a.so+0x1f", "??+0x2"])
+
+
+@pytest.mark.parametrize("row, match", [
+    ("sep\t\" > \"\tx", "not UPPER_CASE"),
+    ("SEP\t\" > \"\tx\nSEP\t1\tx", "SEP already on line"),
+    ("SEP\t > \tx", "neither a number nor"),
+    ("SEP\t\"\"\tx", "neither a number nor"),
+    ("SEP\t\"a\\\"b\"\tx", "neither a number nor"),
+    ("SEP\t-1\tx", "neither a number nor"),
+    ("SEP\t1", "2 fields, expected 3"),
+])
+def test_site_key_refuses_malformed_rows(row: str, match: str) -> None:
+    with pytest.raises(contract.ContractError, match=match) as err:
+        contract.parse_key("name\tvalue\tmeaning\n" + row + "\n", "k.tsv")
+    assert str(err.value).startswith("k.tsv:")

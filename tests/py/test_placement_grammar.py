@@ -324,13 +324,21 @@ def test_limits_are_the_c_headers() -> None:
                 re.finditer(r"^#define\s+(\w+)\s+(0x[0-9a-fA-F]+|\d+)u?\b", text, re.M)}
 
     h = defines("interpose/hmi_placement.h")
-    assert (h["HMI_LINE_MAX"], h["HMI_MAX_FRAMES"], h["HMI_MAX_TIER_LINES"],
+    assert (h["HMI_LINE_MAX"], h["HMI_MAX_TIER_LINES"],
             h["HMI_INPUT_MAX"], h["HMI_PROGRAM_MAX"]) == \
-        (P.LINE_MAX, P.MAX_FRAMES, P.MAX_TIERS, P.INPUT_MAX, P.PROGRAM_MAX)
+        (P.LINE_MAX, P.MAX_TIERS, P.INPUT_MAX, P.PROGRAM_MAX)
+    # the site key's limits come from the contract (common/site_key.tsv) on both sides
+    from hmtune.core import events
+
+    assert re.search(r"^#define HMI_MAX_FRAMES\s.*\bHM_KEY_MAX_FRAMES\b",
+                     (ROOT / "interpose/hmi_placement.h").read_text(), re.M)
+    assert re.search(r"^#define HM_FRAME_MODSHIFT\s+HM_KEY_OFFSET_BITS\b",
+                     (ROOT / "common/hm_modmap.h").read_text(), re.M)
+    assert P.MAX_FRAMES == events.HM_KEY_MAX_FRAMES
+    assert P.OFFSET_LIMIT == 1 << events.HM_KEY_OFFSET_BITS
     assert (h["HMI_VERSION_MAX"], h["HMI_MAX_RANGES"], h["HMI_RANGE_ALIGN"],
             h["HMI_RANGE_END_MAX"]) == \
         (P.VERSION_SPLIT, P.MAX_RANGES, P.RANGE_ALIGN, P.RANGE_END_MAX)
-    assert 1 << defines("common/hm_modmap.h")["HM_FRAME_MODSHIFT"] == P.OFFSET_LIMIT
     assert defines("interpose/hmi_backend.h")["HMI_MAX_TIERS"] >= P.MAX_TIERS
 
 
