@@ -24,25 +24,34 @@
  *     aligned granules and records them in the page map as the tier's (HMI_E_UMF), so
  *     that hmi_owner knows every pointer of the pool without asking UMF. 2 MiB slabs
  *     (a smaller slab would still take a granule of address space).
- *   umf:hugetlb  one MAP_HUGETLB region mapped at open, as large as the capacity
- *     rounded down to 2 MiB (unlimited, or a hugepage pool with fewer pages free: the
- *     pages free, counted as a refused mapping), recorded in the page map and given to
- *     UMF's fixed provider. Objects up to 4 KiB go to the pool's buckets (powers of
+ *   umf:hugetlb  a range of address space as large as the capacity rounded down to
+ *     2 MiB (unlimited: the hugepage pool's size at open), reserved at open and given
+ *     to UMF's fixed provider, under a provider of ours that maps a 2 MiB hugepage
+ *     (MAP_HUGETLB | MAP_FIXED) over every granule of what the fixed provider hands
+ *     out that has none yet, and records it in the page map. Hugepages are taken as
+ *     the tier fills, never more than its capacity, and kept; a pool run dry refuses
+ *     the request (counted as a refused mapping). Mapping the whole capacity at open
+ *     would take all of it whether used or not, and leave the pool no page for the
+ *     copies a fork child needs when it writes private hugepages. Objects up to 4 KiB go to the pool's buckets (powers of
  *     two and their midpoints, 64 KiB slabs, one empty slab kept per bucket and given
  *     back when the region is full: umfPoolTrimMemory); larger
  *     ones to the fixed provider's allocator, which rounds them to 4 KiB pages: 20 KB
  *     and 100 KB objects fill 97.6 % of the region, where the pool's buckets gave them
  *     61-76 % (MACHINE-NOTES.md).
  *
- * Capacity: an object is charged its usable size (above the slabs: rounded to 4 KiB
- * pages) once UMF returns it, and freed at once when that does not fit; the same
+ * Capacity: an object is charged its usable size (above the slabs: its request, which
+ * UMF's tracker keeps, rounded to 4 KiB pages) once UMF returns it, and freed at once when that does not fit; the same
  * amount is given back when it is freed.
  *
  * Fork: every call into UMF holds the calling thread's stripe's gate (an uncontended
  * mutex); the interposer's atfork handler takes every gate, so no thread is inside
- * UMF, holding UMF's locks, when the process forks.
+ * UMF, holding UMF's locks, when the process forks. libumf has a prepare handler of
+ * its own (it builds hwloc's topology, which allocates) that runs after ours: the
+ * interposer marks the forking thread busy from its prepare handler on, so that
+ * allocation goes to glibc instead of waiting for a gate ours holds.
  * Re-entrance: UMF's OS provider calls hwloc, which calls malloc; the interposer calls
  * every backend entry point with its busy flag set, so those calls go to glibc. */
+#include "hmi_mmap.h"
 #include "hmi_pagemap.h"
 
 #include <umf.h>
@@ -379,14 +388,104 @@ static int numa_open(struct hmi_bk *b, uint32_t index, const char *args, struct 
     return 0;
 }
 
-/* umf:hugetlb's region per tier, kept for hmi_backend_close. */
-static struct {
-    void *a;
-    uint64_t len;
-} g_region[HMI_MAX_TIERS];
+/* ---- umf:hugetlb's provider: UMF's fixed provider over a reserved range, backed by
+ * 2 MiB hugepages as it hands parts of it out ---- */
 
-/* Bytes of 2 MiB hugepages free and not reserved (/proc/meminfo), 0 when unknown. */
-static uint64_t hugepages_available(void)
+struct region {
+    umf_memory_provider_handle_t fixed;
+    uint32_t index;
+    char *a;
+    uint64_t len;
+    pthread_mutex_t lock;                   /* backing granules */
+};
+static struct region g_region[HMI_MAX_TIERS];
+
+/* Back every granule of [p, p + n) that is not yet: a hugepage mapped over the
+ * reservation (MAP_FIXED), recorded in the page map. 0, or -1 when the hugepage pool
+ * has none left (the granules backed so far stay). */
+static int back(struct region *r, char *p, size_t n)
+{
+    uintptr_t lo = (uintptr_t)p & ~(uintptr_t)(HMI_PAGE_2M - 1);
+    uintptr_t hi = (uintptr_t)hmi_round_up((uintptr_t)p + (n ? n : 1), HMI_PAGE_2M);
+    int rc = 0;
+    pthread_mutex_lock(&r->lock);
+    for (uintptr_t g = lo; g < hi && rc == 0; g += HMI_PAGE_2M) {
+        if (hmi_is_umf(hmi_pagemap_get((void *)g)))
+            continue;
+        void *m = mmap((void *)g, HMI_PAGE_2M, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_FIXED, -1, 0);
+        if (m == MAP_FAILED) {
+            /* MAP_FIXED failed: the reservation's granule may be gone; put it back */
+            mmap((void *)g, HMI_PAGE_2M, PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+            hmi_count(&hmi_bks[r->index], HMI_C_MAP_FAILED);
+            rc = -1;
+        } else {
+            hmi_pagemap_set_umf(g, HMI_PAGE_2M, r->index);
+        }
+    }
+    pthread_mutex_unlock(&r->lock);
+    return rc;
+}
+
+static umf_result_t rg_alloc(void *priv, size_t size, size_t align, void **ptr)
+{
+    struct region *r = priv;
+    void *p = NULL;
+    umf_result_t e = u.umfMemoryProviderAlloc(r->fixed, size, align, &p);
+    if (e == UMF_RESULT_SUCCESS && p && back(r, p, size) != 0) {
+        u.umfMemoryProviderFree(r->fixed, p, size);
+        p = NULL;
+        e = UMF_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+    }
+    *ptr = p;
+    return p ? UMF_RESULT_SUCCESS : e != UMF_RESULT_SUCCESS ? e : UMF_RESULT_ERROR_OUT_OF_HOST_MEMORY;
+}
+
+/* The hugepages stay: a granule, once backed, is the tier's until the process ends. */
+static umf_result_t rg_free(void *priv, void *ptr, size_t size)
+{
+    return u.umfMemoryProviderFree(((struct region *)priv)->fixed, ptr, size);
+}
+
+static umf_result_t rg_error(void *priv, const char **msg, int32_t *err)
+{
+    return u.umfMemoryProviderGetLastNativeError(((struct region *)priv)->fixed, msg, err),
+           UMF_RESULT_SUCCESS;
+}
+
+static umf_result_t rg_min_page(void *priv, const void *ptr, size_t *page)
+{
+    return u.umfMemoryProviderGetMinPageSize(((struct region *)priv)->fixed, ptr, page);
+}
+
+static umf_result_t rg_recommended(void *priv, size_t size, size_t *page)
+{
+    return rg_min_page(priv, NULL, page), (void)size, UMF_RESULT_SUCCESS;
+}
+
+static umf_result_t rg_name(void *priv, const char **name)
+{
+    (void)priv;
+    *name = "hmtune_hugepages";
+    return UMF_RESULT_SUCCESS;
+}
+
+static const umf_memory_provider_ops_t rg_ops = {
+    .version = UMF_PROVIDER_OPS_VERSION_CURRENT,
+    .initialize = gr_init,
+    .finalize = gr_fini,
+    .alloc = rg_alloc,
+    .free = rg_free,
+    .get_last_native_error = rg_error,
+    .get_recommended_page_size = rg_recommended,
+    .get_min_page_size = rg_min_page,
+    .get_name = rg_name,
+    .get_cache_line_size = gr_cache_line,
+};
+
+/* Bytes of the hugepage pool (HugePages_Total, 2 MiB pages), 0 when unknown. */
+static uint64_t hugepage_pool(void)
 {
     char buf[4096];
     int fd = open("/proc/meminfo", O_RDONLY | O_CLOEXEC);
@@ -397,74 +496,71 @@ static uint64_t hugepages_available(void)
     if (n <= 0)
         return 0;
     buf[n] = '\0';
-    uint64_t v[2] = { 0, 0 };
-    const char *key[2] = { "HugePages_Free:", "HugePages_Rsvd:" };
-    for (int k = 0; k < 2; k++) {
-        const char *s = strstr(buf, key[k]);
-        if (!s)
-            return 0;
-        for (s += strlen(key[k]); *s == ' '; s++)
-            ;
-        while (*s >= '0' && *s <= '9')
-            v[k] = v[k] * 10 + (uint64_t)(*s++ - '0');
-    }
-    return v[0] > v[1] ? (v[0] - v[1]) * HMI_PAGE_2M : 0;
+    const char *s = strstr(buf, "HugePages_Total:");
+    uint64_t v = 0;
+    for (s = s ? s + 16 : "x"; *s == ' '; s++)
+        ;
+    while (*s >= '0' && *s <= '9')
+        v = v * 10 + (uint64_t)(*s++ - '0');
+    return v * HMI_PAGE_2M;
 }
 
 static int hugetlb_open(struct hmi_bk *b, uint32_t index, uint64_t capacity, int unlimited,
                         struct hmi_msg *why)
 {
     b->map_huge = 1;
-    uint64_t want = unlimited ? hugepages_available() : capacity & ~(HMI_PAGE_2M - 1);
-    if (!want) {
-        hmi_msg_str(why, unlimited ? "no 2 MiB hugepage is free; reserve some with "
-                                     "/proc/sys/vm/nr_hugepages"
+    uint64_t len = unlimited ? hugepage_pool() : capacity & ~(HMI_PAGE_2M - 1);
+    if (!len) {
+        hmi_msg_str(why, unlimited ? "an unlimited umf:hugetlb tier takes the hugepage pool's "
+                                     "size, and it is empty"
                                    : "capacity below one 2 MiB hugepage");
         return -1;
     }
-    if (umf_load(why))
+    if (hmi_probe_map(b, why) || umf_load(why))
         return -1;
-    int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, shrunk = 0;
-    void *a = mmap(NULL, want, PROT_READ | PROT_WRITE, flags, -1, 0);
-    int e = errno;
-    if (a == MAP_FAILED) {
-        uint64_t have = hugepages_available();
-        if (have && have < want) {          /* a pool smaller than the tier */
-            a = mmap(NULL, have, PROT_READ | PROT_WRITE, flags, -1, 0);
-            want = have;
-            shrunk = 1;
-        }
+    /* address space only: hugepages are mapped over it granule by granule (back) */
+    char *a = hmi_map_span(0, HMI_PAGE_4K, len, HMI_PAGE_2M);
+    if (a && (mprotect(a, HMI_PAGE_4K, PROT_NONE) != 0 || !hmi_pagemap_covers(a))) {
+        munmap(a, len);
+        a = NULL;
     }
-    if (a == MAP_FAILED) {
-        hmi_msg_str(why, "no 2 MiB hugepage can be mapped (mmap MAP_HUGETLB: ");
-        hmi_msg_errno(why, e);
-        hmi_msg_str(why, "); reserve some with /proc/sys/vm/nr_hugepages");
+    if (!a) {
+        hmi_msg_str(why, "cannot reserve the tier's address range");
         return -1;
     }
+    madvise(a, len, MADV_DONTDUMP);
+    struct region *r = &g_region[index];
     umf_fixed_memory_provider_params_handle_t fp = NULL;
     umf_memory_provider_handle_t prov = NULL;
-    umf_result_t r = UMF_RESULT_ERROR_UNKNOWN;
-    if (hmi_pagemap_covers(a)) {
-        r = u.umfFixedMemoryProviderParamsCreate(a, (size_t)want, &fp);
-        if (r == UMF_RESULT_SUCCESS)
-            r = u.umfMemoryProviderCreate(u.umfFixedMemoryProviderOps(), fp, &prov);
-        if (fp)
-            u.umfFixedMemoryProviderParamsDestroy(fp);
+    r->fixed = NULL;
+    umf_result_t e = u.umfFixedMemoryProviderParamsCreate(a, (size_t)len, &fp);
+    if (e == UMF_RESULT_SUCCESS)
+        e = u.umfMemoryProviderCreate(u.umfFixedMemoryProviderOps(), fp, &r->fixed);
+    if (fp)
+        u.umfFixedMemoryProviderParamsDestroy(fp);
+    if (e == UMF_RESULT_SUCCESS && r->fixed) {
+        r->index = index;
+        r->a = a;
+        r->len = len;
+        pthread_mutex_init(&r->lock, NULL);
+        e = u.umfMemoryProviderCreate(&rg_ops, r, &prov);
+        if (e != UMF_RESULT_SUCCESS || !prov)
+            u.umfMemoryProviderDestroy(r->fixed);
     }
-    if (r != UMF_RESULT_SUCCESS || !prov) {
-        munmap(a, want);
-        hmi_msg_str(why, "UMF's fixed memory provider refused the hugepage region");
+    if (e != UMF_RESULT_SUCCESS || !prov) {
+        munmap(a, len);
+        r->a = NULL;
+        hmi_msg_str(why, "UMF's fixed memory provider refused the tier's range (UMF error ");
+        hmi_msg_u64(why, (uint64_t)e);
+        hmi_msg_str(why, ")");
         return -1;
     }
     if (make_pool(b, prov, SLAB_HUGE, POOLABLE_HUGE, 1, why)) {
-        munmap(a, want);
+        u.umfMemoryProviderDestroy(r->fixed);
+        munmap(a, len);
+        r->a = NULL;
         return -1;
     }
-    g_region[index].a = a;
-    g_region[index].len = want;
-    hmi_pagemap_set_umf((uintptr_t)a, want, index);
-    if (shrunk)
-        hmi_count(b, HMI_C_MAP_FAILED);
     return 0;
 }
 
@@ -492,20 +588,23 @@ void hmi_umf_close(struct hmi_bk *b)
     if (b->kind == HMI_BK_UMF_NUMA && g_gran[index].os)
         u.umfMemoryProviderDestroy(g_gran[index].os);
     g_gran[index].os = NULL;
-    if (g_region[index].a) {
-        hmi_pagemap_clear((uintptr_t)g_region[index].a, g_region[index].len);
-        munmap(g_region[index].a, g_region[index].len);
+    struct region *r = &g_region[index];
+    if (r->a) {
+        u.umfMemoryProviderDestroy(r->fixed);
+        hmi_pagemap_clear((uintptr_t)r->a, r->len);
+        munmap(r->a, r->len);
     }
-    g_region[index].a = NULL;
+    r->a = NULL;
 }
 
 /* ---- objects ---- */
 
-/* What an object of usable bytes is charged: larger than the slabs' objects, its
- * 4 KiB pages (the provider's allocator rounds it so). */
-static uint64_t charge_of(const struct hmi_bk *b, size_t usable)
+/* The usable size (and charge) of an object UMF says has n bytes: an object larger
+ * than the slabs' (the tracker knows its request) has its 4 KiB pages, as the
+ * provider's allocator rounds it (and realloc may grow into them). */
+static size_t usable_of(const struct hmi_bk *b, size_t n)
 {
-    return usable > b->umf_poolable ? hmi_round_up(usable, HMI_PAGE_4K) : usable;
+    return n > b->umf_poolable ? (size_t)hmi_round_up(n, HMI_PAGE_4K) : n;
 }
 
 void *hmi_umf_alloc(struct hmi_bk *b, size_t size, size_t align, int zero)
@@ -527,7 +626,7 @@ void *hmi_umf_alloc(struct hmi_bk *b, size_t size, size_t align, int zero)
     gate_out(g);
     if (!p)
         return NULL;
-    if (hmi_charge(b, charge_of(b, us)) != 0) {
+    if (hmi_charge(b, usable_of(b, us)) != 0) {
         g = gate_in();
         u.umfPoolFree(pool, p);
         gate_out(g);
@@ -545,7 +644,7 @@ void hmi_umf_free(struct hmi_bk *b, void *p)
     u.umfPoolMallocUsableSize(b->umf_pool, p, &us);
     u.umfPoolFree(b->umf_pool, p);
     gate_out(g);
-    hmi_uncharge(b, charge_of(b, us));
+    hmi_uncharge(b, usable_of(b, us));
 }
 
 size_t hmi_umf_usable(const struct hmi_bk *b, const void *p)
@@ -554,5 +653,5 @@ size_t hmi_umf_usable(const struct hmi_bk *b, const void *p)
     struct gate *g = gate_in();
     u.umfPoolMallocUsableSize(b->umf_pool, p, &us);
     gate_out(g);
-    return us;
+    return usable_of(b, us);
 }
