@@ -17,10 +17,11 @@ HMI_CORE_SRC += $(ROOT)/interpose/hmi_backend.c $(ROOT)/interpose/hmi_spec.c \
                 $(ROOT)/interpose/hmi_capacity.c $(ROOT)/interpose/hmi_msg.c \
                 $(ROOT)/interpose/hmi_pagemap.c $(ROOT)/interpose/hmi_mmap.c \
                 $(ROOT)/interpose/hmi_split.c $(ROOT)/interpose/hmi_backend_memkind.c \
-                $(ROOT)/interpose/hmi_arena.c $(ROOT)/interpose/hmi_backend_umf.c
+                $(ROOT)/interpose/hmi_arena.c $(ROOT)/interpose/hmi_backend_umf.c \
+                $(ROOT)/interpose/hmi_umf_providers.c
 HMI_CORE_HDR += $(ROOT)/interpose/hmi_backend.h $(ROOT)/interpose/hmi_backend_int.h \
                 $(ROOT)/interpose/hmi_pagemap.h $(ROOT)/interpose/hmi_mmap.h \
-                $(ROOT)/interpose/hmi_arena.h
+                $(ROOT)/interpose/hmi_arena.h $(ROOT)/interpose/hmi_umf.h
 # Static variables of placement.txt's static lines, bound or remapped at start-up.
 HMI_CORE_SRC += $(ROOT)/interpose/hmi_static.c
 HMI_CORE_HDR += $(ROOT)/interpose/hmi_static.h
@@ -49,7 +50,7 @@ UMF_MISSING := UMF not found (no libumf.pc or umf-config.cmake under $(UMF_ROOT)
 umf-check:
 	@if [ -z "$(UMF_INC)" ] || [ ! -f "$(UMF_INC)/umf.h" ]; then echo "$(UMF_MISSING)" >&2; exit 1; fi
 
-$(HMI_DIR)/hmi_backend_umf.o: | umf-check
+$(HMI_DIR)/hmi_backend_umf.o $(HMI_DIR)/hmi_umf_providers.o: | umf-check
 
 $(HMI_DIR)/%.o: $(ROOT)/interpose/%.c $(HMI_CORE_HDR) $(COMMON_HDR)
 	@mkdir -p $(@D)

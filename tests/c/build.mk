@@ -68,7 +68,7 @@ $(TEST_C_DIR)/test_backend: $(ROOT)/tests/c/test_backend.c $(ROOT)/tests/c/smaps
 # The umf:* backends (interpose/hmi_backend_umf.c), and the same tests built with a
 # libumf.so.1 path that names no file (test_umf_missing: the tier is unavailable with
 # the way to install UMF). The second links its own hmi_backend_umf.o before the core
-# archive, whose member is then never pulled in.
+# archive, whose member of that name is then never pulled in.
 $(TEST_C_DIR)/test_umf: $(ROOT)/tests/c/test_umf.c $(HMI_CORE_LIB) $(HMI_CORE_HDR) \
     $(COMMON_SRC) $(COMMON_HDR)
 	@mkdir -p $(@D)
