@@ -6,7 +6,11 @@
 2. the share of a 64 MiB tier (1 GiB for 1 GiB objects) usable before a request is
    refused, for single sizes and a mix, and the 2 MiB hugepages the process took by
    then (build/bench/tiershare on the interposer's core);
-3. the exit-time matrix: tests/c/exit_app's modes with every request of 16 bytes or more
+3. UMF's pools side by side on one 64 MiB region through the fixed provider: the
+   disjoint pool as umf:hugetlb configures it and oneTBB's scalable pool (when
+   libtbbmalloc.so.2 is installed: `apt-get install libtbbmalloc2`), thread-CPU ns per
+   malloc+free called directly and the share usable (build/bench/umfpools);
+4. the exit-time matrix: tests/c/exit_app's modes with every request of 16 bytes or more
    placed (HMTUNE_BASELINE=size-window:16), stdout (and the unclosed file) compared
    byte for byte with a run without libhmalloc.so.
 
@@ -35,6 +39,7 @@ from hmtune.workflows.hugepages import reserved  # noqa: E402
 
 NAME = "bench-umf"
 SHARE = BUILD / "bench" / "tiershare"
+POOLS = BUILD / "bench" / "umfpools"
 EXIT_APP = BUILD / "tests" / "c" / "exit_app"
 EXIT_PLUGIN = BUILD / "tests" / "c" / "libexit_plugin.so"
 MIB = 1 << 20
@@ -105,7 +110,23 @@ def shares(quick: bool) -> dict[tuple[str, str], tuple[float, int] | None]:
     return out
 
 
-# ---- 3. exit-time matrix ----
+# ---- 3. UMF's pools ----
+
+def pools(quick: bool) -> dict[tuple[str, str], str]:
+    out = {}
+    pairs = 20_000 if quick else 500_000
+    for pool in ("disjoint", "scalable"):
+        for s in [64, 4096, 20000, 100000, MIB, "mix"]:
+            sizes = ",".join(map(str, MIX)) if s == "mix" else str(s)
+            p = subprocess.run([str(POOLS), pool, "64", sizes, str(pairs)],
+                               capture_output=True, text=True)
+            out[(pool, str(s))] = "n/a" if p.returncode != 0 else (
+                f"{100 * number(NAME, p.stdout, 'share'):.1f} %, "
+                f"{number(NAME, p.stdout, 'ns_per_pair'):.0f} ns")
+    return out
+
+
+# ---- 4. exit-time matrix ----
 
 def exit_run(mode: str, work: Path, backend: str | None) -> tuple[int, bytes, bytes]:
     f = work / "exit-file.txt"
@@ -141,7 +162,7 @@ def exits(work: Path) -> dict[tuple[str, str], str]:
 
 def table(cost: dict[tuple[str, int], float] | None,
           sh: dict[tuple[str, str], tuple[float, int] | None],
-          ex: dict[tuple[str, str], str]) -> str:
+          ex: dict[tuple[str, str], str], po: dict[tuple[str, str], str]) -> str:
     cols = [str(s) for s in SIZES if any((b, str(s)) in sh for b in BACKENDS)] + ["mix"]
     head = ["backend", "+ns 1 thr", "+ns 2 thr"] + [f"share {c}" for c in cols]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
@@ -157,6 +178,11 @@ def table(cost: dict[tuple[str, int], float] | None,
     lines.append("\nshare: bytes of the objects placed before the first refusal / the tier's "
                  "capacity (64 MiB; 1 GiB for 1 GiB objects); hp: 2 MiB hugepages the "
                  "process took from the pool by then")
+    cols = sorted({c for _, c in po}, key=lambda c: (c == "mix", int(c) if c != "mix" else 0))
+    lines += ["", "| UMF pool (share, ns per pair) | " + " | ".join(cols) + " |",
+              "|" + "---|" * (len(cols) + 1)]
+    for pool in ("disjoint", "scalable"):
+        lines.append(f"| {pool} | " + " | ".join(po[(pool, c)] for c in cols) + " |")
     modes = list(EXIT_MODES)
     lines += ["", "| exit-time | " + " | ".join(modes) + " |", "|" + "---|" * (len(modes) + 1)]
     for b in BACKENDS:
@@ -171,7 +197,7 @@ def main() -> int:
                     help="a smoke test: 2 rounds of few pairs, no 1 GiB objects")
     ap.add_argument("--no-cost", action="store_true", help="skip the timings")
     args = ap.parse_args()
-    require(NAME, BENCH, SHARE, EXIT_APP, EXIT_PLUGIN, HMALLOC)
+    require(NAME, BENCH, SHARE, POOLS, EXIT_APP, EXIT_PLUGIN, HMALLOC)
     load = os.getloadavg()[0]
     if load > 0.5:
         print(f"{NAME}: load average {load:.1f}: the timings are not trustworthy here")
@@ -184,8 +210,9 @@ def main() -> int:
         t0 = time.monotonic()
         cost = None if args.no_cost else costs(work, rounds, pairs)
         sh = shares(args.quick)
+        po = pools(args.quick)
         ex = exits(work)
-        text = table(cost, sh, ex)
+        text = table(cost, sh, ex, po)
     stamp = time.strftime("%Y-%m-%d")
     head = (f"# bench-umf {stamp} on {platform.node()} ({os.cpu_count()} CPUs, load "
             f"{load:.1f}{', --quick' if args.quick else ''}, {time.monotonic() - t0:.0f} s)\n")

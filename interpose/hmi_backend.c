@@ -233,12 +233,11 @@ void hmi_backend_free_usable(int owner, void *p, size_t usable)
 {
     if (owner < 0 || owner >= HMI_MAX_TIERS || !p)
         return;
-    (void)usable;
     struct hmi_bk *b = &hmi_bks[owner];
     uint32_t e = hmi_pagemap_get(p);
     int cls = hmi_arena_object(e, p);
     if (hmi_is_umf(e)) {
-        hmi_umf_free(b, p);
+        hmi_umf_free(b, p, usable);
     } else if (cls >= 0) {
         hmi_arena_free((uint32_t)owner, (unsigned)cls, p);
         hmi_uncharge(b, hmi_arena_class_size((unsigned)cls));

@@ -151,7 +151,7 @@ int hmi_owner(const void *p) HM_HIDDEN;
 /* Free p, which hmi_owner reported as tier owner (>= 0). */
 void hmi_backend_free(int owner, void *p) HM_HIDDEN;
 /* The same when the caller has hmi_backend_usable_size(owner, p) at hand (the page
- * map holds the size either way: usable is not needed). */
+ * map holds the size of blocks and arena objects; a umf:* tier saves asking UMF). */
 void hmi_backend_free_usable(int owner, void *p, size_t usable) HM_HIDDEN;
 
 /* Bytes usable at p (>= the request), p owned by tier owner (>= 0). */

@@ -127,8 +127,9 @@ int hmi_umf_open(struct hmi_bk *b, uint32_t index, const char *spec, uint64_t ca
 /* An object of size bytes aligned to align (>= 16, a power of two) from b's pool,
  * charged to b's capacity; NULL when it does not fit. zero: cleared. */
 void *hmi_umf_alloc(struct hmi_bk *b, size_t size, size_t align, int zero) HM_HIDDEN;
-/* Free p, an object of b's pool, and give back its charge. */
-void hmi_umf_free(struct hmi_bk *b, void *p) HM_HIDDEN;
+/* Free p, an object of b's pools, and give back its charge; usable: what
+ * hmi_umf_usable says of p when the caller has it, else 0. */
+void hmi_umf_free(struct hmi_bk *b, void *p, size_t usable) HM_HIDDEN;
 /* Bytes usable at p, an object of b's pool. */
 size_t hmi_umf_usable(const struct hmi_bk *b, const void *p) HM_HIDDEN;
 /* Destroy b's pool and give its memory back (hmi_backend_close: nothing is live). */

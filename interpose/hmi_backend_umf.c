@@ -272,19 +272,17 @@ void *hmi_umf_alloc(struct hmi_bk *b, size_t size, size_t align, int zero)
     return p;
 }
 
-/* An object goes back to the pool that handed it out (UMF's tracker knows which). */
-void hmi_umf_free(struct hmi_bk *b, void *p)
+/* An object goes back to the pool that handed it out (UMF's tracker knows which:
+ * umfFree). usable: hmi_umf_usable's answer when the caller has it, else 0. */
+void hmi_umf_free(struct hmi_bk *b, void *p, size_t usable)
 {
-    size_t us = 0;
+    if (!usable)
+        usable = hmi_umf_usable(b, p);
     struct gate *g = gate_in();
-    umf_memory_pool_handle_t pool = NULL;
-    if (hmi_u.umfPoolByPtr(p, &pool) == UMF_RESULT_SUCCESS && pool) {
-        hmi_u.umfPoolMallocUsableSize(pool, p, &us);
-        hmi_u.umfPoolFree(pool, p);
-    }
+    umf_result_t r = hmi_u.umfFree(p);
     gate_out(g);
-    if (us)
-        hmi_uncharge(b, usable_of(b, us));
+    if (r == UMF_RESULT_SUCCESS)
+        hmi_uncharge(b, usable);
 }
 
 size_t hmi_umf_usable(const struct hmi_bk *b, const void *p)

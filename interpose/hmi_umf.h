@@ -32,7 +32,7 @@
     X(umfDisjointPoolParamsSetSlabMinSize) X(umfDisjointPoolParamsSetMaxPoolableSize) \
     X(umfDisjointPoolParamsSetMinBucketSize) X(umfDisjointPoolParamsSetCapacity) \
     X(umfPoolCreate) X(umfPoolDestroy) X(umfPoolMalloc) X(umfPoolAlignedMalloc) \
-    X(umfPoolFree) X(umfPoolMallocUsableSize) X(umfPoolTrimMemory) X(umfPoolByPtr)
+    X(umfPoolFree) X(umfPoolMallocUsableSize) X(umfPoolTrimMemory) X(umfPoolByPtr) X(umfFree)
 #define UMF_DECL(n) __typeof__(n) *n;
 struct hmi_umf_fns {
     void *handle;
