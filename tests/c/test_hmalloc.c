@@ -25,9 +25,9 @@
  * the whole malloc family on thp, numa:0, memkind:MEMKIND_HBW, hugetlb, umf:numa:0 and
  * umf:hugetlb (UMF from `make deps`), with
  * moves between two tiers and glibc, overflows from listed sites, alignment, usable
- * sizes, malloc(0); a tier smaller than its site, and a hugetlb pool smaller than
- * its tier; unavailable backends; 16 threads freeing each other's blocks (umf tiers
- * too); fork (umf tiers too)
+ * sizes, malloc(0); a tier smaller than its site (umf tiers too), and a hugetlb pool
+ * smaller than its tier; unavailable backends; 16 threads freeing each other's blocks
+ * (umf tiers too); fork (umf tiers too)
  * (children free inherited blocks, dlopen, place, and never report); sites in a
  * dlopen'ed library, a copy of it at the same address, a plugin-only placement;
  * allocations from constructors (the app's, a linked library's that runs before
@@ -1040,11 +1040,13 @@ static void test_capacity(void)
     uint64_t page = (ha_size[HA_CAP] + 4095) & ~(size_t)4095;     /* thp: page-rounded */
     capacity("thp", 4 * page + page / 2, 4);
     capacity("memkind:MEMKIND_HBW", 4 * 1310720 + 655360, 4);     /* jemalloc's 1.25 MiB class */
+    capacity("umf:numa:0", 4 * 1572864 + 786432, 4);              /* UMF's 1.5 MiB bucket */
     if (!reserve_hugepages(16)) {
         fprintf(stderr, "  hugetlb: cannot reserve 16 hugepages here: skipped\n");
         return;
     }
     capacity("hugetlb", 9 * MiB, 4);                 /* 2 MiB a block */
+    capacity("umf:hugetlb", 6 * MiB, 4);             /* 4 KiB pages of a 6 MiB range */
     restore_hugepages();
     /* the pool, not the tier, runs out: 3 free hugepages, a 1 GiB tier */
     long old = read_long(NR_HUGE);
