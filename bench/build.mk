@@ -48,3 +48,26 @@ $(BUILD)/bench/hotwindow: $(ROOT)/bench/hotwindow.c
 	$(CC) -std=gnu11 -O2 -g $(WARN) -o $@ $<
 
 BUILD_TARGETS += $(BUILD)/bench/hotwindow
+
+# tiershare: the share of a tier usable before a request is refused, per backend, on
+# the interposer's core (bench_umf.py).
+$(BUILD)/bench/tiershare: $(ROOT)/bench/tiershare.c $(HMI_CORE_LIB) $(HMI_CORE_HDR) $(COMMON_SRC) $(COMMON_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -I$(ROOT)/interpose -o $@ $< $(HMI_CORE_LIB) $(COMMON_SRC) -lunwind -ldl -lpthread $(LDSAN)
+BUILD_TARGETS += $(BUILD)/bench/tiershare
+
+# umfpools: UMF's disjoint and scalable pools on the same memory (bench_umf.py); linked
+# with libumf from `make deps` (libhmalloc.so only dlopens it).
+$(BUILD)/bench/umfpools: $(ROOT)/bench/umfpools.c | umf-check
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g $(WARN) -isystem $(UMF_INC) -o $@ $< -L$(UMF_LIBDIR) -lumf \
+	  -Wl,-rpath,$(UMF_LIBDIR)
+BUILD_TARGETS += $(BUILD)/bench/umfpools
+
+# Per backend (hugetlb and its arena, memkind's hugepage kind, numa:0, umf:numa:0,
+# umf:hugetlb): the cost a matched malloc+free adds at 1 and 2 threads, the share of
+# the tier usable for single sizes and a mix, and the exit-time matrix (issue 20's
+# table in docs/formats.md §6). Never part of make test.
+.PHONY: bench-umf
+bench-umf: deps build
+	@$(PY) $(ROOT)/bench/bench_umf.py $(BENCH_ARGS)

@@ -10,25 +10,53 @@ HMI_CORE_LIB := $(HMI_DIR)/libhmi_core.a
 # Tier backends: entry points and dispatch (hmi_backend.c), spec parsing (hmi_spec.c),
 # capacity (hmi_capacity.c), reasons (hmi_msg.c), the page map (hmi_pagemap.c), mmap
 # blocks and chunks (hmi_mmap.c), split objects (hmi_split.c), dlopen'ed memkind
-# (hmi_backend_memkind.c), and the small-object arena (hmi_arena.c); users link -ldl
+# (hmi_backend_memkind.c), the small-object arena (hmi_arena.c), and dlopen'ed UMF's
+# pools (hmi_backend_umf.c); users link -ldl
 # -lpthread.
 HMI_CORE_SRC += $(ROOT)/interpose/hmi_backend.c $(ROOT)/interpose/hmi_spec.c \
                 $(ROOT)/interpose/hmi_capacity.c $(ROOT)/interpose/hmi_msg.c \
                 $(ROOT)/interpose/hmi_pagemap.c $(ROOT)/interpose/hmi_mmap.c \
                 $(ROOT)/interpose/hmi_split.c $(ROOT)/interpose/hmi_backend_memkind.c \
-                $(ROOT)/interpose/hmi_arena.c
+                $(ROOT)/interpose/hmi_arena.c $(ROOT)/interpose/hmi_backend_umf.c \
+                $(ROOT)/interpose/hmi_umf_providers.c
 HMI_CORE_HDR += $(ROOT)/interpose/hmi_backend.h $(ROOT)/interpose/hmi_backend_int.h \
                 $(ROOT)/interpose/hmi_pagemap.h $(ROOT)/interpose/hmi_mmap.h \
-                $(ROOT)/interpose/hmi_arena.h
+                $(ROOT)/interpose/hmi_arena.h $(ROOT)/interpose/hmi_umf.h
 # Static variables of placement.txt's static lines, bound or remapped at start-up
 # (hmi_static.c) once their module's segments and symbol tables vouch for them
 # (hmi_static_elf.c).
 HMI_CORE_SRC += $(ROOT)/interpose/hmi_static.c $(ROOT)/interpose/hmi_static_elf.c
 HMI_CORE_HDR += $(ROOT)/interpose/hmi_static.h $(ROOT)/interpose/hmi_static_int.h
 
+# UMF (the umf:* backends, hmi_backend_umf.c): its headers at build time, libumf.so.1
+# dlopen'ed at run time (never linked), first by the absolute path found here, then by
+# the loader's search path. Found through pkg-config (libumf.pc, e.g. oneAPI's) or
+# UMF's CMake package config (lib/cmake/umf/umf-config.cmake, as in the pinned wheel
+# that `make deps` unpacks into .deps/umf-1.2.0); UMF_ROOT=PREFIX names another install.
+UMF_ROOT ?= $(ROOT)/.deps/umf-1.2.0
+UMF_PC   := $(wildcard $(UMF_ROOT)/lib/pkgconfig/libumf.pc $(UMF_ROOT)/share/pkgconfig/libumf.pc)
+UMF_CMAKE := $(wildcard $(UMF_ROOT)/lib/cmake/umf/umf-config.cmake)
+ifneq ($(UMF_PC),)
+UMF_INC  := $(shell PKG_CONFIG_PATH=$(dir $(firstword $(UMF_PC))) pkg-config --variable=includedir libumf)
+UMF_LIBDIR := $(shell PKG_CONFIG_PATH=$(dir $(firstword $(UMF_PC))) pkg-config --variable=libdir libumf)
+else ifneq ($(UMF_CMAKE),)
+# the config's PACKAGE_PREFIX_DIR is three levels up; include/ and lib/ below it
+UMF_PREFIX := $(abspath $(dir $(UMF_CMAKE))/../../..)
+UMF_INC  := $(UMF_PREFIX)/include
+UMF_LIBDIR := $(UMF_PREFIX)/lib
+endif
+UMF_SO   := $(if $(UMF_LIBDIR),$(UMF_LIBDIR)/libumf.so.1)
+UMF_CFLAGS := $(if $(UMF_INC),-isystem $(UMF_INC) -DHMI_UMF_LIB='"$(UMF_SO)"')
+UMF_MISSING := UMF not found (no libumf.pc or umf-config.cmake under $(UMF_ROOT)): run 'make deps' (installs UMF 1.2.0 into .deps/umf-1.2.0) or set UMF_ROOT=PREFIX
+.PHONY: umf-check
+umf-check:
+	@if [ -z "$(UMF_INC)" ] || [ ! -f "$(UMF_INC)/umf.h" ]; then echo "$(UMF_MISSING)" >&2; exit 1; fi
+
+$(HMI_DIR)/hmi_backend_umf.o $(HMI_DIR)/hmi_umf_providers.o: | umf-check
+
 $(HMI_DIR)/%.o: $(ROOT)/interpose/%.c $(HMI_CORE_HDR) $(COMMON_HDR)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -I$(ROOT)/interpose -c -o $@ $<
+	$(CC) $(CFLAGS_COMMON) -fPIC -fvisibility=hidden -I$(ROOT)/interpose $(UMF_CFLAGS) -c -o $@ $<
 
 $(HMI_CORE_LIB): $(patsubst $(ROOT)/interpose/%.c,$(HMI_DIR)/%.o,$(HMI_CORE_SRC))
 	@rm -f $@
@@ -62,6 +90,6 @@ HMI_FUZZ_BIN := $(HMI_FUZZ_DIR)/fuzz_placement
 $(HMI_FUZZ_BIN): $(ROOT)/interpose/fuzz_placement.c $(HMI_CORE_SRC) $(HMI_CORE_HDR) \
     $(COMMON_SRC) $(COMMON_HDR)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) -std=gnu11 -O1 -g $(WARN) -D_GNU_SOURCE -I$(ROOT)/common -I$(ROOT)/interpose \
+	$(FUZZ_CC) -std=gnu11 -O1 -g $(WARN) -D_GNU_SOURCE -I$(ROOT)/common -I$(ROOT)/interpose $(UMF_CFLAGS) \
 	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	  -o $@ $< $(HMI_CORE_SRC) $(COMMON_SRC) -lunwind -ldl

@@ -1,7 +1,8 @@
 /* hmi_backend.c — the tier backends' entry points (hmi_backend.h): opening and
  * closing a tier, its statistics and policy, and the dispatch of every allocation,
  * free, size and resize to the small-object arena (hmi_arena.c) or a block of its own
- * (hmi_mmap.c, hmi_split.c), by the page map (hmi_pagemap.h). Spec parsing is in
+ * (hmi_mmap.c, hmi_split.c), or the UMF pool of a umf:* tier (hmi_backend_umf.c), by
+ * the page map (hmi_pagemap.h). Spec parsing is in
  * hmi_spec.c, capacity accounting in hmi_capacity.c. The arena path (lookup, class,
  * charge, count) stays in this file or inline in its headers: it runs for every
  * placed small object. */
@@ -11,6 +12,11 @@
 
 #include <string.h>
 #include <sys/mman.h>
+
+static int umf_kind(const struct hmi_bk *b)
+{
+    return b->kind == HMI_BK_UMF_NUMA || b->kind == HMI_BK_UMF_HUGETLB;
+}
 
 int hmi_backend_open(uint32_t index, const char *name, const char *spec,
                      uint64_t capacity, int unlimited, char *reason, size_t reasonlen)
@@ -43,7 +49,7 @@ int hmi_backend_open(uint32_t index, const char *name, const char *spec,
      * kinds) or would get none (thp: the kernel backs only 2 MiB-aligned ranges a
      * mapping covers whole), up to 256 KiB on 4 KiB pages (larger blocks of their own
      * waste < 4 KiB, an arena class up to 25 %). */
-    if (rc == 0 && b->kind != HMI_BK_DEFAULT)
+    if (rc == 0 && b->kind != HMI_BK_DEFAULT && !umf_kind(b))
         b->arena_max = b->map_huge || b->thp ? HMI_ARENA_MAX : HMI_ARENA_MAX / 4;
     if (rc == 0 && hmi_arena_reset(index, b->arena_max != 0) != 0) {
         hmi_msg_str(&why, "cannot map the small-object arena's state");
@@ -65,6 +71,8 @@ int hmi_backend_close(uint32_t index)
     if (st.placed != st.freed)
         return -1;
     hmi_chunks_unmap(index);
+    if (umf_kind(&hmi_bks[index]))
+        hmi_umf_close(&hmi_bks[index]);
     hmi_arena_reset(index, 0);
     hmi_bks[index].state = HMI_TIER_UNUSED;
     memset(hmi_bk_counts[index], 0, sizeof hmi_bk_counts[index]);
@@ -112,7 +120,8 @@ int hmi_backend_policy(uint32_t index, struct hmi_backend_policy *out)
 
 int hmi_backend_charge(uint32_t index, uint64_t n)
 {
-    if (!hmi_backend_available(index))
+    /* umf:hugetlb's region already holds every hugepage of its capacity */
+    if (!hmi_backend_available(index) || hmi_bks[index].kind == HMI_BK_UMF_HUGETLB)
         return -1;
     return hmi_charge(&hmi_bks[index], n);
 }
@@ -155,6 +164,10 @@ void *hmi_backend_alloc_split(uint32_t index, size_t size, size_t align, int zer
     struct hmi_bk *b = request_tier(index, &size, &align);
     if (!b)
         return NULL;
+    if (b->kind == HMI_BK_UMF_HUGETLB) {    /* as for static variables (charge) */
+        hmi_count(b, HMI_C_NOT_FITTING);
+        return NULL;
+    }
     void *p = hmi_split_alloc(b, index, size, align, ranges, n, placed, mask);
     hmi_count(b, p ? HMI_C_PLACED : HMI_C_NOT_FITTING);
     return p;
@@ -179,6 +192,11 @@ static void *backend_alloc(uint32_t index, size_t size, size_t align, int zero)
     struct hmi_bk *b = request_tier(index, &size, &align);
     if (!b)
         return NULL;
+    if (umf_kind(b)) {
+        void *p = hmi_umf_alloc(b, size, align, zero);
+        hmi_count(b, p ? HMI_C_PLACED : HMI_C_NOT_FITTING);
+        return p;
+    }
     /* fresh anonymous mappings are zero: only reused arena objects need clearing */
     int cls = b->arena_max ? hmi_arena_class(size, align) : -1;
     void *p = cls >= 0 && hmi_arena_class_size((unsigned)cls) <= b->arena_max
@@ -215,11 +233,12 @@ void hmi_backend_free_usable(int owner, void *p, size_t usable)
 {
     if (owner < 0 || owner >= HMI_MAX_TIERS || !p)
         return;
-    (void)usable;
     struct hmi_bk *b = &hmi_bks[owner];
     uint32_t e = hmi_pagemap_get(p);
     int cls = hmi_arena_object(e, p);
-    if (cls >= 0) {
+    if (hmi_is_umf(e)) {
+        hmi_umf_free(b, p, usable);
+    } else if (cls >= 0) {
         hmi_arena_free((uint32_t)owner, (unsigned)cls, p);
         hmi_uncharge(b, hmi_arena_class_size((unsigned)cls));
     } else {
@@ -242,6 +261,8 @@ size_t hmi_backend_usable_size(int owner, const void *p)
     if (owner < 0 || owner >= HMI_MAX_TIERS || !p)
         return 0;
     uint32_t e = hmi_pagemap_get(p);
+    if (hmi_is_umf(e))
+        return hmi_umf_usable(&hmi_bks[owner], p);
     int cls = hmi_arena_object(e, p);
     if (cls >= 0)
         return hmi_arena_class_size((unsigned)cls);
@@ -259,5 +280,14 @@ int hmi_backend_resize_in_place(int owner, void *p, size_t newsize)
     return 1;
 }
 
-void hmi_backend_atfork_prepare(void) { hmi_arena_atfork_prepare(); }
-void hmi_backend_atfork_release(void) { hmi_arena_atfork_release(); }
+void hmi_backend_atfork_prepare(void)
+{
+    hmi_arena_atfork_prepare();
+    hmi_umf_atfork_prepare();
+}
+
+void hmi_backend_atfork_release(void)
+{
+    hmi_umf_atfork_release();
+    hmi_arena_atfork_release();
+}

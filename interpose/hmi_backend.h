@@ -24,6 +24,16 @@
  *                  (hmi_backend_memkind.c). Objects up to 256 KiB (1 MiB with 2 MiB
  *                  pages) are packed into 2 MiB chunks (hmi_arena.h), larger ones get
  *                  blocks of their own as for numa.
+ *   umf:numa:LIST[:MODE]  UMF (Intel's Unified Memory Framework, libumf.so.1 dlopen'ed
+ *                  on the first umf tier, never linked): its OS memory provider bound
+ *                  to the nodes of LIST with MODE bind (default), preferred or
+ *                  interleave, under a UMF disjoint pool (hmi_backend_umf.c).
+ *   umf:hugetlb    UMF's disjoint pool over one region of 2 MiB hugepages that the
+ *                  interposer maps (MAP_HUGETLB) when the tier is opened, as large as
+ *                  the capacity (rounded down to 2 MiB; unlimited: the pool's free
+ *                  pages), handed to UMF's fixed provider: objects up to 4 KiB in the
+ *                  pool's slabs, larger ones page-rounded inside the region. Split
+ *                  objects and static variables are not placed on it.
  *   At exit: nothing is unmapped or released on any backend; placed blocks stay
  *   valid while destructors and libc's final stdio flush run.
  *   default        the fallback: nothing here allocates; the interposer calls glibc.
@@ -37,6 +47,8 @@
  *     granule, its length. One relaxed load answers the lookup.
  *   - arena chunks: the chunk's granule holds its tier and size class;
  *     an object's start is a multiple of the class size into the chunk.
+ *   - UMF memory (umf:* tiers): every granule of the memory UMF's pool got from its
+ *     provider holds the tier and a UMF mark; UMF's pool says where objects start.
  *   Everything else (including NULL) is glibc's: HMI_OWNER_LIBC.
  *
  * Capacity (per process, per tier): atomic counters, no lock. A block is charged
@@ -66,6 +78,8 @@ enum hmi_backend_kind {
     HMI_BK_THP,
     HMI_BK_NUMA,
     HMI_BK_MEMKIND,
+    HMI_BK_UMF_NUMA,
+    HMI_BK_UMF_HUGETLB,
 };
 
 struct hmi_backend_stats {
@@ -137,7 +151,7 @@ int hmi_owner(const void *p) HM_HIDDEN;
 /* Free p, which hmi_owner reported as tier owner (>= 0). */
 void hmi_backend_free(int owner, void *p) HM_HIDDEN;
 /* The same when the caller has hmi_backend_usable_size(owner, p) at hand (the page
- * map holds the size either way: usable is not needed). */
+ * map holds the size of blocks and arena objects; a umf:* tier saves asking UMF). */
 void hmi_backend_free_usable(int owner, void *p, size_t usable) HM_HIDDEN;
 
 /* Bytes usable at p (>= the request), p owned by tier owner (>= 0). */
@@ -168,7 +182,8 @@ int hmi_backend_charge(uint32_t index, uint64_t n) HM_HIDDEN;
 void hmi_backend_uncharge(uint32_t index, uint64_t n) HM_HIDDEN;
 
 /* Fork (pthread_atfork, from the interposer): take the locks of the small-object
- * arenas before fork, release them after it in the parent and in the child. */
+ * arenas and the gates of the UMF pools (no thread is inside UMF while the process
+ * forks) before fork, release them after it in the parent and in the child. */
 void hmi_backend_atfork_prepare(void) HM_HIDDEN;
 void hmi_backend_atfork_release(void) HM_HIDDEN;
 

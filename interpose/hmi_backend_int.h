@@ -26,6 +26,8 @@ struct hmi_bk {
     int mpol;                               /* mbind mode, 0: none (MPOL_DEFAULT) */
     unsigned long nodes[HMI_NODE_WORDS];    /* the mbind mask */
     size_t arena_max;                       /* requests up to this go to the arena */
+    void *umf_pool;                         /* umf:* tiers: the UMF pool (hmi_backend_umf.c) */
+    size_t umf_poolable;                    /* objects up to this are in its slabs */
     /* written by every allocation: a line of their own, away from the fields
      * above that every allocation reads */
     uint64_t used __attribute__((aligned(64)));     /* atomics */
@@ -115,5 +117,29 @@ int hmi_probe_map(struct hmi_bk *b, struct hmi_msg *why) HM_HIDDEN;
 
 /* Set b's map_huge, mpol and nodes from the kind; 0, or -1 with the reason appended. */
 int hmi_mk_open(struct hmi_bk *b, const char *kind, struct hmi_msg *why) HM_HIDDEN;
+
+/* ---- UMF (hmi_backend_umf.c) ---- */
+
+/* Set up b (tier index) as umf:numa:ARGS or umf:hugetlb (spec after "umf:"): 0, or -1
+ * with the reason appended. */
+int hmi_umf_open(struct hmi_bk *b, uint32_t index, const char *spec, uint64_t capacity,
+                 int unlimited, struct hmi_msg *why) HM_HIDDEN;
+/* An object of size bytes aligned to align (>= 16, a power of two) from b's pool,
+ * charged to b's capacity; NULL when it does not fit. zero: cleared. */
+void *hmi_umf_alloc(struct hmi_bk *b, size_t size, size_t align, int zero) HM_HIDDEN;
+/* Free p, an object of b's pools, and give back its charge; usable: what
+ * hmi_umf_usable says of p when the caller has it, else 0. */
+void hmi_umf_free(struct hmi_bk *b, void *p, size_t usable) HM_HIDDEN;
+/* Bytes usable at p, an object of b's pool. */
+size_t hmi_umf_usable(const struct hmi_bk *b, const void *p) HM_HIDDEN;
+/* Destroy b's pool and give its memory back (hmi_backend_close: nothing is live). */
+void hmi_umf_close(struct hmi_bk *b) HM_HIDDEN;
+void hmi_umf_atfork_prepare(void) HM_HIDDEN;
+void hmi_umf_atfork_release(void) HM_HIDDEN;
+
+/* "0,2,4-7" into mask (HMI_NODE_WORDS words): 0, or -1 with the reason appended. */
+int hmi_parse_nodes(const char *s, unsigned long *mask, struct hmi_msg *why) HM_HIDDEN;
+/* Every node of mask present (/sys/devices/system/node/nodeN): 0, or -1 with why. */
+int hmi_nodes_present(const unsigned long *mask, struct hmi_msg *why) HM_HIDDEN;
 
 #endif

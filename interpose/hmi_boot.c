@@ -104,8 +104,12 @@ NOASAN int hmi_resolve_real(void)
 
 /* ---- initialization ---- */
 
+/* From prepare to parent/child the forking thread is busy: the prepare handlers that
+ * run after ours (those registered before, such as libumf's, which may build hwloc's
+ * topology) allocate from glibc, never from a tier whose locks ours hold. */
 static void atfork_prepare(void)
 {
+    hmi_t_busy++;
     hm_modmap_atfork_prepare();
     hmi_backend_atfork_prepare();
 }
@@ -113,11 +117,13 @@ static void atfork_parent(void)
 {
     hmi_backend_atfork_release();
     hm_modmap_atfork_release();
+    hmi_t_busy--;
 }
 static void atfork_child(void)
 {
     hmi_backend_atfork_release();
     hm_modmap_atfork_release();
+    hmi_t_busy--;
     g_report = 0;           /* the parent reports; a child's counters start mixed */
 }
 

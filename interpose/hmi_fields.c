@@ -66,6 +66,25 @@ static int numa_ok(struct span a)
 }
 
 /* hmtune.advisor.tiers.backend_problem returning None. */
+/* umf:hugetlb, umf:numa:LIST, umf:numa:LIST:MODE (MODE bind, preferred, interleave):
+ * arg is what follows "umf:". */
+static int umf_ok(struct span arg)
+{
+    if (span_is(arg, "hugetlb"))
+        return 1;
+    if (arg.n < 5 || memcmp(arg.p, "numa:", 5) != 0)
+        return 0;
+    struct span list = { arg.p + 5, arg.n - 5 };
+    const char *colon = memchr(list.p, ':', list.n);
+    if (colon) {
+        struct span mode = { colon + 1, list.n - (size_t)(colon - list.p) - 1 };
+        if (!span_is(mode, "bind") && !span_is(mode, "preferred") && !span_is(mode, "interleave"))
+            return 0;
+        list.n = (size_t)(colon - list.p);
+    }
+    return numa_ok(list);
+}
+
 int hmi_backend_ok(struct span b)
 {
     const char *colon = memchr(b.p, ':', b.n);
@@ -75,6 +94,8 @@ int hmi_backend_ok(struct span b)
     struct span arg = { colon + 1, b.n - kind.n - 1 };
     if (span_is(kind, "numa"))
         return numa_ok(arg);
+    if (span_is(kind, "umf"))
+        return umf_ok(arg);
     if (!span_is(kind, "memkind") || arg.n <= 8 || memcmp(arg.p, "MEMKIND_", 8) != 0)
         return 0;
     for (size_t i = 8; i < arg.n; i++) {

@@ -52,6 +52,14 @@ void hmi_pagemap_set(uintptr_t a, uint64_t span, uint32_t index, uint64_t pages)
                      __ATOMIC_RELEASE);
 }
 
+void hmi_pagemap_set_umf(uintptr_t a, uint64_t span, uint32_t index)
+{
+    uint32_t *m = hmi_pagemap;
+    uint64_t g0 = a >> HMI_GRAN_SHIFT, n = span >> HMI_GRAN_SHIFT;
+    for (uint64_t g = 0; g < n; g++)
+        __atomic_store_n(&m[g0 + g], (index + 1) | HMI_E_UMF, __ATOMIC_RELEASE);
+}
+
 void hmi_pagemap_clear(uintptr_t a, uint64_t span)
 {
     uint32_t *m = hmi_pagemap;

@@ -21,6 +21,9 @@
 #define HMI_E_HEAD      0x20u
 #define HMI_E_PAGES_SHIFT 6
 #define HMI_E_MAX_PAGES ((1ull << (32 - HMI_E_PAGES_SHIFT)) - 1)   /* 256 GiB blocks */
+/* Without bit 5, bits 6-31 all set: a granule of a umf:* tier's UMF memory (no arena
+ * class is that large, so hmi_arena_object says -1). */
+#define HMI_E_UMF       ((uint32_t)HMI_E_MAX_PAGES << HMI_E_PAGES_SHIFT)
 
 extern uint32_t *hmi_pagemap HM_HIDDEN;    /* published with a release store */
 
@@ -31,6 +34,13 @@ int hmi_chunks_init(struct hmi_msg *why) HM_HIDDEN;
 
 /* Granules [a, a + span) belong to tier index; the first one records pages. */
 void hmi_pagemap_set(uintptr_t a, uint64_t span, uint32_t index, uint64_t pages) HM_HIDDEN;
+/* Granules [a, a + span) are tier index's UMF memory (HMI_E_UMF). */
+void hmi_pagemap_set_umf(uintptr_t a, uint64_t span, uint32_t index) HM_HIDDEN;
+/* Whether entry e is a granule of UMF memory. */
+static inline int hmi_is_umf(uint32_t e)
+{
+    return (e & ~HMI_E_TIER_MASK) == HMI_E_UMF;
+}
 /* Granules [a, a + span) are no tier's. */
 void hmi_pagemap_clear(uintptr_t a, uint64_t span) HM_HIDDEN;
 

@@ -216,7 +216,7 @@ void hmi_report_residency(int tier, void *p, size_t len, struct hmi_residency *r
 {
     memset(r, 0, sizeof *r);
     enum hmi_backend_kind kind = hmi_backend_kind((uint32_t)tier);
-    uint64_t page = kind == HMI_BK_HUGETLB ? (2u << 20) : 4096u;
+    uint64_t page = kind == HMI_BK_HUGETLB || kind == HMI_BK_UMF_HUGETLB ? (2u << 20) : 4096u;
     uint64_t npages = (len + page - 1) / page;
     uint32_t ns = npages < HMI_RES_SAMPLES ? (uint32_t)npages : HMI_RES_SAMPLES;
     if (ns == 0)

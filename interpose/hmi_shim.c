@@ -179,11 +179,15 @@ static size_t usable_of(int owner, void *p)
     return hmi_rm.usable(p);
 }
 
+/* Busy while in the backend: a UMF pool's provider may call malloc (hwloc), which
+ * must go to glibc, never back into a tier. */
 static void free_owned(int owner, void *p)
 {
+    hmi_t_busy++;
     size_t u = hmi_backend_usable_size(owner, p);
     hmi_report_freeing(owner, p, u);
     hmi_backend_free_usable(owner, p, u);
+    hmi_t_busy--;
 }
 
 /* realloc of a non-NULL p to n > 0 bytes, decided by this call's site. */

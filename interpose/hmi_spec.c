@@ -1,6 +1,7 @@
 /* hmi_spec.c — a tier line's BACKEND field (hmi_backend.h lists them): hugetlb, thp,
  * numa:LIST with its node list, memkind:KIND (the kind's placement from
- * hmi_backend_memkind.c) and default, each set up on its tier and probed. */
+ * hmi_backend_memkind.c), umf:numa:LIST[:MODE] and umf:hugetlb (hmi_backend_umf.c) and
+ * default, each set up on its tier and probed. */
 #include "hmi_mmap.h"
 #include "hmi_pagemap.h"
 
@@ -9,7 +10,7 @@
 
 #define MPOL_BIND_ 2                        /* <linux/mempolicy.h> MPOL_BIND */
 
-static int parse_nodes(const char *s, unsigned long *mask, struct hmi_msg *why)
+int hmi_parse_nodes(const char *s, unsigned long *mask, struct hmi_msg *why)
 {
     memset(mask, 0, HMI_NODE_WORDS * sizeof(unsigned long));
     const char *p = s;
@@ -42,12 +43,10 @@ bad:
     return -1;
 }
 
-static int numa_open(struct hmi_bk *b, const char *list, struct hmi_msg *why)
+int hmi_nodes_present(const unsigned long *mask, struct hmi_msg *why)
 {
-    if (parse_nodes(list, b->nodes, why))
-        return -1;
     for (unsigned n = 0; n < HMI_MAX_NODES; n++) {
-        if (!(b->nodes[n / (8 * sizeof(unsigned long))] & (1ul << (n % (8 * sizeof(unsigned long))))))
+        if (!(mask[n / (8 * sizeof(unsigned long))] & (1ul << (n % (8 * sizeof(unsigned long))))))
             continue;
         char path[64];
         size_t k = hm_fmt_str(path, "/sys/devices/system/node/node");
@@ -62,6 +61,13 @@ static int numa_open(struct hmi_bk *b, const char *list, struct hmi_msg *why)
             return -1;
         }
     }
+    return 0;
+}
+
+static int numa_open(struct hmi_bk *b, const char *list, struct hmi_msg *why)
+{
+    if (hmi_parse_nodes(list, b->nodes, why) || hmi_nodes_present(b->nodes, why))
+        return -1;
     b->mpol = MPOL_BIND_;
     return hmi_probe_map(b, why);
 }
@@ -97,8 +103,12 @@ int hmi_spec_open(struct hmi_bk *b, const char *spec, uint64_t capacity, int unl
     } else if (!strncmp(spec, "memkind:", 8)) {
         b->kind = HMI_BK_MEMKIND;
         rc = tables_init(why) ? -1 : hmi_mk_open(b, spec + 8, why);
+    } else if (!strncmp(spec, "umf:", 4)) {
+        rc = tables_init(why) ? -1 : hmi_umf_open(b, (uint32_t)(b - hmi_bks), spec + 4, capacity,
+                                                 unlimited, why);
     } else {
-        hmi_msg_str(why, "unknown backend (want memkind:KIND, numa:NODES, hugetlb, thp or default)");
+        hmi_msg_str(why, "unknown backend (want memkind:KIND, numa:NODES, umf:numa:NODES, "
+                         "umf:hugetlb, hugetlb, thp or default)");
     }
     return rc;
 }

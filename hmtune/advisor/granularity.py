@@ -11,6 +11,12 @@ hmi_arena.c:
   (`thp`), 256 KiB on 4 KiB pages (`numa:NODES`, the other memkind kinds).
 - Larger objects are mappings of their own, charged their size rounded up to the
   mapping's page: 2 MiB on `hugetlb` and the memkind hugepage kinds, else 4 KiB.
+- `umf:numa:NODES[:MODE]` and `umf:hugetlb` (interpose/hmi_backend_umf.c): objects up to
+  the UMF pool's poolable size (2 MiB on `umf:numa`, 4 KiB on `umf:hugetlb`) are
+  charged their bucket in UMF's disjoint pool (16, 32, then powers of two and the
+  midpoints between them: 48, 64, 96, 128, 192, ...); larger ones their size rounded up
+  to 4 KiB pages (inside the pool's 2 MiB granules or hugepages, which several objects
+  share).
 - `default` places nothing: objects are charged their size.
 """
 
@@ -31,21 +37,47 @@ SMALL_PAGE = 4 * KIB
 UNIT = 4 * KIB                  # the advisor counts sizes and capacities in these
 
 
+UMF_POOLABLE_HUGETLB = 4 * KIB  # hmi_backend_umf.c POOLABLE_HUGE
+UMF_POOLABLE_NUMA = 2 * MIB     # POOLABLE_NUMA
+
+
 def uses_hugetlb(backend: str) -> bool:
     """Whether a tier of this backend maps hugepages from a reserved pool."""
-    return backend == "hugetlb" or (backend.startswith("memkind:") and "HUGETLB" in backend)
+    return backend in ("hugetlb", "umf:hugetlb") or (
+        backend.startswith("memkind:") and "HUGETLB" in backend)
+
+
+def is_umf(backend: str) -> bool:
+    """Whether a tier of this backend allocates from a UMF pool."""
+    return backend.startswith("umf:")
 
 
 def arena_max(backend: str) -> int:
-    """The largest object the backend packs into chunks (0: none)."""
+    """The largest object the backend packs with others (0: none): the arena's, or the
+    UMF pool's poolable size."""
     if backend == "default":
         return 0
+    if is_umf(backend):
+        return UMF_POOLABLE_HUGETLB if backend == "umf:hugetlb" else UMF_POOLABLE_NUMA
     return ARENA_MAX if uses_hugetlb(backend) or backend == "thp" else ARENA_MAX_4K
 
 
 def block_page(backend: str) -> int:
-    """What a mapping of its own is rounded up to."""
-    return HUGE_BLOCK if uses_hugetlb(backend) else SMALL_PAGE
+    """What an object larger than arena_max is rounded up to."""
+    return HUGE_BLOCK if uses_hugetlb(backend) and not is_umf(backend) else SMALL_PAGE
+
+
+def umf_bucket(n: int) -> int:
+    """The bucket of UMF's disjoint pool an n-byte object takes (minimum bucket 16)."""
+    if n <= 16:
+        return 16
+    p = 1 << (n - 1).bit_length()
+    return p * 3 // 4 if p >= 64 and p * 3 // 4 >= n else p
+
+
+def small_charge(n: int, backend: str) -> int:
+    """What an object up to arena_max(backend) is charged."""
+    return umf_bucket(n) if is_umf(backend) else class_size(n)
 
 
 def class_size(n: int) -> int:
@@ -80,7 +112,7 @@ def charge(size: int, backend: str) -> int:
         return size
     size = max(size, 1)
     if size <= arena_max(backend):
-        return class_size(size)
+        return small_charge(size, backend)
     page = block_page(backend)
     return -(-size // page) * page
 
@@ -94,7 +126,19 @@ def charges(sizes: np.ndarray, backend: str) -> np.ndarray:
         return sizes.copy()
     page = np.int64(block_page(backend))
     blocks = -(-np.maximum(sizes, 1) // page) * page
-    return np.where(sizes <= arena_max(backend), class_sizes(sizes), blocks)
+    small = umf_buckets(sizes) if is_umf(backend) else class_sizes(sizes)
+    return np.where(sizes <= arena_max(backend), small, blocks)
+
+
+def umf_buckets(n: np.ndarray) -> np.ndarray:
+    """umf_bucket over an int64 array."""
+    import numpy as np
+
+    n = np.maximum(np.asarray(n, np.int64), 1)
+    bits = np.frexp((n - 1).astype(np.float64))[1].astype(np.int64)
+    p = np.int64(1) << np.minimum(bits, 62)
+    mid = p * 3 // 4
+    return np.where(n <= 16, 16, np.where((p >= 64) & (mid >= n), mid, p))
 
 
 def estimate(peak: int, max_size: int, n_allocs: int, total_bytes: int, backend: str) -> int:
@@ -105,7 +149,7 @@ def estimate(peak: int, max_size: int, n_allocs: int, total_bytes: int, backend:
         return max(peak, 0)
     mean = max(1, total_bytes // n_allocs) if n_allocs > 0 else max(1, max_size)
     if max_size <= arena_max(backend):
-        return -(-peak * class_size(mean) // mean)
+        return -(-peak * small_charge(mean, backend) // mean)
     page = block_page(backend)
     # about k objects over the arena limit live at once (the peak in objects of the
     # mean size, or of just over the limit), each rounded up by less than a page

@@ -2,15 +2,31 @@
 
 One answer per backend, from the same sources as `hmtune machine` (hmtune/advisor/host.py):
 memkind's own availability check, the NUMA nodes sysfs lists, hugetlbfs and its pool,
-the THP mode. None means the backend can place here.
+the THP mode, and for the umf:* backends whether libumf.so.1 is installed (`make deps`)
+beside their NUMA or hugepage checks. None means the backend can place here.
 """
 
 from __future__ import annotations
 
+import ctypes.util
+from pathlib import Path
+
 from hmtune.advisor.host import Host, HostError, memkind_reach, parse_list
 from hmtune.advisor.machinefile import choose
+from hmtune.advisor.tiers import UMF_NUMA_MODES
 
 NR_HUGEPAGES = "/proc/sys/vm/nr_hugepages"
+# Where `make deps` puts UMF (workflows/deps.sh); libhmalloc.so dlopens the copy the
+# build found, else libumf.so.1 from the loader's search path.
+UMF_DEPS = Path(__file__).resolve().parents[2] / ".deps" / "umf-1.2.0" / "lib" / "libumf.so.1"
+
+
+def umf_problem(deps: Path = UMF_DEPS) -> str | None:
+    """Why libhmalloc.so cannot load UMF here (None: it can)."""
+    if deps.exists() or ctypes.util.find_library("umf"):
+        return None
+    return ("UMF is not installed (libumf.so.1): run 'make deps', which installs UMF 1.2.0 "
+            "into .deps/")
 
 
 def backend_problem(host: Host, backend: str, need_pages: bool = False) -> str | None:
@@ -24,6 +40,14 @@ def backend_problem(host: Host, backend: str, need_pages: bool = False) -> str |
         if why is None:
             why = memkind_reach((arg,))[arg] if host.live else ""
         return f"memkind says {arg} is not available here: {why}" if why else None
+    if kind == "umf":
+        sub, _, rest = arg.partition(":")
+        inner = "hugetlb" if sub == "hugetlb" else f"numa:{rest.partition(':')[0]}"
+        if sub == "numa" and rest.partition(":")[2] not in ("", *UMF_NUMA_MODES):
+            return f"'{rest.partition(':')[2]}' is not a NUMA mode of umf:numa"
+        if sub not in ("hugetlb", "numa"):
+            return f"unknown backend '{backend}'"
+        return umf_problem() or backend_problem(host, inner, need_pages)
     if kind == "numa":
         try:
             wanted = parse_list(arg)

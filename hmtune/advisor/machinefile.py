@@ -271,7 +271,15 @@ def describe(host: Host) -> str:
                                            for k, v in host.memkind.items()))
     elif not host.live:
         out.append("memkind: not checked (a recorded topology)")
-    out.append("UMF: no UMF backend in this hmtune (not checked)")
+    if host.live:
+        # hostcheck imports this module
+        from hmtune.advisor.hostcheck import umf_problem
+
+        why = umf_problem()
+        out.append(f"UMF: {why}" if why else
+                   "UMF: libumf.so.1 installed (backends umf:numa:NODES[:MODE], umf:hugetlb)")
+    else:
+        out.append("UMF: not checked (a recorded topology)")
     if host.sampler[0]:
         out.append(f"sampler: {host.sampler[0]} ({host.sampler[1]})")
     try:

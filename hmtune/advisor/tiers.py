@@ -37,7 +37,9 @@ from pathlib import Path
 from hmtune.advisor.model import KIB, MIB, SPEEDS_UP, Tier
 from hmtune.core.units import human, parse_size
 
-BACKENDS = ("memkind:KIND", "numa:NODES", "hugetlb", "thp", "default")
+BACKENDS = ("memkind:KIND", "numa:NODES", "umf:numa:NODES[:MODE]", "umf:hugetlb", "hugetlb",
+            "thp", "default")
+UMF_NUMA_MODES = ("bind", "preferred", "interleave")
 _KEYS = {"name", "capacity", "backend", "load_cost", "store_cost", "per", "page",
          "speeds_up", "fault_cost_ns", "faults_kept"}
 _FIRST_TOUCH_KEYS = ("fault_cost_ns", "faults_kept")
@@ -68,6 +70,17 @@ def _as_number(digits: str) -> tuple[int, str]:
     return len(d), d
 
 
+def _nodes_problem(arg: str) -> str | None:
+    """Why `arg` is not a NUMA node list (None when it is one)."""
+    if not _NODES.match(arg):
+        return f"'{arg}' is not a NUMA node list (e.g. 8-15 or 0,2,4-7)"
+    for part in arg.split(","):
+        lo, _, hi = part.partition("-")
+        if hi and _as_number(hi) < _as_number(lo):
+            return f"NUMA node range '{part[:40]}' runs backwards"
+    return None
+
+
 def backend_problem(backend: str) -> str | None:
     """Why `backend` is not one hmtune knows (None when it is fine)."""
     kind, sep, arg = backend.partition(":")
@@ -75,13 +88,20 @@ def backend_problem(backend: str) -> str | None:
         return None if _MEMKIND.match(arg) else (
             f"'{arg}' is not a memkind kind name (e.g. MEMKIND_HBW, MEMKIND_DAX_KMEM)")
     if kind == "numa" and sep:
-        if not _NODES.match(arg):
-            return f"'{arg}' is not a NUMA node list (e.g. 8-15 or 0,2,4-7)"
-        for part in arg.split(","):
-            lo, _, hi = part.partition("-")
-            if hi and _as_number(hi) < _as_number(lo):
-                return f"NUMA node range '{part[:40]}' runs backwards"
-        return None
+        return _nodes_problem(arg)
+    if kind == "umf" and sep:
+        # umf:hugetlb, umf:numa:NODES, umf:numa:NODES:MODE (interpose/hmi_fields.c)
+        if arg == "hugetlb":
+            return None
+        sub, sep2, rest = arg.partition(":")
+        if sub == "numa" and sep2:
+            nodes, sep3, mode = rest.partition(":")
+            if sep3 and mode not in UMF_NUMA_MODES:
+                return (f"'{mode[:40]}' is not a NUMA mode of umf:numa "
+                        f"(use {', '.join(UMF_NUMA_MODES)})")
+            return _nodes_problem(nodes)
+        return (f"unknown UMF backend 'umf:{arg[:40]}' "
+                "(use umf:numa:NODES[:MODE] or umf:hugetlb)")
     if backend in ("hugetlb", "thp", "default"):
         return None
     return f"unknown backend '{backend}' (use one of {', '.join(BACKENDS)})"

@@ -310,16 +310,18 @@ def unplaceable(pf: PlacementFile, environ: dict[str, str], nprocs: int = 1) -> 
         why = backend_problem(host, t.backend, need_pages=True)
         if not why:
             continue
-        kind = t.backend.partition(":")[0]
-        if kind == "hugetlb":
+        kind = "hugetlb" if t.backend == "umf:hugetlb" else t.backend.partition(":")[0]
+        if kind == "hugetlb" and "make deps" not in why:
             pool = hugepages.pool()
             if pool is None:
                 fix = "advise again for this host (hmtune machine shows what it has)"
             else:
-                need = capacity_pages([x for x in tiers if x.backend == "hugetlb"],
+                need = capacity_pages([x for x in tiers if x.backend in ("hugetlb", "umf:hugetlb")],
                                       pool.page) * nprocs
                 fix = ("give --reserve-hugepages (make rerun RESERVE=1) as root, or reserve "
                        f"them as root: echo {pool.total + need} > /proc/sys/vm/nr_hugepages")
+        elif "make deps" in why:
+            fix = "or advise again for this host with another backend for the tier"
         elif kind == "thp":
             fix = "as root: echo madvise > /sys/kernel/mm/transparent_hugepage/enabled"
         else:

@@ -65,6 +65,24 @@ $(TEST_C_DIR)/test_backend: $(ROOT)/tests/c/test_backend.c $(ROOT)/tests/c/smaps
 	@mkdir -p $(@D)
 	$(CC) $(TEST_C_CFLAGS) -I$(ROOT)/interpose -o $@ $< $(HMI_CORE_LIB) $(COMMON_SRC) -lunwind -ldl $(LDSAN)
 
+# The umf:* backends (interpose/hmi_backend_umf.c), and the same tests built with a
+# libumf.so.1 path that names no file (test_umf_missing: the tier is unavailable with
+# the way to install UMF). The second links its own hmi_backend_umf.o before the core
+# archive, whose member of that name is then never pulled in.
+$(TEST_C_DIR)/test_umf: $(ROOT)/tests/c/test_umf.c $(HMI_CORE_LIB) $(HMI_CORE_HDR) \
+    $(COMMON_SRC) $(COMMON_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_C_CFLAGS) -I$(ROOT)/interpose -o $@ $< $(HMI_CORE_LIB) $(COMMON_SRC) -lunwind -ldl $(LDSAN)
+$(TEST_C_DIR)/umf_missing.o: $(ROOT)/interpose/hmi_backend_umf.c $(HMI_CORE_HDR) | umf-check
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS_COMMON) -I$(ROOT)/interpose -isystem $(UMF_INC) \
+	  -DHMI_UMF_LIB='"/nonexistent/hmtune-test/libumf.so.1"' -c -o $@ $<
+$(TEST_C_DIR)/test_umf_missing: $(ROOT)/tests/c/test_umf.c $(TEST_C_DIR)/umf_missing.o \
+    $(HMI_CORE_LIB) $(HMI_CORE_HDR) $(COMMON_SRC) $(COMMON_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_C_CFLAGS) -DHMT_UMF_MISSING -I$(ROOT)/interpose -o $@ $< \
+	  $(TEST_C_DIR)/umf_missing.o $(HMI_CORE_LIB) $(COMMON_SRC) -lunwind -ldl $(LDSAN)
+
 # The interposer's site matcher (interpose/hmi_match.c), inside a shared library of
 # its own (libtm_match.so) so that its frames are removed as libhmalloc.so's are;
 # libtm_dl.so is dlopen'ed by the test. (lib*, not test_*: run.sh runs test_*.)
@@ -138,6 +156,7 @@ $(TEST_C_DIR)/test_hmalloc: $(ROOT)/tests/c/test_hmalloc.c $(ROOT)/tests/c/hmall
 TEST_C_BINS := $(TEST_C_DIR)/test_util $(TEST_C_DIR)/test_options $(TEST_C_DIR)/test_core $(TEST_C_DIR)/test_perf \
                $(TEST_C_DIR)/test_decode $(TEST_C_DIR)/test_placement $(PRVSCAN_TESTS)
 TEST_C_BINS += $(TEST_C_DIR)/test_backend $(TEST_C_DIR)/test_static
+TEST_C_BINS += $(TEST_C_DIR)/test_umf $(TEST_C_DIR)/test_umf_missing
 TEST_C_BINS += $(TEST_C_DIR)/test_match
 TEST_C_BINS += $(TEST_C_DIR)/test_hmalloc
 

@@ -22,10 +22,12 @@
  * build, a `program` line naming another program) give one warning (none in a process
  * that is not the target) and place nothing, and a process that is not the target
  * (HMTUNE_TARGET, or the `program` line) places nothing and writes no statistics;
- * the whole malloc family on thp, numa:0, memkind:MEMKIND_HBW and hugetlb, with
+ * the whole malloc family on thp, numa:0, memkind:MEMKIND_HBW, hugetlb, umf:numa:0 and
+ * umf:hugetlb (UMF from `make deps`), with
  * moves between two tiers and glibc, overflows from listed sites, alignment, usable
- * sizes, malloc(0); a tier smaller than its site, and a hugetlb pool smaller than
- * its tier; unavailable backends; 16 threads freeing each other's blocks; fork
+ * sizes, malloc(0); a tier smaller than its site (umf tiers too), and a hugetlb pool
+ * smaller than its tier; unavailable backends; 16 threads freeing each other's blocks
+ * (umf tiers too); fork (umf tiers too)
  * (children free inherited blocks, dlopen, place, and never report); sites in a
  * dlopen'ed library, a copy of it at the same address, a plugin-only placement;
  * allocations from constructors (the app's, a linked library's that runs before
@@ -984,6 +986,17 @@ static void test_family_thp(void) { family("thp", "numa:0", 0); }
 static void test_family_numa(void) { family("numa:0", "thp", 0); }
 static void test_family_memkind(void) { family("memkind:MEMKIND_HBW", "thp", 0); }
 
+static void test_family_umf(void)
+{
+    family("umf:numa:0", "thp", 0);
+    if (!reserve_hugepages(16)) {
+        fprintf(stderr, "  umf:hugetlb: cannot reserve 16 hugepages here: skipped\n");
+        return;
+    }
+    family("umf:hugetlb", "thp", 1);
+    restore_hugepages();
+}
+
 static void test_family_hugetlb(void)
 {
     if (!reserve_hugepages(16)) {
@@ -1027,11 +1040,13 @@ static void test_capacity(void)
     uint64_t page = (ha_size[HA_CAP] + 4095) & ~(size_t)4095;     /* thp: page-rounded */
     capacity("thp", 4 * page + page / 2, 4);
     capacity("memkind:MEMKIND_HBW", 4 * 1310720 + 655360, 4);     /* jemalloc's 1.25 MiB class */
+    capacity("umf:numa:0", 4 * 1572864 + 786432, 4);              /* UMF's 1.5 MiB bucket */
     if (!reserve_hugepages(16)) {
         fprintf(stderr, "  hugetlb: cannot reserve 16 hugepages here: skipped\n");
         return;
     }
     capacity("hugetlb", 9 * MiB, 4);                 /* 2 MiB a block */
+    capacity("umf:hugetlb", 6 * MiB, 4);             /* 4 KiB pages of a 6 MiB range */
     restore_hugepages();
     /* the pool, not the tier, runs out: 3 free hugepages, a 1 GiB tier */
     long old = read_long(NR_HUGE);
@@ -1081,19 +1096,20 @@ static void unavailable(const char *backend)
 static void test_unavailable_backend(void)
 {
     unavailable("numa:7");
+    unavailable("umf:numa:7");
     unavailable("memkind:MEMKIND_DAX_KMEM");
     if (meminfo("HugePages_Free:") == 0)             /* the usual state here */
         unavailable("hugetlb");
 }
 
 /* 16 threads, placed and unplaced blocks, each freed by another thread. */
-static void threads(const char *backend)
+static void threads(const char *backend, uint64_t cap)
 {
     struct placed p;
     size_t lo, hi;
     window(M_THREADS, &lo, &hi);
     in_dir(p.placement, "placement.txt");
-    struct tier t[] = { { "a", backend, 1024 * MiB } };
+    struct tier t[] = { { "a", backend, cap } };
     struct place s[] = { { HA_T_MALLOC, "a" }, { HA_T_CALLOC, "a" }, { HA_T_REALLOC_SRC, "a" },
                          { HA_T_REALLOC, "a" } };
     CHECK(write_placement(p.placement, t, 1, s, 4, lo, hi) == 0);
@@ -1118,18 +1134,25 @@ static void threads(const char *backend)
 
 static void test_threads(void)
 {
-    threads("thp");
-    threads("memkind:MEMKIND_HBW");
+    threads("thp", 1024 * MiB);
+    threads("memkind:MEMKIND_HBW", 1024 * MiB);
+    threads("umf:numa:0", 1024 * MiB);
+    if (reserve_hugepages(40)) {                    /* umf:hugetlb maps its capacity */
+        threads("umf:hugetlb", 64 * MiB);
+        restore_hugepages();
+    } else {
+        fprintf(stderr, "  umf:hugetlb: cannot reserve 40 hugepages here: skipped\n");
+    }
 }
 
 /* fork: children free inherited blocks and place their own; the parent reports. */
-static void forking(const char *backend)
+static void forking(const char *backend, uint64_t cap)
 {
     struct placed p;
     size_t lo, hi;
     window(M_FORK, &lo, &hi);
     in_dir(p.placement, "placement.txt");
-    struct tier t[] = { { "a", backend, 1024 * MiB } };
+    struct tier t[] = { { "a", backend, cap } };
     struct place s[] = { { HA_K_PARENT, "a" }, { HA_K_THREAD, "a" }, { HA_K_CHILD, "a" } };
     CHECK(write_placement(p.placement, t, 1, s, 3, lo, hi) == 0);
     placed_run(&p, M_FORK, 0, NULL);
@@ -1156,8 +1179,15 @@ static void forking(const char *backend)
 
 static void test_fork(void)
 {
-    forking("thp");
-    forking("memkind:MEMKIND_HBW");
+    forking("thp", 1024 * MiB);
+    forking("memkind:MEMKIND_HBW", 1024 * MiB);
+    forking("umf:numa:0", 1024 * MiB);
+    if (reserve_hugepages(40)) {
+        forking("umf:hugetlb", 64 * MiB);
+        restore_hugepages();
+    } else {
+        fprintf(stderr, "  umf:hugetlb: cannot reserve 40 hugepages here: skipped\n");
+    }
 }
 
 /* Sites inside a dlopen'ed library; dlclose, a copy of the library under another
@@ -1213,6 +1243,7 @@ static void test_dlopen(void)
 {
     dlopened("thp");
     dlopened("memkind:MEMKIND_HBW");
+    dlopened("umf:numa:0");
 }
 
 /* Allocations from a constructor and from threads it starts at once: no deadlock,
@@ -1248,6 +1279,7 @@ static void test_bootstrap(void)
 {
     boot("thp", 3);
     boot("memkind:MEMKIND_HBW", 2);
+    boot("umf:numa:0", 2);                  /* libumf dlopen'ed by the first placed call */
     /* and with nothing to place: a missing placement */
     struct placed p;
     in_dir(p.placement, "no-such-placement.txt");
@@ -1385,8 +1417,9 @@ static void test_exit_safety(void)
 {
     static const char *const backends[] = {
         "thp", "numa:0", "memkind:MEMKIND_HBW", "memkind:MEMKIND_DEFAULT", "hugetlb",
+        "umf:numa:0", "umf:hugetlb",
     };
-    int huge = reserve_hugepages(64);
+    int huge = reserve_hugepages(136);              /* umf:hugetlb maps its 256 MiB */
     if (!huge)
         fprintf(stderr, "  hugetlb: no hugepages could be reserved here: its cases not run\n");
     char file[PATH_MAX];
@@ -1404,7 +1437,7 @@ static void test_exit_safety(void)
         char *bfile = is_file ? slurp(file, &bfl) : NULL;
         CHECK(!is_file || (bfile && bfl > 10000));
         for (size_t b = 0; b < sizeof backends / sizeof backends[0]; b++) {
-            if (!huge && !strcmp(backends[b], "hugetlb"))
+            if (!huge && strstr(backends[b], "hugetlb"))
                 continue;
             exit_case(m, backends[b], file, &base, bfile, bfl);
         }
@@ -1544,6 +1577,7 @@ int main(void)
     RUN(test_family_numa);
     RUN(test_family_memkind);
     RUN(test_family_hugetlb);
+    RUN(test_family_umf);
     RUN(test_capacity);
     RUN(test_unavailable_backend);
     RUN(test_threads);

@@ -21,6 +21,7 @@ import pytest
 from tracemodel import HMTUNE, PROGRAMS, ROOT, trace
 
 from hmtune.advisor.granularity import class_size
+from hmtune.advisor.hostcheck import umf_problem
 from hmtune.advisor.placement import (
     PlacementFile,
     SiteLine,
@@ -269,12 +270,14 @@ HAVE_MEMKIND = any(Path(d, "libmemkind.so.0").exists()
     # the arena's size class of 140000 (163840) holds reallocarray's 150000: it grows
     # in place, and still counts as one block freed and one placed, with its request
     ("allfamily", "thp"), ("allfamily-nopie", "numa:0"),
-    ("allfamily", "memkind:MEMKIND_DEFAULT"),
+    ("allfamily", "memkind:MEMKIND_DEFAULT"), ("allfamily", "umf:numa:0"),
 ])
 def test_every_entry_point_is_placed(programs: Programs, tmp_path: Path, prog: str,
                                      backend: str) -> None:
     if backend.startswith("memkind") and not HAVE_MEMKIND:
         pytest.skip("libmemkind.so.0 not installed")
+    if backend.startswith("umf") and umf_problem():
+        pytest.skip(str(umf_problem()))
     t = programs(prog)
     pl = placement(tmp_path / "p.txt", [("fast", n) for n in ALLFAMILY.values()], t,
                    backend=backend)
@@ -290,7 +293,7 @@ def test_every_entry_point_is_placed(programs: Programs, tmp_path: Path, prog: s
     fast = tier(s)
     assert fast["placed_blocks"] == len(ALLFAMILY) == fast["freed_blocks"]
     assert fast["used_bytes_at_exit"] == 0 and fast["not_fitting"] == 0
-    if backend.startswith("numa"):              # mbind'ed pages really are on node 0
+    if backend.startswith(("numa", "umf:numa")):    # mbind'ed pages really are on node 0
         res = fast["residency"]
         # checked when freed: reallocarray's source grew in place, it was not freed
         assert res["blocks_checked"] == len(ALLFAMILY) - 1
