@@ -242,3 +242,11 @@ install: $(INSTALL_BUILT)
 
 clean:
 	rm -rf build build-san hmtune-out
+
+# --- Releases and packaging (packaging/, README.md "Installing") ---------------------
+# The release: `version` in pyproject.toml, set there only. The C programs that write it
+# (hmtune-finalize: the .pcf and the summary; libhmalloc.so: the statistics JSON) get it
+# as HMTUNE_VERSION (common/hm_version.h) and are rebuilt when pyproject.toml changes.
+HMTUNE_VERSION := $(shell sed -n 's/^version *= *"\(.*\)"/\1/p' $(ROOT)/pyproject.toml | head -1)
+CFLAGS_COMMON  += -DHMTUNE_VERSION='"$(HMTUNE_VERSION)"'
+$(BUILD)/bin/hmtune-finalize $(HMALLOC_SO): $(ROOT)/pyproject.toml
