@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="8e389634ffdfe1366b5ab88c36f0c4ab4e9ad6b40e6cf5007089c8a4988fe484")
+    version("0.1.0", sha256="6169b51cccc3ea343b671681dc8037f74caa53bae7c2f3b195b8232fa756dfd8")
 
     variant(
         "memkind",

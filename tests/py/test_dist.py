@@ -83,6 +83,7 @@ def test_holds_every_tracked_file(tarball: Path) -> None:
     assert files == set(tracked) - {n.format(v=version()) for n in NAMING} | {"MANIFEST"}
 
 
+@pytest.mark.skipif(not (ROOT / NAMING[0]).exists(), reason="a release tarball has no recipe")
 def test_from_the_unpacked_tarball(tarball: Path, tmp_path: Path) -> None:
     """Without git: the same tarball again, `hmtune --version`, and dist-record writing
     the checksum into a recipe and an easyconfig put next to it."""
