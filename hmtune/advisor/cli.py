@@ -265,7 +265,7 @@ def _solver_warnings(strategy: str) -> list[str]:
         return []
     instead = (f"{mip.TITLES[names[0]]} is used instead" if names
                else "no MIP solver can run: the density placement is used instead")
-    source = ("--solver" if mip._asked is not None else mip.SOLVER_ENV) + f"={want}"
+    source = f"{mip.asked_where()}={want}"
     return [f"{mip.TITLES[want]} was asked for ({source}) but cannot be used: "
             f"{mip.unusable(want)}; {instead}"]
 

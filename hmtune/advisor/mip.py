@@ -78,6 +78,11 @@ def asked() -> str | None:
     return None if name == "auto" else name
 
 
+def asked_where() -> str:
+    """Where the solver asked for comes from: "--solver" (ask) or HMTUNE_SOLVER."""
+    return "--solver" if _asked is not None else SOLVER_ENV
+
+
 def pulp_version() -> str:
     """PuLP's version ("" without PuLP)."""
     return str(getattr(pulp, "__version__", "?")) if pulp is not None else ""
