@@ -242,3 +242,27 @@ install: $(INSTALL_BUILT)
 
 clean:
 	rm -rf build build-san hmtune-out
+
+# --- Releases and packaging (packaging/, README.md "Installing") ---------------------
+# The release: `version` in pyproject.toml, set there only. The C programs that write it
+# (hmtune-finalize: the .pcf and the summary; libhmalloc.so: the statistics JSON) get it
+# as HMTUNE_VERSION (common/hm_version.h) and are rebuilt when pyproject.toml changes.
+HMTUNE_VERSION := $(shell sed -n 's/^version *= *"\(.*\)"/\1/p' $(ROOT)/pyproject.toml | head -1)
+CFLAGS_COMMON  += -DHMTUNE_VERSION='"$(HMTUNE_VERSION)"'
+$(BUILD)/bin/hmtune-finalize $(HMALLOC_SO): $(ROOT)/pyproject.toml
+
+# hmtune-VERSION.tar.gz and .sha256 in DIST (default build/dist), reproducible byte for
+# byte (packaging/dist.sh); dist-record also writes the checksum into the Spack recipe
+# and the easyconfig.
+DIST    ?=
+.PHONY: dist dist-record check-packaging
+dist:
+	@DIST="$(DIST)" $(ROOT)/packaging/dist.sh
+dist-record:
+	@DIST="$(DIST)" RECORD=1 $(ROOT)/packaging/dist.sh
+
+# The release installed as a centre would: EasyBuild (5, from PyPI, in a throw-away
+# virtualenv) with Lmod, and make install, each module loaded in a clean environment
+# and the loop run (packaging/check.sh; not part of make test).
+check-packaging:
+	@$(ROOT)/packaging/check.sh

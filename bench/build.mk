@@ -62,7 +62,9 @@ $(BUILD)/bench/umfpools: $(ROOT)/bench/umfpools.c | umf-check
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 -g $(WARN) -isystem $(UMF_INC) -o $@ $< -L$(UMF_LIBDIR) -lumf \
 	  -Wl,-rpath,$(UMF_LIBDIR)
+ifneq ($(UMF_FOUND),)
 BUILD_TARGETS += $(BUILD)/bench/umfpools
+endif
 
 # Per backend (hugetlb and its arena, memkind's hugepage kind, numa:0, umf:numa:0,
 # umf:hugetlb): the cost a matched malloc+free adds at 1 and 2 threads, the share of

@@ -17,8 +17,7 @@ HMI_CORE_SRC += $(ROOT)/interpose/hmi_backend.c $(ROOT)/interpose/hmi_spec.c \
                 $(ROOT)/interpose/hmi_capacity.c $(ROOT)/interpose/hmi_msg.c \
                 $(ROOT)/interpose/hmi_pagemap.c $(ROOT)/interpose/hmi_mmap.c \
                 $(ROOT)/interpose/hmi_split.c $(ROOT)/interpose/hmi_backend_memkind.c \
-                $(ROOT)/interpose/hmi_arena.c $(ROOT)/interpose/hmi_backend_umf.c \
-                $(ROOT)/interpose/hmi_umf_providers.c
+                $(ROOT)/interpose/hmi_arena.c
 HMI_CORE_HDR += $(ROOT)/interpose/hmi_backend.h $(ROOT)/interpose/hmi_backend_int.h \
                 $(ROOT)/interpose/hmi_pagemap.h $(ROOT)/interpose/hmi_mmap.h \
                 $(ROOT)/interpose/hmi_arena.h $(ROOT)/interpose/hmi_umf.h
@@ -48,11 +47,18 @@ endif
 UMF_SO   := $(if $(UMF_LIBDIR),$(UMF_LIBDIR)/libumf.so.1)
 UMF_CFLAGS := $(if $(UMF_INC),-isystem $(UMF_INC) -DHMI_UMF_LIB='"$(UMF_SO)"')
 UMF_MISSING := UMF not found (no libumf.pc or umf-config.cmake under $(UMF_ROOT)): run 'make deps' (installs UMF 1.2.0 into .deps/umf-1.2.0) or set UMF_ROOT=PREFIX
+# Without UMF the umf:* backends are left out (hmi_umf_absent.c: their tiers are
+# unavailable, saying how to get UMF); `make umf-check` says whether it was found.
+UMF_FOUND := $(if $(UMF_INC),$(wildcard $(UMF_INC)/umf.h))
+ifneq ($(UMF_FOUND),)
+HMI_CORE_SRC += $(ROOT)/interpose/hmi_backend_umf.c $(ROOT)/interpose/hmi_umf_providers.c
+else
+HMI_CORE_SRC += $(ROOT)/interpose/hmi_umf_absent.c
+$(info $(UMF_MISSING); building libhmalloc.so without the umf: backends)
+endif
 .PHONY: umf-check
 umf-check:
-	@if [ -z "$(UMF_INC)" ] || [ ! -f "$(UMF_INC)/umf.h" ]; then echo "$(UMF_MISSING)" >&2; exit 1; fi
-
-$(HMI_DIR)/hmi_backend_umf.o $(HMI_DIR)/hmi_umf_providers.o: | umf-check
+	@if [ -z "$(UMF_FOUND)" ]; then echo "$(UMF_MISSING)" >&2; exit 1; fi
 
 $(HMI_DIR)/%.o: $(ROOT)/interpose/%.c $(HMI_CORE_HDR) $(COMMON_HDR)
 	@mkdir -p $(@D)

@@ -7,6 +7,7 @@
 #include "hmi_backend.h"
 #include "hmi_placement.h"
 #include "hmi_static.h"
+#include "hm_version.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -317,7 +318,7 @@ static void write_json(struct out *o, const struct hmi_placement *pl, const char
     char exe[PATH_MAX];
     ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
     exe[el > 0 ? el : 0] = '\0';
-    outf(o, "{\n  \"version\": 1,\n  \"placement\": \"");
+    outf(o, "{\n  \"version\": 1,\n  \"hmtune\": \"" HMTUNE_VERSION "\",\n  \"placement\": \"");
     out_json_str(o, path);
     outf(o, "\",\n  \"program\": \"");
     out_json_str(o, exe);

@@ -12,12 +12,19 @@
 #   PREFIX/lib/hmtune/venv/                 their requirements (only without PYTHON=)
 #   PREFIX/share/hmtune/configs/            machines/*.toml, paraver/*.cfg
 #   PREFIX/share/doc/hmtune/                README.md, formats.md
-#   PREFIX/share/modulefiles/hmtune/VERSION an environment-modules/Lmod file (PATH only)
+#   PREFIX/share/modulefiles/hmtune/VERSION     a Tcl modulefile (Environment Modules,
+#                                               Lmod): PATH only
+#   PREFIX/share/modulefiles/hmtune/VERSION.lua the same for Lmod, which prefers it
 #
 # PYTHON=/path/to/python: use that interpreter, which must already have the
 # requirements (numpy, pandas, PuLP, matplotlib); otherwise a virtualenv is made from
 # python3 under PREFIX/lib/hmtune/venv and the runtime requirements of
 # requirements.txt are pip-installed into it (skipped when already there).
+# PYTHON=auto: python3 from PATH when it has the requirements, else that virtualenv.
+# When PYTHON finds a requirement through PYTHONPATH (Spack's build environment, loaded
+# modules), the directories it takes from there are recorded in
+# PREFIX/lib/hmtune/python/hmtune-pythonpath, which the installed package puts on its
+# own path (hmtune/__init__.py): the installed hmtune runs without that environment.
 # Inputs (from the Makefile): PREFIX, DESTDIR, PYTHON, BUILD.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -43,6 +50,13 @@ done
 # or a virtualenv under PREFIX.
 need_py='import sys; assert sys.version_info >= (3, 11), "Python 3.11 or newer is needed"
 import matplotlib, numpy, pandas, pulp'
+if [ "${PYTHON:-}" = auto ]; then
+  PYTHON=
+  if command -v python3 > /dev/null && python3 -c "$need_py" 2> /dev/null; then
+    PYTHON=$(command -v python3)
+  fi
+  echo "hmtune install: PYTHON=auto: ${PYTHON:-a virtualenv under PREFIX (python3 lacks the requirements)}"
+fi
 if [ -n "${PYTHON:-}" ]; then
   command -v "$PYTHON" > /dev/null || die "PYTHON=$PYTHON: no such interpreter"
   "$PYTHON" -c "$need_py" 2> /dev/null || die "PYTHON=$PYTHON lacks the requirements \
@@ -78,9 +92,42 @@ install -d "$pydir"
 done
 echo "hmtune ${version:-unknown}: this tree was installed by make install" > "$pydir/hmtune-installed"
 
+# The directories PYTHON imports the requirements from that it would not search in a
+# clean environment (PYTHONPATH entries: Spack's build environment, loaded modules).
+recorded_paths() {
+  local bare path='import json, sys; print(json.dumps(sys.path))'
+  bare=$(env -i PATH=/usr/bin:/bin "$run_py" -I -c "$path" 2> /dev/null) ||
+    bare=$("$run_py" -I -c "$path")
+  (cd / && "$run_py" -P - "$bare" "$root" <<'PY'
+import json, os, sys
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot, numpy, pandas, pulp  # noqa: E401,F401
+try:
+    import highspy  # noqa: F401
+except ImportError:
+    pass
+bare = {os.path.realpath(p) for p in json.loads(sys.argv[1]) if p}
+checkout = os.path.realpath(sys.argv[2])
+for p in sys.path:
+    real = os.path.realpath(p) if p else ""
+    if (p and os.path.isdir(p) and real not in bare and real != checkout
+            and not real.startswith(checkout + os.sep)):
+        print(p)
+PY
+  )
+}
+
 if [ -n "${PYTHON:-}" ]; then
   launcher_py=$(shquote "$run_py")
   rm -rf "$dest/lib/hmtune/venv"
+  extra=$(recorded_paths) || die "PYTHON=$PYTHON: cannot list where it finds the requirements"
+  if [ -n "$extra" ]; then
+    printf '%s\n' "$extra" > "$pydir/hmtune-pythonpath"
+    echo "hmtune install: requirements found outside $run_py's own path, recorded in" \
+         "lib/hmtune/python/hmtune-pythonpath:"
+    printf '%s\n' "$extra" | sed 's/^/   /'
+  fi
 else
   venv=$dest/lib/hmtune/venv
   run_py=$venv/bin/python
@@ -116,13 +163,29 @@ EOF
 chmod 755 "$dest/bin/hmtune"
 install -m 755 "$root/workflows/demo.sh" "$dest/bin/hmtune-demo"
 
-cat > "$dest/share/modulefiles/hmtune/${version:-current}" <<EOF
+# Modulefiles: PATH only (the launcher finds everything else from its own location).
+# Tcl for Environment Modules (and Lmod); Lua for Lmod, which takes it over the Tcl one
+# of the same name; Environment Modules skips it (no #%Module line).
+modfile=$dest/share/modulefiles/hmtune/${version:-current}
+whatis="hmtune: put an application's hot heap objects in fast memory tiers"
+cat > "$modfile" <<EOF
 #%Module1.0
 ## hmtune ${version}, installed by 'make install' into $prefix
-module-whatis "hmtune: put an application's hot heap objects in fast memory tiers"
-prepend-path PATH $prefix/bin
+proc ModulesHelp { } {
+    puts stderr "hmtune ${version}: trace, analyze, advise, run (hmtune --help)"
+}
+module-whatis "$whatis"
+module-whatis "Version: ${version}"
+prepend-path PATH {$prefix/bin}
 EOF
-chmod 644 "$dest/share/modulefiles/hmtune/${version:-current}"
+cat > "$modfile.lua" <<EOF
+-- hmtune ${version}, installed by 'make install' into $prefix
+help([[hmtune ${version}: trace, analyze, advise, run (hmtune --help)]])
+whatis("$whatis")
+whatis("Version: ${version}")
+prepend_path("PATH", [==[$prefix/bin]==])
+EOF
+chmod 644 "$modfile" "$modfile.lua"
 
 echo "hmtune install: done: $prefix/bin/hmtune (Python: $run_py)"
-echo "   environment modules: module use $prefix/share/modulefiles && module load hmtune"
+echo "   modules (Lmod, Environment Modules): module use $prefix/share/modulefiles && module load hmtune"

@@ -4,6 +4,7 @@
  * .pcf and .row. Prints what could not be recovered (processes killed before
  * their end record, truncated chunks) and, with --summary, a JSON summary. */
 #include "fin.h"
+#include "hm_version.h"
 
 #include <limits.h>
 #include <stdlib.h>
@@ -216,7 +217,7 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
     double cost_ns = 0;
     uint64_t cost_n[3] = { 0 };
     if (f)
-        fprintf(f, "{\n  \"trace\": ");
+        fprintf(f, "{\n  \"hmtune\": \"" HMTUNE_VERSION "\",\n  \"trace\": ");
     if (f)
         json_str(f, stem);
     if (f)

@@ -5,6 +5,7 @@
  * the 32000009 label), 41000012 per 41000010 frame the number of 32000009 frames it
  * gave ("1 > 3 > 1": the second is an inlined call, three levels). */
 #include "fin.h"
+#include "hm_version.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,8 @@ int fin_write_pcf(struct fin_ctx *c, const char *path)
     FILE *f = fopen(path, "w");
     if (!f)
         return -1;
+    /* Paraver skips lines that start with '#': the release that wrote the trace. */
+    fprintf(f, "# hmtune " HMTUNE_VERSION " (hmtune-finalize)\n");
     fprintf(f, "DEFAULT_OPTIONS\n\nLEVEL               THREAD\nUNITS               NANOSEC\n"
                "LOOK_BACK           100\nSPEED               1\nFLAG_ICONS          ENABLED\n"
                "NUM_OF_STATE_COLORS 1000\nYMAX_SCALE          37\n\n\n"

@@ -68,6 +68,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "density: weight per byte, greedily")
     p.add_argument("--threshold", type=float, default=1.0, metavar="PCT",
                    help="misses strategy: least share of the weight, in percent (default 1)")
+    p.add_argument("--solver", choices=("auto", "cbc", "highs"), default=None,
+                   help="ilp strategies: the MIP solver to use first (default: "
+                        "HMTUNE_SOLVER, else auto: CBC, bundled with PuLP, then HiGHS, "
+                        "through highspy); one that cannot run gives a warning and the "
+                        "other")
     p.add_argument("--time-limit", type=float, default=30.0, metavar="S",
                    help="solver time limit in seconds (default 30)")
     p.add_argument("--gap", type=float, default=None, metavar="PCT",
@@ -244,11 +249,51 @@ def _forecast(sites_path: Path, meta: dict[str, str], problem: Problem,
     return predict.lines(mine, every, cal, problem.tiers[0].name)
 
 
+def _solver_warnings(strategy: str) -> list[str]:
+    """Before the exact strategies run: a warning when the MIP solver asked for
+    (--solver, HMTUNE_SOLVER) cannot run, saying why and what runs instead."""
+    from hmtune.advisor import mip
+
+    if strategy not in ("ilp", "ilp-lifetime"):
+        return []
+    try:
+        want = mip.asked()
+        names = mip.available_solvers()
+    except ValueError as e:
+        raise Failure(str(e), 2) from None
+    if want is None or (names and names[0] == want):
+        return []
+    instead = (f"{mip.TITLES[names[0]]} is used instead" if names
+               else "no MIP solver can run: the density placement is used instead")
+    source = f"{mip.asked_where()}={want}"
+    return [f"{mip.TITLES[want]} was asked for ({source}) but cannot be used: "
+            f"{mip.unusable(want)}; {instead}"]
+
+
+def _solver_said(placement: Placement) -> str | None:
+    """After an exact strategy: the MIP solver it used (with PuLP's version), that it
+    needed none, or why none could run."""
+    from hmtune.advisor import mip
+
+    if placement.strategy not in ("ilp", "ilp-lifetime"):
+        return None
+    used = [n for n in mip.PREFERENCE if n in placement.solver.replace("+", " ").split()]
+    if used:
+        return (f"hmtune advise: MIP solver: {mip.TITLES[used[-1]]} (PuLP "
+                f"{mip.pulp_version()})")
+    if placement.solver == "density-fallback":
+        why = "; ".join(f"{mip.TITLES[n]}: {mip.unusable(n) or 'failed'}"
+                        for n in mip.PREFERENCE)
+        return f"hmtune advise: MIP solver: none could run ({why})"
+    return f"hmtune advise: MIP solver: none needed ({placement.solver or '?'})"
+
+
 def _command(args: argparse.Namespace) -> str:
     parts = ["hmtune", "advise", args.sites]
     for flag, value in (("--mem", args.mem), ("--fraction", args.fraction),
                         ("--machine", args.machine),
                         ("--strategy", args.strategy), ("--threshold", args.threshold),
+                        ("--solver", args.solver),
                         ("--allocs", args.allocs), ("-o", args.output),
                         ("--format", args.format)):
         if value is not None:
@@ -346,10 +391,11 @@ def run(args: argparse.Namespace) -> int:
 
     opts = _options(args)
     try:
-        from hmtune.advisor import strategies
+        from hmtune.advisor import mip, strategies
     except ImportError as e:
         raise Failure(f"the placement strategies (hmtune/advisor/strategies.py) are not "
                       f"available: {e}", 2) from None
+    mip.ask(args.solver)
     t0 = time.monotonic()
     sites_path = resolve(args.sites)
     if args.fraction is not None:
@@ -407,6 +453,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.whole_objects:
         problem, sites = _split(problem, sites, sites_path, notes)
         table = sites.table
+    for w in _solver_warnings(opts.strategy) if problem.n else []:
+        print(f"hmtune advise: warning: {w}", file=sys.stderr)
     if problem.n == 0:
         placement = Placement(np.zeros(0, np.int64), opts.strategy, 0.0, 0.0, "none",
                               ["no placeable site in the input: nothing to place"])
@@ -421,6 +469,9 @@ def run(args: argparse.Namespace) -> int:
         from hmtune.advisor.split import complete
 
         placement = complete(problem, table, placement)
+        said = _solver_said(placement)
+        if said:
+            print(said)
     from hmtune.advisor import outputs
 
     out = Path(args.output) if args.output else sites_path.parent / "placement.txt"

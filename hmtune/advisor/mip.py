@@ -6,7 +6,10 @@
                 x[i,k] in {0,1}, and x[i,k] = 0 where not allowed
 
 CBC (bundled with PuLP) is preferred, HiGHS (through highspy) used when CBC cannot
-run. Both report a proven bound: CBC in its log, HiGHS in its info record.
+run; `hmtune advise --solver` or HMTUNE_SOLVER (auto, cbc, highs) asks for one first
+(ask, asked), and `unusable` says why one cannot run (the advisor warns with it when
+the one asked for cannot). Both report a proven bound: CBC in its log, HiGHS in its
+info record.
 `solve_lp` solves the LP relaxation of the same program (ilp-lifetime's rows).
 A returned assignment is always checked against the rows in exact arithmetic on the
 integral page counts and repaired when solver tolerances let a row overflow.
@@ -50,20 +53,78 @@ READ_BACK_SECONDS = 0.2    # kept for reading the solution back
 PREFERENCE = ("cbc", "highs")
 
 
-def _usable(name: str) -> bool:
+SOLVER_ENV = "HMTUNE_SOLVER"
+CHOICES = ("auto", *PREFERENCE)
+TITLES = {"cbc": "CBC", "highs": "HiGHS"}
+_asked: str | None = None       # ask(); None: HMTUNE_SOLVER, else auto
+
+
+def ask(name: str | None) -> None:
+    """Ask for a solver first (a name of PREFERENCE, or "auto"); None: HMTUNE_SOLVER.
+    Raises ValueError for another name."""
+    global _asked
+    if name is not None and name not in CHOICES:
+        raise ValueError(f"unknown MIP solver {name!r}: use one of {', '.join(CHOICES)}")
+    _asked = name
+
+
+def asked() -> str | None:
+    """The solver asked for (ask(), else HMTUNE_SOLVER), None for auto. Raises
+    ValueError when HMTUNE_SOLVER names no solver."""
+    name = _asked if _asked is not None else \
+        (os.environ.get(SOLVER_ENV, "").strip().lower() or "auto")
+    if name not in CHOICES:
+        raise ValueError(f"{SOLVER_ENV}={name}: use one of {', '.join(CHOICES)}")
+    return None if name == "auto" else name
+
+
+def asked_where() -> str:
+    """Where the solver asked for comes from: "--solver" (ask) or HMTUNE_SOLVER."""
+    return "--solver" if _asked is not None else SOLVER_ENV
+
+
+def pulp_version() -> str:
+    """PuLP's version ("" without PuLP)."""
+    return str(getattr(pulp, "__version__", "?")) if pulp is not None else ""
+
+
+def unusable(name: str) -> str | None:
+    """Why the solver `name` cannot run here; None when it can."""
+    if pulp is None:
+        return "PuLP is not installed"
+    if name == "highs":
+        if not hasattr(pulp, "HiGHS"):
+            return (f"PuLP {pulp_version()} has no HiGHS interface (pulp.HiGHS needs PuLP "
+                    "2.8 or newer)")
+        try:
+            import highspy  # noqa: F401
+        except ImportError:
+            return "highspy (HiGHS's Python module, which pulp.HiGHS drives) is not installed"
     try:
         if name == "highs":
-            return bool(pulp.HiGHS().available())
-        return bool(pulp.PULP_CBC_CMD(msg=False).available())
-    except Exception:   # noqa: BLE001 - a broken install counts as missing
-        return False
+            ok = bool(pulp.HiGHS().available())
+        else:
+            ok = bool(pulp.PULP_CBC_CMD(msg=False).available())
+    except Exception as e:   # noqa: BLE001 - a broken install counts as missing
+        return f"PuLP failed to check it ({e})"
+    if not ok:
+        return ("PuLP's bundled CBC binary cannot run here" if name == "cbc"
+                else "PuLP reports it unavailable")
+    return None
+
+
+def _usable(name: str) -> bool:
+    return unusable(name) is None
 
 
 def available_solvers() -> list[str]:
-    """Names of the usable solvers, preferred first."""
+    """Names of the usable solvers: the one asked for first (when usable), then
+    PREFERENCE's order."""
     if pulp is None:
         return []
-    return [name for name in PREFERENCE if _usable(name)]
+    usable = [name for name in PREFERENCE if _usable(name)]
+    want = asked()
+    return sorted(usable, key=lambda n: n != want)
 
 
 def row_usage(assign: np.ndarray, rows: list[np.ndarray]) -> list[np.ndarray]:

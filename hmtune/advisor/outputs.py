@@ -52,6 +52,7 @@ from hmtune.advisor.report import (
 from hmtune.advisor.tiers import Machine
 from hmtune.core.errors import Failure
 from hmtune.core.units import human
+from hmtune.core.version import version
 
 
 @dataclass
@@ -136,7 +137,7 @@ def _placement_file(sites: Sites, problem: Problem, placement: Placement,
     return PlacementFile(
         tiers=[TierLine(t.name, t.backend, t.capacity) for t in problem.tiers],
         depth=depth, size_window=(lo, hi), sites=site_lines,
-        generated_by=f"{command} ({stamp})",
+        generated_by=f"{command} (hmtune {version()}, {stamp})",
         comments={"depth": "frames in the longest placed call stack",
                   "size-window": window_note},
         program=traced_program(sites.path, str(sites.meta.get("trace", ""))),
@@ -182,7 +183,8 @@ def render(args: argparse.Namespace, sites: Sites, machine: Machine, problem: Pr
                          "not in FlexMalloc's files: FlexMalloc places allocations only")
     uses = tier_use(sites, problem, placement)
     curve = _curve(problem, strategies)
-    header = [("input", f"{sites.path} (trace {sites.meta.get('trace', '?')}, sampler "
+    header = [("hmtune", version()),
+              ("input", f"{sites.path} (trace {sites.meta.get('trace', '?')}, sampler "
                         f"{sites.meta.get('sampler', '?')}, labels "
                         f"{sites.meta.get('label_form', '?')})"),
               ("machine", f"{machine.name} ({machine.source})"),

@@ -50,7 +50,8 @@ def _pcf_int(text: str, path: PathLike, lineno: int, what: str) -> int:
 def parse_pcf(path: PathLike) -> Pcf:
     """Read a `.pcf`: states, event types with descriptions, and VALUES tables.
 
-    Sections other than STATES, EVENT_TYPE and VALUES are skipped. Raises
+    Sections other than STATES, EVENT_TYPE and VALUES are skipped, and so are lines
+    starting with `#` (hmtune-finalize's first line names its release). Raises
     TraceFormatError (kind "pcf-syntax") on a malformed line of those three.
     """
     pcf = Pcf(os.fspath(path))
@@ -60,7 +61,7 @@ def parse_pcf(path: PathLike) -> Pcf:
     with open_text(path) as fh:
         for lineno, raw in enumerate(fh, 1):
             line = raw.strip()
-            if not line:
+            if not line or line[0] == "#":      # a comment, as Paraver reads it
                 continue
             if not (line[0].isdigit() or line[0] == "-"):   # a section keyword
                 section = line.split()[0]

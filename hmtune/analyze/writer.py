@@ -3,7 +3,8 @@
 
 sites.csv is written atomically (hmtune.core.files), so a reader never sees half a file.
 allocs.csv is written whole by the scanner (its rows grow with the trace, so they
-never pass through Python); its version line gets the trace id and the rows are copied
+never pass through Python); its version line gets the trace id and the release
+(`hmtune=VERSION`, as every version line has) and the rows are copied
 behind it (copy_file_range) into a temporary file that is renamed into place.
 """
 
@@ -22,6 +23,7 @@ from hmtune.analyze.sites import SiteTable
 from hmtune.analyze.sites_io import SITES_VERSION, Split, parse_version_line, version_line
 from hmtune.analyze.traceid import FIELD
 from hmtune.core.files import write_atomic
+from hmtune.core.sitesfile import release_field
 
 
 def _one_word(text: str) -> str:
@@ -66,14 +68,14 @@ def _copy_rest(src: BinaryIO, start: int, dst: BinaryIO) -> None:
 
 
 def install_allocs(scanned: str | Path, path: str | Path, trace_id: str | None = None) -> None:
-    """Put the scanner's allocs.csv at `path`: its version line with `trace-id=` added
-    (the rest copied as it is), written next to `path` under a temporary name and
-    renamed; without an id, a plain rename (or a copy and a rename across file
-    systems)."""
+    """Put the scanner's allocs.csv at `path`: its version line with `trace-id=` (when
+    given) and `hmtune=VERSION` added (the rest copied as it is), written next to `path`
+    under a temporary name and renamed."""
     def with_id(first: bytes) -> bytes:
-        return first.rstrip(b"\r\n") + f" {FIELD}={trace_id}\n".encode()
+        tid = f" {FIELD}={trace_id}" if trace_id is not None else ""
+        return first.rstrip(b"\r\n") + f"{tid} {release_field()}\n".encode()
 
-    _install(scanned, path, with_id if trace_id is not None else None)
+    _install(scanned, path, with_id)
 
 
 def install_profile(scanned: str | Path, path: str | Path, trace_id: str | None = None) -> None:
@@ -87,24 +89,17 @@ def install_profile(scanned: str | Path, path: str | Path, trace_id: str | None 
 
 
 def _install(scanned: str | Path, path: str | Path,
-             first_line: Callable[[bytes], bytes] | None) -> None:
+             first_line: Callable[[bytes], bytes]) -> None:
     """`scanned` to `path` (atomically), its first line replaced by first_line(line)."""
     src, dst = Path(scanned), Path(path)
     tmp = dst.with_name(f".{dst.name}.tmp.{os.getpid()}")
     try:
-        if first_line is None:
-            try:
-                os.replace(src, dst)
-                return
-            except OSError:
-                shutil.copyfile(src, tmp)
-        else:
-            with src.open("rb") as fin, tmp.open("wb") as fout:
-                first = fin.readline()
-                fout.write(first_line(first))
-                _copy_rest(fin, len(first), fout)
-                fout.flush()
-                os.fsync(fout.fileno())
+        with src.open("rb") as fin, tmp.open("wb") as fout:
+            first = fin.readline()
+            fout.write(first_line(first))
+            _copy_rest(fin, len(first), fout)
+            fout.flush()
+            os.fsync(fout.fileno())
         os.replace(tmp, dst)
     except BaseException:
         tmp.unlink(missing_ok=True)

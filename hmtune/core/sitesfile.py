@@ -21,12 +21,15 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from urllib.parse import quote, unquote
 
+from hmtune.core.version import version as release
+
 SITES_VERSION = 2
 ALLOCS_VERSION = 1
 PROFILE_VERSION = 1
 # The newest version of each kind this hmtune reads.
 VERSIONS = {"sites": SITES_VERSION, "allocs": ALLOCS_VERSION, "profile": PROFILE_VERSION}
 
+RELEASE_KEY = "hmtune"             # the version line's field naming the writer's release
 _VERSION_LINE = re.compile(r"^# hmtune (?P<kind>\w+) v(?P<version>\d+)(?P<rest>.*)$")
 _SAFE = "/:+!,.-_~@()[]"
 REDO = "re-run hmtune analyze on the trace"
@@ -38,10 +41,18 @@ class SitesFormatError(ValueError):
 
 
 def version_line(kind: str, version: int, **fields: object) -> str:
-    """`# hmtune <kind> v<version> k=v ...` (values percent-encoded)."""
+    """`# hmtune <kind> v<version> k=v ... hmtune=VERSION` (values percent-encoded; the
+    last field names the hmtune release that wrote the file)."""
     parts = [f"# hmtune {kind} v{version}"]
     parts += [f"{k}={quote(str(v), safe=_SAFE)}" for k, v in fields.items()]
+    parts.append(release_field())
     return " ".join(parts)
+
+
+def release_field() -> str:
+    """`hmtune=VERSION`: the field of every version line that names the writer's release
+    (hmtune.core.version)."""
+    return f"{RELEASE_KEY}={quote(release(), safe=_SAFE)}"
 
 
 def parse_version_line(line: str, kind: str, supported: int,

@@ -8,6 +8,7 @@ import sys
 from hmtune.advisor import cli as advisor_cli
 from hmtune.analyze import cli as analyze_cli
 from hmtune.core.errors import Failure
+from hmtune.core.version import version
 from hmtune.workflows import compare, explore, launch, machine, report, run, trace, view
 
 
@@ -25,6 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="hmtune",
         description="Find the heap objects that belong in fast memory and put them there.",
     )
+    p.add_argument("--version", action="version", version=f"hmtune {version()}",
+                   help="print hmtune's version and exit")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     trace.add_parser(sub)
     analyze_cli.add_parser(sub)

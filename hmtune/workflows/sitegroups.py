@@ -95,6 +95,7 @@ def placement_for(mask: int, groups: list[Group], fast: TierLine, slow: TierLine
     (static variables as static lines)."""
     from hmtune.advisor.placement import PlacementFile, SiteLine, static_line
     from hmtune.core.sitekey import frames
+    from hmtune.core.version import version
 
     chosen = [g for i, g in enumerate(groups) if mask >> i & 1]
     chains = [(c, sid) for g in chosen for c, sid in zip(g.chains, g.site_ids, strict=True)]
@@ -106,4 +107,4 @@ def placement_for(mask: int, groups: list[Group], fast: TierLine, slow: TierLine
         tiers=[fast, slow],
         depth=max([len(frames(c)) for c, _ in heap] or [1]),
         size_window=(0, max([g.max_size for g in chosen] or [0])),
-        sites=sites, generated_by=f"hmtune {label}", statics=statics)
+        sites=sites, generated_by=f"hmtune {label} (hmtune {version()})", statics=statics)

@@ -1,10 +1,12 @@
 # ruff: noqa: F403, F405
 # (Spack recipes take their directives from `from spack.package import *`.)
-"""Spack recipe for hmtune. Not built with Spack in this repository's CI (no Spack
-there): see README.md next to this file. It drives the same `make install` as a manual
-installation, so the installed layout is the one README.md ("Installing") describes."""
-
-from __future__ import annotations
+# No `from __future__ import annotations`: Spack 0.x puts `from spack.package import *`
+# in front of a recipe's text, and a __future__ import must come first. Annotations are
+# strings: Spack 0.x's spack.package exports no Prefix.
+"""Spack recipe for hmtune (README.md next to this file: what was and was not exercised,
+and how to install from the release tarball on an offline cluster). It drives the same
+`make install` as a manual installation, so the installed layout is the one README.md
+("Installing") describes."""
 
 from spack.package import *
 
@@ -21,11 +23,13 @@ class Hmtune(MakefilePackage):
     allocation tracer with data-address sampling (Paraver traces), per-site metrics,
     an ILP placement advisor and an LD_PRELOAD placement interposer."""
 
-    # Placeholder: point it at where hmtune is published (or a site mirror).
+    # Where releases are published (`make dist` writes the tarball): a site mirror or a
+    # local one (`spack mirror create`) serves the same file without changing this.
     homepage = "https://github.com/hmtune/hmtune"
-    git = "https://github.com/hmtune/hmtune.git"
+    url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
-    version("main", branch="main")
+    # The checksum of `make dist`'s tarball (make dist-record writes it here).
+    version("0.1.0", sha256="6414b04a74058c0ba8f70c1434fb7bae287fa01d471a56f54f51cb7794dec9b3")
 
     variant(
         "memkind",
@@ -36,7 +40,8 @@ class Hmtune(MakefilePackage):
     variant(
         "highs",
         default=False,
-        description="HiGHS (highspy) as the advisor's MIP solver when PuLP's CBC cannot run",
+        description="HiGHS (pulp.HiGHS through highspy) as the advisor's MIP solver "
+        "besides CBC (hmtune advise --solver highs)",
     )
 
     depends_on("c", type="build")
@@ -46,7 +51,7 @@ class Hmtune(MakefilePackage):
     # workflows/rusage.c).
     depends_on("libunwind")
     depends_on("capstone")                 # the software sampler's instruction decoder
-    depends_on("binutils+libiberty")       # libbfd: hmtune-finalize's symbol tables
+    depends_on("binutils")                 # libbfd: hmtune-finalize's symbol tables
     depends_on("zlib-api")                 # hmtune-prvscan reads .prv.gz
     # Not linked, dlopen()ed: a link dependency puts its lib/ in libhmalloc.so's RUNPATH.
     depends_on("memkind", when="+memkind", type="link")
@@ -58,6 +63,8 @@ class Hmtune(MakefilePackage):
     depends_on("py-pandas", type=("build", "run"))
     depends_on("py-pulp", type=("build", "run"))
     depends_on("py-matplotlib", type=("build", "run"))
+    # pulp.HiGHS appeared in PuLP 2.8; it drives HiGHS through highspy.
+    depends_on("py-pulp@2.8:", when="+highs", type=("build", "run"))
     depends_on("py-highspy", when="+highs", type=("build", "run"))
 
     sanity_check_is_file = [
@@ -72,17 +79,38 @@ class Hmtune(MakefilePackage):
     ]
     sanity_check_is_dir = ["share/hmtune/configs"]
 
-    def build(self, spec: Spec, prefix: Prefix) -> None:
+    def build(self, spec: "Spec", prefix: "Prefix") -> None:
         """`make install` builds exactly what it installs. The default target (`make`,
         `make build`) also builds the C++, Fortran and MPI test programs, which hmtune
         itself does not need."""
 
-    def install(self, spec: Spec, prefix: Prefix) -> None:
-        """The Makefile's install target; PYTHON= is Spack's interpreter, which has the
-        py-* dependencies, so no virtualenv is made under the prefix."""
+    def install(self, spec: "Spec", prefix: "Prefix") -> None:
+        """The Makefile's install target with PYTHON= Spack's interpreter: no virtualenv
+        is made, and the directories that interpreter finds the py-* dependencies in
+        (PYTHONPATH in Spack's build environment) are recorded in the installation, so
+        the installed hmtune runs without `spack load` or a module."""
         make("install", f"PREFIX={prefix}", f"PYTHON={spec['python'].command.path}")
 
-    def setup_run_environment(self, env: EnvironmentModifications) -> None:
+    @run_after("install")
+    def check_clean_environment(self) -> None:
+        """The installed hmtune in an environment without Spack's (a user's shell with no
+        `spack load`): its version, and with +highs a HiGHS the advisor can use."""
+        clean = {"PATH": "/usr/bin:/bin"}
+        hmtune = Executable(join_path(self.prefix.bin, "hmtune"))
+        said = hmtune("--version", output=str, env=clean).strip()
+        if said != f"hmtune {self.spec.version}":
+            raise InstallError(f"the installed hmtune says {said!r}, not hmtune "
+                               f"{self.spec.version}")
+        if self.spec.satisfies("+highs"):
+            python = Executable(self.spec["python"].command.path)
+            why = python("-P", "-c", "from hmtune.advisor import mip; "
+                         "print(mip.unusable('highs') or '')", output=str,
+                         env=dict(clean, PYTHONPATH=join_path(self.prefix.lib, "hmtune",
+                                                               "python"))).strip()
+            if why:
+                raise InstallError(f"+highs: the advisor cannot use HiGHS: {why}")
+
+    def setup_run_environment(self, env: "EnvironmentModifications") -> None:
         """PATH only. Deliberately no LD_PRELOAD and no LD_LIBRARY_PATH: `hmtune trace`
         and `hmtune run` preload their libraries (by absolute path) into the application
         they launch, and nothing else."""

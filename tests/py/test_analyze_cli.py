@@ -14,6 +14,8 @@ import pytest
 from hmtune.analyze.scan_io import SITES_TSV_COLUMNS, SITES_TSV_VERSION
 from hmtune.analyze.sites_io import ALLOCS_WRITTEN, SITES_WRITTEN, read_allocs, read_sites
 from hmtune.analyze.traceid import trace_id
+from hmtune.core.sitesfile import release_field
+from hmtune.core.version import version
 
 ROOT = Path(__file__).resolve().parents[2]
 HMTUNE = ROOT / "bin" / "hmtune"
@@ -165,9 +167,10 @@ def test_outputs_next_to_the_trace(env: dict[str, str], tmp_path: Path) -> None:
     assert tid is not None and len(tid) == 16
     assert sites.attrs["meta"] == {"version": "2", "trace": "hmtune-out/app/trace.prv",
                                    "trace-id": tid, "sampler": "soft",
-                                   "label_form": "module+0xoffset"}
+                                   "label_form": "module+0xoffset", "hmtune": version()}
     allocs = read_allocs(out / "allocs.csv")
-    assert allocs.attrs["meta"] == {"version": "1", "trace": "x.prv", "trace-id": tid}
+    assert allocs.attrs["meta"] == {"version": "1", "trace": "x.prv", "trace-id": tid,
+                                    "hmtune": version()}
     assert list(sites["site_id"]) == [3, 4]
     assert list(sites["share"]) == [0.5, 0.1]
     assert sites.loc[0, "callstack_raw"] == "/opt/app+0x10 > /lib/libc.so.6+0x20"
@@ -239,7 +242,8 @@ def test_allocs_copied_whole_without_copy_file_range(tmp_path: Path,
         dst.parent.mkdir()
         install_allocs(src, dst, "0123456789abcdef")
         text = dst.read_text()
-        assert text == AHEAD.replace("x.prv\n", "x.prv trace-id=0123456789abcdef\n") + rows
+        assert text == AHEAD.replace(
+            "x.prv\n", f"x.prv trace-id=0123456789abcdef {release_field()}\n") + rows
         assert sorted(p.name for p in dst.parent.iterdir()) == ["allocs.csv"]
     assert src.read_text() == AHEAD + rows
 

@@ -29,6 +29,8 @@ from hmtune.analyze.sites_io import (
     version_line,
 )
 from hmtune.analyze.writer import install_allocs, write_sites
+from hmtune.core.sitesfile import release_field
+from hmtune.core.version import version
 
 MIB = 1 << 20
 KB = 0x1000
@@ -196,10 +198,11 @@ def test_sites_roundtrip_and_version_line(tmp_path: Path) -> None:
     write_sites(path, s, "out dir/trace.prv", "soft 250 Hz", FORM_RAW)
     first = path.read_text().splitlines()[0]
     assert first == ("# hmtune sites v2 trace=out%20dir/trace.prv sampler=soft_250_Hz "
-                     "label_form=module+0xoffset")
+                     f"label_form=module+0xoffset {release_field()}")
     back = read_sites(path)
     assert back.attrs["meta"] == {"version": "2", "trace": "out dir/trace.prv",
-                                  "sampler": "soft_250_Hz", "label_form": FORM_RAW}
+                                  "sampler": "soft_250_Hz", "label_form": FORM_RAW,
+                                  "hmtune": version()}
     assert list(back.columns) == SITES_WRITTEN
     assert back.loc[back["site_id"] == 3, "callstack"].item() == "a b.c:1 > x,y.c:2"
     assert back.loc[back["site_id"] == 4, "callstack"].item() == 'q"uote.c:1'
@@ -215,13 +218,16 @@ def test_allocs_csv_from_the_scanner(tmp_path: Path) -> None:
     scan = run_scan(tr, tmp_path / "out dir,é+[x]")
     prv = tmp_path / "out dir,é+[x]" / "trace.prv"
     lines = scan.allocs_csv.read_text().splitlines()
-    assert lines[0] == version_line("allocs", 1, trace=str(prv))   # same encoding
+    # same encoding; the release is added when the file is put in place
+    assert lines[0] == version_line("allocs", 1, trace=str(prv)).removesuffix(
+        f" {release_field()}")
     assert lines[1:] == ["site_id,rank,thread,ptr,size,t_alloc,t_free,scale",
                          "3,1,1,0x800000000000,100,5,-1,1", "4,0,3,0x1000,7,6,9,1"]
     install_allocs(scan.allocs_csv, tmp_path / "allocs.csv")
     back = read_allocs(tmp_path / "allocs.csv")
     assert list(back["ptr"]) == ["0x800000000000", "0x1000"]
     assert back.attrs["meta"]["trace"] == str(prv)
+    assert back.attrs["meta"]["hmtune"] == version()
 
 
 def test_readers_refuse_newer_versions(tmp_path: Path) -> None:

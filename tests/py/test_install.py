@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 
 from hmtune.advisor.placement import read_placement
+from hmtune.core.version import version
+
+VERSION = version()
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILT = [ROOT / "build" / p for p in ("lib/libhmtrace.so", "lib/libhmalloc.so",
@@ -77,8 +80,10 @@ def test_layout(prefix: Path) -> None:
         assert os.access(prefix / f, os.X_OK), f
     assert not (prefix / "lib" / "hmtune" / "venv").exists()     # PYTHON= was given
     assert not list((prefix / "lib" / "hmtune" / "python").rglob("prvscan"))
-    modules = list((prefix / "share" / "modulefiles" / "hmtune").iterdir())
-    assert len(modules) == 1 and f"prepend-path PATH {prefix}/bin" in modules[0].read_text()
+    modules = sorted((prefix / "share" / "modulefiles" / "hmtune").iterdir())
+    assert [m.name for m in modules] == [VERSION, f"{VERSION}.lua"]
+    assert f"prepend-path PATH {{{prefix}/bin}}" in modules[0].read_text()
+    assert f'prepend_path("PATH", [==[{prefix}/bin]==])' in modules[1].read_text()
 
 
 def test_installed_paths(prefix: Path, tmp_path: Path) -> None:
@@ -164,8 +169,8 @@ def test_destdir_staging(tmp_path: Path) -> None:
     files = [p for p in staged.rglob("*") if p.is_file()]
     assert len(files) > 20
     assert [p for p in files if str(stage).encode() in p.read_bytes()] == []
-    module = next((staged / "share" / "modulefiles" / "hmtune").iterdir())
-    assert f"prepend-path PATH {final}/bin" in module.read_text()
+    module = staged / "share" / "modulefiles" / "hmtune" / VERSION
+    assert f"prepend-path PATH {{{final}/bin}}" in module.read_text()
     h = subprocess.run([str(staged / "bin" / "hmtune"), "--help"], capture_output=True,
                        env=run_env(), cwd=tmp_path)
     assert h.returncode == 0 and h.stdout

@@ -24,6 +24,7 @@ from hmtune.analyze.profile import (
     rebucket,
 )
 from hmtune.analyze.sites_io import SitesFormatError
+from hmtune.core.sitesfile import release_field
 
 MIB = 1 << 20
 P, Q, R = 0x7F0000000000, 0x7F1000000000, 0x7F2000000000
@@ -80,7 +81,7 @@ def test_profile_puts_the_weight_in_its_buckets(windowed: tuple[Path, dict, str]
     sites_first = (out / "sites.csv").read_text().splitlines()[0]
     tid = re.search(r"trace-id=(\w+)", sites_first)[1]
     assert first == f"# hmtune profile v1 trace={out.parent / 'trace.prv'} trace-id={tid} " \
-                    "granularity=4096"
+                    f"granularity=4096 {release_field()}"
     assert prof.trace_id == tid
     for sid in (3, 4):
         want_w: Counter[int] = Counter()
