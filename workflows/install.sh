@@ -111,8 +111,10 @@ bare = {os.path.realpath(p) for p in json.loads(sys.argv[1]) if p}
 checkout = os.path.realpath(sys.argv[2])
 for p in sys.path:
     real = os.path.realpath(p) if p else ""
-    if (p and os.path.isdir(p) and real not in bare and real != checkout
-            and not real.startswith(checkout + os.sep)):
+    # the checkout itself (where the hmtune package is read from now) is not needed;
+    # directories below it are (a virtualenv inside the checkout seen through
+    # PYTHONPATH)
+    if p and os.path.isdir(p) and real not in bare and real != checkout:
         print(p)
 PY
   )
