@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="6414b04a74058c0ba8f70c1434fb7bae287fa01d471a56f54f51cb7794dec9b3")
+    version("0.1.0", sha256="b95f80588518ec3eb7b15055e269a746614eda6204d311af173c4a0f615ba7fb")
 
     variant(
         "memkind",
