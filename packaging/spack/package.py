@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="b95f80588518ec3eb7b15055e269a746614eda6204d311af173c4a0f615ba7fb")
+    version("0.1.0", sha256="7c57990939c58d5c3f94ffd127d979abb58e6eb62d8369f5163a56d5ab497e86")
 
     variant(
         "memkind",
