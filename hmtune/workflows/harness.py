@@ -57,9 +57,10 @@ def add_run_options(p: argparse.ArgumentParser, what: str) -> None:
                         f"DIR/{what}/machine.toml)")
     measure.add_options(p, REFERENCE if what == "compare" else "the placement with nothing "
                                                                "in the fast tier")
-    p.add_argument("--fom", metavar="REGEX", default=None,
+    p.add_argument("--fom", metavar="REGEX", action="append", default=None,
                    help="figure of merit: the first group of REGEX in the application's "
-                        "stdout (default: the run's wall-clock seconds)")
+                        "stdout (default: the run's wall-clock seconds); given more than "
+                        "once, the geometric mean of the figures (all rates or all times)")
     p.add_argument("--higher-is-better", action="store_true",
                    help="the FOM is a rate (default: a time, lower is better); speedups "
                         "are how many times faster either way")
@@ -76,7 +77,7 @@ class Setup:
     app: list[str]
     stage: Path
     work: Path                      # stage/compare or stage/explore
-    fom_re: re.Pattern | None
+    fom_re: list[re.Pattern]          # empty: the run's wall-clock seconds
     machine: Path
     tiers: list[Tier]               # the machine file's, loaded once
     mem: int                        # fast-tier bytes per process, whole 2 MiB pages
@@ -109,7 +110,7 @@ def prepare(args: argparse.Namespace, what: str) -> Setup:
     if not paths.hmalloc_lib().exists():
         raise Failure(paths.not_built(paths.hmalloc_lib()), 2)
     try:
-        fom_re = re.compile(args.fom) if args.fom else None
+        fom_re = [re.compile(x) for x in args.fom or []]
     except re.error as e:
         raise Failure(f"--fom: not a regular expression: {e}", 2) from None
     work = stage / what

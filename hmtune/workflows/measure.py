@@ -257,7 +257,27 @@ def _stats_files(d: Path, tag: str) -> list[Path]:
     return [d / f"stats.{tag}.json", *sorted(d.glob(f"stats.{tag}.*.json"))]
 
 
-def one_run(v: Variant, tag: str, app: list[str], work: Path, fom_re: re.Pattern | None,
+def fom_of(patterns: list[re.Pattern], stdout: str) -> float | str:
+    """The figure of merit in a run's stdout: the first group (else the whole match) of
+    each pattern's first match, their geometric mean when there are several; or why
+    there is none. Every figure must be above 0 (a ratio of FOMs is the speedup)."""
+    logs = []
+    for rx in patterns:
+        m = rx.search(stdout)
+        if not m:
+            return f"--fom {rx.pattern!r} matches nothing in its stdout"
+        try:
+            x = float(m.group(1) if m.groups() else m.group(0))
+        except ValueError:
+            return f"--fom {rx.pattern!r} matched {m.group(0)!r}, not a number"
+        if not (x > 0 and math.isfinite(x)):
+            return (f"--fom {rx.pattern!r} gives {x:g}: speedups are ratios of FOMs, which "
+                    f"must be above 0")
+        logs.append(math.log(x))
+    return math.exp(sum(logs) / len(logs))
+
+
+def one_run(v: Variant, tag: str, app: list[str], work: Path, fom_re: list[re.Pattern],
             plan: Plan, target: str | None,
             judge: Callable[[int], str | None] = lambda rc: None) -> dict[str, str] | str:
     """Run the application once as variant v (files work/v/run.TAG.log, stats.TAG.json);
@@ -321,14 +341,11 @@ def one_run(v: Variant, tag: str, app: list[str], work: Path, fom_re: re.Pattern
     if problem:
         return f"{problem} (see {log})"
     fom = wall
-    if fom_re is not None:
-        m = fom_re.search(stdout)
-        if not m:
-            return f"--fom {fom_re.pattern!r} matches nothing in its stdout (see {log})"
-        try:
-            fom = float(m.group(1) if m.groups() else m.group(0))
-        except ValueError:
-            return f"--fom matched {m.group(0)!r}, not a number (see {log})"
+    if fom_re:
+        figure = fom_of(fom_re, stdout)
+        if isinstance(figure, str):
+            return f"{figure} (see {log})"
+        fom = figure
     if not (fom > 0 and math.isfinite(fom)):
         return (f"its FOM is {fom:g}: speedups are ratios of FOMs, which must be above 0 "
                 f"(see {log})")
@@ -399,7 +416,7 @@ def _halfwidth(rows: Rows, names: list[str], ref: str, top: str | None, plan: Pl
 
 
 def measure(variants: list[Variant], plan: Plan, app: list[str], work: Path,
-            fom_re: re.Pattern | None, who: str, rows: Rows, top: str | None = None,
+            fom_re: list[re.Pattern], who: str, rows: Rows, top: str | None = None,
             before_runs: Callable[[], contextlib.AbstractContextManager[None]] | None = None
             ) -> Outcome | None:
     """Run the rounds (variants[0] is the reference), skipping the runs already in rows

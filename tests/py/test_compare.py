@@ -228,6 +228,42 @@ def test_failing_application(stage: Path, tmp_path: Path) -> None:
     assert not (d / "compare" / "runs.csv").exists()         # no run was recorded
 
 
+def test_several_foms_give_their_geometric_mean(stage: Path, tmp_path: Path) -> None:
+    d = tmp_path / "two"
+    d.mkdir()
+    shutil.copy(stage / "sites.csv", d / "sites.csv")
+    r = hmtune("compare", "-o", str(d), "--machine", str(THP), "--repeats", "1",
+               "--strategies", "ilp", "--fom", FOM, "--fom", r"checksum=(\d+)", "--",
+               str(LATENCY), "-q")
+    assert r.returncode == 0, r.stderr
+    runs = rows(d / "compare" / "runs.csv")
+    assert len(runs) == 5
+    for x in runs:
+        log = (d / "compare" / x["variant"] / f"run.{x['repeat']}.log").read_text()
+        kt = float(re.search(FOM, log)[1])
+        cs = float(re.search(r"checksum=(\d+)", log)[1])
+        assert float(x["fom"]) == pytest.approx((kt * cs) ** 0.5, rel=1e-6)
+    # one pattern that matches nothing stops it at the first run, none recorded
+    e = tmp_path / "none"
+    e.mkdir()
+    shutil.copy(stage / "sites.csv", e / "sites.csv")
+    r = hmtune("compare", "-o", str(e), "--machine", str(THP), "--repeats", "1",
+               "--strategies", "ilp", "--fom", FOM, "--fom", r"gflops=(\d+)", "--",
+               str(LATENCY), "-q")
+    assert r.returncode == 1 and not (e / "compare" / "runs.csv").exists()
+
+
+def test_fom_of() -> None:
+    from hmtune.workflows.measure import fom_of
+    out = "a=2.0 b=8 c=-1 d=x\n"
+    assert fom_of([re.compile(r"a=([0-9.]+)")], out) == 2.0
+    assert fom_of([re.compile(r"a=([0-9.]+)"), re.compile(r"b=(\d+)")], out) == \
+        pytest.approx(4.0)
+    assert fom_of([re.compile(r"\d+")], "x 8") == pytest.approx(8.0)  # no group: the match
+    for bad in (r"c=(-?\d+)", r"d=(\w)", r"e=(\d)"):
+        assert isinstance(fom_of([re.compile(r"a=([0-9.]+)"), re.compile(bad)], out), str)
+
+
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="Open MPI not installed")
 def test_under_mpirun(stage: Path, tmp_path: Path) -> None:
     """--mpirun: the interposer on each rank, each rank's statistics read."""

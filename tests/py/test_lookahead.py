@@ -116,7 +116,11 @@ def test_look_ahead_recovers_the_hot_array(tmp_path: Path) -> None:
     # once in 14 runs), an address of the stack class and never of another object
     in_hot = [s for s in recovered if s.addr in hot]
     assert len(in_hot) >= 0.95 * len(recovered)
-    for s in recovered:
+    # in the loop (a sample now and then falls in the tracer's own free at exit, whose
+    # next access is its own static table)
+    in_loop = [s for s in recovered if SRC.name in (s.line or "")]
+    assert len(in_loop) >= 0.95 * len(recovered)
+    for s in in_loop:
         assert (s.obj == site and s.cls == 1) if s.addr in hot else s.cls == 3, s
         assert s.ahead <= 3 and s.why in (1, VEC, 4), s
     assert sum(s.store for s in recovered) >= 0.8 * len(recovered)
