@@ -124,7 +124,8 @@ def write_results(results: list[dict], args: argparse.Namespace) -> Path:
     for r in results:
         app = r["app"]
         md += ["", f"## {app.name}", "", f"`{' '.join(r['command'])}` in "
-               f"bench/work/{app.name}/; FOM `{app.fom}` "
+               f"bench/work/{app.name}/; FOM {' × '.join(f'`{x}`' for x in app.foms)}"
+               f"{' (geometric mean)' if len(app.foms) > 1 else ''} "
                f"({'higher' if app.higher_is_better else 'lower'} is better).", ""]
         md += ["| capacity | variant | speedup [95 %] | verdict | share of gain [95 %] | "
                "predicted [95 %] | fast MiB | wall s | minor faults | hugepages |",
