@@ -54,7 +54,10 @@ ifneq ($(UMF_FOUND),)
 HMI_CORE_SRC += $(ROOT)/interpose/hmi_backend_umf.c $(ROOT)/interpose/hmi_umf_providers.c
 else
 HMI_CORE_SRC += $(ROOT)/interpose/hmi_umf_absent.c
+# make test and make demo run deps first and build in a make that reads this again
+ifeq ($(filter test demo,$(MAKECMDGOALS)),)
 $(info $(UMF_MISSING); building libhmalloc.so without the umf: backends)
+endif
 endif
 .PHONY: umf-check
 umf-check:
