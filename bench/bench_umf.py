@@ -71,6 +71,7 @@ def costs(work: Path, rounds: int, pairs: int) -> dict[tuple[str, int], float]:
     cases: dict[str, Case] = {}
     for t in (1, 2):
         cases[f"plain/{t}"] = Case("malloc", t, pairs, SIZE)
+        cases[f"own/{t}"] = Case("locks:8", t, pairs, SIZE)   # thread-private work only
         for b in BACKENDS:
             cases[f"{b}/{t}"] = Case("malloc", t, pairs, SIZE, b,
                                      hbw=b == "memkind:MEMKIND_HBW", expect="placed")
@@ -85,6 +86,8 @@ def costs(work: Path, rounds: int, pairs: int) -> dict[tuple[str, int], float]:
             out[(b, t)] = statistics.median(got[f"{b}/{t}"]) - base
     out[("plain", 1)] = statistics.median(got["plain/1"])
     out[("plain", 2)] = statistics.median(got["plain/2"])
+    out[("own", 1)] = statistics.median(got["own/1"])
+    out[("own", 2)] = statistics.median(got["own/2"])
     return out
 
 
@@ -160,21 +163,34 @@ def exits(work: Path) -> dict[tuple[str, str], str]:
 
 # ---- the table ----
 
+def growth(cost: dict[tuple[str, int], float], b: str) -> float:
+    """A matched pair's whole cost at 2 threads over 1 thread (each thread's CPU ns)."""
+    return (cost[(b, 2)] + cost[("plain", 2)]) / (cost[(b, 1)] + cost[("plain", 1)])
+
+
 def table(cost: dict[tuple[str, int], float] | None,
           sh: dict[tuple[str, str], tuple[float, int] | None],
           ex: dict[tuple[str, str], str], po: dict[tuple[str, str], str]) -> str:
     cols = [str(s) for s in SIZES if any((b, str(s)) in sh for b in BACKENDS)] + ["mix"]
-    head = ["backend", "+ns 1 thr", "+ns 2 thr"] + [f"share {c}" for c in cols]
+    head = ["backend", "+ns 1 thr", "+ns 2 thr", "x 2 thr"] + [f"share {c}" for c in cols]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for b in BACKENDS:
         row = [f"`{b}`"] + [f"{cost[(b, t)]:.0f}" if cost else "-" for t in (1, 2)]
+        row.append(f"{growth(cost, b):.2f}" if cost else "-")
         for c in cols:
             v = sh.get((b, c))
             row.append("n/a" if v is None else f"{100 * v[0]:.1f} % ({v[1]} hp)")
         lines.append("| " + " | ".join(row) + " |")
     if cost:
         lines.append(f"\nwithout libhmalloc.so: {cost[('plain', 1)]:.0f} ns per 4 KiB pair "
-                     f"(1 thread), {cost[('plain', 2)]:.0f} ns (2 threads)")
+                     f"(1 thread), {cost[('plain', 2)]:.0f} ns (2 threads), x "
+                     f"{cost[('plain', 2)] / cost[('plain', 1)]:.2f}; x 2 thr: a pair's whole "
+                     "cost (glibc's and the interposer's) at 2 threads over 1 thread, each "
+                     "thread's CPU time; a backend that adds no per-thread cost grows as "
+                     "glibc does; thread-private work (8 uncontended lock/unlock pairs, "
+                     "nothing shared) grows x "
+                     f"{cost[('own', 2)] / cost[('own', 1)]:.2f} here: what two threads "
+                     "running at once cost each other on this machine's CPUs")
     lines.append("\nshare: bytes of the objects placed before the first refusal / the tier's "
                  "capacity (64 MiB; 1 GiB for 1 GiB objects); hp: 2 MiB hugepages the "
                  "process took from the pool by then")

@@ -102,9 +102,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         variants.append(Variant(UPPER, work / UPPER / "placement.txt"))
     top = UPPER if room is not None else None
-    need = max(mem, room or 0) * setup.procs
     checked = [v.placement for v in variants
                if v.placement is not None and v.name not in BASELINES]
+    need = max(mem, room or 0) * setup.procs
+    if args.reserve_hugepages:
+        need = harness.pool_need([p for p in checked if p is not None], setup.stage,
+                                 setup.procs, need)
 
     @contextlib.contextmanager
     def pools() -> Iterator[None]:

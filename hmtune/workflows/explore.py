@@ -266,13 +266,16 @@ def run(args: argparse.Namespace) -> int:
           f"({setup.machine.name}); rounds: {rounds}, every placement once a round, "
           "interleaved", file=sys.stderr)
 
+    checked = [work / upper / "placement.txt"] + ([] if why else
+                                                  [work / "advisor" / "placement.txt"])
+    need = whole * setup.procs
+    if args.reserve_hugepages:
+        need = harness.pool_need(checked, setup.stage, setup.procs, need)
+
     @contextlib.contextmanager
     def pools() -> Iterator[None]:
-        with harness.fast_tier_pool(first, whole * setup.procs, args.reserve_hugepages, who):
-            dead = harness.cannot_place(
-                [work / upper / "placement.txt"] + ([] if why else
-                                                    [work / "advisor" / "placement.txt"]),
-                setup.procs)
+        with harness.fast_tier_pool(first, need, args.reserve_hugepages, who):
+            dead = harness.cannot_place(checked, setup.procs)
             if dead:
                 raise harness.Refused(f"{dead}; nothing measured")
             yield

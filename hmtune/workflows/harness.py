@@ -219,6 +219,36 @@ def host_machine(work: Path, reserve: bool, who: str) -> Path:
     return path
 
 
+def pool_need(placements: list[Path], stage: Path, procs: int, bound: int) -> int:
+    """Bytes of hugepages the runs of these placements need free on this node at most:
+    the largest of what each needs as `hmtune run --reserve-hugepages` counts it
+    (hmtune/workflows/reserve.py: every placed site's blocks as libhmalloc lays them,
+    from allocs.csv), bound (the tiers' capacities) where that cannot be told. The
+    all-fast bound's capacity (room_for_all) is a loose fit: reserving it would take
+    tens of times the pages the run uses."""
+    from hmtune.advisor.placement import PlacementFormatError, read_placement
+    from hmtune.workflows import reserve
+
+    page = hugepages.Sysfs().default_page()
+    if page is None:
+        return bound
+    need = 0
+    for path in placements:
+        try:
+            pf = read_placement(path)
+        except (OSError, PlacementFormatError):
+            return bound
+        chains = {x.chain for x in pf.sites}
+        sizes, why = reserve.sizes_for(path, [stage], chains)
+        if why:
+            return bound
+        needs = reserve.tier_needs(pf, sizes, procs, page)
+        if any(n.sized_by == "capacity" for n in needs):
+            return bound
+        need = max(need, sum(n.pages * n.page for n in needs))
+    return min(need, bound)
+
+
 @contextlib.contextmanager
 def fast_tier_pool(fast: Tier, nbytes: int, reserve: bool, who: str) -> Iterator[None]:
     """With reserve and a hugetlb fast tier: nbytes of hugepages free while the block

@@ -253,6 +253,47 @@ def test_several_foms_give_their_geometric_mean(stage: Path, tmp_path: Path) -> 
     assert r.returncode == 1 and not (e / "compare" / "runs.csv").exists()
 
 
+NR = Path("/proc/sys/vm/nr_hugepages")
+HUGETLB = Path(__file__).resolve().parents[2] / "configs" / "machines" / "vm-hugetlb.toml"
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not NR.exists(), reason="needs root and hugepages")
+def test_reserves_what_the_runs_need(stage: Path, tmp_path: Path) -> None:
+    """--reserve-hugepages grows an empty pool by what the placements need (allocs.csv),
+    not by the all-fast bound's loose capacity, and every all-fast block still lands in
+    hugepages; the pool is put back."""
+    from hmtune.advisor.placement import read_placement
+    from hmtune.workflows.harness import pool_need
+
+    d = tmp_path / "huge"
+    d.mkdir()
+    for f in ("sites.csv", "allocs.csv"):
+        shutil.copy(stage / f, d / f)
+    before = NR.read_text()
+    NR.write_text("0\n")
+    try:
+        r = hmtune("compare", "-o", str(d), "--machine", str(HUGETLB), "--repeats", "1",
+                   "--strategies", "ilp", "--fom", FOM, "--reserve-hugepages", "--",
+                   str(LATENCY), "-q")
+        assert r.returncode == 0, r.stderr
+        assert NR.read_text() == "0\n"
+    finally:
+        NR.write_text(before)
+    tier = json.loads((d / "compare" / "all-fast" / "stats.0.json").read_text())["tiers"][0]
+    assert tier["placed_blocks"] > 1
+    assert tier["map_failed"] == 0 and tier["not_fitting"] == 0, tier    # nothing refused
+    upper = d / "compare" / "all-fast" / "placement.txt"
+    bound = read_placement(upper).tiers[0].capacity
+    assert bound is not None
+    need = pool_need([upper], d, 1, bound)
+    assert 0 < need < bound
+    # without the trace's sizes next to the placement: the capacity
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(upper, alone / "placement.txt")
+    assert pool_need([alone / "placement.txt"], alone, 1, bound) == bound
+
+
 def test_fom_of() -> None:
     from hmtune.workflows.measure import fom_of
     out = "a=2.0 b=8 c=-1 d=x\n"
