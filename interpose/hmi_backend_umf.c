@@ -240,10 +240,19 @@ static size_t usable_of(const struct hmi_bk *b, size_t n)
     return n > b->umf_poolable ? (size_t)hmi_round_up(n, HMI_PAGE_4K) : n;
 }
 
+/* The pool UMF's tracker named for the object this thread last asked the usable size
+ * of: free asks it first (the interposer's free path does), so that the object goes
+ * back to that pool without a second tracker lookup (umfFree's). Cleared when used and
+ * when the thread allocates; an object is only freed by its owner, so between the two
+ * calls no other thread can free it and have its address handed out again. */
+static __thread const void *t_last_p __attribute__((tls_model("initial-exec")));
+static __thread umf_memory_pool_handle_t t_last_pool __attribute__((tls_model("initial-exec")));
+
 void *hmi_umf_alloc(struct hmi_bk *b, size_t size, size_t align, int zero)
 {
     uint32_t index = (uint32_t)(b - hmi_bks);
     umf_memory_pool_handle_t pool = g_pools[index][hm_stripe()];
+    t_last_p = NULL;
     struct gate *g = gate_in();
     void *p = align <= 16 ? hmi_u.umfPoolMalloc(pool, size) : hmi_u.umfPoolAlignedMalloc(pool, size, align);
     if (!p && b->kind == HMI_BK_UMF_HUGETLB) {
@@ -272,14 +281,16 @@ void *hmi_umf_alloc(struct hmi_bk *b, size_t size, size_t align, int zero)
     return p;
 }
 
-/* An object goes back to the pool that handed it out (UMF's tracker knows which:
- * umfFree). usable: hmi_umf_usable's answer when the caller has it, else 0. */
+/* An object goes back to the pool that handed it out (UMF's tracker knows which).
+ * usable: hmi_umf_usable's answer when the caller has it, else 0. */
 void hmi_umf_free(struct hmi_bk *b, void *p, size_t usable)
 {
     if (!usable)
         usable = hmi_umf_usable(b, p);
+    umf_memory_pool_handle_t pool = p == t_last_p ? t_last_pool : NULL;
+    t_last_p = NULL;
     struct gate *g = gate_in();
-    umf_result_t r = hmi_u.umfFree(p);
+    umf_result_t r = pool ? hmi_u.umfPoolFree(pool, p) : hmi_u.umfFree(p);
     gate_out(g);
     if (r == UMF_RESULT_SUCCESS)
         hmi_uncharge(b, usable);
@@ -293,5 +304,7 @@ size_t hmi_umf_usable(const struct hmi_bk *b, const void *p)
     if (hmi_u.umfPoolByPtr(p, &pool) == UMF_RESULT_SUCCESS && pool)
         hmi_u.umfPoolMallocUsableSize(pool, p, &us);
     gate_out(g);
+    t_last_p = pool ? p : NULL;
+    t_last_pool = pool;
     return usable_of(b, us);
 }
