@@ -11,6 +11,7 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 HMTUNE = ROOT / "bin" / "hmtune"
 LATENCY = ROOT / "build" / "examples" / "latency"
 THP = ROOT / "configs" / "machines" / "vm-thp.toml"
+HUGETLB = ROOT / "configs" / "machines" / "vm-hugetlb.toml"
 CRASH = ROOT / "build" / "tests" / "programs" / "crash"     # `crash exit3`: exits 3
 FOM = "kernel_time_s=([0-9.]+)"                              # the examples' kernel time
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from advisefix import STANDARD, write_sites
-from clistage import CRASH, FOM, HMTUNE, LATENCY, THP, hmtune, latency_stage, rows
+from clistage import CRASH, FOM, HMTUNE, HUGETLB, LATENCY, THP, hmtune, latency_stage, rows
 
 from hmtune.core.sitesfile import footprint
 
@@ -229,12 +229,15 @@ def test_failing_application(stage: Path, tmp_path: Path) -> None:
 
 
 def test_several_foms_give_their_geometric_mean(stage: Path, tmp_path: Path) -> None:
-    d = tmp_path / "two"
-    d.mkdir()
-    shutil.copy(stage / "sites.csv", d / "sites.csv")
-    r = hmtune("compare", "-o", str(d), "--machine", str(THP), "--repeats", "1",
-               "--strategies", "ilp", "--fom", FOM, "--fom", r"checksum=(\d+)", "--",
-               str(LATENCY), "-q")
+    def with_foms(name: str, second: str) -> tuple[Path, subprocess.CompletedProcess[str]]:
+        d = tmp_path / name
+        d.mkdir()
+        shutil.copy(stage / "sites.csv", d / "sites.csv")
+        return d, hmtune("compare", "-o", str(d), "--machine", str(THP), "--repeats", "1",
+                         "--strategies", "ilp", "--fom", FOM, "--fom", second, "--",
+                         str(LATENCY), "-q")
+
+    d, r = with_foms("two", r"checksum=(\d+)")
     assert r.returncode == 0, r.stderr
     runs = rows(d / "compare" / "runs.csv")
     assert len(runs) == 5
@@ -244,17 +247,11 @@ def test_several_foms_give_their_geometric_mean(stage: Path, tmp_path: Path) -> 
         cs = float(re.search(r"checksum=(\d+)", log)[1])
         assert float(x["fom"]) == pytest.approx((kt * cs) ** 0.5, rel=1e-6)
     # one pattern that matches nothing stops it at the first run, none recorded
-    e = tmp_path / "none"
-    e.mkdir()
-    shutil.copy(stage / "sites.csv", e / "sites.csv")
-    r = hmtune("compare", "-o", str(e), "--machine", str(THP), "--repeats", "1",
-               "--strategies", "ilp", "--fom", FOM, "--fom", r"gflops=(\d+)", "--",
-               str(LATENCY), "-q")
+    e, r = with_foms("none", r"gflops=(\d+)")
     assert r.returncode == 1 and not (e / "compare" / "runs.csv").exists()
 
 
 NR = Path("/proc/sys/vm/nr_hugepages")
-HUGETLB = Path(__file__).resolve().parents[2] / "configs" / "machines" / "vm-hugetlb.toml"
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not NR.exists(), reason="needs root and hugepages")
