@@ -197,9 +197,10 @@ def bare(app: App, d: Path) -> tuple[float, str]:
     t0 = time.monotonic()
     r = subprocess.run(command(app), cwd=d, capture_output=True, text=True, timeout=3600)
     wall = time.monotonic() - t0
-    if r.returncode != 0 or fom_of(app.foms, r.stdout) is None:
+    fom = fom_of(app.foms, r.stdout)
+    if r.returncode != 0 or fom is None:
         sys.exit(f"{NAME}: {app.name}: the bare run failed (rc {r.returncode}, FOM "
-                 f"{'missing' if fom_of(app.foms, r.stdout) is None else 'found'}); "
+                 f"{'missing' if fom is None else 'found'}); "
                  f"stderr: {r.stderr.strip()[-300:]}")
     return wall, r.stdout
 
