@@ -4,7 +4,11 @@ until the intervals are narrow enough or the time budget is spent (--repeats aut
 each run's FOM, exit status and resources (wall, user and system time, page faults,
 max RSS, hugepages) kept in runs.csv as it ends, so that an interrupted measurement
 resumes where it stopped; a warning when the machine is busy; and the per-variant
-summary (hmtune/workflows/stats.py for the intervals). docs/formats.md §7."""
+summary (hmtune/workflows/stats.py for the intervals). docs/formats.md §7.
+
+Just over 500 lines: the options (--repeats, --budget, --pin, ...), runs.csv and the
+round loop are one contract with one reader; the options part (repeats_arg to
+plan_from) is what would move out first."""
 
 from __future__ import annotations
 
