@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="f1d2e7b6a4b83d198f4fe15a10bcdafb1da092f94eacc2c910d2cbd3f12690f5")
+    version("0.1.0", sha256="fcae8ecde61f43f7f43b6d9f67532c762d31f8de79e9951182b47df23aeafa7b")
 
     variant(
         "memkind",
