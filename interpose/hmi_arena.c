@@ -1,7 +1,8 @@
-/* hmi_arena.c — size classes, free lists and chunk carving for placed objects of up
- * to 1 MiB (see hmi_arena.h for why and how). */
+/* hmi_arena.c — size classes, free lists, slabs and chunk carving for placed objects
+ * of up to 1 MiB (see hmi_arena.h for why and how). */
 #include "hmi_arena.h"
 #include "hmi_backend.h"
+#include "hmi_pagemap.h"
 
 #include <pthread.h>
 #include <string.h>
@@ -10,38 +11,58 @@
 struct cls_state {
     pthread_mutex_t lock;
     void *free;                 /* freed objects, linked through their first word */
-    char *bump, *end;           /* the current chunk's part never handed out */
+    char *bump, *end;           /* the current slab's part never handed out */
 } __attribute__((aligned(64)));
+
+/* Per tier and slab size: the chunk being cut into slabs of that size. */
+struct carver {
+    pthread_mutex_t lock;
+    char *next, *end;           /* the chunk's slabs not cut yet */
+    uint16_t *row;              /* the chunk's row of hmi_chunk_slabs */
+} __attribute__((aligned(64)));
+static struct carver g_carv[HMI_MAX_TIERS][HMI_SLAB_CODES];
 
 /* Per tier, per class, one shard per thread stripe (hm_util.h): threads of different
  * stripes never share a lock or a line. A freed object goes to the freeing thread's
  * shard (objects of one class are interchangeable). Mapped when a tier first uses the
- * arena (60 KiB) and kept. */
+ * arena (384 KiB) and kept. */
 typedef struct cls_state shards_t[HMI_ARENA_CLASSES][HM_STRIPES];
 static shards_t *g_cls[HMI_MAX_TIERS];
 static int g_on[HMI_MAX_TIERS];             /* the tier uses the arena: fork takes its locks */
 
+/* Classes over 8 KiB (slabs of 256 KiB and more) have one shard for all threads: a
+ * partly used slab per thread would hold back up to 2 MiB each, and threads allocate
+ * objects that large too rarely to contend. */
 static struct cls_state *shard(uint32_t tier, unsigned cls)
 {
-    return &(*g_cls[tier])[cls][hm_stripe()];
+    return &(*g_cls[tier])[cls][cls > HMI_ARENA_STRIPED_MAX ? 0 : hm_stripe()];
 }
 
 size_t hmi_arena_class_size(unsigned c)
 {
-    if (c < 8)
+    if (c < 32)
         return (size_t)(c + 1) * 16;
-    unsigned k = (c - 8) / 4, j = (c - 8) % 4;
-    return ((size_t)128 << k) + (size_t)(j + 1) * ((size_t)32 << k);
+    unsigned k = (c - 32) / 32, j = (c - 32) % 32;
+    return ((size_t)512 << k) + (size_t)(j + 1) * ((size_t)16 << k);
 }
 
-/* The class of n bytes: 1..128 in steps of 16, then (128 << k, 256 << k] in four. */
+unsigned hmi_arena_slab_code(unsigned c)
+{
+    size_t want = hmi_arena_class_size(c) * 8;
+    unsigned code = 0;
+    while (code + 1 < HMI_SLAB_CODES && ((size_t)1 << (HMI_SLAB_SHIFT + code)) < want)
+        code++;
+    return code;
+}
+
+/* The class of n bytes: 1..512 in steps of 16, then (512 << k, 1024 << k] in 32. */
 static int class_of(size_t n)
 {
-    if (n <= 128)
+    if (n <= 512)
         return n ? (int)((n - 1) / 16) : 0;
-    unsigned k = (unsigned)(63 - __builtin_clzll((unsigned long long)(n - 1))) - 7;
-    size_t j = (n - 1 - ((size_t)128 << k)) / ((size_t)32 << k);
-    return (int)(8 + 4 * k + j);
+    unsigned k = (unsigned)(63 - __builtin_clzll((unsigned long long)(n - 1))) - 9;
+    size_t j = (n - 1 - ((size_t)512 << k)) / ((size_t)16 << k);
+    return (int)(32 + 32 * k + j);
 }
 
 int hmi_arena_class(size_t size, size_t align)
@@ -56,6 +77,33 @@ int hmi_arena_class(size_t size, size_t align)
         return class_of(n);
     }
     return size > HMI_ARENA_MAX ? -1 : class_of(size);
+}
+
+/* A fresh slab of class cls (size code) of tier: cut from the carver's chunk, the next
+ * chunk mapped when it has none left; NULL when the tier has no memory. */
+static char *new_slab(uint32_t tier, unsigned cls, unsigned code, hmi_chunk_fn map_chunk)
+{
+    struct carver *k = &g_carv[tier][code];
+    size_t ss = (size_t)1 << (HMI_SLAB_SHIFT + code);
+    pthread_mutex_lock(&k->lock);
+    if (k->next == k->end) {
+        char *c = map_chunk(tier, code);
+        if (!c) {
+            pthread_mutex_unlock(&k->lock);
+            return NULL;
+        }
+        uint32_t e = hmi_pagemap_get(c);
+        k->row = hmi_chunk_slabs[(e >> HMI_E_ROW_SHIFT) - 1];
+        k->next = c;
+        k->end = c + HMI_ARENA_CHUNK;
+    }
+    char *slab = k->next;
+    k->next += ss;
+    /* published before any of its objects is handed out */
+    __atomic_store_n(&k->row[((uintptr_t)slab & (HMI_ARENA_CHUNK - 1)) >> HMI_SLAB_SHIFT >> code],
+                     (uint16_t)(cls + 1), __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&k->lock);
+    return slab;
 }
 
 void *hmi_arena_alloc(uint32_t tier, unsigned cls, size_t size, int zero,
@@ -77,13 +125,15 @@ void *hmi_arena_alloc(uint32_t tier, unsigned cls, size_t size, int zero,
         return p;
     }
     if ((size_t)(s->end - s->bump) < csize) {
-        char *c = map_chunk(tier, cls);
+        unsigned code = hmi_arena_slab_code(cls);
+        size_t ss = (size_t)1 << (HMI_SLAB_SHIFT + code);
+        char *c = new_slab(tier, cls, code, map_chunk);
         if (!c) {
             pthread_mutex_unlock(&s->lock);
             return NULL;
         }
         s->bump = c;
-        s->end = c + HMI_ARENA_CHUNK / csize * csize;
+        s->end = c + ss / csize * csize;
     }
     p = s->bump;
     s->bump += csize;
@@ -120,6 +170,12 @@ int hmi_arena_reset(uint32_t tier, int on)
             s->bump = s->end = NULL;
         }
     }
+    for (unsigned c = 0; c < HMI_SLAB_CODES; c++) {
+        struct carver *k = &g_carv[tier][c];
+        pthread_mutex_init(&k->lock, NULL);
+        k->next = k->end = NULL;
+        k->row = NULL;
+    }
     g_on[tier] = on;
     return 0;
 }
@@ -132,10 +188,16 @@ void hmi_arena_atfork_prepare(void)
         for (unsigned c = 0; g_on[t] && c < HMI_ARENA_CLASSES; c++)
             for (unsigned k = 0; k < HM_STRIPES; k++)
                 pthread_mutex_lock(&(*g_cls[t])[c][k].lock);
+    for (uint32_t t = 0; t < HMI_MAX_TIERS; t++)
+        for (unsigned c = 0; g_on[t] && c < HMI_SLAB_CODES; c++)
+            pthread_mutex_lock(&g_carv[t][c].lock);
 }
 
 void hmi_arena_atfork_release(void)
 {
+    for (uint32_t t = 0; t < HMI_MAX_TIERS; t++)
+        for (unsigned c = 0; g_on[t] && c < HMI_SLAB_CODES; c++)
+            pthread_mutex_unlock(&g_carv[t][c].lock);
     for (uint32_t t = 0; t < HMI_MAX_TIERS; t++)
         for (unsigned c = 0; g_on[t] && c < HMI_ARENA_CLASSES; c++)
             for (unsigned k = 0; k < HM_STRIPES; k++)

@@ -10,17 +10,29 @@
  * lives, and nothing here runs at exit, so placed blocks stay valid until the
  * process is gone, whatever destructors run and in whatever order.
  *
- * Size classes: 16..128 bytes in steps of 16, then four classes per doubling up to
- * 1 MiB (60 classes; at most 25 % rounding). Every power of two is a class and
+ * Size classes: 16..512 bytes in steps of 16, then 32 classes per doubling up to
+ * 1 MiB (384 classes): above 512 bytes at most 3.1 % rounding, below it only the
+ * 16-byte alignment every malloc gives (a 24-byte object takes 32 bytes, as in glibc). Every power of two is a class and
  * chunks are 2 MiB-aligned, so an object of a power-of-two class is aligned to its
  * size: an aligned request takes the power-of-two class of max(size, align).
- * A chunk holds objects of one class of one tier, carved from its start (bump), and
- * freed objects go to the class's free list (their first word links them). Each
- * (tier, class) has one shard per thread stripe (hm_util.h), with its own mutex,
- * free list and chunk, so threads of different stripes never contend; a chunk is
- * mapped with the shard's lock held (mmap and mbind only: no allocation). Chunks are never unmapped while the tier is open.
+ * Slabs: a chunk is cut into slabs of one size, a power of two from 64 KiB to 2 MiB:
+ * the class's size times 8, rounded up (so a slab's unused end is at most 1/8 of it,
+ * and a class holds back at most one partly used slab; classes over 256 KiB take
+ * whole chunks). A slab holds objects of one
+ * class, carved from its start (bump), and freed objects go to the class's free list
+ * (their first word links them). A class of up to 8 KiB holds back at most one
+ * partly used 64 KiB slab per thread stripe, not a 2 MiB chunk.
+ * The chunk's slab size is in its page-map entry and each slab's class in the chunk
+ * table's row (hmi_pagemap.h), which is how free finds an object's class.
+ * Each (tier, class) of up to 8 KiB has one shard per thread stripe (hm_util.h), with
+ * its own mutex, free list and slab, so threads of different stripes never contend;
+ * a larger class has one shard for all threads (a slab per thread would hold back up
+ * to 2 MiB each); per tier and
+ * slab size one carver, with its own mutex, cuts slabs from the chunk it holds and
+ * maps the next chunk (mmap and mbind, or the UMF provider: no allocation) with the
+ * lock held. Chunks are never unmapped while the tier is open.
  * Fork: the interposer's pthread_atfork handlers take every lock of the open
- * tiers (prepare) and release them (parent, child). */
+ * tiers (prepare: shards, then carvers) and release them (parent, child). */
 #ifndef HMI_ARENA_H
 #define HMI_ARENA_H
 
@@ -28,18 +40,25 @@
 #include <stdint.h>
 #include "hm_util.h"
 
-#define HMI_ARENA_CLASSES 60u
+#define HMI_ARENA_CLASSES 384u
 #define HMI_ARENA_CHUNK   (2ull << 20)
+#define HMI_SLAB_SHIFT    16u                  /* the smallest slab: 64 KiB */
+#define HMI_SLAB_CODES    6u                   /* slabs of 64 KiB << code, up to 2 MiB */
+#define HMI_SLABS_MAX     (HMI_ARENA_CHUNK >> HMI_SLAB_SHIFT)     /* per chunk: 32 */
+#define HMI_ARENA_STRIPED_MAX 159u             /* the 8 KiB class: larger ones, one shard */
 #define HMI_ARENA_MAX     (1ull << 20)         /* the largest class */
 
 /* The class of a request of size bytes aligned to align (a power of two, >= 16),
  * or -1 when it is larger than HMI_ARENA_MAX. */
 int hmi_arena_class(size_t size, size_t align) HM_HIDDEN;
 size_t hmi_arena_class_size(unsigned cls) HM_HIDDEN;
+/* The slab size code of class cls: its slabs have 64 KiB << code bytes. */
+unsigned hmi_arena_slab_code(unsigned cls) HM_HIDDEN;
 
-/* Maps one zero-filled, 2 MiB-aligned chunk of HMI_ARENA_CHUNK bytes for (tier, cls)
- * and records it as the tier's; NULL when the tier has no memory left. */
-typedef void *(*hmi_chunk_fn)(uint32_t tier, unsigned cls);
+/* Maps one zero-filled, 2 MiB-aligned chunk of HMI_ARENA_CHUNK bytes for tier, to be
+ * cut into slabs of size code, and records it as the tier's (hmi_chunk_record); NULL
+ * when the tier has no memory left. */
+typedef void *(*hmi_chunk_fn)(uint32_t tier, unsigned code);
 
 /* An object of class cls from tier (NULL when no chunk can be mapped); zero: the
  * first size bytes are zero. */

@@ -45,12 +45,13 @@ int hmi_backend_open(uint32_t index, const char *name, const char *spec,
     hmi_msg_str(&why, ": ");
     int rc = hmi_spec_open(b, spec, capacity, unlimited, &why);
     /* Small objects are packed in 2 MiB chunks (hmi_arena.h): up to 1 MiB where a
-     * block of its own would take a whole 2 MiB page (hugetlb, the memkind hugepage
-     * kinds) or would get none (thp: the kernel backs only 2 MiB-aligned ranges a
-     * mapping covers whole), up to 256 KiB on 4 KiB pages (larger blocks of their own
-     * waste < 4 KiB, an arena class up to 25 %). */
-    if (rc == 0 && b->kind != HMI_BK_DEFAULT && !umf_kind(b))
-        b->arena_max = b->map_huge || b->thp ? HMI_ARENA_MAX : HMI_ARENA_MAX / 4;
+     * block of its own would take a whole 2 MiB page (hugetlb, umf:hugetlb, the
+     * memkind hugepage kinds), would get none (thp: the kernel backs only 2 MiB-aligned
+     * ranges a mapping covers whole) or a 2 MiB granule of UMF's (umf:numa), up to
+     * 256 KiB on 4 KiB pages (a larger block of its own wastes < 4 KiB, 1.6 %). */
+    if (rc == 0 && b->kind != HMI_BK_DEFAULT)
+        b->arena_max = b->map_huge || b->thp || umf_kind(b) ? HMI_ARENA_MAX
+                                                             : HMI_ARENA_MAX / 4;
     if (rc == 0 && hmi_arena_reset(index, b->arena_max != 0) != 0) {
         hmi_msg_str(&why, "cannot map the small-object arena's state");
         rc = -1;
@@ -179,11 +180,15 @@ static void *arena_alloc(struct hmi_bk *b, uint32_t index, unsigned cls, size_t 
                          int zero)
 {
     size_t cs = hmi_arena_class_size(cls);
-    if (hmi_charge(b, cs))
+    /* small ones from the thread's credit (marked then); a larger one marks the high-
+     * water mark once it is there: a chunk the pool refuses leaves no mark */
+    if (hmi_charge_unmarked(b, cs))
         return NULL;
     void *p = hmi_arena_alloc(index, cls, size, zero, hmi_map_chunk);
     if (!p)
         hmi_uncharge(b, cs);
+    else if (cs > HMI_CREDIT_SMALL)
+        hmi_mark_high_water(b);
     return p;
 }
 
@@ -192,16 +197,12 @@ static void *backend_alloc(uint32_t index, size_t size, size_t align, int zero)
     struct hmi_bk *b = request_tier(index, &size, &align);
     if (!b)
         return NULL;
-    if (umf_kind(b)) {
-        void *p = hmi_umf_alloc(b, size, align, zero);
-        hmi_count(b, p ? HMI_C_PLACED : HMI_C_NOT_FITTING);
-        return p;
-    }
-    /* fresh anonymous mappings are zero: only reused arena objects need clearing */
+    /* fresh chunks and mappings are zero: only reused arena objects need clearing */
     int cls = b->arena_max ? hmi_arena_class(size, align) : -1;
     void *p = cls >= 0 && hmi_arena_class_size((unsigned)cls) <= b->arena_max
                   ? arena_alloc(b, index, (unsigned)cls, size, zero)
-                  : hmi_mmap_alloc(b, index, size, align);
+              : umf_kind(b) ? hmi_umf_alloc(b, size, align, zero)
+                            : hmi_mmap_alloc(b, index, size, align);
     hmi_count(b, p ? HMI_C_PLACED : HMI_C_NOT_FITTING);
     return p;
 }

@@ -130,6 +130,10 @@ void *hmi_umf_alloc(struct hmi_bk *b, size_t size, size_t align, int zero) HM_HI
 /* Free p, an object of b's pools, and give back its charge; usable: what
  * hmi_umf_usable says of p when the caller has it, else 0. */
 void hmi_umf_free(struct hmi_bk *b, void *p, size_t usable) HM_HIDDEN;
+/* One zero-filled, 2 MiB-aligned arena chunk (hmi_arena.h) from tier index's UMF
+ * provider, recorded as a chunk of slabs of size code; NULL when the provider has
+ * none. */
+void *hmi_umf_chunk(uint32_t index, unsigned code) HM_HIDDEN;
 /* Bytes usable at p, an object of b's pool. */
 size_t hmi_umf_usable(const struct hmi_bk *b, const void *p) HM_HIDDEN;
 /* Destroy b's pool and give its memory back (hmi_backend_close: nothing is live). */

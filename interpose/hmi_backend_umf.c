@@ -240,6 +240,13 @@ static size_t usable_of(const struct hmi_bk *b, size_t n)
     return n > b->umf_poolable ? (size_t)hmi_round_up(n, HMI_PAGE_4K) : n;
 }
 
+/* umf:hugetlb's range is full: give the slabs the pools keep empty back to it. */
+static void trim(uint32_t index)
+{
+    for (uint32_t k = 0; k < HM_STRIPES; k++)
+        hmi_u.umfPoolTrimMemory(g_pools[index][k], 0);
+}
+
 /* The pool UMF's tracker named for the object this thread last asked the usable size
  * of: free asks it first (the interposer's free path does), so that the object goes
  * back to that pool without a second tracker lookup (umfFree's). Cleared when used and
@@ -253,12 +260,15 @@ void *hmi_umf_alloc(struct hmi_bk *b, size_t size, size_t align, int zero)
     uint32_t index = (uint32_t)(b - hmi_bks);
     umf_memory_pool_handle_t pool = g_pools[index][hm_stripe()];
     t_last_p = NULL;
+    /* above the slabs the charge is known before: charged first, so that a request
+     * over the capacity never takes hugepages from the pool */
+    size_t pre = size > b->umf_poolable ? usable_of(b, size) : 0;
+    if (pre && hmi_charge(b, pre) != 0)
+        return NULL;
     struct gate *g = gate_in();
     void *p = align <= 16 ? hmi_u.umfPoolMalloc(pool, size) : hmi_u.umfPoolAlignedMalloc(pool, size, align);
     if (!p && b->kind == HMI_BK_UMF_HUGETLB) {
-        /* the range is full: give the slabs the pools keep empty back to it, once */
-        for (uint32_t k = 0; k < HM_STRIPES; k++)
-            hmi_u.umfPoolTrimMemory(g_pools[index][k], 0);
+        trim(index);
         p = align <= 16 ? hmi_u.umfPoolMalloc(pool, size) : hmi_u.umfPoolAlignedMalloc(pool, size, align);
     }
     size_t us = 0;
@@ -268,9 +278,17 @@ void *hmi_umf_alloc(struct hmi_bk *b, size_t size, size_t align, int zero)
         p = NULL;
     }
     gate_out(g);
-    if (!p)
+    if (!p || (pre && usable_of(b, us) != pre)) {
+        if (p) {
+            g = gate_in();
+            hmi_u.umfPoolFree(pool, p);
+            gate_out(g);
+        }
+        if (pre)
+            hmi_uncharge(b, pre);
         return NULL;
-    if (hmi_charge(b, usable_of(b, us)) != 0) {
+    }
+    if (!pre && hmi_charge(b, usable_of(b, us)) != 0) {
         g = gate_in();
         hmi_u.umfPoolFree(pool, p);
         gate_out(g);
@@ -278,6 +296,39 @@ void *hmi_umf_alloc(struct hmi_bk *b, size_t size, size_t align, int zero)
     }
     if (zero)
         memset(p, 0, size);
+    return p;
+}
+
+/* An arena chunk is a whole granule of the tier's provider, as a pool's slab would be:
+ * fresh from the OS provider (zero) on umf:numa, a part of the region on umf:hugetlb,
+ * whose fixed provider may hand out again what a large object freed (cleared here). */
+void *hmi_umf_chunk(uint32_t index, unsigned code)
+{
+    int64_t k = hmi_chunk_slot();
+    if (k < 0)
+        return NULL;
+    int huge = hmi_bks[index].kind == HMI_BK_UMF_HUGETLB;
+    void *p = NULL;
+    struct gate *g = gate_in();
+    for (int again = huge; ; again = 0) {
+        p = NULL;
+        if (hmi_u.umfMemoryProviderAlloc(g_prov[index], HMI_PAGE_2M, HMI_PAGE_2M, &p) !=
+                UMF_RESULT_SUCCESS)
+            p = NULL;
+        if (p && (((uintptr_t)p & (HMI_PAGE_2M - 1)) || !hmi_pagemap_covers(p))) {
+            hmi_u.umfMemoryProviderFree(g_prov[index], p, HMI_PAGE_2M);
+            p = NULL;
+        }
+        if (p || !again)
+            break;
+        trim(index);
+    }
+    gate_out(g);
+    if (!p)
+        return NULL;
+    if (huge)
+        memset(p, 0, HMI_PAGE_2M);
+    hmi_chunk_record(k, (uintptr_t)p, index, code);
     return p;
 }
 

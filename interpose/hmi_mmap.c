@@ -114,16 +114,18 @@ static char *map_block(struct hmi_bk *b, uint64_t len, uint64_t span, size_t ali
     return a;
 }
 
-void *hmi_map_chunk(uint32_t index, unsigned cls)
+void *hmi_map_chunk(uint32_t index, unsigned code)
 {
     struct hmi_bk *b = &hmi_bks[index];
+    if (b->kind == HMI_BK_UMF_NUMA || b->kind == HMI_BK_UMF_HUGETLB)
+        return hmi_umf_chunk(index, code);
     int64_t k = hmi_chunk_slot();
     if (k < 0)
         return NULL;
     char *a = map_block(b, HMI_PAGE_2M, HMI_PAGE_2M, HMI_PAGE_2M);
     if (!a)
         return NULL;
-    hmi_chunk_record(k, (uintptr_t)a, index, cls);
+    hmi_chunk_record(k, (uintptr_t)a, index, code);
     return a;
 }
 

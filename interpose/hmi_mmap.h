@@ -19,7 +19,7 @@ void *hmi_map_span(int huge, uint64_t len, uint64_t span, size_t align) HM_HIDDE
  * page map, or NULL. */
 void *hmi_mmap_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t align) HM_HIDDEN;
 /* Map a 2 MiB chunk for the arena (hmi_chunk_fn): the tier's pages, policy and nodes. */
-void *hmi_map_chunk(uint32_t index, unsigned cls) HM_HIDDEN;
+void *hmi_map_chunk(uint32_t index, unsigned code) HM_HIDDEN;
 
 /* ---- split objects (hmi_split.c) ---- */
 

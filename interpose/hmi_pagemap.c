@@ -6,6 +6,7 @@
 #include "hmi_pagemap.h"
 
 #include <errno.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #define MAP_ENTRIES (1ull << (HMI_ADDR_BITS - HMI_GRAN_SHIFT))
@@ -13,8 +14,9 @@
 uint32_t *hmi_pagemap;                      /* published with a release store */
 /* Every arena chunk mapped, so that hmi_backend_close can unmap a tier's: append-
  * only, MAP_NORESERVE. */
-#define CHUNKS_MAX  (1u << 18)              /* 512 GiB of chunks */
+#define CHUNKS_MAX  HMI_CHUNKS_MAX
 static uint32_t *hmi_chunks;                /* chunk address >> GRAN_SHIFT; 0: none */
+uint16_t (*hmi_chunk_slabs)[HMI_SLABS_MAX]; /* its slabs' classes + 1 */
 static uint32_t hmi_nchunks;
 
 /* Map *slot once: bytes of MAP_NORESERVE zeroes, published with a release store (the
@@ -72,6 +74,10 @@ void hmi_pagemap_clear(uintptr_t a, uint64_t span)
 
 int hmi_chunks_init(struct hmi_msg *why)
 {
+    uint32_t *slabs = (uint32_t *)hmi_chunk_slabs;
+    if (map_table(&slabs, CHUNKS_MAX * sizeof hmi_chunk_slabs[0], "arena slab table", why))
+        return -1;
+    hmi_chunk_slabs = (uint16_t (*)[HMI_SLABS_MAX])slabs;
     return map_table(&hmi_chunks, CHUNKS_MAX * sizeof(uint32_t), "arena chunk table", why);
 }
 
@@ -81,11 +87,12 @@ int64_t hmi_chunk_slot(void)
     return k >= CHUNKS_MAX ? -1 : (int64_t)k;
 }
 
-void hmi_chunk_record(int64_t k, uintptr_t a, uint32_t index, unsigned cls)
+void hmi_chunk_record(int64_t k, uintptr_t a, uint32_t index, unsigned code)
 {
     hmi_chunks[k] = (uint32_t)(a >> HMI_GRAN_SHIFT);
     __atomic_store_n(&hmi_pagemap[a >> HMI_GRAN_SHIFT],
-                     (index + 1) | ((cls + 1) << HMI_E_PAGES_SHIFT), __ATOMIC_RELEASE);
+                     (index + 1) | (code << HMI_E_PAGES_SHIFT) |
+                         ((uint32_t)(k + 1) << HMI_E_ROW_SHIFT), __ATOMIC_RELEASE);
 }
 
 void hmi_chunks_unmap(uint32_t index)
@@ -98,5 +105,6 @@ void hmi_chunks_unmap(uint32_t index)
         hmi_pagemap_clear(a, HMI_PAGE_2M);
         munmap((void *)a, HMI_PAGE_2M);
         hmi_chunks[k] = 0;
+        memset(hmi_chunk_slabs[k], 0, sizeof hmi_chunk_slabs[k]);
     }
 }

@@ -15,17 +15,22 @@
 
 /* Page-map entry: bits 0-4 tier + 1 (0: not ours), bit 5 set on a block's first
  * granule, bits 6-31 on that granule the block's mapped length in 4 KiB pages.
- * Without bit 5, bits 6-31 nonzero: the granule is an arena chunk (hmi_arena.h)
- * and they hold its size class + 1; zero: a later granule of a block. */
+ * Without bit 5, bits 6-31 nonzero: the granule is an arena chunk (hmi_arena.h),
+ * bits 6-8 its slab size code and bits 9-31 its row of the chunk table + 1, where
+ * each slab's class + 1 is (0: not cut yet); zero: a later granule of a block. */
 #define HMI_E_TIER_MASK 0x1fu
 #define HMI_E_HEAD      0x20u
 #define HMI_E_PAGES_SHIFT 6
 #define HMI_E_MAX_PAGES ((1ull << (32 - HMI_E_PAGES_SHIFT)) - 1)   /* 256 GiB blocks */
-/* Without bit 5, bits 6-31 all set: a granule of a umf:* tier's UMF memory (no arena
- * class is that large, so hmi_arena_object says -1). */
+/* Without bit 5, bits 6-31 all set: a granule of a umf:* tier's UMF memory (no chunk
+ * table has that many rows, so hmi_arena_object says -1). */
 #define HMI_E_UMF       ((uint32_t)HMI_E_MAX_PAGES << HMI_E_PAGES_SHIFT)
+#define HMI_E_ROW_SHIFT 9
+#define HMI_CHUNKS_MAX  (1u << 18)          /* chunk table rows: 512 GiB of chunks */
 
 extern uint32_t *hmi_pagemap HM_HIDDEN;    /* published with a release store */
+/* Per chunk table row, the class + 1 of each of its chunk's slabs (0: none). */
+extern uint16_t (*hmi_chunk_slabs)[HMI_SLABS_MAX] HM_HIDDEN;
 
 /* Map the page map and the arena chunk table once (hmi_backend_open,
  * single-threaded); -1 with why appended. */
@@ -46,9 +51,9 @@ void hmi_pagemap_clear(uintptr_t a, uint64_t span) HM_HIDDEN;
 
 /* A slot for one more arena chunk in the chunk table, or -1 when it is full. */
 int64_t hmi_chunk_slot(void) HM_HIDDEN;
-/* Chunk a (2 MiB aligned, mapped) of tier index, class cls, goes in slot k and in
- * the page map. */
-void hmi_chunk_record(int64_t k, uintptr_t a, uint32_t index, unsigned cls) HM_HIDDEN;
+/* Chunk a (2 MiB aligned, mapped) of tier index, cut into slabs of size code, goes
+ * in slot k and in the page map. */
+void hmi_chunk_record(int64_t k, uintptr_t a, uint32_t index, unsigned code) HM_HIDDEN;
 /* Unmap tier index's arena chunks (hmi_backend_close: nothing of them is live). */
 void hmi_chunks_unmap(uint32_t index) HM_HIDDEN;
 
@@ -75,12 +80,16 @@ static inline int hmi_arena_object(uint32_t e, const void *p)
 {
     if ((e & HMI_E_HEAD) || !(e >> HMI_E_PAGES_SHIFT))
         return -1;
-    unsigned cls = (e >> HMI_E_PAGES_SHIFT) - 1;
-    if (cls >= HMI_ARENA_CLASSES)
+    uint32_t row = (e >> HMI_E_ROW_SHIFT) - 1;
+    unsigned shift = HMI_SLAB_SHIFT + ((e >> HMI_E_PAGES_SHIFT) & 7u);
+    if (row >= HMI_CHUNKS_MAX || shift > 21)
         return -1;
-    size_t cs = hmi_arena_class_size(cls);
     uintptr_t off = (uintptr_t)p & (HMI_PAGE_2M - 1);
-    return off % cs == 0 && off + cs <= HMI_PAGE_2M ? (int)cls : -1;
+    unsigned c1 = __atomic_load_n(&hmi_chunk_slabs[row][off >> shift], __ATOMIC_ACQUIRE);
+    if (!c1 || c1 > HMI_ARENA_CLASSES)
+        return -1;
+    size_t cs = hmi_arena_class_size(c1 - 1), so = off & (((uintptr_t)1 << shift) - 1);
+    return so % cs == 0 && so + cs <= ((size_t)1 << shift) ? (int)c1 - 1 : -1;
 }
 
 #endif

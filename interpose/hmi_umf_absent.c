@@ -20,6 +20,12 @@ void *hmi_umf_alloc(struct hmi_bk *b, size_t size, size_t align, int zero)
     return NULL;
 }
 
+void *hmi_umf_chunk(uint32_t index, unsigned code)
+{
+    (void)index, (void)code;
+    return NULL;
+}
+
 void hmi_umf_free(struct hmi_bk *b, void *p, size_t usable) { (void)b, (void)p, (void)usable; }
 
 size_t hmi_umf_usable(const struct hmi_bk *b, const void *p) { (void)b, (void)p; return 0; }

@@ -308,7 +308,10 @@ int hmi_umf_hugetlb_open(struct hmi_bk *b, uint32_t index, uint64_t capacity, in
                          struct hmi_msg *why)
 {
     b->map_huge = 1;
-    uint64_t len = unlimited ? hugepage_pool() : capacity & ~(HMI_PAGE_2M - 1);
+    /* twice the capacity: objects are charged their size class or pages (the capacity
+     * bounds those), the arena's chunks take whole granules (their tails and the
+     * partly used ones are not charged, as on hugetlb) */
+    uint64_t len = unlimited ? hugepage_pool() : 2 * (capacity & ~(HMI_PAGE_2M - 1));
     if (!len) {
         hmi_msg_str(why, unlimited ? "an unlimited umf:hugetlb tier takes the hugepage pool's "
                                      "size, and it is empty"

@@ -2,19 +2,22 @@
 keeps a placement within the tier's capacity.
 
 The strategies charge an object packed in libhmalloc's arena its size class
-(hmtune/advisor/granularity.py). The arena maps 2 MiB chunks, each holding objects of one
-class for one thread stripe (interpose/hmi_arena.c), carved from the chunk's start.
-Where a chunk is one 2 MiB page (`hugetlb`, memkind's hugepage kinds, `thp`) the tier
-also takes the unused end of the last chunk of every (class, thread) it serves: up to
-2 MiB each. On a small tier, or with many classes, that can push a placement past the
-capacity, and the objects that come last then fall back at run time (hugetlb: the
-reserved pool runs out). On 4 KiB pages a chunk's untouched end takes no memory: only
-the pages its objects reach count.
+(hmtune/advisor/granularity.py). The arena maps 2 MiB chunks and cuts them into slabs
+of 64 KiB to 2 MiB (8 objects' worth, granularity.slab_size), each holding objects of
+one class for one thread stripe (classes over 8 KiB: for all threads), carved from the
+slab's start (interpose/hmi_arena.c). Where a chunk is one 2 MiB page (`hugetlb`,
+`umf:hugetlb`, memkind's hugepage kinds, `thp`) the tier also takes the unused end of
+the last slab of every (class, thread) it serves, and of the last chunk cut into
+slabs of each size. On a small tier, or with many classes, that can push a placement
+past the capacity, and the objects that come last then fall back at run time
+(hugetlb: the reserved pool runs out). On 4 KiB pages a slab's untouched end takes no
+memory: only the pages its objects reach count.
 
 `footprint` is one process's most bytes at once in a tier for a set of sites: from
-allocs.csv, the chunks each (rank, thread stripe, class) has mapped so far (never
-given back) plus the live blocks of their own, over time; without allocs.csv, the
-sites' charges plus one chunk's rounding per class of their mean object size.
+allocs.csv, the slabs each (rank, thread stripe, class) has cut so far (never given
+back), on hugepages rounded up per (rank, slab size) to whole chunks, plus the live
+blocks of their own, over time; without allocs.csv, the sites' charges plus one slab's
+rounding per class of their mean object size.
 `fit` repairs a placement whose footprint exceeds a tier's capacity: it moves back
 to their baseline tier the sites that give up the least value per byte they free,
 then places again, densest first, sites that now fit.
@@ -37,19 +40,28 @@ def _stripe(thread: np.ndarray) -> np.ndarray:
     return np.where(thread < STRIPES, thread, 0)
 
 
+def shard_thread(thread: np.ndarray, cs: np.ndarray) -> np.ndarray:
+    """The stripe whose shard serves objects of class cs: one for all threads over
+    8 KiB."""
+    return np.where(cs > granularity.STRIPED_MAX, 0, thread)
+
+
 def arena_page(backend: str) -> int:
-    """The page a chunk's memory is taken in: the whole 2 MiB chunk on hugepages."""
+    """The page a slab's memory is taken in: the whole slab (and chunk) on hugepages."""
     hp = granularity.uses_hugetlb(backend) or backend == "thp"
     return granularity.CHUNK if hp else granularity.SMALL_PAGE
 
 
 def class_bytes(objects: np.ndarray, cs: np.ndarray, page: int) -> np.ndarray:
-    """Memory `objects` objects of class cs take in one (thread, class): full chunks,
-    each the pages its objects reach, plus the pages the last one's objects reach."""
-    per = granularity.CHUNK // cs
+    """Memory `objects` objects of class cs take in one (thread, class): full slabs,
+    each the pages its objects reach (on hugepages the whole slab), plus the pages the
+    last one's objects reach."""
+    slab = granularity.slab_sizes(cs)
+    unit = np.minimum(slab, page)
+    per = slab // cs
     full, rest = objects // per, objects % per
-    chunk = -(-(per * cs) // page) * page
-    return full * chunk + -(-(rest * cs) // page) * page
+    whole = -(-(per * cs) // unit) * unit
+    return full * whole + -(-(rest * cs) // unit) * unit
 
 
 def _group_cummax(values: np.ndarray, start: np.ndarray) -> np.ndarray:
@@ -90,12 +102,13 @@ def blocks_footprint(blocks: pd.DataFrame, backend: str) -> int:
     ev_kind = [np.ones(int(own.sum()), np.int8), np.zeros(int(of.sum()), np.int8)]
     ev_delta = [cost, -cost[of]]
 
-    # arena: live objects per (rank, stripe, class); chunks follow their running peak
+    # arena: live objects per (rank, stripe, class); slabs follow their running peak
     if packed.any():
         cs = granularity.class_sizes(size[packed])
         pf = freed[packed]
+        thr = shard_thread(thread[packed], cs)
         k_rank = np.concatenate([rank[packed], rank[packed][pf]])
-        k_thr = np.concatenate([thread[packed], thread[packed][pf]])
+        k_thr = np.concatenate([thr, thr[pf]])
         k_cls = np.concatenate([cs, cs[pf]])
         k_time = np.concatenate([t0[packed], t1[packed][pf]])
         k_kind = np.concatenate([np.ones(int(packed.sum()), np.int8),
@@ -111,10 +124,22 @@ def blocks_footprint(blocks: pd.DataFrame, backend: str) -> int:
         prev = np.concatenate([[0], mem[:-1]])
         prev[start] = 0
         grew = mem > prev
-        ev_rank.append(k_rank[grew])
-        ev_time.append(k_time[grew])
-        ev_kind.append(np.ones(int(grew.sum()), np.int8))
-        ev_delta.append((mem - prev)[grew])
+        g_rank, g_time, g_delta = k_rank[grew], k_time[grew], (mem - prev)[grew]
+        page = arena_page(backend)
+        if page == granularity.CHUNK and g_rank.size:
+            # slabs of one size share chunks: per (rank, slab size) whole chunks
+            code = granularity.slab_sizes(k_cls[grew])
+            o = np.lexsort((g_time, code, g_rank))
+            g_rank, g_time, code, g_delta = g_rank[o], g_time[o], code[o], g_delta[o]
+            cut = group_cumsum(g_delta, group_starts(g_rank, code))
+            chunks = -(-cut // page) * page
+            before = np.concatenate([[0], chunks[:-1]])
+            before[group_starts(g_rank, code)] = 0
+            g_delta = chunks - before
+        ev_rank.append(g_rank)
+        ev_time.append(g_time)
+        ev_kind.append(np.ones(g_rank.size, np.int8))
+        ev_delta.append(g_delta)
 
     r = np.concatenate(ev_rank)
     if not r.size:
@@ -163,7 +188,13 @@ def footprint(problem: Problem, tier: int, placed: np.ndarray) -> int:
         objs = -(-charged[rest] // cs)
         classes, which = np.unique(cs, return_inverse=True)
         n = np.bincount(which, weights=objs).astype(np.int64)      # objects per class
-        total += int((class_bytes(n, classes, arena_page(t.backend)) - n * classes).sum())
+        page = arena_page(t.backend)
+        mem = class_bytes(n, classes, page)
+        if page == granularity.CHUNK:       # slabs of one size share whole chunks
+            _, code = np.unique(granularity.slab_sizes(classes), return_inverse=True)
+            cut = np.bincount(code, weights=mem).astype(np.int64)
+            mem = -(-cut // page) * page
+        total += int(mem.sum()) - int((n * classes).sum())
     return total
 
 

@@ -5,18 +5,15 @@ One model for the advisor (a site's size in a tier), `hmtune run --reserve-hugep
 hmi_arena.c:
 
 - Objects up to the backend's arena limit are packed into 2 MiB chunks and charged
-  their size class (16..128 bytes in steps of 16, then four classes per doubling: at
-  most 25 % over the request). The limit is 1 MiB where a block of its own would take
-  a whole 2 MiB page (`hugetlb`, the memkind hugepage kinds) or would never get one
-  (`thp`), 256 KiB on 4 KiB pages (`numa:NODES`, the other memkind kinds).
+  their size class (16..512 bytes in steps of 16, then 32 classes per doubling: at
+  most 3.1 % over the request above 512 bytes). The limit is 1 MiB where a block of
+  its own would take a whole 2 MiB page (`hugetlb`, `umf:hugetlb`, the memkind
+  hugepage kinds), would never get one (`thp`) or takes a 2 MiB granule of UMF's
+  (`umf:numa`), 256 KiB on 4 KiB pages (`numa:NODES`, the other memkind kinds).
 - Larger objects are mappings of their own, charged their size rounded up to the
-  mapping's page: 2 MiB on `hugetlb` and the memkind hugepage kinds, else 4 KiB.
-- `umf:numa:NODES[:MODE]` and `umf:hugetlb` (interpose/hmi_backend_umf.c): objects up to
-  the UMF pool's poolable size (2 MiB on `umf:numa`, 4 KiB on `umf:hugetlb`) are
-  charged their bucket in UMF's disjoint pool (16, 32, then powers of two and the
-  midpoints between them: 48, 64, 96, 128, 192, ...); larger ones their size rounded up
-  to 4 KiB pages (inside the pool's 2 MiB granules or hugepages, which several objects
-  share).
+  mapping's page: 2 MiB on `hugetlb` and the memkind hugepage kinds, else 4 KiB
+  (`umf:*`: UMF's providers hand them out in 4 KiB pages, inside 2 MiB granules or
+  hugepages that several objects share).
 - `default` places nothing: objects are charged their size.
 """
 
@@ -32,13 +29,11 @@ MIB = 1 << 20
 ARENA_MAX = MIB                 # HMI_ARENA_MAX: the largest class
 ARENA_MAX_4K = 256 * KIB        # on 4 KiB pages
 CHUNK = 2 * MIB                 # HMI_ARENA_CHUNK
+SLAB_MIN = 64 * KIB             # 1 << HMI_SLAB_SHIFT
+STRIPED_MAX = 8 * KIB           # HMI_ARENA_STRIPED_MAX's class: larger ones, one shard
 HUGE_BLOCK = 2 * MIB            # HMI_PAGE_2M (hmi_backend_int.h): hugepage mappings round to it
 SMALL_PAGE = 4 * KIB
 UNIT = 4 * KIB                  # the advisor counts sizes and capacities in these
-
-
-UMF_POOLABLE_HUGETLB = 4 * KIB  # hmi_backend_umf.c POOLABLE_HUGE
-UMF_POOLABLE_NUMA = 2 * MIB     # POOLABLE_NUMA
 
 
 def uses_hugetlb(backend: str) -> bool:
@@ -53,13 +48,12 @@ def is_umf(backend: str) -> bool:
 
 
 def arena_max(backend: str) -> int:
-    """The largest object the backend packs with others (0: none): the arena's, or the
-    UMF pool's poolable size."""
+    """The largest object the backend packs with others in the arena (0: none)."""
     if backend == "default":
         return 0
-    if is_umf(backend):
-        return UMF_POOLABLE_HUGETLB if backend == "umf:hugetlb" else UMF_POOLABLE_NUMA
-    return ARENA_MAX if uses_hugetlb(backend) or backend == "thp" else ARENA_MAX_4K
+    if is_umf(backend) or uses_hugetlb(backend) or backend == "thp":
+        return ARENA_MAX
+    return ARENA_MAX_4K
 
 
 def block_page(backend: str) -> int:
@@ -67,27 +61,14 @@ def block_page(backend: str) -> int:
     return HUGE_BLOCK if uses_hugetlb(backend) and not is_umf(backend) else SMALL_PAGE
 
 
-def umf_bucket(n: int) -> int:
-    """The bucket of UMF's disjoint pool an n-byte object takes (minimum bucket 16)."""
-    if n <= 16:
-        return 16
-    p = 1 << (n - 1).bit_length()
-    return p * 3 // 4 if p >= 64 and p * 3 // 4 >= n else p
-
-
-def small_charge(n: int, backend: str) -> int:
-    """What an object up to arena_max(backend) is charged."""
-    return umf_bucket(n) if is_umf(backend) else class_size(n)
-
-
 def class_size(n: int) -> int:
     """The size of the arena class an n-byte object takes (hmi_arena.c's class_of and
-    hmi_arena_class_size: 16..128 in steps of 16, then four classes per doubling)."""
-    if n <= 128:
+    hmi_arena_class_size: 16..512 in steps of 16, then 32 classes per doubling)."""
+    if n <= 512:
         return max(16, (n + 15) // 16 * 16)
-    k = (n - 1).bit_length() - 8                      # n in (128 << k, 256 << k]
-    step = 32 << k
-    return (128 << k) + -(-(n - (128 << k)) // step) * step
+    k = (n - 1).bit_length() - 10                     # n in (512 << k, 1024 << k]
+    step = 16 << k
+    return (512 << k) + -(-(n - (512 << k)) // step) * step
 
 
 def class_sizes(n: np.ndarray) -> np.ndarray:
@@ -96,14 +77,33 @@ def class_sizes(n: np.ndarray) -> np.ndarray:
 
     n = np.maximum(np.asarray(n, np.int64), 1)
     small = np.maximum(16, (n + 15) // 16 * 16)
-    # k = bit_length(n - 1) - 8 for n > 128 (frexp's exponent is the bit length of an
+    # k = bit_length(n - 1) - 10 for n > 512 (frexp's exponent is the bit length of an
     # integer below 2^53)
     bits = np.frexp((n - 1).astype(np.float64))[1].astype(np.int64)
-    k = np.maximum(bits - 8, 0)
-    base = np.int64(128) << k
-    step = np.int64(32) << k
+    k = np.maximum(bits - 10, 0)
+    base = np.int64(512) << k
+    step = np.int64(16) << k
     big = base + -(-(n - base) // step) * step
-    return np.where(n <= 128, small, big)
+    return np.where(n <= 512, small, big)
+
+
+def slab_size(cs: int) -> int:
+    """The slabs of class size cs (hmi_arena_slab_code): 8 objects' worth rounded up to
+    a power of two, 64 KiB to 2 MiB."""
+    want = 8 * cs
+    slab = SLAB_MIN
+    while slab < want and slab < CHUNK:
+        slab *= 2
+    return slab
+
+
+def slab_sizes(cs: np.ndarray) -> np.ndarray:
+    """slab_size over an int64 array of class sizes."""
+    import numpy as np
+
+    want = np.maximum(8 * np.asarray(cs, np.int64), 1)
+    bits = np.frexp((want - 1).astype(np.float64))[1].astype(np.int64)  # ceil(log2)
+    return np.clip(np.int64(1) << np.minimum(bits, 40), SLAB_MIN, CHUNK)
 
 
 def charge(size: int, backend: str) -> int:
@@ -112,7 +112,7 @@ def charge(size: int, backend: str) -> int:
         return size
     size = max(size, 1)
     if size <= arena_max(backend):
-        return small_charge(size, backend)
+        return class_size(size)
     page = block_page(backend)
     return -(-size // page) * page
 
@@ -126,19 +126,7 @@ def charges(sizes: np.ndarray, backend: str) -> np.ndarray:
         return sizes.copy()
     page = np.int64(block_page(backend))
     blocks = -(-np.maximum(sizes, 1) // page) * page
-    small = umf_buckets(sizes) if is_umf(backend) else class_sizes(sizes)
-    return np.where(sizes <= arena_max(backend), small, blocks)
-
-
-def umf_buckets(n: np.ndarray) -> np.ndarray:
-    """umf_bucket over an int64 array."""
-    import numpy as np
-
-    n = np.maximum(np.asarray(n, np.int64), 1)
-    bits = np.frexp((n - 1).astype(np.float64))[1].astype(np.int64)
-    p = np.int64(1) << np.minimum(bits, 62)
-    mid = p * 3 // 4
-    return np.where(n <= 16, 16, np.where((p >= 64) & (mid >= n), mid, p))
+    return np.where(sizes <= arena_max(backend), class_sizes(sizes), blocks)
 
 
 def estimate(peak: int, max_size: int, n_allocs: int, total_bytes: int, backend: str) -> int:
@@ -149,7 +137,7 @@ def estimate(peak: int, max_size: int, n_allocs: int, total_bytes: int, backend:
         return max(peak, 0)
     mean = max(1, total_bytes // n_allocs) if n_allocs > 0 else max(1, max_size)
     if max_size <= arena_max(backend):
-        return -(-peak * small_charge(mean, backend) // mean)
+        return -(-peak * class_size(mean) // mean)
     page = block_page(backend)
     # about k objects over the arena limit live at once (the peak in objects of the
     # mean size, or of just over the limit), each rounded up by less than a page

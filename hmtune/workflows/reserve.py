@@ -37,7 +37,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hmtune.advisor.granularity import ARENA_MAX, CHUNK, HUGE_BLOCK, class_size, uses_hugetlb
+from hmtune.advisor.granularity import (
+    ARENA_MAX,
+    CHUNK,
+    HUGE_BLOCK,
+    STRIPED_MAX,
+    class_size,
+    slab_size,
+    uses_hugetlb,
+)
 from hmtune.core.sitesfile import iter_rows
 from hmtune.workflows import launch
 
@@ -210,17 +218,23 @@ def site_pages(s: SiteSizes, page: int,
 
 
 def arena_pages(sites: list[SiteSizes]) -> dict[int, int]:
-    """2 MiB chunks the tier's small objects take per rank: per size class and thread,
-    enough chunks for the most objects live at once (chunks are never given back)."""
+    """2 MiB chunks the tier's small objects take per rank: per size class and thread
+    (one for all threads over 8 KiB), enough slabs for the most objects live at once,
+    and per slab size enough chunks for those slabs (neither is ever given back)."""
     per_key: dict[tuple[int, int, int], list[tuple[int, int, int]]] = defaultdict(list)
     for s in sites:
         for b in s.blocks or []:
             if in_arena(b.size):
                 cs = class_size(b.size)
-                per_key[(b.rank, b.thread, cs)] += _events(b, b.scale)
-    out: dict[int, int] = defaultdict(int)
+                thread = 0 if cs > STRIPED_MAX else b.thread
+                per_key[(b.rank, thread, cs)] += _events(b, b.scale)
+    slabs: dict[tuple[int, int], int] = defaultdict(int)    # (rank, slab) -> bytes
     for (rank, _, cs), ev in per_key.items():
-        out[rank] += -(-_peak(ev) // (CHUNK // cs)) * (CHUNK // MEMKIND_PAGE)
+        slab = slab_size(cs)
+        slabs[(rank, slab)] += -(-_peak(ev) // (slab // cs)) * slab
+    out: dict[int, int] = defaultdict(int)
+    for (rank, _), n in slabs.items():
+        out[rank] += -(-n // CHUNK) * (CHUNK // MEMKIND_PAGE)
     return out
 
 

@@ -672,15 +672,15 @@ static void test_chains(void)
 static const struct place io_sites[] = { { HA_IO_MALLOC, "a" }, { HA_IO_CALLOC, "a" } };
 
 /* What a tier charges for an object of the small-object arena (up to 1 MiB on thp):
- * its size class, 16..128 in steps of 16, then four classes per doubling. */
+ * its size class, 16..512 in steps of 16, then 32 classes per doubling. */
 static unsigned long long arena_class_bytes(size_t n)
 {
-    if (n <= 128)
+    if (n <= 512)
         return n ? (n + 15) / 16 * 16 : 16;
-    size_t lo = 128;
+    size_t lo = 512;
     while (lo * 2 < n)
         lo *= 2;
-    size_t step = lo / 4;
+    size_t step = lo / 32;
     return lo + (n - lo + step - 1) / step * step;
 }
 

@@ -34,14 +34,18 @@ def test_chunks_per_class_and_thread_and_rank() -> None:
 
 
 def test_chunks_are_never_given_back_but_blocks_are() -> None:
-    """Objects freed before another class is used leave their chunk mapped; a block of
-    its own (3 MiB: 4 MiB of hugepages) freed before the next one is not counted
-    twice; scale counts a sampled row as that many objects."""
-    rows = [(1, 0, 1, 64, 0, 10), (2, 0, 1, 4096, 20, -1)]
+    """Objects freed before another class is used leave their slab cut (here: in chunks
+    of different slab sizes); a block of its own (3 MiB: 4 MiB of hugepages) freed
+    before the next one is not counted twice; scale counts a sampled row as that many
+    objects."""
+    rows = [(1, 0, 1, 64, 0, 10), (2, 0, 1, 300000, 20, -1)]
     assert blocks_footprint(frame(rows), "hugetlb") == 2 * CHUNK
     big = [(3, 0, 1, 3 * MIB, 0, 10), (3, 0, 1, 3 * MIB, 10, 20)]
     assert blocks_footprint(frame(big), "hugetlb") == 4 * MIB
     assert blocks_footprint(frame(big), "numa:0") == 3 * MIB
+    # slabs of one size share a chunk: 64 B and 4 KiB objects, one chunk
+    rows = [(1, 0, 1, 64, 0, 10), (2, 0, 1, 4096, 20, -1)]
+    assert blocks_footprint(frame(rows), "hugetlb") == CHUNK
     # 1 MiB class: 2 to a chunk; one row standing for 5 objects takes 3 chunks
     assert blocks_footprint(frame([(4, 0, 1, MIB, 0, -1, 5)]), "hugetlb") == 3 * CHUNK
     # on 4 KiB pages a chunk's untouched end takes nothing: only the pages reached
@@ -125,7 +129,8 @@ def test_every_strategy_stays_within_the_capacity(seed: int, backend: str) -> No
 
 def test_without_allocs_a_class_is_rounded_to_whole_chunks() -> None:
     """From sites.csv alone: a site of 100 objects of 24 KiB (mean size) is charged
-    2400 KiB and takes 2 chunks; a site of one 3 MiB object its 4 MiB mapping."""
+    2400 KiB and takes 10 slabs of 256 KiB in 2 chunks; a site of one 3 MiB object its
+    4 MiB mapping."""
     tiers = [Tier("huge", 64 * MIB, "hugetlb", 0.5, 0.5), Tier("slow", None, "default")]
     p = Problem(np.array([1, 2]), np.array([100 * 24 * KIB, 3 * MIB]), np.ones(2),
                 np.ones(2, np.int64), np.zeros(2, np.int64), tiers,
@@ -137,7 +142,7 @@ def test_without_allocs_a_class_is_rounded_to_whole_chunks() -> None:
 
 
 def test_lifetime_charges_small_blocks_their_class_not_a_page() -> None:
-    """20000 objects of 1000 bytes (class 1024: 19.5 MiB) fit a 24 MiB numa tier;
+    """20000 objects of 1000 bytes (class 1008: 19.2 MiB) fit a 24 MiB numa tier;
     ilp-lifetime places them (charged a 4 KiB unit each they would need 78 MiB)."""
     rows = [(1, 0, 1, 1000, i, -1) for i in range(20000)]
     blocks = frame(rows)
@@ -147,7 +152,8 @@ def test_lifetime_charges_small_blocks_their_class_not_a_page() -> None:
                 blocks=blocks, allocs=blocks)
     got = strategies.solve(p, "ilp-lifetime")
     assert got.tier_of.tolist() == [0]
-    assert footprint(p, 0, got.tier_of == 0) == 20000 * 1024
+    # 65 to a 64 KiB slab, each slab the 4 KiB pages its objects reach
+    assert footprint(p, 0, got.tier_of == 0) == 307 * 64 * KIB + 12 * 4 * KIB
 
 
 def test_weight_in_objects_larger_than_the_tier_is_named() -> None:

@@ -449,8 +449,8 @@ def test_allocation_in_a_library_constructor(programs: Programs, tmp_path: Path)
 
 
 def test_capacity_is_respected(programs: Programs, tmp_path: Path) -> None:
-    """thp charges the arena's size classes: 111000 → 114688, 222000 → 229376,
-    333000 → 393216, all live together; 400000 bytes hold the first two only."""
+    """thp charges the arena's size classes: 111000 → 112640, 222000 → 225280,
+    333000 → 335872, all live together; 400000 bytes hold the first two only."""
     t = programs("echo_io")
     plain = subprocess.run(app("echo_io"), capture_output=True)
     pl = placement(tmp_path / "p.txt", [("fast", 111000), ("fast", 222000), ("fast", 333000)],
@@ -461,8 +461,8 @@ def test_capacity_is_respected(programs: Programs, tmp_path: Path) -> None:
     fast = tier(s)
     assert fast["capacity"] == 400000
     assert fast["placed_blocks"] == 2 and fast["placed_bytes"] == 333000
-    assert fast["not_fitting"] == 1 and fast["high_water_bytes"] == 114688 + 229376
-    assert [class_size(n) for n in (111000, 222000, 333000)] == [114688, 229376, 393216]
+    assert fast["not_fitting"] == 1 and fast["high_water_bytes"] == 112640 + 225280
+    assert [class_size(n) for n in (111000, 222000, 333000)] == [112640, 225280, 335872]
     st = by_chain(s)[t.site(333000)]
     assert (st["matches"], st["placed"], st["fell_back"]) == (1, 0, 1)
 

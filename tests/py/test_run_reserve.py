@@ -65,11 +65,12 @@ def one(pf: PlacementFile, sizes: dict[str, SiteSizes], processes: int = 1,
 
 
 def test_arena_class_sizes() -> None:
-    """hmi_arena.c's classes: 16..128 in steps of 16, then four per doubling."""
-    assert [class_size(n) for n in (0, 1, 16, 17, 128, 129, 160, 161, 256, 257)] == \
-        [16, 16, 16, 32, 128, 160, 160, 192, 256, 320]
-    assert class_size(100 << 10) == 114688
-    assert class_size(1000000) == class_size(MIB) == MIB
+    """hmi_arena.c's classes: 16..512 in steps of 16, then 32 per doubling."""
+    assert [class_size(n) for n in (0, 1, 16, 17, 24, 512, 513, 528, 529, 1024, 1025)] == \
+        [16, 16, 16, 32, 32, 512, 528, 528, 544, 1024, 1056]
+    assert class_size(100 << 10) == 102400
+    assert class_size(100000) == 100352
+    assert class_size(1000000) == 1015808 and class_size(MIB) == MIB
 
 
 def test_sizes_round_up_to_pages_as_the_library_maps_them() -> None:
@@ -168,16 +169,26 @@ def test_no_hugetlb_tier_reserves_nothing() -> None:
 
 
 def test_memkind_hugepage_kind_packs_small_objects_in_chunks() -> None:
-    """MEMKIND_HUGETLB: objects up to 1 MiB share 2 MiB chunks per class and thread
-    (18 objects of 100 KiB's class per chunk), larger ones are mappings of their own."""
+    """MEMKIND_HUGETLB: objects up to 1 MiB share 2 MiB chunks cut into slabs (10
+    objects of 100 KiB's class per 1 MiB slab; over 8 KiB one slab for all threads),
+    larger ones are mappings of their own."""
     pf = placement(("fast", "memkind:MEMKIND_HUGETLB", GIB),
                    sites=[("fast", "/a+0x1"), ("fast", "/a+0x2")])
-    small = blocks(*[(100 << 10, i, 1000) for i in range(100)])          # 6 chunks
+    small = blocks(*[(100 << 10, i, 1000) for i in range(100)])          # 5 chunks
     two_threads = SiteSizes(100, 100 << 10, 0,
                             [Block(0, 1 + i % 2, 100 << 10, i, 1000) for i in range(100)])
     big = blocks((3 * MIB, 0, 9))                                          # 2 pages
-    assert one(pf, {"/a+0x1": small, "/a+0x2": big}).per_process == 8
-    assert one(pf, {"/a+0x1": two_threads, "/a+0x2": big}).per_process == 2 * 3 + 2
+    assert one(pf, {"/a+0x1": small, "/a+0x2": big}).per_process == 7
+    assert one(pf, {"/a+0x1": two_threads, "/a+0x2": big}).per_process == 7
+    # one 2 MiB slab for two threads' 300000-byte objects (6 to a slab); up to 8 KiB
+    # a slab per thread: 3 threads' 81 objects of 8 KiB each take 11 slabs of 64 KiB
+    # each, 2 chunks (on one thread 31 slabs, 1 chunk)
+    two = [Block(0, 1 + i % 2, 300000, i, 1000) for i in range(2)]
+    assert reserve.arena_pages([SiteSizes(2, 300000, 0, two)]) == {0: 1}
+    three = [Block(0, 1 + i % 3, 8192, i, 1000) for i in range(243)]
+    assert reserve.arena_pages([SiteSizes(243, 8192, 0, three)]) == {0: 2}
+    one_thread = [Block(0, 1, 8192, i, 1000) for i in range(243)]
+    assert reserve.arena_pages([SiteSizes(243, 8192, 0, one_thread)]) == {0: 1}
     # no allocs.csv: which objects went to the arena is unknown → the capacity
     n = one(pf, {"/a+0x1": SiteSizes(100, 100 << 10, 10 * MIB), "/a+0x2": big})
     assert (n.per_process, n.sized_by) == (GIB // PAGE, "capacity")

@@ -109,7 +109,7 @@ def write_allocs_scaled(path: Path, rows: list[tuple[int, int, int, int, int]]) 
 
 
 def test_advise_charges_a_row_for_the_blocks_it_stands_for(tmp_path: Path) -> None:
-    """100 rows of 1000 bytes standing for 32 blocks each: 3200 objects of class 1024,
+    """100 rows of 1000 bytes standing for 32 blocks each: 3200 objects of class 1008,
     3.1 MiB in the tier, not the 100 KiB the rows alone would take."""
     from hmtune.advisor.inputs import load_allocs, load_sites
     from hmtune.advisor.model import charged_peaks
@@ -125,7 +125,7 @@ def test_advise_charges_a_row_for_the_blocks_it_stands_for(tmp_path: Path) -> No
     import numpy as np
 
     peak = charged_peaks(allocs, np.array([3]), "numa:0")
-    assert int(peak[0]) == 3200 * 1024
+    assert int(peak[0]) == 3200 * 1008
     assert len(sites.table) == 1
 
 

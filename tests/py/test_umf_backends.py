@@ -34,28 +34,31 @@ def test_bad_umf_spellings(backend: str, word: str) -> None:
     assert why is not None and word in why and "\n" not in why
 
 
-def test_umf_buckets_are_the_pools() -> None:
-    # measured on UMF 1.2.0's disjoint pool, minimum bucket 16 (hmi_backend_umf.c)
-    seen = {1: 16, 17: 32, 33: 48, 49: 64, 65: 96, 97: 128, 129: 192, 193: 256, 2049: 3072,
-            3073: 4096, 4097: 6144, 16385: 24576, 1048577: 1572864, 1572865: 2097152}
-    for n, bucket in seen.items():
-        assert g.umf_bucket(n) == bucket, n
-        assert g.umf_bucket(bucket) == bucket
-    sizes = np.arange(1, 300_000, 7, dtype=np.int64)
-    assert (g.umf_buckets(sizes) == [g.umf_bucket(int(n)) for n in sizes]).all()
+def test_arena_rounding_is_bounded() -> None:
+    # above 512 bytes a class is at most 1/32 over the request; below, only the 16-byte
+    # alignment every malloc gives
+    sizes = np.arange(1, 2 * MIB, 13, dtype=np.int64)
+    cs = g.class_sizes(sizes)
+    assert (cs >= sizes).all() and (cs % 16 == 0).all()
+    big = sizes > 512
+    assert (cs[big] - sizes[big] <= sizes[big] / 32).all()
+    assert (cs[~big] == np.maximum(16, (sizes[~big] + 15) // 16 * 16)).all()
+    assert (cs[::101] == [g.class_size(int(n)) for n in sizes[::101]]).all()
 
 
 def test_umf_charges() -> None:
     assert g.uses_hugetlb("umf:hugetlb") and not g.uses_hugetlb("umf:numa:0")
-    # umf:hugetlb: buckets up to 4 KiB, then 4 KiB pages inside shared hugepages
-    assert g.charge(24, "umf:hugetlb") == 32
-    assert g.charge(4096, "umf:hugetlb") == 4096
-    assert g.charge(20000, "umf:hugetlb") == 20480
-    assert g.charge(100000, "umf:hugetlb") == 102400
-    assert g.charge(GIB, "umf:hugetlb") == GIB
-    # umf:numa: buckets up to 2 MiB
-    assert g.charge(20000, "umf:numa:0") == 24576
-    assert g.charge(3 * MIB + 5, "umf:numa:0") == 3 * MIB + 4 * KIB
+    # the arena's classes up to 1 MiB, then 4 KiB pages inside shared hugepages or
+    # granules
+    for b in ("umf:hugetlb", "umf:numa:0"):
+        assert g.charge(24, b) == 32
+        assert g.charge(4096, b) == 4096
+        assert g.charge(20000, b) == 20480
+        assert g.charge(100000, b) == 100352
+        assert g.charge(MIB, b) == MIB
+        assert g.charge(MIB + 1, b) == MIB + 4 * KIB
+        assert g.charge(3 * MIB + 5, b) == 3 * MIB + 4 * KIB
+        assert g.charge(GIB, b) == GIB
     sizes = np.array([1, 24, 4096, 4097, 20000, 2 * MIB, 2 * MIB + 1, GIB], np.int64)
     for b in ("umf:hugetlb", "umf:numa:0"):
         assert list(g.charges(sizes, b)) == [g.charge(int(n), b) for n in sizes]
