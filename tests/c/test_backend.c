@@ -4,6 +4,7 @@
  * hugepages through /proc/sys/vm/nr_hugepages when it can (and restores the old
  * value); when it cannot, it checks that the backend reports itself unavailable. */
 #include "hmt.h"
+#include "hmi_arena.h"
 #include "hmi_backend.h"
 #include "smaps_split.h"
 
@@ -467,6 +468,26 @@ static void test_hugetlb(void)
     }
     hmi_backend_stats(T_HUGE, &s);
     CHECK(s.used == 0 && s.freed == 10);
+    /* classes of up to 8 KiB take 64 KiB slabs, which share one chunk: four classes,
+     * one more hugepage; each object's class is found again from its slab */
+    f0 = huge_free();
+    static const size_t sl[] = { 64, 4096, 8192, 200 };
+    char *sp[4];
+    for (int k = 0; k < 4; k++) {
+        sp[k] = hmi_backend_alloc(T_HUGE, sl[k], 0);
+        CHECK(sp[k] && hmi_backend_usable_size(T_HUGE, sp[k]) == (sl[k] == 200 ? 208 : sl[k]));
+        if (sp[k])
+            memset(sp[k], k + 1, sl[k]);
+    }
+    CHECK(huge_free() == f0 - 1);
+    CHECK(hmi_arena_slab_code(0) == 0 && hmi_arena_slab_code(159) == 0 &&
+          hmi_arena_slab_code(160) == 1 && hmi_arena_slab_code(383) == 5);
+    for (int k = 0; k < 4; k++) {
+        CHECK(sp[k] && sp[k][0] == k + 1 && sp[k][sl[k] - 1] == k + 1);
+        hmi_backend_free(T_HUGE, sp[k]);
+    }
+    hmi_backend_stats(T_HUGE, &s);
+    CHECK(s.used == 0 && s.freed == 14);
     /* 2 MiB rounding (the chunk above stays the tier's) */
     f0 = huge_free();
     char *p = hmi_backend_alloc(T_HUGE, MiB + 1, 0);
