@@ -15,7 +15,8 @@
    byte for byte with a run without libhmalloc.so.
 
 Backends: hugetlb (the hand-built small-object arena on hugepages), memkind's hugepage
-kind and MEMKIND_HBW (MEMKIND_HBW_NODES=0), numa:0, umf:numa:0 and umf:hugetlb.
+kind and MEMKIND_HBW (MEMKIND_HBW_NODES=0), numa:0, umf:numa:0 and umf:hugetlb (the same
+arena up to 1 MiB over UMF's providers, UMF's pool above).
 Hugepages are reserved for the run and the pool put back (root). Timings need a quiet
 machine: the script says so when the load average is high. Never part of make test."""
 
@@ -46,7 +47,9 @@ MIB = 1 << 20
 GIB = 1 << 30
 BACKENDS = ["hugetlb", "memkind:MEMKIND_HUGETLB", "memkind:MEMKIND_HBW", "numa:0",
             "umf:numa:0", "umf:hugetlb"]
-SIZES = [16, 64, 4096, 20000, 100000, MIB, 64 * MIB, GIB]
+# single sizes: powers of two, and odd ones between the arena's classes, UMF's buckets
+# and 4 KiB or 2 MiB pages (24 and 100 bytes are bound by malloc's 16-byte alignment)
+SIZES = [16, 24, 64, 100, 4096, 5000, 20000, 100000, 300000, MIB, 3_000_000, 64 * MIB, GIB]
 MIX = [16, 24, 64, 100, 256, 1000, 4096, 5000, 20000, 100000, MIB]
 EXIT_MODES = {"stdout": 0, "setvbuf": 0, "file": 0, "atexit": 0, "cxx": 0, "needed": 0,
               "plugin": 0, "thread": 7, "fork": 0}
@@ -119,7 +122,7 @@ def pools(quick: bool) -> dict[tuple[str, str], str]:
     out = {}
     pairs = 20_000 if quick else 500_000
     for pool in ("disjoint", "scalable"):
-        for s in [64, 4096, 20000, 100000, MIB, "mix"]:
+        for s in [64, 100, 4096, 5000, 20000, 100000, MIB, "mix"]:
             sizes = ",".join(map(str, MIX)) if s == "mix" else str(s)
             p = subprocess.run([str(POOLS), pool, "64", sizes, str(pairs)],
                                capture_output=True, text=True)

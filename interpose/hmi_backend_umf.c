@@ -15,36 +15,38 @@
  * flush. Pools are never destroyed and their memory never unmapped at exit (only
  * hmi_backend_close, for tests, destroys a pool).
  *
- * Pools: UMF's disjoint pool (the scalable pool needs oneTBB's libtbbmalloc, which is
- * not installed here, and the jemalloc pool is not in the pinned build), one per thread
- * stripe (hm_util.h) over the tier's provider: a disjoint pool has one lock per bucket,
- * which threads allocating one size would otherwise share. UMF's tracking is on: the
- * tracker says which pool an object is from (umfPoolByPtr: it is freed there) and knows
- * the size of an object larger than the slabs, so that it can be freed, reused and its
- * usable size told.
+ * Objects up to 1 MiB: libhmalloc's arena (hmi_arena.h, hmi_backend.c), as on every
+ * other backend, whose chunks are whole 2 MiB granules of the tier's provider
+ * (hmi_umf_chunk): 32 size classes per doubling cut from slabs that share chunks,
+ * where UMF's disjoint pool rounds to powers of two and their midpoints (100-byte
+ * objects filled 78 % of a tier, 5000-byte ones 61 %) and costs a tracker lookup and a
+ * bucket lock per pair (bench/results/umf-2026-11-27-vm.md).
+ * Larger objects: UMF's disjoint pool (the scalable pool needs oneTBB's libtbbmalloc,
+ * which is not installed here, and the jemalloc pool is not in the pinned build), one
+ * per thread stripe (hm_util.h) over the tier's provider, which passes them to the
+ * provider. UMF's tracking is on: the tracker says which pool an object is from
+ * (umfPoolByPtr: it is freed there) and knows its size, so that it can be freed,
+ * reused and its usable size told.
  *   umf:numa:LIST[:MODE]  UMF's OS memory provider with the nodes and MODE (bind,
  *     preferred, interleave), under a provider of ours that asks it for whole 2 MiB-
  *     aligned granules and records them in the page map as the tier's (HMI_E_UMF), so
- *     that hmi_owner knows every pointer of the pool without asking UMF. 2 MiB slabs
- *     (a smaller slab would still take a granule of address space).
- *   umf:hugetlb  a range of address space as large as the capacity rounded down to
- *     2 MiB (unlimited: the hugepage pool's size at open), reserved at open and given
- *     to UMF's fixed provider, under a provider of ours that maps a 2 MiB hugepage
+ *     that hmi_owner knows every pointer of the pool without asking UMF.
+ *   umf:hugetlb  a range of address space twice the capacity rounded down to 2 MiB
+ *     (unlimited: the hugepage pool's size at open), reserved at open and given to
+ *     UMF's fixed provider, under a provider of ours that maps a 2 MiB hugepage
  *     (MAP_HUGETLB | MAP_FIXED) over every granule of what the fixed provider hands
  *     out that has none yet, and records it in the page map. Hugepages are taken as
- *     the tier fills, never more than its capacity, and kept; a pool run dry refuses
- *     the request (counted as a refused mapping). Mapping the whole capacity at open
- *     would take all of it whether used or not, and leave the pool no page for the
- *     copies a fork child needs when it writes private hugepages. Objects up to 4 KiB go to the pool's buckets (powers of
- *     two and their midpoints, 64 KiB slabs, one empty slab kept per bucket and given
- *     back when the region is full: umfPoolTrimMemory); larger
- *     ones to the fixed provider's allocator, which rounds them to 4 KiB pages: 20 KB
- *     and 100 KB objects fill 97.6 % of the region, where the pool's buckets gave them
- *     61-76 % (MACHINE-NOTES.md).
+ *     the tier fills, never more than the range, and kept; a pool run dry refuses the
+ *     request (counted as a refused mapping). The capacity bounds the charges; the
+ *     range's other half holds the slabs' unused ends, which are not charged (as on
+ *     hugetlb). Mapping the whole range at open would take all of it whether used or
+ *     not, and leave the pool no page for the copies a fork child needs when it writes
+ *     private hugepages. The fixed provider's allocator rounds objects to 4 KiB pages
+ *     (a 3 MB object takes 3 MB, not the 4 MiB of a hugetlb mapping of its own).
  *
- * Capacity: an object is charged its usable size (above the slabs: its request, which
- * UMF's tracker keeps, rounded to 4 KiB pages) once UMF returns it, and freed at once when that does not fit; the same
- * amount is given back when it is freed.
+ * Capacity: an object of the pool is charged its request rounded to 4 KiB pages
+ * before UMF is asked (so a request over the capacity takes no hugepage), and given
+ * back when it is freed.
  *
  * Fork: every call into UMF holds the calling thread's stripe's gate (an uncontended
  * mutex); the interposer's atfork handler takes every gate, so no thread is inside

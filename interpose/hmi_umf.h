@@ -15,9 +15,11 @@
 #include <umf/providers/provider_fixed_memory.h>
 #include <umf/providers/provider_os_memory.h>
 
-#define POOLABLE_HUGE  4096u                /* umf:hugetlb: larger objects page-rounded */
+/* The pools see objects over the arena's 1 MiB (and aligned requests whose power-of-
+ * two class is larger): all of them go to the provider, page-rounded. */
+#define POOLABLE_HUGE  4096u
 #define SLAB_HUGE      (64u << 10)
-#define POOLABLE_NUMA  HMI_PAGE_2M
+#define POOLABLE_NUMA  4096u
 #define SLAB_NUMA      HMI_PAGE_2M
 
 /* The functions of libumf.so.1 used here, resolved by dlsym into u. */

@@ -83,7 +83,7 @@ def load_groups(sites_csv: Path, k: int) -> tuple[list[Group], int]:
 def room_for_all(groups: list[Group]) -> int:
     """A fast-tier capacity every group fits in at once: twice each group's bytes in
     whole 2 MiB pages, plus a page per site (hmtune/advisor/granularity.py: an object is
-    charged at most twice its size, its size class (at most 25 % more from 128 bytes
+    charged at most twice its size, its size class (at most 3.1 % more from 512 bytes
     on) or its size rounded up to 2 MiB when over 1 MiB)."""
     return sum(-(-2 * g.nbytes // PAGE) * PAGE for g in groups) + PAGE * sum(
         len(g.chains) for g in groups)

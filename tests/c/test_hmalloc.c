@@ -1040,13 +1040,13 @@ static void test_capacity(void)
     uint64_t page = (ha_size[HA_CAP] + 4095) & ~(size_t)4095;     /* thp: page-rounded */
     capacity("thp", 4 * page + page / 2, 4);
     capacity("memkind:MEMKIND_HBW", 4 * 1310720 + 655360, 4);     /* jemalloc's 1.25 MiB class */
-    capacity("umf:numa:0", 4 * 1572864 + 786432, 4);              /* UMF's 1.5 MiB bucket */
+    capacity("umf:numa:0", 4 * page + page / 2, 4);               /* page-rounded */
     if (!reserve_hugepages(16)) {
         fprintf(stderr, "  hugetlb: cannot reserve 16 hugepages here: skipped\n");
         return;
     }
     capacity("hugetlb", 9 * MiB, 4);                 /* 2 MiB a block */
-    capacity("umf:hugetlb", 6 * MiB, 4);             /* 4 KiB pages of a 6 MiB range */
+    capacity("umf:hugetlb", 6 * MiB, 4);             /* 4 KiB pages, 6 MiB charged */
     restore_hugepages();
     /* the pool, not the tier, runs out: 3 free hugepages, a 1 GiB tier */
     long old = read_long(NR_HUGE);

@@ -7,7 +7,7 @@
  *   calloc            calloc(1000, 100)                    100000 (nmemb*size)
  *   realloc_src       malloc(120000)                       120000
  *   realloc           realloc(<realloc_src block>, 240000) 240000 (grows it)
- *   reallocarray_src  malloc(140000)                       140000
+ *   reallocarray_src  malloc(149000)                       149000
  *   reallocarray      reallocarray(<block>, 1500, 100)     150000 (grows it)
  *   posix_memalign    posix_memalign(&p, 4096, 160000)     160000
  *   aligned_alloc     aligned_alloc(4096, 172032)          172032 (42 pages)
@@ -84,8 +84,8 @@ int main(void)
         failures++;
     touch(r, 240000, 9);
 
-    char *ra = malloc(140000);                   /* SITE:reallocarray_src */
-    touch(ra, 140000, 10);
+    char *ra = malloc(149000);                   /* SITE:reallocarray_src */
+    touch(ra, 149000, 10);
     ra = reallocarray(ra, 1500, 100);            /* SITE:reallocarray */
     if (ra && ((volatile char *)ra)[0] != 10)
         failures++;
