@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="9313473057378a71bb1c984be80875de21f444a9f3c87aef0ce97f3b2c45912a")
+    version("0.1.0", sha256="678dc67375c24fa2fb1af66acdf3a13dc620af88e621195c6aa22ea09af60365")
 
     variant(
         "memkind",
