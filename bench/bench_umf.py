@@ -2,7 +2,8 @@
 
 1. the cost a matched, placed malloc+free of a 4 KiB site adds over the same program
    without libhmalloc.so, at 1 and 2 threads (thread-CPU ns per pair, medians of
-   interleaved rounds; bench_interpose.py's program, site and runner);
+   interleaved rounds; bench_interpose.py's program, site and runner), and of a 3 MB
+   site at 1 thread (over 1 MiB: a block of its own, or UMF's provider);
 2. the share of a 64 MiB tier (1 GiB for 1 GiB objects) usable before a request is
    refused, for single sizes and a mix, and the 2 MiB hugepages the process took by
    then (build/bench/tiershare on the interposer's core);
@@ -53,6 +54,7 @@ SIZES = [16, 24, 64, 100, 4096, 5000, 20000, 100000, 300000, MIB, 3_000_000, 64 
 MIX = [16, 24, 64, 100, 256, 1000, 4096, 5000, 20000, 100000, MIB]
 EXIT_MODES = {"stdout": 0, "setvbuf": 0, "file": 0, "atexit": 0, "cxx": 0, "needed": 0,
               "plugin": 0, "thread": 7, "fork": 0}
+BIG = 3_000_000          # an object over the arena's 1 MiB, not a multiple of 2 MiB
 HUGE_NEED = 1200 * MIB  # a 1 GiB tier of 1 GiB objects, or the arena's chunks beside it
 
 
@@ -91,6 +93,27 @@ def costs(work: Path, rounds: int, pairs: int) -> dict[tuple[str, int], float]:
     out[("plain", 2)] = statistics.median(got["plain/2"])
     out[("own", 1)] = statistics.median(got["own/1"])
     out[("own", 2)] = statistics.median(got["own/2"])
+    return out
+
+
+def big_costs(work: Path, rounds: int, pairs: int) -> dict[str, float]:
+    """backend -> median ns a matched pair of BIG bytes adds over no preload (1 thread;
+    the program writes the block's first byte)."""
+    chain = trace_chain(work)
+    files = {b: placement(work / f"big-{i}.txt", b, chain, BIG, BIG,
+                          capacity=256 * MIB if "HUGETLB" in b.upper() else GIB)
+             for i, b in enumerate(BACKENDS)}
+    cases = {"plain": Case("malloc", 1, pairs, BIG)}
+    for b in BACKENDS:
+        cases[b] = Case("malloc", 1, pairs, BIG, b, hbw=b == "memkind:MEMKIND_HBW",
+                        expect="placed")
+    got: dict[str, list[float]] = {k: [] for k in cases}
+    for _ in range(rounds):
+        for key, case in cases.items():
+            got[key].append(run(case, files, work)[1])
+    base = statistics.median(got["plain"])
+    out = {b: statistics.median(got[b]) - base for b in BACKENDS}
+    out["plain"] = base
     return out
 
 
@@ -171,15 +194,17 @@ def growth(cost: dict[tuple[str, int], float], b: str) -> float:
     return (cost[(b, 2)] + cost[("plain", 2)]) / (cost[(b, 1)] + cost[("plain", 1)])
 
 
-def table(cost: dict[tuple[str, int], float] | None,
+def table(cost: dict[tuple[str, int], float] | None, big: dict[str, float] | None,
           sh: dict[tuple[str, str], tuple[float, int] | None],
           ex: dict[tuple[str, str], str], po: dict[tuple[str, str], str]) -> str:
     cols = [str(s) for s in SIZES if any((b, str(s)) in sh for b in BACKENDS)] + ["mix"]
-    head = ["backend", "+ns 1 thr", "+ns 2 thr", "x 2 thr"] + [f"share {c}" for c in cols]
+    head = ["backend", "+ns 1 thr", "+ns 2 thr", "x 2 thr", "+ns 3 MB"] + \
+        [f"share {c}" for c in cols]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for b in BACKENDS:
         row = [f"`{b}`"] + [f"{cost[(b, t)]:.0f}" if cost else "-" for t in (1, 2)]
         row.append(f"{growth(cost, b):.2f}" if cost else "-")
+        row.append(f"{big[b]:.0f}" if big else "-")
         for c in cols:
             v = sh.get((b, c))
             row.append("n/a" if v is None else f"{100 * v[0]:.1f} % ({v[1]} hp)")
@@ -194,6 +219,9 @@ def table(cost: dict[tuple[str, int], float] | None,
                      "nothing shared) grows x "
                      f"{cost[('own', 2)] / cost[('own', 1)]:.2f} here: what two threads "
                      "running at once cost each other on this machine's CPUs")
+    if big:
+        lines.append(f"\n+ns 3 MB: what a placed malloc+free of a {BIG}-byte object adds "
+                     f"at 1 thread (its first byte written) over glibc's {big['plain']:.0f} ns")
     lines.append("\nshare: bytes of the objects placed before the first refusal / the tier's "
                  "capacity (64 MiB; 1 GiB for 1 GiB objects); hp: 2 MiB hugepages the "
                  "process took from the pool by then")
@@ -228,10 +256,11 @@ def main() -> int:
             print(f"{NAME}: {short}: the hugepage backends will be unavailable")
         t0 = time.monotonic()
         cost = None if args.no_cost else costs(work, rounds, pairs)
+        big = None if args.no_cost else big_costs(work, rounds, max(200, pairs // 100))
         sh = shares(args.quick)
         po = pools(args.quick)
         ex = exits(work)
-        text = table(cost, sh, ex, po)
+        text = table(cost, big, sh, ex, po)
     stamp = time.strftime("%Y-%m-%d")
     head = (f"# bench-umf {stamp} on {platform.node()} ({os.cpu_count()} CPUs, load "
             f"{load:.1f}{', --quick' if args.quick else ''}, {time.monotonic() - t0:.0f} s)\n")
