@@ -184,7 +184,8 @@ static void *arena_alloc(struct hmi_bk *b, uint32_t index, unsigned cls, size_t 
      * water mark once it is there: a chunk the pool refuses leaves no mark */
     if (hmi_charge_unmarked(b, cs))
         return NULL;
-    void *p = hmi_arena_alloc(index, cls, size, zero, hmi_map_chunk);
+    void *p = hmi_arena_alloc(index, cls, size, zero,
+                              umf_kind(b) ? hmi_umf_chunk : hmi_map_chunk);
     if (!p)
         hmi_uncharge(b, cs);
     else if (cs > HMI_CREDIT_SMALL)

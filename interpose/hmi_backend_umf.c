@@ -301,6 +301,21 @@ void *hmi_umf_alloc(struct hmi_bk *b, size_t size, size_t align, int zero)
     return p;
 }
 
+/* One 2 MiB-aligned granule of tier index's provider that the page map covers, or
+ * NULL (the caller holds its gate). */
+static void *granule(uint32_t index)
+{
+    void *p = NULL;
+    if (hmi_u.umfMemoryProviderAlloc(g_prov[index], HMI_PAGE_2M, HMI_PAGE_2M, &p) !=
+            UMF_RESULT_SUCCESS)
+        return NULL;
+    if (p && (((uintptr_t)p & (HMI_PAGE_2M - 1)) || !hmi_pagemap_covers(p))) {
+        hmi_u.umfMemoryProviderFree(g_prov[index], p, HMI_PAGE_2M);
+        return NULL;
+    }
+    return p;
+}
+
 /* An arena chunk is a whole granule of the tier's provider, as a pool's slab would be:
  * fresh from the OS provider (zero) on umf:numa, a part of the region on umf:hugetlb,
  * whose fixed provider may hand out again what a large object freed (cleared here). */
@@ -310,20 +325,11 @@ void *hmi_umf_chunk(uint32_t index, unsigned code)
     if (k < 0)
         return NULL;
     int huge = hmi_bks[index].kind == HMI_BK_UMF_HUGETLB;
-    void *p = NULL;
     struct gate *g = gate_in();
-    for (int again = huge; ; again = 0) {
-        p = NULL;
-        if (hmi_u.umfMemoryProviderAlloc(g_prov[index], HMI_PAGE_2M, HMI_PAGE_2M, &p) !=
-                UMF_RESULT_SUCCESS)
-            p = NULL;
-        if (p && (((uintptr_t)p & (HMI_PAGE_2M - 1)) || !hmi_pagemap_covers(p))) {
-            hmi_u.umfMemoryProviderFree(g_prov[index], p, HMI_PAGE_2M);
-            p = NULL;
-        }
-        if (p || !again)
-            break;
+    void *p = granule(index);
+    if (!p && huge) {
         trim(index);
+        p = granule(index);
     }
     gate_out(g);
     if (!p)

@@ -117,8 +117,6 @@ static char *map_block(struct hmi_bk *b, uint64_t len, uint64_t span, size_t ali
 void *hmi_map_chunk(uint32_t index, unsigned code)
 {
     struct hmi_bk *b = &hmi_bks[index];
-    if (b->kind == HMI_BK_UMF_NUMA || b->kind == HMI_BK_UMF_HUGETLB)
-        return hmi_umf_chunk(index, code);
     int64_t k = hmi_chunk_slot();
     if (k < 0)
         return NULL;
