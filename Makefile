@@ -138,7 +138,8 @@ rerun: deps build
 # interleaved rounds (REPEATS=N, or auto: until every 95 % interval is within +-TARGET %,
 # default 3, or BUDGET, default 20m, is spent), in the stage directory's compare/
 # (runs.csv, summary.csv, result.json); finished runs are skipped unless FORCE=1.
-# MEM=SIZE or FRACTION=F (default 0.4 of the footprint).
+# MEM=SIZE or FRACTION=F (default 0.4 of the footprint); several, comma-separated (MEM=14M,29M),
+# measured in the same rounds.
 FRACTION ?=
 REPEATS ?=
 TARGET  ?=
@@ -201,7 +202,7 @@ bench-sampling: deps build
 
 # Real applications from Debian packages (LAMMPS LJ and EAM, HPC Challenge on 2 ranks,
 # NWChem SCF), end to end with 95 % intervals: bench/results/apps-DATE-HOST.md/.png.
-# BENCH_ARGS: e.g. --only hpcc, --quick (small inputs), --budget 8m (per capacity).
+# BENCH_ARGS: e.g. --only hpcc, --quick (small inputs), --budget 20m (per code).
 BENCH_ARGS ?=
 .PHONY: bench-apps
 bench-apps: deps build

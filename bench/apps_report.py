@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import os
 import platform
 import subprocess
@@ -78,13 +77,6 @@ def _pct(x: float) -> str:
     return f"{x:.0%}"
 
 
-def _result_json(cdir: Path) -> dict:
-    try:
-        return json.loads((cdir / "result.json").read_text())
-    except (OSError, ValueError):
-        return {}
-
-
 def write_results(results: list[dict], args: argparse.Namespace) -> Path:
     """bench/results/apps-DATE-HOST.md and .png; one summary line per code on stdout.
     Returns their path without the suffix."""
@@ -103,7 +95,8 @@ def write_results(results: list[dict], args: argparse.Namespace) -> Path:
           f"{platform.release()}; {fast}. Speedups are over all-slow (times: how many times "
           "faster), geometric means of interleaved paired rounds with 95 % bootstrap "
           "intervals (docs/formats.md §7); share of gain = (S-1)/(S_all-fast-1). "
-          f"Budget per capacity: {args.budget}"
+          "Both capacities are measured in one comparison (one all-slow and one all-fast "
+          f"per round). Budget per code: {args.budget}"
           f"{'; quick inputs (a smoke test)' if args.quick else ''}.",
           "", "| code | bare run | trace overhead [95 %] | samples: heap / static / stack / "
           "unknown / no address | sites | footprint per process: at once / sum of site peaks |",
@@ -132,8 +125,9 @@ def write_results(results: list[dict], args: argparse.Namespace) -> Path:
                "|---" * 10 + "|"]
         summary = [app.name + ":"]
         for frac, c in r["compares"].items():
+            cap = f"{frac:.0%} ({c['mem'] / 2**20:.0f} MiB)"
             rows = {row["variant"]: row for row in c["rows"]}
-            res = _result_json(c["dir"])
+            res = c["result"]
             pred = res.get("predicted") or {}
             for v in VARIANTS:
                 row = rows.get(v)
@@ -142,14 +136,14 @@ def write_results(results: list[dict], args: argparse.Namespace) -> Path:
                 p = pred.get(v)
                 ptext = f"{p[0]:.2f}x [{p[1]:.2f}, {p[2]:.2f}]" if p else \
                     ("(calibrated here)" if v == "all-fast" and pred else "–")
-                md.append(f"| {frac:.0%} | {v} | {_speedup(row)} | {row.get('verdict', '')} | "
+                md.append(f"| {cap} | {v} | {_speedup(row)} | {row.get('verdict', '')} | "
                           f"{_share(row) if v != 'all-fast' else '(the bound)'} | {ptext} | "
                           f"{_f(row.get('fast_mib'), '{:.0f}')} | {_f(row.get('wall_s'))} | "
                           f"{_f(row.get('minflt'), '{:.0f}')} | "
                           f"{_f(row.get('hugepages'), '{:.0f}')} |")
             ok = "all equal to the bare run's" if not c["bad"] else \
                 f"{len(c['bad'])} differ: {', '.join(c['bad'][:5])}"
-            md.append(f"| {frac:.0%} | | {res.get('rounds', '?')} rounds, ended by "
+            md.append(f"| {cap} | | {res.get('rounds', '?')} rounds, ended by "
                       f"{res.get('stopped_by', '?')} | correctness: {c['checked']} runs, {ok} "
                       "| | | | | | |")
             top = rows.get("all-fast", {})
@@ -161,8 +155,7 @@ def write_results(results: list[dict], args: argparse.Namespace) -> Path:
                                    f"share {_share(adv)}; "
                                    f"{target_verdict(frac, adv, top, pred.get(name))});")
         summary.append(f"trace overhead {r['trace']['overhead']:.2f}x; correctness "
-                       f"{sum(c['checked'] - len(c['bad']) for c in r['compares'].values())}/"
-                       f"{sum(c['checked'] for c in r['compares'].values())} runs equal")
+                       f"{r['checked'] - len(r['bad'])}/{r['checked']} runs equal")
         lines.append(" ".join(summary))
     md += ["", "## Summary", "", *[f"- {ln}" for ln in lines], "",
            f"![speedups]({stem.name}.png)", ""]

@@ -3,8 +3,8 @@ end to end, with stated confidence (never part of `make test`).
 
 For each code: a bare run (its figure of merit and correctness lines); the tracer's
 overhead from interleaved bare and traced runs; where the samples fell (heap sites,
-statics, stack, no address); analyze; then `hmtune compare` at 25 % and 50 % of the
-heap footprint (one process's heap live at once at its most, from allocs.csv, plus its
+statics, stack, no address); analyze; then one `hmtune compare` at 25 % and 50 % of the
+heap footprint (both capacities in the same rounds, sharing all-slow and all-fast) (one process's heap live at once at its most, from allocs.csv, plus its
 static variables; not the sum of the sites' peaks, which counts memory reused over
 time several times): all-slow, first-come, size-window, the advisor (ilp-lifetime, its
 default with allocs.csv, and ilp) and every site in the fast tier (the upper bound),
@@ -145,10 +145,13 @@ def apps(quick: bool) -> list[App]:
         App("lammps-eam", ["lmp", "-in", "in.eam", "-var", "n", str(eam_n), "-log", "none"],
             [r"Loop time of ([0-9.]+)"], False, [THERMO], {"in.eam": EAM}),
         # RandomAccess, the kernel 2 MiB pages speed up, as the geometric mean of HPCC's
-        # six results (Single, Star and MPI; both generators): each alone varies 5-22 %
-        # from run to run here, their mean 11 % (10 bare runs, 2026-11-26)
-        App("hpcc", ["hpcc"], [rf"{k}RandomAccess{g}_GUPs=([0-9.]+)"
-                               for k in ("Single", "Star", "MPI") for g in ("", "_LCG")], True,
+        # two MPIRandomAccess results (both generators; the table spread over the 2
+        # ranks): the steadiest here. 10 bare runs (2026-11-26): 4.7 % between runs
+        # against 11 % for the mean of all six RandomAccess results (Single and Star
+        # 11-22 % each); 6 interleaved pairs (2026-11-27): the pair's ratio 5.8 %
+        # against 13.9 % for the six
+        App("hpcc", ["hpcc"], [rf"MPIRandomAccess{g}_GUPs=([0-9.]+)" for g in ("", "_LCG")],
+            True,
             [r"^Success=\d+", r"^Failure=\d+", r"FAILED"],
             {"hpccinf.txt": hpcc_input(hpcc_n)},
             mpirun="mpirun --allow-run-as-root -np 2",
@@ -265,18 +268,22 @@ def at_once(stage: Path, rows: list[dict[str, str]]) -> int:
     return blocks_footprint(allocs, "default") + statics
 
 
-def compare(app: App, d: Path, stage: Path, frac: float, budget: str, base: int) -> Path:
-    out = d / f"compare-{int(frac * 100)}"
+def compare(app: App, d: Path, stage: Path, budget: str, base: int) -> Path:
+    """One hmtune compare at every capacity of FRACTIONS (of base bytes): their variants
+    in the same rounds as one all-slow and one all-fast."""
+    out = d / "compared"
     if out.exists():
         shutil.rmtree(out)
     shutil.copytree(stage, out, ignore=shutil.ignore_patterns("raw", "compare*", "stale"))
-    cmd = [str(HMTUNE), "compare", "-o", str(out), "--mem", str(max(1, int(base * frac))),
+    mems = ",".join(str(max(1, int(base * frac))) for frac in FRACTIONS)
+    cmd = [str(HMTUNE), "compare", "-o", str(out), "--mem", mems,
            "--strategies", ",".join(ADVISOR), *(x for rx in app.foms for x in ("--fom", rx)),
            "--budget", budget,
            "--reserve-hugepages",
            *(["--higher-is-better"] if app.higher_is_better else []),
            *(["--mpirun", app.mpirun] if app.mpirun else []), "--", *app.cmd]
-    say(f"{app.name}: compare at {frac:.0%} of the footprint (budget {budget})")
+    say(f"{app.name}: compare at {' and '.join(f'{f:.0%}' for f in FRACTIONS)} of the "
+        f"footprint (budget {budget})")
     r = subprocess.run(cmd, cwd=d, text=True, stdout=subprocess.PIPE, timeout=7200)
     (out / "compare.stdout.txt").write_text(r.stdout)
     if r.returncode != 0:
@@ -285,10 +292,14 @@ def compare(app: App, d: Path, stage: Path, frac: float, budget: str, base: int)
     return out / "compare"
 
 
-def correctness(app: App, cdir: Path, want: list[str]) -> tuple[int, list[str]]:
-    """Runs checked and those whose correctness lines differ from the bare run's."""
+def correctness(app: App, cdir: Path, want: list[str],
+                variants: set[str] | None = None) -> tuple[int, list[str]]:
+    """Runs checked (of these variants, default all) and those whose correctness lines
+    differ from the bare run's."""
     n, bad = 0, []
     for log in sorted(cdir.glob("*/run.*.log")):
+        if variants is not None and log.parent.name not in variants:
+            continue
         n += 1
         if checks_of(app, log.read_text(errors="replace")) != want:
             bad.append(str(log.relative_to(cdir)))
@@ -304,7 +315,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", metavar="NAMES", help="comma-separated codes to run")
     ap.add_argument("--quick", action="store_true", help="small inputs (a smoke test)")
-    ap.add_argument("--budget", default="8m", help="compare's time budget per capacity")
+    ap.add_argument("--budget", default="20m",
+                    help="compare's time budget per code (both capacities)")
     ap.add_argument("--trace-rounds", type=int, default=3)
     ap.add_argument("--commit", default="", help="with --render: the commit measured")
     ap.add_argument("--render", action="store_true",
@@ -335,8 +347,7 @@ def main() -> int:
         saved = {"bare_s": wall, "checks": want, "analyze": an,
                  "trace": {k: v for k, v in tr.items() if k != "stage"}}
         (d / "bench.json").write_text(json.dumps(saved, indent=1) + "\n")
-        for frac in FRACTIONS:
-            compare(app, d, tr["stage"], frac, args.budget, an["at_once"])
+        compare(app, d, tr["stage"], args.budget, an["at_once"])
         results.append(load_result(app))
     stem = write_results(results, args)
     say(f"results: {stem.with_suffix('.md')} and .png")
@@ -350,14 +361,26 @@ def load_result(app: App) -> dict:
         saved = json.loads((d / "bench.json").read_text())
     except (OSError, ValueError):
         sys.exit(f"{NAME}: {app.name}: no measurements in {d}: run make bench-apps first")
+    cdir = d / "compared" / "compare"
+    if not (cdir / "summary.csv").exists():
+        sys.exit(f"{NAME}: {app.name}: no comparison in {cdir}: run make bench-apps first")
+    n, bad = correctness(app, cdir, saved["checks"])
     res = {"app": app, "command": command(app), "bare_s": saved["bare_s"],
-           "analyze": saved["analyze"], "trace": saved["trace"], "compares": {}}
-    for frac in FRACTIONS:
-        cdir = d / f"compare-{int(frac * 100)}" / "compare"
-        if (cdir / "summary.csv").exists():
-            n, bad = correctness(app, cdir, saved["checks"])
-            res["compares"][frac] = {"dir": cdir, "rows": read_summary(cdir), "checked": n,
-                                     "bad": bad}
+           "analyze": saved["analyze"], "trace": saved["trace"], "compares": {},
+           "checked": n, "bad": bad}
+    result = json.loads((cdir / "result.json").read_text())
+    rows = read_summary(cdir)
+    shared = {"all-slow", "all-fast"}
+    for frac, cap in zip(FRACTIONS, result.get("capacities") or [], strict=False):
+        tag = cap["tag"]
+        mine = {v: v.removesuffix(tag) for v in cap["variants"]} | {v: v for v in shared}
+        n, bad = correctness(app, cdir, saved["checks"], set(mine))
+        res["compares"][frac] = {
+            "dir": cdir, "checked": n, "bad": bad, "mem": cap["mem"],
+            "rows": [{**r, "variant": mine[r["variant"]]} for r in rows
+                     if r["variant"] in mine],
+            "result": {**result, "predicted": {
+                mine[k]: v for k, v in (result.get("predicted") or {}).items() if k in mine}}}
     return res
 
 

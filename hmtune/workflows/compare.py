@@ -67,6 +67,17 @@ def print_table(summary: list[tables.Summary]) -> None:
               f"{s.fast_bytes / 2**20:>8.1f} {g:>10}  {s.est.verdict}")
 
 
+def versus_json(vs: tables.Versus | None, mem: int | None) -> dict[str, object] | None:
+    """result.json's advisor_over_baseline (one capacity's), None without a strategy."""
+    if vs is None:
+        return None
+    return {**({"mem": mem} if mem is not None else {}),
+            "strategy": vs.mine, "baseline": vs.other, "speedup": round(vs.est.speedup, 4),
+            "lo": None if vs.est.lo is None else round(vs.est.lo, 4),
+            "hi": None if vs.est.hi is None else round(vs.est.hi, 4),
+            "verdict": vs.word}
+
+
 def run(args: argparse.Namespace) -> int:
     who = "hmtune compare"
     strategies = [s for s in args.strategies.split(",") if s]
@@ -75,26 +86,41 @@ def run(args: argparse.Namespace) -> int:
         raise Failure(f"--strategies: unknown {', '.join(bad)} (known: {', '.join(STRATEGIES)}, "
                       f"each also as NAME{WHOLE})", 2)
     setup = harness.prepare(args, "compare")
-    stage, work, machine, mem, plan = setup.stage, setup.work, setup.machine, setup.mem, \
-        setup.plan
+    stage, work, machine, plan = setup.stage, setup.work, setup.machine, setup.plan
     if not (stage / "allocs.csv").is_file():
         strategies = [s for s in strategies if s.removesuffix(WHOLE) != "ilp-lifetime"]
     done = harness.open_runs(setup, "compare", args.force)
     rounds = "auto" if plan.repeats is None else str(plan.repeats)
-    print(f"{who}: fast tier {human(mem)} per process ({machine.name}); rounds: {rounds}, "
+    sizes = ", ".join(human(m) for m in setup.mems)
+    print(f"{who}: fast tier {sizes} per process ({machine.name}); rounds: {rounds}, "
           "every variant once a round, interleaved", file=sys.stderr)
 
+    several = len(setup.mems) > 1
     variants = [Variant(REFERENCE, None)]
-    for strategy in strategies:
-        why = harness.advise(stage, work / strategy, machine, mem, strategy)
-        if why:
-            print(f"{who}: strategy {strategy} left out: {why}", file=sys.stderr)
+    mine: dict[int, list[str]] = {}          # capacity -> its strategies' variant names
+    theirs: dict[int, list[str]] = {}        # capacity -> its baselines' variant names
+    for mem in setup.mems:
+        tag = harness.capacity_tag(mem) if several else ""
+        placed = []
+        for strategy in strategies:
+            name = strategy + tag
+            why = harness.advise(stage, work / name, machine, mem, strategy)
+            if why:
+                print(f"{who}: strategy {name} left out: {why}", file=sys.stderr)
+                continue
+            placed.append(Variant(name, work / name / "placement.txt"))
+        if not placed:
+            if several:
+                print(f"{who}: no strategy produced a placement at {human(mem)}: that "
+                      "capacity is left out", file=sys.stderr)
             continue
-        variants.append(Variant(strategy, work / strategy / "placement.txt"))
+        base = work / f"baseline-placement{tag}.txt"
+        harness.tiers_only(placed[0].placement or Path(), base)
+        variants += [Variant(n + tag, base, b) for n, b in BASELINES.items()] + placed
+        mine[mem] = [v.name for v in placed]
+        theirs[mem] = [n + tag for n in BASELINES]
     if len(variants) == 1:
         raise Failure("no strategy produced a placement (see DIR/compare/*/advise.log)", 1)
-    harness.tiers_only(variants[1].placement or Path(), work / "baseline-placement.txt")
-    variants[1:1] = [Variant(n, work / "baseline-placement.txt", b) for n, b in BASELINES.items()]
     room = harness.all_fast(setup, work / UPPER)
     if room is None:
         print(f"{who}: note: no site has a call chain to place: no all-fast upper bound",
@@ -102,9 +128,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         variants.append(Variant(UPPER, work / UPPER / "placement.txt"))
     top = UPPER if room is not None else None
+    baselines = {n for names in theirs.values() for n in names}
     checked = [v.placement for v in variants
-               if v.placement is not None and v.name not in BASELINES]
-    need = max(mem, room or 0) * setup.procs
+               if v.placement is not None and v.name not in baselines]
+    need = max(setup.mem, room or 0) * setup.procs
     if args.reserve_hugepages:
         need = harness.pool_need([p for p in checked if p is not None], setup.stage,
                                  setup.procs, need)
@@ -138,12 +165,13 @@ def run(args: argparse.Namespace) -> int:
     write_csv(work / "summary.csv", fields, rows)
     from hmtune.workflows.calibrate import calibrate
 
+    ours = {n for names_ in mine.values() for n in names_}
     cal = calibrate(stage, machine, work, summary, UPPER,
                     {v.name: v.placement for v in variants
-                     if v.name in strategies and v.placement is not None}) \
+                     if v.name in ours and v.placement is not None}) \
         if top else None
-    vs = tables.versus(summary, out.rows, [s for s in strategies if s in names],
-                       list(BASELINES), plan.higher)
+    vss = {mem: tables.versus(summary, out.rows, mine[mem], theirs[mem], plan.higher)
+           for mem in mine}
     stop = tables.stop_message(out, plan, summary)
     write_atomic(work / "result.json", json.dumps({
         "rounds": summary[0].runs, "stopped_by": out.stopped_by, "stop": stop,
@@ -151,11 +179,10 @@ def run(args: argparse.Namespace) -> int:
         "min_rounds": plan.min_rounds, "reference": REFERENCE, "upper_bound": top,
         "method": tables.method_note(summary[0].runs), "load_warning": out.load_warning,
         "ran": out.ran, "seconds": round(out.seconds, 1),
-        "advisor_over_baseline": None if vs is None else {
-            "strategy": vs.mine, "baseline": vs.other, "speedup": round(vs.est.speedup, 4),
-            "lo": None if vs.est.lo is None else round(vs.est.lo, 4),
-            "hi": None if vs.est.hi is None else round(vs.est.hi, 4),
-            "verdict": vs.word},
+        "capacities": [{"mem": m, "tag": harness.capacity_tag(m) if several else "",
+                        "variants": theirs[m] + mine[m]} for m in mine],
+        "advisor_over_baseline": [versus_json(vss[m], m) for m in mine] if several
+        else versus_json(next(iter(vss.values()), None), None),
         "calibration": str(stage / "calibration.json") if cal and cal.calibration else None,
         "predicted": {n: [round(p.speedup, 4), round(p.lo, 4), round(p.hi, 4)]
                       for n, p in (cal.predicted if cal else {}).items()}},
@@ -163,11 +190,13 @@ def run(args: argparse.Namespace) -> int:
     print_table(summary)
     print()
     print("medians per run:")
-    for line in tables.resource_table(summary):
+    for line in tables.resource_table(summary, max(14, *(len(s.name) for s in summary))):
         print(line)
     print()
-    if vs is not None:
-        print(f"best advisor strategy over the best baseline: {vs.line()}.")
+    for mem, vs in vss.items():
+        if vs is not None:
+            at = f" at {human(mem)}" if several else ""
+            print(f"best advisor strategy over the best baseline{at}: {vs.line()}.")
     print(stop[0].upper() + stop[1:] + ".")
     note = tables.method_note(summary[0].runs)
     if note:

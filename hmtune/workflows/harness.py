@@ -26,7 +26,7 @@ from hmtune.core.errors import Failure
 from hmtune.core.files import write_atomic
 from hmtune.core.sitesfile import FAST_TIER_UNIT as UNIT
 from hmtune.core.sitesfile import SitesFormatError, fast_tier_bytes, read_rows
-from hmtune.core.units import fraction, parse_size
+from hmtune.core.units import fraction, human, parse_size
 from hmtune.workflows import hugepages, launch, measure, sitegroups
 
 if TYPE_CHECKING:   # hmtune.advisor.tiers imports pandas: not at every CLI start
@@ -45,11 +45,16 @@ def add_run_options(p: argparse.ArgumentParser, what: str) -> None:
                         "and hmtune analyze (default hmtune-out/<app name>/); results go to "
                         f"DIR/{what}/")
     size = p.add_mutually_exclusive_group()
-    size.add_argument("--mem", metavar="SIZE", help="fast-tier capacity per process")
-    size.add_argument("--fraction", type=fraction, default=0.4, metavar="F",
+    several = what == "compare"
+    also = (" (several, comma-separated: each capacity's placements measured in the same "
+            "rounds, sharing all-slow and all-fast)") if several else ""
+    size.add_argument("--mem", metavar="SIZE[,SIZE...]" if several else "SIZE",
+                      help=f"fast-tier capacity per process{also}")
+    size.add_argument("--fraction", type=fractions if several else fraction, default=0.4,
+                      metavar="F[,F...]" if several else "F",
                       help="fast-tier capacity as a fraction of the traced footprint (the sum "
                            "of the sites' peak live bytes, each site's largest of any rank; "
-                           "above 0, at most 1; default 0.4)")
+                           f"above 0, at most 1; default 0.4){also}")
     p.add_argument("--machine", metavar="FILE.toml", default=None,
                    help="tiers (default: this host's fast tier as hmtune machine shows it, "
                         "hugepages only when the pool has free pages or "
@@ -81,9 +86,11 @@ class Setup:
     machine: Path
     tiers: list[Tier]               # the machine file's, loaded once
     mem: int                        # fast-tier bytes per process, whole 2 MiB pages
+                                    # (the largest of mems)
     config: dict[str, object]
     plan: measure.Plan
     procs: int                      # processes that place (MPI ranks), 1 without --mpirun
+    mems: list[int]                 # compare's capacities, ascending (one for explore)
 
 
 def prepare(args: argparse.Namespace, what: str) -> Setup:
@@ -131,14 +138,10 @@ def prepare(args: argparse.Namespace, what: str) -> Setup:
         tiers = load_machine(machine).tiers
     except ValueError as e:
         raise Failure(f"--machine: {e}", 2) from None
-    try:
-        mem = (parse_size(args.mem) + UNIT - 1) // UNIT * UNIT if args.mem else \
-            fast_tier_bytes(sites, args.fraction)
-    except (ValueError, KeyError) as e:
-        raise Failure(f"cannot size the fast tier: {e}", 2) from None
-    if mem <= 0:
-        raise Failure("the fast tier would be empty (--mem, or a trace with no "
-                      "sites)", 2)
+    mems = capacities(args, sites)
+    if len(mems) > 1 and what != "compare":
+        raise Failure(f"--mem: {who} measures one capacity: give one size", 2)
+    mem = mems[-1]
     from hmtune.workflows.run import launcher_processes
 
     procs = (launcher_processes(plan.launcher) if plan.launcher else 1) or 1
@@ -148,11 +151,45 @@ def prepare(args: argparse.Namespace, what: str) -> Setup:
         # a host's choice sizes it by the hugepage pool of the moment)
         "tiers": [[t.name, t.backend, t.load_cost, t.store_cost, t.page_size,
                    t.capacity if i else None] for i, t in enumerate(tiers)],
-        "mem": mem, "fom": args.fom, "higher_is_better": args.higher_is_better,
+        "mem": mem if len(mems) == 1 else mems, "fom": args.fom,
+        "higher_is_better": args.higher_is_better,
         "sites_sha256": hashlib.sha256(sites.read_bytes()).hexdigest(),
         "runs_format": measure.RUNS_FORMAT, "mpirun": plan.launcher,
         "pin": sorted(plan.pin) if plan.pin else None}
-    return Setup(app, stage, work, fom_re, machine, tiers, mem, config, plan, procs)
+    return Setup(app, stage, work, fom_re, machine, tiers, mem, config, plan, procs, mems)
+
+
+def fractions(text: str) -> tuple[float, ...]:
+    """argparse type of compare's --fraction: one fraction or several, comma-separated."""
+    return tuple(fraction(x.strip()) for x in text.split(","))
+
+
+def capacities(args: argparse.Namespace, sites: Path) -> list[int]:
+    """The fast-tier capacities per process that --mem or --fraction give, each rounded
+    up to whole 2 MiB pages, ascending. Raises Failure (one line: what is wrong)."""
+    fracs = args.fraction if isinstance(args.fraction, tuple) else (args.fraction,)
+    given = [x.strip() for x in args.mem.split(",")] if args.mem else [str(f) for f in fracs]
+    try:
+        mems = [(parse_size(x) + UNIT - 1) // UNIT * UNIT for x in given] if args.mem else \
+            [fast_tier_bytes(sites, f) for f in fracs]
+    except (ValueError, KeyError) as e:
+        raise Failure(f"cannot size the fast tier: {e}", 2) from None
+    if any(m <= 0 for m in mems):
+        raise Failure("the fast tier would be empty (--mem, or a trace with no "
+                      "sites)", 2)
+    seen: dict[int, str] = {}
+    for m, x in zip(mems, given, strict=True):
+        if m in seen:
+            raise Failure(f"--{'mem' if args.mem else 'fraction'}: {seen[m]} and {x} are the "
+                          f"same capacity ({human(m)} in whole 2 MiB pages): give each "
+                          "once", 2)
+        seen[m] = x
+    return sorted(mems)
+
+
+def capacity_tag(mem: int) -> str:
+    """A capacity in variant names when compare measures several: `@14M`."""
+    return f"@{mem // 2**20}M" if mem % 2**20 == 0 else f"@{mem}B"
 
 
 def open_runs(setup: Setup, what: str, force: bool) -> measure.Rows:

@@ -335,7 +335,7 @@ def test_bad_input(stage: Path, tmp_path: Path) -> None:
     assert hmtune("compare", "--help").returncode == 0
 
 
-@pytest.mark.parametrize("value", ["nan", "2", "0", "-0.5", "inf", "x"])
+@pytest.mark.parametrize("value", ["nan", "2", "0", "-0.5", "inf", "x", "0.5,2", "0.5,"])
 def test_fraction_out_of_range(tmp_path: Path, value: str) -> None:
     """--fraction (compare's and explore's) is a number in (0, 1]: anything else is a
     usage error before anything runs or is written."""
@@ -433,3 +433,44 @@ def test_a_failing_strategy_is_left_out_with_its_reason(tmp_path: Path) -> None:
     assert not (d / "x" / "placement.txt").exists() and (d / "x" / "advise.log").is_file()
     assert harness.advise(d, d / "y", THP, 64 << 20, "density") is None
     assert (d / "y" / "placement.txt").is_file()
+
+
+def test_several_capacities_share_all_slow_and_all_fast(stage: Path, tmp_path: Path) -> None:
+    """--mem A,B: each capacity's baselines and strategies, named NAME@SIZE, in the same
+    rounds as one all-slow and one all-fast; each placed within its own capacity, each
+    capacity's strategy predicted and compared with its own baselines."""
+    from hmtune.advisor.placement import read_placement
+
+    d = copy_stage(stage, tmp_path / "two")
+    r = compare(d, "--mem", "8M,4M", "--strategies", "ilp")
+    assert r.returncode == 0, r.stderr
+    names = ["all-slow", "first-come@4M", "size-window@4M", "ilp@4M",
+             "first-come@8M", "size-window@8M", "ilp@8M", "all-fast"]
+    runs = rows(d / "compare" / "runs.csv")
+    assert sorted((x["variant"], x["repeat"]) for x in runs) == sorted(
+        (n, str(k)) for n in names for k in range(2))
+    assert [x["variant"] for x in rows(d / "compare" / "summary.csv")] == names
+    for mib in (4, 8):
+        pf = read_placement(d / "compare" / f"ilp@{mib}M" / "placement.txt")
+        assert pf.tiers[0].capacity == mib << 20 and pf.sites
+        base = read_placement(d / "compare" / f"baseline-placement@{mib}M.txt")
+        assert base.tiers[0].capacity == mib << 20 and not base.sites
+        for x in runs:
+            if x["variant"].endswith(f"@{mib}M"):
+                assert 0 < int(x["fast_bytes"]) <= mib << 20, x
+    res = json.loads((d / "compare" / "result.json").read_text())
+    assert res["capacities"] == [
+        {"mem": m << 20, "tag": f"@{m}M",
+         "variants": [f"first-come@{m}M", f"size-window@{m}M", f"ilp@{m}M"]} for m in (4, 8)]
+    assert sorted(res["predicted"]) == ["ilp@4M", "ilp@8M"]
+    vs = res["advisor_over_baseline"]
+    assert [(v["mem"], v["strategy"]) for v in vs] == [(4 << 20, "ilp@4M"), (8 << 20, "ilp@8M")]
+    assert vs[0]["baseline"] in ("first-come@4M", "size-window@4M")
+    assert json.loads((d / "compare" / "config.json").read_text())["mem"] == [4 << 20, 8 << 20]
+    # the same capacity twice, a bad size, and explore (one capacity) are usage errors
+    for bad in ("4M,4M", "4M,3M", "4M,lots"):
+        assert compare(d, "--mem", bad, "--force").returncode == 2, bad
+    assert rows(d / "compare" / "runs.csv") == runs
+    e = hmtune("explore", "-o", str(d), "--machine", str(THP), "--repeats", "1",
+               "--mem", "4M,8M", "--", str(LATENCY), "-q")
+    assert e.returncode == 2 and not (d / "explore" / "runs.csv").exists()
