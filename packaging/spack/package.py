@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="e564f26af9aadda86af5238235829c29eef8a3c91ba1a2535d68b5065370912e")
+    version("0.1.0", sha256="d68227cd10da3581b4d3b57e2607179a0ecb3818341b51cacf7e2c0a7efa8159")
 
     variant(
         "memkind",
