@@ -4,12 +4,13 @@ end to end, with stated confidence (never part of `make test`).
 For each code: a bare run (its figure of merit and correctness lines); the tracer's
 overhead from interleaved bare and traced runs; where the samples fell (heap sites,
 statics, stack, no address); analyze; then one `hmtune compare` at 25 % and 50 % of the
-heap footprint (both capacities in the same rounds, sharing all-slow and all-fast) (one process's heap live at once at its most, from allocs.csv, plus its
+heap footprint (one process's heap live at once at its most, from allocs.csv, plus its
 static variables; not the sum of the sites' peaks, which counts memory reused over
-time several times): all-slow, first-come, size-window, the advisor (ilp-lifetime, its
-default with allocs.csv, and ilp) and every site in the fast tier (the upper bound),
-interleaved, with 95 % intervals. Every run's correctness lines (energies, validity
-checks) must equal the bare run's.
+time several times), both capacities in the same rounds with one all-slow and one
+all-fast: first-come, size-window and the advisor (ilp-lifetime, and
+ilp-lifetime-whole: --whole-objects) at each capacity, and every site in the fast tier
+(the upper bound), interleaved, with 95 % intervals. Every run's correctness lines
+(energies, validity checks) must equal the bare run's.
 
 Codes (why each): LAMMPS Lennard-Jones melt (the classic MD benchmark: neighbour lists
 and per-atom arrays, C++), LAMMPS EAM copper (a many-body potential with more per-atom

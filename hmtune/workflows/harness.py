@@ -188,8 +188,9 @@ def capacities(args: argparse.Namespace, sites: Path) -> list[int]:
 
 
 def capacity_tag(mem: int) -> str:
-    """A capacity in variant names when compare measures several: `@14M`."""
-    return f"@{mem // 2**20}M" if mem % 2**20 == 0 else f"@{mem}B"
+    """A capacity (whole 2 MiB pages) in variant names when compare measures several:
+    `@14M`."""
+    return f"@{mem >> 20}M"
 
 
 def open_runs(setup: Setup, what: str, force: bool) -> measure.Rows:
