@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="d68227cd10da3581b4d3b57e2607179a0ecb3818341b51cacf7e2c0a7efa8159")
+    version("0.1.0", sha256="8122fcbb51368bf9fe82cce6334603d4c6937a4e2fd3bb48cfd2bb9a4669afeb")
 
     variant(
         "memkind",
