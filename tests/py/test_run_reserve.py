@@ -539,8 +539,12 @@ def test_a_signal_to_hmtune_puts_the_pool_back(stage: tuple[Path, int], empty_po
     cmd = [str(HMTUNE), "run", "-q", "-o", str(tmp_path), "--placement",
            str(d / "placement.txt"), "--reserve-hugepages", "--", str(LATENCY), "-q",
            "-n", "1000000"]
+    # as a terminal's foreground job: Ctrl-C not ignored, even when this suite runs as
+    # a background job of a non-interactive shell (which starts it with SIGINT ignored,
+    # and an ignored signal stays ignored across exec)
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 60
         while not (value(NR) == pages and meminfo_free() == 0) and time.monotonic() < deadline:
