@@ -293,18 +293,19 @@ def compare(app: App, d: Path, stage: Path, budget: str, base: int) -> Path:
     return out / "compare"
 
 
-def correctness(app: App, cdir: Path, want: list[str],
-                variants: set[str] | None = None) -> tuple[int, list[str]]:
+def correctness(app: App, cdir: Path, want: list[str]) -> dict[Path, bool]:
+    """Every run's log (VARIANT/run.R.log, relative to cdir): whether its correctness
+    lines equal the bare run's."""
+    return {log.relative_to(cdir): checks_of(app, log.read_text(errors="replace")) == want
+            for log in sorted(cdir.glob("*/run.*.log"))}
+
+
+def tally(ok: dict[Path, bool], variants: set[str] | None = None) -> tuple[int, list[str]]:
     """Runs checked (of these variants, default all) and those whose correctness lines
     differ from the bare run's."""
-    n, bad = 0, []
-    for log in sorted(cdir.glob("*/run.*.log")):
-        if variants is not None and log.parent.name not in variants:
-            continue
-        n += 1
-        if checks_of(app, log.read_text(errors="replace")) != want:
-            bad.append(str(log.relative_to(cdir)))
-    return n, bad
+    mine = {log: good for log, good in ok.items()
+            if variants is None or log.parent.name in variants}
+    return len(mine), [str(log) for log, good in mine.items() if not good]
 
 
 def read_summary(cdir: Path) -> list[dict[str, str]]:
@@ -365,7 +366,8 @@ def load_result(app: App) -> dict:
     cdir = d / "compared" / "compare"
     if not (cdir / "summary.csv").exists():
         sys.exit(f"{NAME}: {app.name}: no comparison in {cdir}: run make bench-apps first")
-    n, bad = correctness(app, cdir, saved["checks"])
+    ok = correctness(app, cdir, saved["checks"])
+    n, bad = tally(ok)
     res = {"app": app, "command": command(app), "bare_s": saved["bare_s"],
            "analyze": saved["analyze"], "trace": saved["trace"], "compares": {},
            "checked": n, "bad": bad}
@@ -375,7 +377,7 @@ def load_result(app: App) -> dict:
     for frac, cap in zip(FRACTIONS, result.get("capacities") or [], strict=False):
         tag = cap["tag"]
         mine = {v: v.removesuffix(tag) for v in cap["variants"]} | {v: v for v in shared}
-        n, bad = correctness(app, cdir, saved["checks"], set(mine))
+        n, bad = tally(ok, set(mine))
         res["compares"][frac] = {
             "dir": cdir, "checked": n, "bad": bad, "mem": cap["mem"],
             "rows": [{**r, "variant": mine[r["variant"]]} for r in rows

@@ -96,11 +96,11 @@ def run(args: argparse.Namespace) -> int:
           "every variant once a round, interleaved", file=sys.stderr)
 
     several = len(setup.mems) > 1
+    tags = {m: harness.capacity_tag(m) if several else "" for m in setup.mems}
     variants = [Variant(REFERENCE, None)]
     mine: dict[int, list[str]] = {}          # capacity -> its strategies' variant names
     theirs: dict[int, list[str]] = {}        # capacity -> its baselines' variant names
-    for mem in setup.mems:
-        tag = harness.capacity_tag(mem) if several else ""
+    for mem, tag in tags.items():
         placed = []
         for strategy in strategies:
             name = strategy + tag
@@ -179,8 +179,8 @@ def run(args: argparse.Namespace) -> int:
         "min_rounds": plan.min_rounds, "reference": REFERENCE, "upper_bound": top,
         "method": tables.method_note(summary[0].runs), "load_warning": out.load_warning,
         "ran": out.ran, "seconds": round(out.seconds, 1),
-        "capacities": [{"mem": m, "tag": harness.capacity_tag(m) if several else "",
-                        "variants": theirs[m] + mine[m]} for m in mine],
+        "capacities": [{"mem": m, "tag": tags[m], "variants": theirs[m] + mine[m]}
+                       for m in mine],
         "advisor_over_baseline": [versus_json(vss[m], m) for m in mine] if several
         else versus_json(next(iter(vss.values()), None), None),
         "calibration": str(stage / "calibration.json") if cal and cal.calibration else None,

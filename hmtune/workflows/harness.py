@@ -85,12 +85,16 @@ class Setup:
     fom_re: list[re.Pattern]          # empty: the run's wall-clock seconds
     machine: Path
     tiers: list[Tier]               # the machine file's, loaded once
-    mem: int                        # fast-tier bytes per process, whole 2 MiB pages
-                                    # (the largest of mems)
+    mems: list[int]                 # fast-tier bytes per process, whole 2 MiB pages:
+                                    # compare's capacities, ascending (one for explore)
     config: dict[str, object]
     plan: measure.Plan
     procs: int                      # processes that place (MPI ranks), 1 without --mpirun
-    mems: list[int]                 # compare's capacities, ascending (one for explore)
+
+    @property
+    def mem(self) -> int:
+        """The largest capacity (explore's only one)."""
+        return self.mems[-1]
 
 
 def prepare(args: argparse.Namespace, what: str) -> Setup:
@@ -141,7 +145,6 @@ def prepare(args: argparse.Namespace, what: str) -> Setup:
     mems = capacities(args, sites)
     if len(mems) > 1 and what != "compare":
         raise Failure(f"--mem: {who} measures one capacity: give one size", 2)
-    mem = mems[-1]
     from hmtune.workflows.run import launcher_processes
 
     procs = (launcher_processes(plan.launcher) if plan.launcher else 1) or 1
@@ -151,12 +154,12 @@ def prepare(args: argparse.Namespace, what: str) -> Setup:
         # a host's choice sizes it by the hugepage pool of the moment)
         "tiers": [[t.name, t.backend, t.load_cost, t.store_cost, t.page_size,
                    t.capacity if i else None] for i, t in enumerate(tiers)],
-        "mem": mem if len(mems) == 1 else mems, "fom": args.fom,
+        "mem": mems[0] if len(mems) == 1 else mems, "fom": args.fom,
         "higher_is_better": args.higher_is_better,
         "sites_sha256": hashlib.sha256(sites.read_bytes()).hexdigest(),
         "runs_format": measure.RUNS_FORMAT, "mpirun": plan.launcher,
         "pin": sorted(plan.pin) if plan.pin else None}
-    return Setup(app, stage, work, fom_re, machine, tiers, mem, config, plan, procs, mems)
+    return Setup(app, stage, work, fom_re, machine, tiers, mems, config, plan, procs)
 
 
 def fractions(text: str) -> tuple[float, ...]:
