@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="f8802f1a0b82f67c52219fae70a5c98d4529b1c2eb24a124dc8d8296b2f8d78d")
+    version("0.1.0", sha256="85a7c3aee31de26f209b2f965e2a236df50ee305f6f09a59df745622406be0a6")
 
     variant(
         "memkind",
