@@ -11,6 +11,11 @@ pairs of that size under:
   whole  the site placed whole in the tier (a `site` line)
   split  the site split: the middle quarter of each object (2 MiB aligned, at least
          2 MiB) in the tier, the rest in ordinary pages (a `split` line)
+  whole-fresh, split-fresh  the same with HMTUNE_KEEP_FREED=0: every free unmaps the
+         block and every malloc maps a new one. By default the interposer keeps a freed
+         block for the next request of the same shape (interpose/hmi_keep.c), so in a
+         loop of malloc+free pairs only the first pair maps anything; the -fresh
+         variants measure what a mapping costs when no kept block fits.
 The objects are not touched: the figures are what mapping and unmapping cost (and the
 interposer's bookkeeping), not page faults, whose cost depends on the page size. Figures
 are thread-CPU microseconds per pair (system time included). The added cost is the
@@ -49,7 +54,8 @@ GIB = 1 << 30
 HUGE = 2 * MIB
 BACKENDS = ("hugetlb", "thp", "numa:0")
 SIZES = (16 * MIB, 64 * MIB, 256 * MIB, GIB)
-VARIANTS = ("none", "whole", "split")
+VARIANTS = ("none", "whole", "split", "whole-fresh", "split-fresh")
+FRESH = "-fresh"
 TARGET_US_PER_GIB = 50.0
 
 
@@ -87,18 +93,22 @@ def run(backend: str, size: int, variant: str, pairs: int, files: dict[str, Path
     env.pop("LD_PRELOAD", None)
     stats = work / "stats.json"
     what = f"{backend} {size // MIB} MiB {variant}"
+    env.pop("HMTUNE_KEEP_FREED", None)
+    base = variant.removesuffix(FRESH)
     if variant != "none":
         stats.unlink(missing_ok=True)
         env.update(LD_PRELOAD=str(HMALLOC),
-                   HMTUNE_PLACEMENT=str(files[f"{backend}/{size}/{variant}"]),
+                   HMTUNE_PLACEMENT=str(files[f"{backend}/{size}/{base}"]),
                    HMTUNE_SUMMARY="0", HMTUNE_STATS=str(stats))
+    if variant.endswith(FRESH):
+        env["HMTUNE_KEEP_FREED"] = "0"
     cmd = [str(BENCH), "untouched", "1", str(pairs), str(size), str(DEPTH)]
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         sys.exit(f"{NAME}: {what}: {' '.join(cmd)} failed ({p.returncode}): "
                  f"{p.stderr.strip()}")
     if variant != "none":
-        check_stats(stats, variant == "split", pairs, what)
+        check_stats(stats, base == "split", pairs, what)
     return number(NAME, p.stdout, "cpu_ns_per_pair") / 1000.0
 
 
@@ -150,7 +160,7 @@ def main() -> int:
         chain = trace_chain(work, "untouched")
         files = {f"{b}/{s}/{v}": placement(work / f"{b.replace(':', '')}-{s}-{v}.txt", b,
                                            chain, s, v == "split")
-                 for b in backends for s in sizes for v in VARIANTS if v != "none"}
+                 for b in backends for s in sizes for v in ("whole", "split")}
         cases = [(b, s) for b in backends for s in sizes]
         need = 0 if "hugetlb" not in backends else max(sizes) * 11 // 10 + 8 * HUGE
         with reserved(need, NAME) if need else contextlib.nullcontext("") as short:
@@ -184,25 +194,31 @@ def report(rounds: int, pairs: int, cases: list[tuple[str, int]],
           f"rounds of {pairs} pairs; added: split - whole and split - none per round, "
           f"median [95 % interval], and per GiB of object; target <= "
           f"{TARGET_US_PER_GIB:g} us/GiB")
-    print(f"{'backend':8s} {'object':>8s} {'range':>8s} {'none':>7s} {'whole':>7s} "
-          f"{'split':>7s} | {'added over whole':>24s} {'us/GiB':>7s} {'verdict':9s} | "
-          f"{'added over none':>24s} {'us/GiB':>7s} verdict")
-    for b, s in cases:
-        med = {v: statistics.median(res[f"{b}/{s}/{v}"]) for v in VARIANTS}
-        gib = s / GIB
-        lo_r, hi_r = window(s)
-        cols = []
-        for ref in ("whole", "none"):
-            added = [x - y for x, y in zip(res[f"{b}/{s}/split"], res[f"{b}/{s}/{ref}"],
-                                           strict=True)]
-            m, lo, hi = median_interval(added)
-            cols.append(f"{m:7.1f} [{lo:7.1f},{hi:7.1f}] {m / gib:7.1f} "
-                        f"{verdict(lo, hi, gib):9s}")
-        print(f"{b:8s} {s // MIB:>4d} MiB {(hi_r - lo_r) // MIB:>4d} MiB {med['none']:7.1f} "
-              f"{med['whole']:7.1f} {med['split']:7.1f} | {cols[0]} | {cols[1]}")
+    for suffix, title in (("", "freed blocks kept for the next request (the default)"),
+                          (FRESH, "a new mapping for every object (HMTUNE_KEEP_FREED=0)")):
+        print(f"\n## {title}")
+        print(f"{'backend':8s} {'object':>8s} {'range':>8s} {'none':>7s} {'whole':>7s} "
+              f"{'split':>7s} | {'added over whole':>24s} {'us/GiB':>7s} {'verdict':9s} | "
+              f"{'added over none':>24s} {'us/GiB':>7s} verdict")
+        for b, s in cases:
+            split = res[f"{b}/{s}/split{suffix}"]
+            gib = s / GIB
+            lo_r, hi_r = window(s)
+            cols = []
+            for ref in (res[f"{b}/{s}/whole{suffix}"], res[f"{b}/{s}/none"]):
+                added = [x - y for x, y in zip(split, ref, strict=True)]
+                m, lo, hi = median_interval(added)
+                cols.append(f"{m:7.1f} [{lo:7.1f},{hi:7.1f}] {m / gib:7.1f} "
+                            f"{verdict(lo, hi, gib):9s}")
+            print(f"{b:8s} {s // MIB:>4d} MiB {(hi_r - lo_r) // MIB:>4d} MiB "
+                  f"{statistics.median(res[f'{b}/{s}/none']):7.1f} "
+                  f"{statistics.median(res[f'{b}/{s}/whole{suffix}']):7.1f} "
+                  f"{statistics.median(split):7.1f} | {cols[0]} | {cols[1]}")
     print("met: the interval's upper end is within the target; missed: its lower end is "
           "above it; undecided: the interval straddles it. none is glibc's malloc, which "
-          "reuses heap memory for objects below its mmap threshold (up to 32 MiB).")
+          "reuses heap memory for objects below its mmap threshold (up to 32 MiB). Kept "
+          "blocks: at most HMTUNE_KEEP_FREED bytes per tier (256 MiB), so the 1 GiB "
+          "objects are mapped afresh either way.")
 
 
 if __name__ == "__main__":

@@ -57,6 +57,10 @@ static const struct hm_option g_opts[HM_OPT_N] = {
         "hmtune compare's reference runs: first-come, size-window or size-window:SIZE" },
     [HM_OPT_TARGET] = { "HMTUNE_TARGET", HM_OPT_STRING, 0, 0, 0, NULL, NULL, NULL, 0,
         "the program hmtune run launched (path or name); unset: every process is" },
+    [HM_OPT_KEEP_FREED] = { "HMTUNE_KEEP_FREED", HM_OPT_SIZE, 256ull << 20, 0, 1ull << 47,
+        NULL, NULL, "HMTUNE_KEEP_FREED must be a size (0: keep none), using 256M: ", 1,
+        "bytes of freed placed blocks each tier keeps mapped for the next request of the "
+        "same shape (0: none)" },
     [HM_OPT_DEBUG_ROOT] = { "HMTUNE_DEBUG_ROOT", HM_OPT_PATH, 0, 0, 0, "/usr/lib/debug", NULL,
         NULL, 0, "':'-separated roots of separate debug files (.build-id, debuglink)" },
 };

@@ -40,6 +40,7 @@ typedef enum hm_opt {
     HM_OPT_SUMMARY,             /* bool: the exit summary on standard error */
     HM_OPT_BASELINE,            /* string: first-come, size-window[:SIZE] */
     HM_OPT_TARGET,              /* string: the program hmtune run launched */
+    HM_OPT_KEEP_FREED,          /* size: freed blocks kept for reuse, per tier */
     /* both libraries and hmtune-finalize */
     HM_OPT_DEBUG_ROOT,          /* path: ':'-separated separate-debug-file roots */
     HM_OPT_N

@@ -9,7 +9,8 @@ HMI_CORE_HDR += $(ROOT)/interpose/hmi_match.h
 HMI_CORE_LIB := $(HMI_DIR)/libhmi_core.a
 # Tier backends: entry points and dispatch (hmi_backend.c), spec parsing (hmi_spec.c),
 # capacity (hmi_capacity.c), reasons (hmi_msg.c), the page map (hmi_pagemap.c), mmap
-# blocks and chunks (hmi_mmap.c), split objects (hmi_split.c), dlopen'ed memkind
+# blocks and chunks (hmi_mmap.c), split objects (hmi_split.c), freed blocks kept for
+# reuse (hmi_keep.c), dlopen'ed memkind
 # (hmi_backend_memkind.c), the small-object arena (hmi_arena.c), and dlopen'ed UMF's
 # pools (hmi_backend_umf.c); users link -ldl
 # -lpthread.
@@ -17,7 +18,7 @@ HMI_CORE_SRC += $(ROOT)/interpose/hmi_backend.c $(ROOT)/interpose/hmi_spec.c \
                 $(ROOT)/interpose/hmi_capacity.c $(ROOT)/interpose/hmi_msg.c \
                 $(ROOT)/interpose/hmi_pagemap.c $(ROOT)/interpose/hmi_mmap.c \
                 $(ROOT)/interpose/hmi_split.c $(ROOT)/interpose/hmi_backend_memkind.c \
-                $(ROOT)/interpose/hmi_arena.c
+                $(ROOT)/interpose/hmi_arena.c $(ROOT)/interpose/hmi_keep.c
 HMI_CORE_HDR += $(ROOT)/interpose/hmi_backend.h $(ROOT)/interpose/hmi_backend_int.h \
                 $(ROOT)/interpose/hmi_pagemap.h $(ROOT)/interpose/hmi_mmap.h \
                 $(ROOT)/interpose/hmi_arena.h $(ROOT)/interpose/hmi_umf.h

@@ -9,6 +9,7 @@
 #include "hmi_arena.h"
 #include "hmi_mmap.h"
 #include "hmi_pagemap.h"
+#include "hm_options.h"
 
 #include <string.h>
 #include <sys/mman.h>
@@ -52,6 +53,12 @@ int hmi_backend_open(uint32_t index, const char *name, const char *spec,
     if (rc == 0 && b->kind != HMI_BK_DEFAULT)
         b->arena_max = b->map_huge || b->thp || umf_kind(b) ? HMI_ARENA_MAX
                                                              : HMI_ARENA_MAX / 4;
+    /* freed blocks of their own and split objects kept for reuse (hmi_keep.c); the
+     * UMF tiers' blocks are UMF's */
+    uint64_t keep;
+    hm_opt_num(HM_OPT_KEEP_FREED, &keep);   /* malformed: the default (hmi_boot warns) */
+    if (rc == 0 && b->kind != HMI_BK_DEFAULT && !umf_kind(b))
+        b->keep_max = keep;
     if (rc == 0 && hmi_arena_reset(index, b->arena_max != 0) != 0) {
         hmi_msg_str(&why, "cannot map the small-object arena's state");
         rc = -1;
@@ -71,6 +78,7 @@ int hmi_backend_close(uint32_t index)
     hmi_backend_stats(index, &st);
     if (st.placed != st.freed)
         return -1;
+    hmi_keep_drain(&hmi_bks[index]);
     hmi_chunks_unmap(index);
     if (umf_kind(&hmi_bks[index]))
         hmi_umf_close(&hmi_bks[index]);
@@ -99,6 +107,8 @@ void hmi_backend_stats(uint32_t index, struct hmi_backend_stats *out)
     const struct hmi_bk *b = &hmi_bks[index];
     out->capacity = b->capacity;
     uint64_t used = __atomic_load_n(&b->used, __ATOMIC_RELAXED), r = hmi_reserves(b);
+    out->kept = hmi_keep_charged(index);
+    r += out->kept;
     out->used = used > r ? used - r : 0;
     out->high_water = __atomic_load_n(&b->high_water, __ATOMIC_RELAXED);
     hmi_count_sum(index, out);
@@ -158,7 +168,6 @@ void *hmi_backend_alloc_split(uint32_t index, size_t size, size_t align, int zer
                               const struct hmi_range *ranges, uint32_t n,
                               uint64_t *placed, uint64_t *mask)
 {
-    (void)zero;                             /* a fresh mapping is zero */
     *mask = 0;
     for (uint32_t i = 0; i < n; i++)
         placed[i] = 0;
@@ -169,7 +178,7 @@ void *hmi_backend_alloc_split(uint32_t index, size_t size, size_t align, int zer
         hmi_count(b, HMI_C_NOT_FITTING);
         return NULL;
     }
-    void *p = hmi_split_alloc(b, index, size, align, ranges, n, placed, mask);
+    void *p = hmi_split_alloc(b, index, size, align, zero, ranges, n, placed, mask);
     hmi_count(b, p ? HMI_C_PLACED : HMI_C_NOT_FITTING);
     return p;
 }
@@ -198,12 +207,13 @@ static void *backend_alloc(uint32_t index, size_t size, size_t align, int zero)
     struct hmi_bk *b = request_tier(index, &size, &align);
     if (!b)
         return NULL;
-    /* fresh chunks and mappings are zero: only reused arena objects need clearing */
+    /* fresh chunks and mappings are zero: only reused arena objects need clearing
+     * (and a kept block is never handed out for zeroed memory) */
     int cls = b->arena_max ? hmi_arena_class(size, align) : -1;
     void *p = cls >= 0 && hmi_arena_class_size((unsigned)cls) <= b->arena_max
                   ? arena_alloc(b, index, (unsigned)cls, size, zero)
               : umf_kind(b) ? hmi_umf_alloc(b, size, align, zero)
-                            : hmi_mmap_alloc(b, index, size, align);
+                            : hmi_mmap_alloc(b, index, size, align, zero);
     hmi_count(b, p ? HMI_C_PLACED : HMI_C_NOT_FITTING);
     return p;
 }
@@ -247,13 +257,16 @@ void hmi_backend_free_usable(int owner, void *p, size_t usable)
         if (!(e & HMI_E_HEAD))
             return;                         /* not a block start: ignore */
         uint64_t len = (uint64_t)(e >> HMI_E_PAGES_SHIFT) * HMI_PAGE_4K;
-        uint64_t span = hmi_round_up(len, HMI_PAGE_2M), charge = len;
+        uint64_t span = hmi_round_up(len, HMI_PAGE_2M);
+        struct hmi_split_rec r = { .charge = len };
         if (hm_unlikely(__atomic_load_n(&hmi_split_live, __ATOMIC_ACQUIRE) != 0))
-            hmi_split_take((uintptr_t)p, &charge);  /* a split block: its own charge */
+            hmi_split_take((uintptr_t)p, &r);   /* a split block: its own charge */
         hmi_pagemap_clear((uintptr_t)p, span);
-        munmap(p, span);
-        if (charge)
-            hmi_uncharge(b, charge);
+        if (!hmi_keep_put(b, (uintptr_t)p, len, r.charge, r.rg, r.n, r.mask)) {
+            munmap(p, span);
+            if (r.charge)
+                hmi_uncharge(b, r.charge);
+        }
     }
     hmi_count(b, HMI_C_FREED);
 }

@@ -36,6 +36,10 @@
  *                  objects and static variables are not placed on it.
  *   At exit: nothing is unmapped or released on any backend; placed blocks stay
  *   valid while destructors and libc's final stdio flush run.
+ *   Freed blocks kept (hmi_keep.c, every mmap backend): a freed block of its own or
+ *   split object stays mapped and charged for the next request of its tier of the
+ *   same shape (not for zeroed memory), up to HMTUNE_KEEP_FREED bytes per tier; a
+ *   request that finds none, or that the capacity would refuse, unmaps them first.
  *   default        the fallback: nothing here allocates; the interposer calls glibc.
  *
  * Ownership (hmi_owner), lock-free for readers:
@@ -97,6 +101,11 @@ struct hmi_backend_stats {
     uint64_t split_bytes;   /* bytes of their ranges placed (clipped to the objects) */
     uint64_t split_refused; /* ranges of placed-or-not split objects that stayed in
                              * ordinary memory: capacity, or the mapping failed */
+    /* freed blocks kept for reuse (hmi_keep.c) */
+    uint64_t reused;        /* blocks (whole or split) handed out again, counted in
+                             * placed (and split_placed) too */
+    uint64_t kept;          /* bytes charged by the freed blocks kept now (not in used;
+                             * in high_water, which counts what the tier held) */
 };
 
 /* Set up tier `index` (< HMI_MAX_TIERS) as `spec` with `capacity` bytes (0 and
@@ -137,8 +146,9 @@ void *hmi_backend_alloc_zeroed(uint32_t index, size_t size, size_t align) HM_HID
  * pages); a range that does not fit or whose mapping fails stays in ordinary memory
  * (counted in split_refused). placed[i] (n entries) gets the bytes of range i placed
  * (0 when not) and *mask bit i is set for it. NULL (counted as not fitting) when no
- * range could be placed, or the tier cannot allocate: the caller falls back. The
- * memory is fresh (zero) either way, so zero is only for symmetry with calloc.
+ * range could be placed, or the tier cannot allocate: the caller falls back. A freed
+ * split object of the same ranges and length may be handed out again (hmi_keep.c),
+ * with its old contents, unless zero: then the memory is a fresh (zero) mapping.
  * The block is owned by the tier as any mmap block (hmi_owner, usable size, free,
  * resize in place); free gives back exactly what was charged. */
 void *hmi_backend_alloc_split(uint32_t index, size_t size, size_t align, int zero,

@@ -28,6 +28,7 @@ struct hmi_bk {
     size_t arena_max;                       /* requests up to this go to the arena */
     void *umf_pool;                         /* umf:* tiers: the UMF pool (hmi_backend_umf.c) */
     size_t umf_poolable;                    /* objects up to this are in its slabs */
+    uint64_t keep_max;                      /* bytes of freed blocks kept (hmi_keep.c) */
     /* written by every allocation: a line of their own, away from the fields
      * above that every allocation reads */
     uint64_t used __attribute__((aligned(64)));     /* atomics */
@@ -38,6 +39,7 @@ struct hmi_bk {
 struct hmi_bk_counts {
     uint64_t placed, freed, not_fitting, map_failed;
     uint64_t split_placed, split_bytes, split_refused;
+    uint64_t reused;                        /* blocks handed out again (hmi_keep.c) */
 } __attribute__((aligned(64)));
 
 /* Capacity reserves, striped: a charge of at most HMI_CREDIT_SMALL bytes comes out

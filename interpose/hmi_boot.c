@@ -256,6 +256,9 @@ static void do_init(void)
                 ok = 0;
             }
         }
+        uint64_t keep;
+        if (hm_opt_num(HM_OPT_KEEP_FREED, &keep) != 0)
+            hm_opt_warn(HM_OPT_KEEP_FREED, "hmalloc: ");
         const char *sp = hm_opt_raw(HM_OPT_STATS);
         if (sp && strlen(sp) < sizeof g_stats)
             memcpy(g_stats, sp, strlen(sp) + 1);

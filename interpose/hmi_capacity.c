@@ -2,6 +2,7 @@
  * `used` counter with its striped reserves (hmi_backend_int.h says why), the
  * high-water mark, and the striped block counts. Lock-free. */
 #include "hmi_backend_int.h"
+#include "hmi_mmap.h"
 
 struct hmi_bk hmi_bks[HMI_MAX_TIERS];
 struct hmi_bk_counts hmi_bk_counts[HMI_MAX_TIERS][HM_STRIPES];
@@ -53,6 +54,16 @@ static void drain_credits(struct hmi_bk *b)
     }
 }
 
+/* Before n bytes are refused: every reserve back to the tier, then the freed blocks
+ * it keeps unmapped (hmi_keep.c); 0 when n fits then. */
+static int refill(struct hmi_bk *b, uint64_t n)
+{
+    drain_credits(b);
+    if (global_charge(b, n) == 0)
+        return 0;
+    return hmi_keep_drain(b) ? global_charge(b, n) : -1;
+}
+
 int hmi_charge(struct hmi_bk *b, uint64_t n)
 {
     if (n <= HMI_CREDIT_SMALL && b->capacity) {
@@ -69,11 +80,8 @@ int hmi_charge(struct hmi_bk *b, uint64_t n)
             return 0;
         }
     }
-    if (global_charge(b, n) != 0) {
-        drain_credits(b);
-        if (global_charge(b, n) != 0)
-            return -1;
-    }
+    if (global_charge(b, n) != 0 && refill(b, n) != 0)
+        return -1;
     high_water(b);
     return 0;
 }
@@ -82,11 +90,8 @@ int hmi_charge_unmarked(struct hmi_bk *b, uint64_t n)
 {
     if (n <= HMI_CREDIT_SMALL && b->capacity)
         return hmi_charge(b, n);
-    if (global_charge(b, n) != 0) {
-        drain_credits(b);
-        if (global_charge(b, n) != 0)
-            return -1;
-    }
+    if (global_charge(b, n) != 0 && refill(b, n) != 0)
+        return -1;
     return 0;
 }
 
@@ -122,5 +127,6 @@ void hmi_count_sum(uint32_t index, struct hmi_backend_stats *out)
         out->split_placed += __atomic_load_n(&c->split_placed, __ATOMIC_RELAXED);
         out->split_bytes += __atomic_load_n(&c->split_bytes, __ATOMIC_RELAXED);
         out->split_refused += __atomic_load_n(&c->split_refused, __ATOMIC_RELAXED);
+        out->reused += __atomic_load_n(&c->reused, __ATOMIC_RELAXED);
     }
 }

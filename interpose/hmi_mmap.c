@@ -127,7 +127,7 @@ void *hmi_map_chunk(uint32_t index, unsigned code)
     return a;
 }
 
-void *hmi_mmap_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t align)
+void *hmi_mmap_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t align, int zero)
 {
     int huge = b->map_huge;
     if (size > (1ull << HMI_ADDR_BITS))
@@ -136,9 +136,16 @@ void *hmi_mmap_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t align
     uint64_t span = hmi_round_up(len, HMI_PAGE_2M);
     if (len / HMI_PAGE_4K > HMI_E_MAX_PAGES)
         return NULL;
+    uint64_t charge;
+    char *a = zero ? NULL : (char *)hmi_keep_take(b, len, align, NULL, 0, 0, &charge);
+    if (a) {
+        hmi_pagemap_set((uintptr_t)a, span, index, len / HMI_PAGE_4K);
+        return a;
+    }
+    hmi_keep_drain(b);                      /* a tier holds no more than it had live */
     if (hmi_charge_unmarked(b, len))
         return NULL;
-    char *a = map_block(b, len, span, align);
+    a = map_block(b, len, span, align);
     if (!a) {
         hmi_uncharge(b, len);
         return NULL;

@@ -16,8 +16,9 @@
  * address space (the tail past len stays PROT_NONE). NULL on failure. */
 void *hmi_map_span(int huge, uint64_t len, uint64_t span, size_t align) HM_HIDDEN;
 /* A block of its own for size bytes from tier index (b), charged and recorded in the
- * page map, or NULL. */
-void *hmi_mmap_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t align) HM_HIDDEN;
+ * page map, or NULL: a kept block of the same length (hmi_keep_take) unless zero. */
+void *hmi_mmap_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t align,
+                     int zero) HM_HIDDEN;
 /* Map a 2 MiB chunk for the arena (hmi_chunk_fn): the tier's pages, policy and nodes. */
 void *hmi_map_chunk(uint32_t index, unsigned code) HM_HIDDEN;
 
@@ -27,13 +28,40 @@ void *hmi_map_chunk(uint32_t index, unsigned code) HM_HIDDEN;
 extern uint64_t hmi_split_live HM_HIDDEN;
 /* Map the split block table once (hmi_backend_open); -1 with why appended. */
 int hmi_split_init(struct hmi_msg *why) HM_HIDDEN;
-/* Take block a out of the table: 1 with its charge, 0 when it is not a split block. */
-int hmi_split_take(uintptr_t a, uint64_t *charge) HM_HIDDEN;
+/* What a live split block was given: its charge, its site's ranges and which of them
+ * were placed. */
+struct hmi_split_rec {
+    uint64_t charge, mask;
+    const struct hmi_range *rg;
+    uint32_t n;
+};
+/* Take block a out of the table: 1 with its record, 0 when it is not a split block. */
+int hmi_split_take(uintptr_t a, struct hmi_split_rec *r) HM_HIDDEN;
 /* hmi_backend_alloc_split's work once the tier is known (b, index; size and align
- * normalized). */
+ * normalized); zero: never a kept block. */
 void *hmi_split_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t align,
-                      const struct hmi_range *rg, uint32_t n, uint64_t *placed,
+                      int zero, const struct hmi_range *rg, uint32_t n, uint64_t *placed,
                       uint64_t *mask) HM_HIDDEN;
+
+/* ---- freed blocks kept for reuse (hmi_keep.c) ---- */
+
+/* Keep block a (len bytes in the page map, charged charge; a split object: rg, n and
+ * the mask of its ranges placed, 0 when one was left out; a whole block: rg NULL,
+ * n 0) for a later request of the same shape: 1 kept (the caller has cleared its page
+ * map entries and must not unmap it), 0 when not kept (the tier keeps no more:
+ * HMTUNE_KEEP_FREED; a split object with a range left out). */
+int hmi_keep_put(struct hmi_bk *b, uintptr_t a, uint64_t len, uint64_t charge,
+                 const struct hmi_range *rg, uint32_t n, uint64_t mask) HM_HIDDEN;
+/* A kept block of exactly that shape whose start is aligned to align (a power of
+ * two), taken out of the table with its charge (still charged to the tier; the caller
+ * records it in the page map), counted as reused; 0 when none. */
+uintptr_t hmi_keep_take(struct hmi_bk *b, uint64_t len, size_t align,
+                        const struct hmi_range *rg, uint32_t n, uint64_t mask,
+                        uint64_t *charge) HM_HIDDEN;
+/* Unmap every block b keeps and give back their charges: 1 when there was one. */
+int hmi_keep_drain(struct hmi_bk *b) HM_HIDDEN;
+/* Bytes charged to tier index by the blocks it keeps. */
+uint64_t hmi_keep_charged(uint32_t index) HM_HIDDEN;
 
 /* ---- specs (hmi_spec.c) ---- */
 

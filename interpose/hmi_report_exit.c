@@ -284,6 +284,9 @@ static void write_summary(int fd, const struct hmi_placement *pl, const char *pa
             outf(&o, "hmalloc%s: tier %s split objects: %llu placed, %s in their ranges, "
                  "%llu ranges did not fit\n", who, ti->name, (unsigned long long)s.split_placed,
                  human(s.split_bytes, a, sizeof a), (unsigned long long)s.split_refused);
+        if (s.reused)
+            outf(&o, "hmalloc%s: tier %s: %llu of its blocks were freed ones taken back "
+                 "without a new mapping\n", who, ti->name, (unsigned long long)s.reused);
     }
     static_lines(&o, who, pl, sres);
     uint32_t shown = 0, matched = 0;
@@ -361,14 +364,16 @@ static void write_json(struct out *o, const struct hmi_placement *pl, const char
              "\"freed_blocks\": %llu, \"high_water_bytes\": %llu, \"used_bytes_at_exit\": %llu, "
              "\"not_fitting\": %llu, \"map_failed\": %llu, \"static_placed\": %llu, "
              "\"static_bytes\": %llu, \"static_refused\": %llu, \"split_placed\": %llu, "
-             "\"split_bytes\": %llu, \"split_ranges_not_fitting\": %llu,\n     \"residency\": ",
+             "\"split_bytes\": %llu, \"split_ranges_not_fitting\": %llu, \"reused_blocks\": %llu, "
+             "\"kept_bytes_at_exit\": %llu,\n     \"residency\": ",
              hmi_backend_available(t) ? "true" : "false", (unsigned long long)s.placed,
              (unsigned long long)tier_bytes(pl, t), (unsigned long long)s.freed,
              (unsigned long long)s.high_water, (unsigned long long)s.used,
              (unsigned long long)s.not_fitting, (unsigned long long)s.map_failed,
              (unsigned long long)sp, (unsigned long long)sb, (unsigned long long)sr,
              (unsigned long long)s.split_placed, (unsigned long long)s.split_bytes,
-             (unsigned long long)s.split_refused);
+             (unsigned long long)s.split_refused, (unsigned long long)s.reused,
+             (unsigned long long)s.kept);
         out_residency(o, &r);
         outf(o, "}");
     }

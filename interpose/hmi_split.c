@@ -21,7 +21,7 @@
 #define SPLIT_TOMB  ((uintptr_t)1)
 struct split_ent {
     uintptr_t start;                        /* 0 never used, SPLIT_TOMB freed */
-    uint64_t charge;
+    struct hmi_split_rec rec;
 };
 static struct split_ent *hmi_split_tab;
 uint64_t hmi_split_live;
@@ -47,8 +47,8 @@ static uint64_t split_hash(uintptr_t a)
     return ((uint64_t)(a >> 21) * 0x9e3779b97f4a7c15ull) >> 40;
 }
 
-/* Record block a (not yet published) as charged charge bytes; -1 when no slot. */
-static int split_put(uintptr_t a, uint64_t charge)
+/* Record block a (not yet published) with what it was given; -1 when no slot. */
+static int split_put(uintptr_t a, const struct hmi_split_rec *r)
 {
     struct split_ent *t = __atomic_load_n(&hmi_split_tab, __ATOMIC_ACQUIRE);
     uint64_t h = split_hash(a);
@@ -58,7 +58,8 @@ static int split_put(uintptr_t a, uint64_t charge)
         while (cur == 0 || cur == SPLIT_TOMB) {
             if (__atomic_compare_exchange_n(&e->start, &cur, a, 0, __ATOMIC_ACQ_REL,
                                             __ATOMIC_RELAXED)) {
-                __atomic_store_n(&e->charge, charge, __ATOMIC_RELEASE);
+                e->rec = *r;
+                __atomic_thread_fence(__ATOMIC_RELEASE);
                 __atomic_fetch_add(&hmi_split_live, 1, __ATOMIC_RELEASE);
                 return 0;
             }
@@ -67,8 +68,8 @@ static int split_put(uintptr_t a, uint64_t charge)
     return -1;
 }
 
-/* Take block a out of the table: 1 with its charge, 0 when it is not a split block. */
-int hmi_split_take(uintptr_t a, uint64_t *charge)
+/* Take block a out of the table: 1 with its record, 0 when it is not a split block. */
+int hmi_split_take(uintptr_t a, struct hmi_split_rec *r)
 {
     struct split_ent *t = __atomic_load_n(&hmi_split_tab, __ATOMIC_ACQUIRE);
     uint64_t h = split_hash(a);
@@ -79,7 +80,8 @@ int hmi_split_take(uintptr_t a, uint64_t *charge)
             return 0;
         if (cur != a)
             continue;
-        *charge = __atomic_load_n(&e->charge, __ATOMIC_ACQUIRE);
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+        *r = e->rec;
         __atomic_store_n(&e->start, SPLIT_TOMB, __ATOMIC_RELEASE);
         __atomic_fetch_sub(&hmi_split_live, 1, __ATOMIC_RELEASE);
         return 1;
@@ -124,8 +126,43 @@ static int split_huge(struct hmi_bk *b, char *a, uint64_t hs, uint64_t he, uint6
     return -1;
 }
 
+/* A kept split block of rg's shape for size bytes (hmi_keep_take: every range with a
+ * byte in the object placed), recorded as live: its start, placed and *mask set as a
+ * fresh one's would be; NULL when there is none. */
+static char *split_reuse(struct hmi_bk *b, uint32_t index, size_t size, uint64_t len,
+                         size_t align, const struct hmi_range *rg, uint32_t n,
+                         uint64_t *placed, uint64_t *mask)
+{
+    uint64_t want = 0, bytes = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (rg[i].start < (rg[i].end < size ? rg[i].end : size))
+            want |= 1ull << i;
+    struct hmi_split_rec r = { .mask = want, .rg = rg, .n = n };
+    char *a = (char *)hmi_keep_take(b, len, align, rg, n, want, &r.charge);
+    if (!a)
+        return NULL;
+    uint64_t span = hmi_round_up(len, HMI_PAGE_2M);
+    if (split_put((uintptr_t)a, &r) != 0) { /* no room to remember it: give it up */
+        munmap(a, span);
+        if (r.charge)
+            hmi_uncharge(b, r.charge);
+        return NULL;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t e = rg[i].end < size ? rg[i].end : size;
+        placed[i] = want >> i & 1 ? e - rg[i].start : 0;
+        bytes += placed[i];
+    }
+    *mask = want;
+    struct hmi_bk_counts *c = &hmi_bk_counts[index][hm_stripe()];
+    hm_stripe_add(&c->split_placed, 1);
+    hm_stripe_add(&c->split_bytes, bytes);
+    hmi_pagemap_set((uintptr_t)a, span, index, len / HMI_PAGE_4K);
+    return a;
+}
+
 void *hmi_split_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t align,
-                      const struct hmi_range *rg, uint32_t n, uint64_t *placed,
+                      int zero, const struct hmi_range *rg, uint32_t n, uint64_t *placed,
                       uint64_t *mask)
 {
     struct hmi_bk_counts *c = &hmi_bk_counts[index][hm_stripe()];
@@ -135,7 +172,11 @@ void *hmi_split_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t alig
     uint64_t span = hmi_round_up(len, HMI_PAGE_2M);
     if (len / HMI_PAGE_4K > HMI_E_MAX_PAGES)
         return NULL;
-    char *a = hmi_map_span(0, len, span, align);
+    char *a = zero ? NULL : split_reuse(b, index, size, len, align, rg, n, placed, mask);
+    if (a)
+        return a;
+    hmi_keep_drain(b);                      /* a tier holds no more than it had live */
+    a = hmi_map_span(0, len, span, align);
     if (a && !hmi_pagemap_covers(a)) {
         munmap(a, span);
         a = NULL;
@@ -193,7 +234,10 @@ void *hmi_split_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t alig
         *mask |= 1ull << i;
         nplaced++;
     }
-    if (nplaced && split_put((uintptr_t)a, charged) != 0)
+    /* a block with a range left out is never kept (mask 0): a later request may fit */
+    struct hmi_split_rec rec = { .charge = charged, .mask = refused ? 0 : *mask, .rg = rg,
+                                 .n = n };
+    if (nplaced && split_put((uintptr_t)a, &rec) != 0)
         nplaced = 0, refused = n;           /* no room to remember its charge */
     if (refused)
         hm_stripe_add(&c->split_refused, refused);

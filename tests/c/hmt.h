@@ -55,4 +55,27 @@ static inline int hmt_write_long(const char *path, long v)
     return fclose(f) == 0 && ok ? 0 : -1;
 }
 
+/* HugePages_Free of /proc/meminfo, -1 when it cannot be read. */
+static inline long hmt_huge_free(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    long v = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "HugePages_Free: %ld", &v) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return v;
+}
+
+/* 1 when the n bytes at p read zero (one byte in 512, and the last). */
+static inline int hmt_all_zero(const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i += 512)
+        if (p[i])
+            return 0;
+    return p[n - 1] == 0;
+}
+
 #endif

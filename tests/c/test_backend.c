@@ -407,18 +407,7 @@ static void test_arena(void)
 
 /* ---- hugetlb ---- */
 
-static long huge_free(void)
-{
-    FILE *f = fopen("/proc/meminfo", "r");
-    char line[256];
-    long v = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "HugePages_Free: %ld", &v) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return v;
-}
+#define huge_free hmt_huge_free
 
 static void test_hugetlb(void)
 {
@@ -580,13 +569,7 @@ static void *worker(void *arg)
 
 /* ---- split objects (hmi_backend_alloc_split) ---- */
 
-static int all_zero(const char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i += 512)
-        if (p[i])
-            return 0;
-    return p[n - 1] == 0;
-}
+#define all_zero hmt_all_zero
 
 /* A 16 MiB object with [2 MiB, 6 MiB) in tier i: exactly that range is in huge pages
  * (hugetlb: its mapping; thp: AnonHugePages once touched), it is zero, readable and
@@ -730,6 +713,8 @@ static void test_split_hugetlb(void)
     }
     struct hmi_backend_stats s;
     uint64_t placed[2], mask;
+    /* what a free gives back to the pool: no freed block kept (test_keep.c) */
+    setenv("HMTUNE_KEEP_FREED", "0", 1);
     CHECK(open_tier(T_HUGE, "hugetlb", 64 * MiB) == 0);
     long f0 = huge_free();
     split_basic(T_HUGE, 1);
@@ -802,6 +787,7 @@ static void test_split_hugetlb(void)
     CHECK(open_tier(T_MK2, "memkind:MEMKIND_HUGETLB", 64 * MiB) == 0);
     split_basic(T_MK2, 1);
     CHECK(hmi_backend_close(T_MK2) == 0);
+    unsetenv("HMTUNE_KEEP_FREED");
     CHECK(hmt_write_long(nr, old) == 0);
 }
 
