@@ -169,6 +169,7 @@ void *hmi_backend_alloc_split(uint32_t index, size_t size, size_t align, int zer
                               uint64_t *placed, uint64_t *mask)
 {
     *mask = 0;
+    hmi_keep_hit = 0;
     for (uint32_t i = 0; i < n; i++)
         placed[i] = 0;
     struct hmi_bk *b = request_tier(index, &size, &align);
@@ -204,6 +205,7 @@ static void *arena_alloc(struct hmi_bk *b, uint32_t index, unsigned cls, size_t 
 
 static void *backend_alloc(uint32_t index, size_t size, size_t align, int zero)
 {
+    hmi_keep_hit = 0;
     struct hmi_bk *b = request_tier(index, &size, &align);
     if (!b)
         return NULL;
@@ -226,6 +228,11 @@ void *hmi_backend_alloc(uint32_t index, size_t size, size_t align)
 void *hmi_backend_alloc_zeroed(uint32_t index, size_t size, size_t align)
 {
     return backend_alloc(index, size, align, 1);
+}
+
+int hmi_backend_reused(void)
+{
+    return hmi_keep_hit;
 }
 
 int hmi_owner(const void *p)

@@ -155,6 +155,11 @@ void *hmi_backend_alloc_split(uint32_t index, size_t size, size_t align, int zer
                               const struct hmi_range *ranges, uint32_t n,
                               uint64_t *placed, uint64_t *mask) HM_HIDDEN;
 
+/* 1 when the calling thread's last hmi_backend_alloc, _alloc_zeroed or _alloc_split
+ * handed out a kept block (hmi_keep.c) rather than new memory: its mapping's residency
+ * was checked when it was first freed. */
+int hmi_backend_reused(void) HM_HIDDEN;
+
 /* Tier index that allocated p, or HMI_OWNER_LIBC. Lock-free, async-signal-safe. */
 int hmi_owner(const void *p) HM_HIDDEN;
 

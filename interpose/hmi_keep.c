@@ -31,6 +31,7 @@ struct kept {
 };
 
 static struct kept hmi_kept[HMI_MAX_TIERS][KEEP_SLOTS];
+__thread int hmi_keep_hit __attribute__((tls_model("initial-exec")));
 /* Per tier: bytes of address space kept (the limit's measure), and their charges. */
 static uint64_t hmi_kept_len[HMI_MAX_TIERS];
 static uint64_t hmi_kept_charge[HMI_MAX_TIERS];
@@ -106,6 +107,7 @@ uintptr_t hmi_keep_take(struct hmi_bk *b, uint64_t len, size_t align,
         *charge = e->charge;
         release_slot(index, e);
         hm_stripe_add(&hmi_bk_counts[index][hm_stripe()].reused, 1);
+        hmi_keep_hit = 1;
         return a;
     }
     return 0;

@@ -60,6 +60,8 @@ uintptr_t hmi_keep_take(struct hmi_bk *b, uint64_t len, size_t align,
                         uint64_t *charge) HM_HIDDEN;
 /* Unmap every block b keeps and give back their charges: 1 when there was one. */
 int hmi_keep_drain(struct hmi_bk *b) HM_HIDDEN;
+/* The calling thread's last allocation was a kept block (hmi_backend_reused). */
+extern __thread int hmi_keep_hit HM_HIDDEN;
 /* Bytes charged to tier index by the blocks it keeps. */
 uint64_t hmi_keep_charged(uint32_t index) HM_HIDDEN;
 

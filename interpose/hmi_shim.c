@@ -107,7 +107,8 @@ static HM_NOINLINE void *place_split(int site, int tier, size_t size, size_t ali
                                       si->nranges, placed, &mask);
     if (p) {
         hmi_report_split(site, placed, si->nranges);
-        hmi_report_placed_split(tier, p, size, site, mask);
+        if (!hmi_backend_reused())
+            hmi_report_placed_split(tier, p, size, site, mask);
     }
     return p;
 }
@@ -135,7 +136,8 @@ static void *place(int site, size_t size, size_t align, int zero)
     if (p) {
         hm_stripe_add(&st->placed, 1);
         hm_stripe_add(&st->bytes, size);
-        hmi_report_placed(tier, p, size);
+        if (!hmi_backend_reused())
+            hmi_report_placed(tier, p, size);
     } else {
         hm_stripe_add(&st->fell_back, 1);
     }

@@ -143,6 +143,7 @@ static char *split_reuse(struct hmi_bk *b, uint32_t index, size_t size, uint64_t
         return NULL;
     uint64_t span = hmi_round_up(len, HMI_PAGE_2M);
     if (split_put((uintptr_t)a, &r) != 0) { /* no room to remember it: give it up */
+        hmi_keep_hit = 0;
         munmap(a, span);
         if (r.charge)
             hmi_uncharge(b, r.charge);
