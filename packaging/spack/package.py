@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="c467cb7896e44170da973135632f0537ab18f8e196e62de3ab34789e6a9ca827")
+    version("0.1.0", sha256="effa62472db4db8dc1af535c2a0e5fac9148cb63ea24e9a255e0e21aa675ee68")
 
     variant(
         "memkind",
