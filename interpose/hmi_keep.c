@@ -36,6 +36,14 @@ __thread int hmi_keep_hit __attribute__((tls_model("initial-exec")));
 static uint64_t hmi_kept_len[HMI_MAX_TIERS];
 static uint64_t hmi_kept_charge[HMI_MAX_TIERS];
 
+/* Claim slot e when it is in state from (K_EMPTY or K_FULL): 1 when it is the caller's
+ * now (K_BUSY), 0 when it is not in that state or another thread claimed it first. */
+static int claim(struct kept *e, uint32_t from)
+{
+    return __atomic_compare_exchange_n(&e->state, &from, K_BUSY, 0, __ATOMIC_ACQUIRE,
+                                       __ATOMIC_RELAXED);
+}
+
 uint64_t hmi_keep_charged(uint32_t index)
 {
     return __atomic_load_n(&hmi_kept_charge[index], __ATOMIC_RELAXED);
@@ -55,9 +63,7 @@ int hmi_keep_put(struct hmi_bk *b, uintptr_t a, uint64_t len, uint64_t charge,
                                           __ATOMIC_RELAXED, __ATOMIC_RELAXED));
     for (uint32_t k = 0; k < KEEP_SLOTS; k++) {
         struct kept *e = &hmi_kept[index][k];
-        uint32_t s = K_EMPTY;
-        if (!__atomic_compare_exchange_n(&e->state, &s, K_BUSY, 0, __ATOMIC_ACQUIRE,
-                                         __ATOMIC_RELAXED))
+        if (!claim(e, K_EMPTY))
             continue;
         e->addr = a, e->len = len, e->charge = charge, e->rg = rg, e->n = n, e->mask = mask;
         __atomic_fetch_add(&hmi_kept_charge[index], charge, __ATOMIC_RELAXED);
@@ -93,11 +99,7 @@ uintptr_t hmi_keep_take(struct hmi_bk *b, uint64_t len, size_t align,
     for (uint32_t k = 0; k < KEEP_SLOTS; k++) {
         struct kept *e = &hmi_kept[index][k];
         if (__atomic_load_n(&e->state, __ATOMIC_ACQUIRE) != K_FULL ||
-            !matches(e, len, align, rg, n, mask))
-            continue;
-        uint32_t s = K_FULL;
-        if (!__atomic_compare_exchange_n(&e->state, &s, K_BUSY, 0, __ATOMIC_ACQUIRE,
-                                         __ATOMIC_RELAXED))
+            !matches(e, len, align, rg, n, mask) || !claim(e, K_FULL))
             continue;
         if (!matches(e, len, align, rg, n, mask)) { /* taken and refilled meanwhile */
             __atomic_store_n(&e->state, K_FULL, __ATOMIC_RELEASE);
@@ -121,9 +123,7 @@ int hmi_keep_drain(struct hmi_bk *b)
         return 0;
     for (uint32_t k = 0; k < KEEP_SLOTS; k++) {
         struct kept *e = &hmi_kept[index][k];
-        uint32_t s = K_FULL;
-        if (!__atomic_compare_exchange_n(&e->state, &s, K_BUSY, 0, __ATOMIC_ACQUIRE,
-                                         __ATOMIC_RELAXED))
+        if (!claim(e, K_FULL))
             continue;
         munmap((void *)e->addr, (size_t)hmi_round_up(e->len, HMI_PAGE_2M));
         if (e->charge)

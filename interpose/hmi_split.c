@@ -126,6 +126,17 @@ static int split_huge(struct hmi_bk *b, char *a, uint64_t hs, uint64_t he, uint6
     return -1;
 }
 
+/* Split block a (len bytes, bytes of its ranges placed) handed out by tier index:
+ * counted and recorded in the page map. */
+static char *split_live(uint32_t index, char *a, uint64_t len, uint64_t bytes)
+{
+    struct hmi_bk_counts *c = &hmi_bk_counts[index][hm_stripe()];
+    hm_stripe_add(&c->split_placed, 1);
+    hm_stripe_add(&c->split_bytes, bytes);
+    hmi_pagemap_set((uintptr_t)a, hmi_round_up(len, HMI_PAGE_2M), index, len / HMI_PAGE_4K);
+    return a;
+}
+
 /* A kept split block of rg's shape for size bytes (hmi_keep_take: every range with a
  * byte in the object placed), recorded as live: its start, placed and *mask set as a
  * fresh one's would be; NULL when there is none. */
@@ -141,10 +152,9 @@ static char *split_reuse(struct hmi_bk *b, uint32_t index, size_t size, uint64_t
     char *a = (char *)hmi_keep_take(b, len, align, rg, n, want, &r.charge);
     if (!a)
         return NULL;
-    uint64_t span = hmi_round_up(len, HMI_PAGE_2M);
     if (split_put((uintptr_t)a, &r) != 0) { /* no room to remember it: give it up */
         hmi_keep_hit = 0;
-        munmap(a, span);
+        munmap(a, hmi_round_up(len, HMI_PAGE_2M));
         if (r.charge)
             hmi_uncharge(b, r.charge);
         return NULL;
@@ -155,11 +165,7 @@ static char *split_reuse(struct hmi_bk *b, uint32_t index, size_t size, uint64_t
         bytes += placed[i];
     }
     *mask = want;
-    struct hmi_bk_counts *c = &hmi_bk_counts[index][hm_stripe()];
-    hm_stripe_add(&c->split_placed, 1);
-    hm_stripe_add(&c->split_bytes, bytes);
-    hmi_pagemap_set((uintptr_t)a, span, index, len / HMI_PAGE_4K);
-    return a;
+    return split_live(index, a, len, bytes);
 }
 
 void *hmi_split_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t align,
@@ -250,8 +256,5 @@ void *hmi_split_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t alig
         *mask = 0;
         return NULL;
     }
-    hm_stripe_add(&c->split_placed, 1);
-    hm_stripe_add(&c->split_bytes, bytes);
-    hmi_pagemap_set((uintptr_t)a, span, index, len / HMI_PAGE_4K);
-    return a;
+    return split_live(index, a, len, bytes);
 }

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 static int hmt_failed_checks;
 static int hmt_failures;
@@ -67,6 +68,22 @@ static inline long hmt_huge_free(void)
     if (f)
         fclose(f);
     return v;
+}
+
+#define HMT_NR_HUGEPAGES "/proc/sys/vm/nr_hugepages"
+
+/* As root, n more hugepages in the pool (nr_hugepages raised by n, and n of them
+ * free): the old nr_hugepages, to write back when done; -1, with nr_hugepages as it
+ * was, when they cannot be had. */
+static inline long hmt_huge_reserve(long n)
+{
+    long old = hmt_read_long(HMT_NR_HUGEPAGES);
+    if (old >= 0 && geteuid() == 0 && hmt_write_long(HMT_NR_HUGEPAGES, old + n) == 0 &&
+        hmt_huge_free() >= n)
+        return old;
+    if (old >= 0)
+        hmt_write_long(HMT_NR_HUGEPAGES, old);
+    return -1;
 }
 
 /* 1 when the n bytes at p read zero (one byte in 512, and the last). */

@@ -703,12 +703,9 @@ static void test_split_numa(void)
  * does not fit the capacity or finds the pool empty stays ordinary memory. */
 static void test_split_hugetlb(void)
 {
-    static const char *nr = "/proc/sys/vm/nr_hugepages";
-    long old = hmt_read_long(nr);
-    if (geteuid() != 0 || hmt_write_long(nr, old + 8) != 0 || huge_free() < 8) {
+    long old = hmt_huge_reserve(8);
+    if (old < 0) {
         fprintf(stderr, "  cannot reserve hugepages: split hugetlb not run\n");
-        if (old >= 0)
-            hmt_write_long(nr, old);
         return;
     }
     struct hmi_backend_stats s;
@@ -788,7 +785,7 @@ static void test_split_hugetlb(void)
     split_basic(T_MK2, 1);
     CHECK(hmi_backend_close(T_MK2) == 0);
     unsetenv("HMTUNE_KEEP_FREED");
-    CHECK(hmt_write_long(nr, old) == 0);
+    CHECK(hmt_write_long(HMT_NR_HUGEPAGES, old) == 0);
 }
 
 static void test_threads_ownership(void)

@@ -222,12 +222,9 @@ static void test_split_thp(void)
 
 static void test_hugetlb(void)
 {
-    static const char *nr = "/proc/sys/vm/nr_hugepages";
-    long old = hmt_read_long(nr);
-    if (geteuid() != 0 || hmt_write_long(nr, old + 6) != 0 || hmt_huge_free() < 6) {
+    long old = hmt_huge_reserve(6);
+    if (old < 0) {
         fprintf(stderr, "  cannot reserve hugepages: the hugetlb cases not run\n");
-        if (old >= 0)
-            hmt_write_long(nr, old);
         return;
     }
     long f0 = hmt_huge_free();
@@ -259,7 +256,7 @@ static void test_hugetlb(void)
     }
     CHECK(hmi_backend_close(T_HUGE) == 0);
     CHECK(hmt_huge_free() == f0);
-    CHECK(hmt_write_long(nr, old) == 0);
+    CHECK(hmt_write_long(HMT_NR_HUGEPAGES, old) == 0);
 }
 
 /* 4 threads allocate, stamp, check and free blocks of one length: a block handed to
