@@ -17,7 +17,12 @@ and per-atom arrays, C++), LAMMPS EAM copper (a many-body potential with more pe
 state and tabulated splines), HPC Challenge on 2 MPI ranks (RandomAccess, STREAM, FFT:
 latency-, bandwidth- and FFT-bound kernels in one MPI code, C), NWChem SCF of a water
 dimer with the integrals kept in memory (Fortran, its MA heap, a quantum chemistry
-production code with offline inputs from nwchem-data), and hotwindow (bench/hotwindow.c,
+production code with offline inputs from nwchem-data), BWA-MEM aligning 100,000 reads to
+a 64 Mbp genome on 2 threads (C, the short-read aligner of most genomics pipelines on HPC
+clusters: seeds found by random lookups in its FM-index, a 64 MiB BWT, 32 MiB suffix
+array and 16 MiB packed genome read into the heap, so TLB-bound; both made here from a
+seeded random genome, the index built once by `bwa index`; its FOM its own "Real time",
+its correctness line the checksum of its SAM output), and hotwindow (bench/hotwindow.c,
 ours: a 256 MiB array whose hot part is a 32 MiB window beside two warm 8 MiB arrays,
 the case for split objects: at 25 % of the footprint no whole-object placement holds
 the window). The advisor runs twice at each capacity: ilp-lifetime (split objects on,
@@ -32,11 +37,13 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import random
 import re
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -116,6 +123,51 @@ task scf energy
 THERMO = r"^\s*\d+(\s+-?\d[\d.e+-]*){5}\s*$"      # a thermo line: step and five values
 
 
+BWA = """#!/bin/sh
+# BWA-MEM on the suite's reads (bench/bench_apps.py), its log on stdout and then the
+# checksum of its alignments (the SAM header's @PG line is this same command every run)
+bwa mem -t 2 -K 10000000 -o out.sam ref.fa reads.fq 2>&1 || exit
+exec sha256sum out.sam
+"""
+
+
+def bwa_inputs(bp: int, reads: int) -> Callable[[Path], None]:
+    """Writes ref.fa (a random genome of bp bases, seeded), reads.fq (reads single-end
+    150 bp reads of it, two substitutions each, half reverse-complemented) and bwa's
+    index of ref.fa into a directory, once: kept while inputs.txt names the same sizes."""
+    length = 150
+
+    def make(d: Path) -> None:
+        stamp = d / "inputs.txt"
+        want = f"genome {bp} reads {reads} length {length} seed 7\n"
+        if stamp.exists() and stamp.read_text() == want and (d / "ref.fa.sa").exists():
+            return
+        stamp.unlink(missing_ok=True)
+        say(f"bwa-mem: writing a {bp / 1e6:.0f} Mbp genome and {reads} reads")
+        rng = random.Random(7)
+        genome = rng.randbytes(bp).translate(bytes(b"ACGT"[b & 3] for b in range(256)))
+        with open(d / "ref.fa", "wb") as f:
+            f.write(b">chr1\n")
+            f.writelines(genome[i:i + 80] + b"\n" for i in range(0, bp, 80))
+        comp = bytes.maketrans(b"ACGT", b"TGCA")
+        with open(d / "reads.fq", "wb") as f:
+            for r in range(reads):
+                at = rng.randrange(bp - length)
+                s = bytearray(genome[at:at + length])
+                for k in rng.sample(range(length), 2):
+                    s[k] = b"ACGT"[(b"ACGT".index(s[k]) + rng.randrange(1, 4)) % 4]
+                seq = bytes(s) if rng.random() < 0.5 else bytes(s).translate(comp)[::-1]
+                f.write(b"@r%d\n%s\n+\n%s\n" % (r, seq, b"I" * length))
+        say("bwa-mem: bwa index ref.fa (once; about 100 s for 64 Mbp here)")
+        r = subprocess.run(["bwa", "index", "ref.fa"], cwd=d, capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"{NAME}: bwa-mem: bwa index failed (rc {r.returncode}): "
+                     f"{r.stderr.strip()[-300:]}")
+        stamp.write_text(want)
+
+    return make
+
+
 def hpcc_input(n: int) -> str:
     """hpccinf.txt: Debian's example with problem size n on a 1 x 2 process grid."""
     lines = Path("/usr/share/doc/hpcc/examples/_hpccinf.txt").read_text().splitlines()
@@ -136,10 +188,13 @@ class App:
     files: dict[str, str] = field(default_factory=dict)
     mpirun: str = ""
     links: dict[str, str] = field(default_factory=dict)
+    setup: Callable[[Path], None] | None = None     # makes input files in the work dir
+    scripts: tuple[str, ...] = ()                   # files of `files` made executable
 
 
 def apps(quick: bool) -> list[App]:
     lj_n, eam_n, hpcc_n = (16, 14, 2000) if quick else (26, 22, 3000)
+    bwa_bp, bwa_reads = (8_000_000, 10_000) if quick else (64_000_000, 100_000)
     return [
         App("lammps-lj", ["lmp", "-in", "in.lj", "-var", "n", str(lj_n), "-log", "none"],
             [r"Loop time of ([0-9.]+)"], False, [THERMO], {"in.lj": LJ}),
@@ -162,6 +217,10 @@ def apps(quick: bool) -> list[App]:
             [r"kernel_time_s=([0-9.]+)"], False, [r"^checksum=\d+"]),
         App("nwchem-scf", ["nwchem", "scf.nw"], [r"Time for solution =\s+([0-9.]+)s"], False,
             [r"Total SCF energy =\s+\S+"], {"scf.nw": NWCHEM}),
+        App("bwa-mem", ["./run-bwa.sh"], [r"\[main\] Real time: ([0-9.]+) sec"], False,
+            [r"^[0-9a-f]{64}  out\.sam$", r"^\[M::mem_process_seqs\] Processed \d+ reads"],
+            {"run-bwa.sh": BWA}, setup=bwa_inputs(bwa_bp, bwa_reads),
+            scripts=("run-bwa.sh",)),
     ]
 
 
@@ -179,6 +238,10 @@ def prepare(app: App) -> Path:
         if p.is_symlink() or p.exists():
             p.unlink()
         p.symlink_to(target)
+    for name in app.scripts:
+        (d / name).chmod(0o755)
+    if app.setup is not None:
+        app.setup(d)
     return d
 
 

@@ -2,7 +2,7 @@
 # make bench-apps: the Debian packages of the real applications (idempotent: installs
 # only what is missing; never part of make deps or make test).
 set -euo pipefail
-want=(lammps lammps-examples hpcc nwchem nwchem-data openmpi-bin)
+want=(lammps lammps-examples hpcc nwchem nwchem-data openmpi-bin bwa)
 missing=()
 for p in "${want[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

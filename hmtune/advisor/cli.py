@@ -466,9 +466,13 @@ def run(args: argparse.Namespace) -> int:
                                          gap_target=opts.gap)
         except ValueError as e:
             raise Failure(f"{sites_path}: {e}", 1) from None
+        from hmtune.advisor import window
         from hmtune.advisor.split import complete
 
         placement = complete(problem, table, placement)
+        placement, dropped = window.trim(problem, table, placement, allocs)
+        if dropped:
+            notes.append(dropped)
         said = _solver_said(placement)
         if said:
             print(said)

@@ -31,9 +31,11 @@ def misses_order(problem: Problem, threshold_pct: float) -> np.ndarray:
 def density_order(problem: Problem) -> np.ndarray:
     """Sites by weight per unit of their size in tier 0, densest first; the first-touch
     value in tier 0 (page faults avoided, in weight units) counts as weight too, so a
-    site that gains by first touch alone is ranked."""
+    site that gains by first touch alone is ranked, and its calls' cost there counts
+    against it."""
     pages = np.maximum(problem.units(0), 1)
-    key = problem.weights + problem.first_touch_values()[:, 0]
+    key = (problem.weights + problem.first_touch_values()[:, 0]
+           - problem.call_cost_values()[:, 0])
     return np.argsort(-(key / pages), kind="stable")
 
 

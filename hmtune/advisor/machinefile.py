@@ -221,6 +221,8 @@ def machine_toml(host: Host, choice: Choice) -> str:
         if "first_touch" in t.speeds_up:
             lines += [f"fault_cost_ns = {float(t.fault_cost_ns)!r}",
                       f"faults_kept = {float(t.faults_kept)!r}"]
+        if t.backend != "default":
+            lines.append(f"alloc_cost_ns = {float(t.call_cost_ns)!r}")
         lines.append("")
     return "\n".join(lines)
 

@@ -26,8 +26,20 @@ each thing the tier speeds up (`Tier.speeds_up`):
   weights are sampled latency cycles, which ns do not convert to), where first touch
   is left out with a note.
 
-value(i, t) = access(i, t) + first_touch(i, t), so the fallback's value is 0 and a
-tier no faster than the fallback is worth nothing.
+- calls (what placing costs): every allocation of a placed site takes libhmalloc's
+  placing path (its call stack unwound and matched, the tier's allocator, and the
+  matching free) instead of the default allocator's; the tier's alloc_cost_ns is what
+  that adds per allocation, over the site's allocation calls C_i (sites.csv `n_allocs`,
+  estimated for small-call sampled sites; 0 for static variables):
+
+      calls(i, t) = C_i * alloc_cost_ns_t * ns_weight
+
+  so a site of many small, short-lived objects is worth placing only when its sampled
+  accesses gain more than its calls cost (bench-apps' BWA-MEM: 3.1 M placed
+  allocations cost more than the hugepages gained).
+
+value(i, t) = access(i, t) + first_touch(i, t) - calls(i, t), so the fallback's value is
+0 and a tier no faster than the fallback is worth nothing (less: its calls).
 
 The size a site needs in a tier is what libhmalloc charges the tier for it at the
 site's peak (hmtune/advisor/granularity.py: objects up to the backend's arena limit take their
@@ -58,6 +70,12 @@ from hmtune.advisor import granularity
 KIB = 1 << 10
 MIB = 1 << 20
 SPEEDS_UP = ("access", "first_touch")   # what a tier can speed up (Tier.speeds_up)
+# ns libhmalloc's placing path adds per allocation (alloc + free) when a machine file
+# does not say: measured on bench-apps' BWA-MEM here, 3.09 M placed allocations (every
+# site in hugetlb) took 6.6-7.6 s more CPU than the same run with only its index placed
+# (2.1-2.5 us each: stacks of stripped code unwound by DWARF, libunwind's per-thread
+# cache missing on its many call paths); hmallocbench's single hot site takes ~0.3 us.
+DEFAULT_ALLOC_COST_NS = 2000.0
 
 
 def ns_weight(sampler: str) -> float:
@@ -80,10 +98,19 @@ class Tier:
     speeds_up: tuple[str, ...] = ("access",)   # of SPEEDS_UP
     fault_cost_ns: float = 0.0  # first_touch: ns saved per minor fault avoided
     faults_kept: float = 1.0    # first_touch: fraction of a site's faults still taken here
+    alloc_cost_ns: float | None = None   # ns placing adds per allocation (None: the default)
 
     @property
     def unlimited(self) -> bool:
         return self.capacity is None
+
+    @property
+    def call_cost_ns(self) -> float:
+        """What placing one allocation here costs, in ns: 0 on a `default` tier (it
+        places nothing), else alloc_cost_ns or DEFAULT_ALLOC_COST_NS."""
+        if self.backend == "default":
+            return 0.0
+        return DEFAULT_ALLOC_COST_NS if self.alloc_cost_ns is None else self.alloc_cost_ns
 
 
 @dataclass
@@ -115,6 +142,9 @@ class Problem:
     # all of it; statics: static_fraction), and which sites are static variables
     fraction: np.ndarray | None = None
     statics: np.ndarray | None = None
+    # allocation calls charged the tier's call cost (None: n_allocs; split pieces: their
+    # share of the site's)
+    calls: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -179,8 +209,29 @@ class Problem:
 
     def values(self) -> np.ndarray:
         """value[i, t] for every site and tier (the fallback column is 0): access plus
-        first touch."""
-        return self.access_values() + self.first_touch_values()
+        first touch, less the calls' cost."""
+        return self.access_values() + self.first_touch_values() - self.call_cost_values()
+
+    def call_costs(self) -> np.ndarray:
+        """Allocation calls per site that placing it pays for (statics none)."""
+        calls = self.calls if self.calls is not None else self.n_allocs
+        if calls is None:
+            return np.zeros(self.n)
+        out = np.asarray(calls, np.float64).copy()
+        if self.statics is not None:
+            out[self.statics] = 0.0
+        return out
+
+    def call_cost_values(self) -> np.ndarray:
+        """What placing each site in each tier costs, in weight units (module doc:
+        calls); 0 in the fallback and without a unit to convert ns into."""
+        out = np.zeros((self.n, len(self.tiers)))
+        if self.ns_weight <= 0:
+            return out
+        calls = self.call_costs()
+        for t, tier in enumerate(self.tiers[:-1]):
+            out[:, t] = calls * tier.call_cost_ns * self.ns_weight
+        return out
 
     def access_values(self) -> np.ndarray:
         """The access part of value[i, t] (0 in tiers that do not speed up access)."""

@@ -260,6 +260,9 @@ def expand(problem: Problem, sites: Sites, profile: pd.DataFrame, gran: int,
                     else np.round(np.concatenate(smp_l))),
         max_sizes=cat(problem.max_sizes, b - a),
         n_allocs=cat(problem.n_allocs),
+        # an object's calls are paid once whichever of its ranges are placed: each piece
+        # is charged its share of the bytes
+        calls=np.concatenate([problem.call_costs()[keep], problem.call_costs()[src] * frac_b]),
         total_bytes=cat(problem.total_bytes, None if problem.total_bytes is None
                         else np.round(problem.total_bytes[src] * frac_b)),
         blocks=blocks,

@@ -19,6 +19,10 @@ the fallback, where everything not placed stays, and must be unlimited:
     faults_kept = 0.001953125        # first_touch: fraction of the faults still taken
                                      # here (default 4K / page for hugetlb; needed
                                      # for every other backend)
+    alloc_cost_ns = 2000.0           # optional: ns placing adds per allocation (the
+                                     # interposer's path and free), charged against a
+                                     # site's value per allocation call (default 2000;
+                                     # 0 on a "default" tier, which places nothing)
 
 Every problem is reported as one line `FILE: ...` naming the tier and key at fault
 (TierFileError). `--mem SIZE` alone stands for this host's tiers (hmtune/advisor/host.py,
@@ -41,7 +45,7 @@ BACKENDS = ("memkind:KIND", "numa:NODES", "umf:numa:NODES[:MODE]", "umf:hugetlb"
             "thp", "default")
 UMF_NUMA_MODES = ("bind", "preferred", "interleave")
 _KEYS = {"name", "capacity", "backend", "load_cost", "store_cost", "per", "page",
-         "speeds_up", "fault_cost_ns", "faults_kept"}
+         "speeds_up", "fault_cost_ns", "faults_kept", "alloc_cost_ns"}
 _FIRST_TOUCH_KEYS = ("fault_cost_ns", "faults_kept")
 _REQUIRED = ("name", "capacity", "backend", "load_cost", "store_cost")
 # ASCII only and \Z, not $ (which also matches before a final newline): a backend or
@@ -133,6 +137,16 @@ def _cost(value: object, where: str) -> float:
     return cost
 
 
+def _ns(value: object, where: str) -> float:
+    """A time in ns that may be 0 (at most a second: anything larger is a unit slip)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TierFileError(f"{where} must be a number of ns, not {value!r}")
+    ns = float(value)
+    if not math.isfinite(ns) or ns < 0 or ns > 1e9:
+        raise TierFileError(f"{where} must be a number of ns from 0 to 1e9, not {value!r}")
+    return ns
+
+
 def _page(value: object, where: str) -> int:
     try:
         page = parse_size(str(value)) if isinstance(value, str | int) and \
@@ -216,11 +230,14 @@ def parse_tier(raw: object, where: str) -> Tier:
         if extra:
             raise TierFileError(f"{where}: {', '.join(extra)} without \"first_touch\" in "
                                 "speeds_up (add it, or remove the key)")
+    alloc_cost = None
+    if "alloc_cost_ns" in raw:
+        alloc_cost = _ns(raw["alloc_cost_ns"], f"{where}: alloc_cost_ns")
     return Tier(name=name, capacity=parse_capacity(raw["capacity"], where), backend=backend,
                 load_cost=_cost(raw["load_cost"], f"{where}: load_cost"),
                 store_cost=_cost(raw["store_cost"], f"{where}: store_cost"),
                 page_size=page, per_node=per == "node", speeds_up=speeds,
-                fault_cost_ns=fault_cost, faults_kept=kept)
+                fault_cost_ns=fault_cost, faults_kept=kept, alloc_cost_ns=alloc_cost)
 
 
 def check_tiers(tiers: list[Tier], where: str) -> list[str]:

@@ -64,8 +64,9 @@ def add_run_options(p: argparse.ArgumentParser, what: str) -> None:
                                                                "in the fast tier")
     p.add_argument("--fom", metavar="REGEX", action="append", default=None,
                    help="figure of merit: the first group of REGEX in the application's "
-                        "stdout (default: the run's wall-clock seconds); given more than "
-                        "once, the geometric mean of the figures (all rates or all times)")
+                        "stdout, ^ and $ matching at each line (default: the run's "
+                        "wall-clock seconds); given more than once, the geometric mean of "
+                        "the figures (all rates or all times)")
     p.add_argument("--higher-is-better", action="store_true",
                    help="the FOM is a rate (default: a time, lower is better); speedups "
                         "are how many times faster either way")
@@ -121,7 +122,7 @@ def prepare(args: argparse.Namespace, what: str) -> Setup:
     if not paths.hmalloc_lib().exists():
         raise Failure(paths.not_built(paths.hmalloc_lib()), 2)
     try:
-        fom_re = [re.compile(x) for x in args.fom or []]
+        fom_re = [re.compile(x, re.MULTILINE) for x in args.fom or []]
     except re.error as e:
         raise Failure(f"--fom: not a regular expression: {e}", 2) from None
     work = stage / what

@@ -59,10 +59,20 @@ STANDARD_ALLOCS = [(3, 0, 64 * MIB, 10, 900), (4, 0, 8 * MIB, 20, 800),
                    (6, 0, 8 * MIB, 50, 600), (7, 0, 1 * MIB, 60, 500), (8, 0, 4 * MIB, 70, 400)]
 
 
+# A weight of 1 in the rows above stands for 1 ms of sampled CPU time: sites.csv says
+# sampler "soft", whose weights are ns, and the advisor weighs them against ns costs
+# (page faults, each placed allocation's alloc_cost_ns).
+MS = 1e6
+
+
 def write_sites(path: Path, rows: list[dict], total: float | None = None,
                 first_line: str | None = None, label_form: str = "module+0xoffset") -> Path:
-    """sites.csv with `share` = weight / total (total: the sum of the weights)."""
+    """sites.csv with `share` = weight / total (total: the sum of the weights); weights
+    are written in ns (MS per unit)."""
     total = sum(r["weight"] for r in rows) if total is None else total
+    rows = [{**r, "weight": r["weight"] * MS} if isinstance(r["weight"], float | int) else r
+            for r in rows]
+    total = total * MS
     kinds = any(KIND_COLUMN in r for r in rows)      # v2: statics among the rows
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as fh:

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from advisefix import (
     APP,
+    MS,
     STANDARD,
     STANDARD_ALLOCS,
     STANDARD_TOTAL,
@@ -264,7 +265,7 @@ def test_sites_sharing_a_chain_are_merged(tmp_path: Path, capsys: pytest.Capture
         [rows[2]["callstack_raw"]]
     t = load_sites(d / "sites.csv").table
     assert t["site_id"].tolist() == [3, 5]
-    assert t["weight"].tolist() == [800.0, 100.0]
+    assert t["weight"].tolist() == [800.0 * MS, 100.0 * MS]
     assert t["peak_live_bytes"].tolist() == [96 * MIB, 8 * MIB]
 
 
@@ -300,7 +301,7 @@ def test_rounded_shares_are_accepted(tmp_path: Path, capsys: pytest.CaptureFixtu
     path.write_text("\n".join(lines) + "\n")
     rc, _, err = advise(capsys, str(d), "--mem", "80M")
     assert rc == 0, err
-    assert load_sites(path).total_weight == pytest.approx(total, rel=1e-5)
+    assert load_sites(path).total_weight == pytest.approx(total * MS, rel=1e-5)
     assert report_tiers((d / "report.txt").read_text())["fast"] == \
         (2, round(100 * 800 / total, 1))
 
@@ -314,7 +315,7 @@ def test_a_share_far_off_is_recomputed(tmp_path: Path, capsys: pytest.CaptureFix
     rc, _, err = advise(capsys, str(d), "--mem", "80M")
     assert rc == 0, err
     sites = load_sites(path)
-    assert sites.total_weight == pytest.approx(STANDARD_TOTAL)
+    assert sites.total_weight == pytest.approx(STANDARD_TOTAL * MS)
     assert sites.table["share"].iloc[0] == pytest.approx(500 / STANDARD_TOTAL)
     assert {s.chain for s in read_placement(d / "placement.txt").sites} == {chain(3), chain(4)}
 

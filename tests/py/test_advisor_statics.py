@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from advisefix import APP, LIBC, advise, site, static_site, write_allocs, write_sites
+from advisefix import APP, LIBC, MS, advise, site, static_site, write_allocs, write_sites
 
 from hmtune.advisor.inputs import load_sites
 from hmtune.advisor.model import MIB, Tier, static_fraction
@@ -102,7 +102,7 @@ def test_acts_on_share_and_split(tmp_path: Path, capsys: pytest.CaptureFixture) 
                                         label_form="module+0xoffset", **split))
     assert advise(capsys, str(d), "--mem", "1G")[0] == 0
     s = load_sites(d / "sites.csv")
-    assert s.split is not None and s.total_weight == 1000.0
+    assert s.split is not None and s.total_weight == 1000.0 * MS
     report = (d / "report.txt").read_text()
     acts = next(line for line in report.splitlines() if line.startswith("acts on:"))
     assert acts.split()[2:4] == ["40.0%", "of"]
@@ -151,5 +151,5 @@ def test_per_rank_statics_fold_to_one_object(tmp_path: Path) -> None:
     s = load_sites(d / "sites.csv")
     t = s.table.set_index("site_id")
     assert (t.loc[4, "n_allocs"], t.loc[4, "total_bytes"], t.loc[4, "weight"]) == \
-        (1, 4 * MIB, 60.0)
+        (1, 4 * MIB, 60.0 * MS)
     assert t.loc[3, "n_allocs"] == 2

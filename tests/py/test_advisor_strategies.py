@@ -229,3 +229,30 @@ def test_capacity_for_share():
     assert (smaller["weight"] < 0.9 * full).all()
     assert capacity_for_share(curve, 0.0) == 0
     assert capacity_for_share(curve, 1.0) <= curve["capacity_bytes"].max()
+
+
+@pytest.mark.parametrize("strategy", ["misses", "density", "ilp"])
+def test_sites_whose_calls_cost_more_than_they_gain_stay_put(strategy):
+    """value = access gain - allocation calls x the tier's alloc_cost_ns (weights in ns):
+    a site of 100,000 small allocations whose accesses gain less than they cost is not
+    placed although it fits; one allocation of a heavy site is; with alloc_cost_ns = 0
+    both are."""
+    from dataclasses import replace
+
+    def problem(cost: float | None) -> Problem:
+        mib = 1 << 20
+        tiers = [Tier("huge", 64 * mib, "hugetlb", 1.0, 1.0, alloc_cost_ns=cost),
+                 Tier("slow", None, "default", 2.0, 2.0)]
+        return Problem(np.array([1, 2]), np.array([16 * mib, 64 * 1024], np.int64),
+                       np.array([4e9, 2e8]), np.array([100, 10]), np.zeros(2, np.int64),
+                       tiers, total_weight=5e9, n_allocs=np.array([1, 100_000]),
+                       max_sizes=np.array([16 * mib, 64]),
+                       total_bytes=np.array([16 * mib, 6_400_000]))
+
+    p = problem(None)            # the default, 2 us: site 2 gains 1e8 ns, costs 2e8
+    assert p.call_cost_values()[:, 0].tolist() == [2000.0, 2e8]
+    assert solve(p, strategy).tier_of.tolist() == [0, 1]
+    assert solve(problem(0.0), strategy).tier_of.tolist() == [0, 0]
+    # statics pay no calls
+    s = replace(problem(None), statics=np.array([False, True]))
+    assert s.call_cost_values()[1, 0] == 0.0

@@ -99,6 +99,19 @@ def test_page_and_per_defaults(tmp_path: Path) -> None:
     assert m.tiers[0].page_size == GIB and m.tiers[0].per_node
 
 
+def test_alloc_cost_default_and_key(tmp_path: Path) -> None:
+    """alloc_cost_ns: the default on a placing tier, none on the fallback, the file's
+    value (0 allowed) otherwise."""
+    from hmtune.advisor.model import DEFAULT_ALLOC_COST_NS
+
+    m = load_machine(write(tmp_path, GOOD.format(cap="1G")))
+    assert m.tiers[0].call_cost_ns == DEFAULT_ALLOC_COST_NS and m.tiers[1].call_cost_ns == 0
+    for ns in (0, 350.5):
+        text = GOOD.format(cap="1G").replace('name = "fast"',
+                                             f'name = "fast"\nalloc_cost_ns = {ns}')
+        assert load_machine(write(tmp_path, text)).tiers[0].call_cost_ns == ns
+
+
 def _replace(old: str, new: str) -> str:
     text = GOOD.format(cap="16G")
     assert old in text
@@ -134,6 +147,12 @@ BROKEN = {
     "page": (_replace('name = "fast"', 'name = "fast"\npage = "3K"'), "page"),
     "tier-name": (_replace('name = "fast"', 'name = "fast tier"'), "name"),
     "empty": ("", "empty"),
+    "alloc-cost-negative": (_replace('name = "fast"', 'name = "fast"\nalloc_cost_ns = -1'),
+                            "alloc_cost_ns"),
+    "alloc-cost-text": (_replace('name = "fast"', 'name = "fast"\nalloc_cost_ns = "2us"'),
+                        "alloc_cost_ns"),
+    "alloc-cost-huge": (_replace('name = "fast"', 'name = "fast"\nalloc_cost_ns = 5e9'),
+                        "alloc_cost_ns"),
 }
 
 

@@ -251,6 +251,19 @@ def test_several_foms_give_their_geometric_mean(stage: Path, tmp_path: Path) -> 
     assert r.returncode == 1 and not (e / "compare" / "runs.csv").exists()
 
 
+def test_fom_anchors_match_at_each_line(stage: Path, tmp_path: Path) -> None:
+    """^ and $ in --fom match at the start and end of every line of stdout, as grep's do."""
+    shutil.copy(stage / "sites.csv", tmp_path / "sites.csv")
+    r = hmtune("compare", "-o", str(tmp_path), "--machine", str(THP), "--repeats", "1",
+               "--strategies", "ilp", "--fom", r"^checksum=(\d+)$", "--", "sh", "-c",
+               f"{LATENCY} -q | tr ' ' '\\n'")
+    assert r.returncode == 0, r.stderr
+    for x in rows(tmp_path / "compare" / "runs.csv"):
+        log = (tmp_path / "compare" / x["variant"] / f"run.{x['repeat']}.log").read_text()
+        assert float(x["fom"]) == pytest.approx(float(re.search(r"checksum=(\d+)", log)[1]),
+                                                rel=1e-6)
+
+
 NR = Path("/proc/sys/vm/nr_hugepages")
 
 

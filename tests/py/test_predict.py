@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from advisefix import STANDARD, STANDARD_TOTAL, advise, site, write_sites
+from advisefix import MS, STANDARD, STANDARD_TOTAL, advise, site, write_sites
 
 from hmtune.advisor import predict
 from hmtune.advisor.model import MIB, Problem, Tier
@@ -134,7 +134,7 @@ def test_advise_predicts_from_the_sites_weights(tmp_path: Path,
     rc, _, err = advise(capsys, str(d), "--mem", "80M")
     assert rc == 0, err
     s = load_sites(d / "sites.csv")
-    assert s.total_weight == pytest.approx(STANDARD_TOTAL)
+    assert s.total_weight == pytest.approx(STANDARD_TOTAL * MS)
     f = 800 / 1500 * (1 - 1 / 5.3)
     want = predict.Prediction(1 / (1 - f), 0, 0, f).text().split(" ")[0]
     line = next(x for x in (d / "report.txt").read_text().splitlines()

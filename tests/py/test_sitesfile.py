@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from advisefix import STANDARD, standard_dir
+from advisefix import MS, STANDARD, standard_dir
 from clistage import CRASH, ROOT, THP, hmtune
 
 from hmtune.analyze import profile, sites_io
@@ -74,7 +74,7 @@ def test_good_files_read_as_before(tmp_path: Path) -> None:
     assert sizes[RAW3].max_size == STANDARD[0]["max_size"]
     assert sizes[RAW3].blocks is not None and len(sizes[RAW3].blocks) == 1
     assert float(sites_io.read_sites(d / "sites.csv")["weight"].sum()) == \
-        sum(s["weight"] for s in STANDARD)
+        sum(s["weight"] for s in STANDARD) * MS
     meta: dict[str, str] = {}
     assert len(list(iter_rows(d / "allocs.csv", "allocs", ["size"], meta))) == 7
     assert meta["version"] == "1"
