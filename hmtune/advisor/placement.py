@@ -347,10 +347,15 @@ def _with_comment(line: str, comment: str) -> str:
     return f"{line}   # {text}" if text else line
 
 
+HELPER_SHARE = 0.05     # heap samples a program beside the traced one may have
+
+
 def traced_program(sites: Path, trace: str = "") -> str:
     """The program whose allocations a trace holds, for the `program` line: the one
     executable among the traced processes that allocated (the trace's summary,
-    NAME.summary.json next to the trace, or trace.summary.json next to sites.csv);
+    NAME.summary.json next to the trace, or trace.summary.json next to sites.csv), or
+    when several did, the one whose processes hold all but HELPER_SHARE of their
+    sampled heap accesses (a script's shell and checksum tools beside its application);
     "" when there is no summary (an Extrae trace), or several such programs (a
     script that runs two), or a path the line cannot carry."""
     names = ["trace.summary.json"]
@@ -367,11 +372,23 @@ def traced_program(sites: Path, trace: str = "") -> str:
             except (OSError, ValueError):
                 continue
             procs = summary.get("processes") if isinstance(summary, dict) else None
-            exes = {p.get("exe") for p in procs or [] if isinstance(p, dict)
-                    and isinstance(p.get("allocs"), int) and p["allocs"] > 0}
-            exe = exes.pop() if len(exes) == 1 else None
+            alloc = [p for p in procs or [] if isinstance(p, dict)
+                     and isinstance(p.get("allocs"), int) and p["allocs"] > 0]
+            exes = {p.get("exe") for p in alloc}
+            exe = exes.pop() if len(exes) == 1 else _dominant(alloc)
             return exe if isinstance(exe, str) and program_ok(exe) else ""
     return ""
+
+
+def _dominant(procs: list[dict]) -> object:
+    """The exe whose processes hold all but HELPER_SHARE of the heap samples, or None."""
+    heap: dict[object, int] = {}
+    for p in procs:
+        n = (p.get("samples") or {}).get("heap") if isinstance(p.get("samples"), dict) else 0
+        heap[p.get("exe")] = heap.get(p.get("exe"), 0) + (n if isinstance(n, int) else 0)
+    total = sum(heap.values())
+    top = max(heap, key=lambda e: heap[e]) if heap else None
+    return top if total > 0 and heap[top] >= (1 - HELPER_SHARE) * total else None
 
 
 def write_placement(path: str | Path, pf: PlacementFile) -> None:

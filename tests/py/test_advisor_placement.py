@@ -126,10 +126,14 @@ def test_program_line_round_trip(tmp_path: Path) -> None:
             format_placement(pf)
 
 
-def summary(d: Path, procs: list[tuple[str, int]], name: str = "trace") -> None:
+def summary(d: Path, procs: list[tuple[str, int]] | list[tuple[str, int, int]],
+            name: str = "trace") -> None:
+    """NAME.summary.json with processes (exe, allocs[, heap samples])."""
     d.mkdir(parents=True, exist_ok=True)
     (d / f"{name}.summary.json").write_text(json.dumps(
-        {"processes": [{"exe": exe, "allocs": n} for exe, n in procs]}))
+        {"processes": [{"exe": p[0], "allocs": p[1],
+                        **({"samples": {"heap": p[2]}} if len(p) > 2 else {})}
+                       for p in procs]}))
 
 
 def test_traced_program(tmp_path: Path) -> None:
@@ -140,6 +144,12 @@ def test_traced_program(tmp_path: Path) -> None:
     assert traced_program(sites) == "/opt/app"                      # MPI ranks, a shell
     summary(tmp_path, [("/opt/app", 5), ("/opt/other", 1)])
     assert traced_program(sites) == ""                              # two programs
+    # a script: its shell and a checksum tool allocated too, with 1 of 4335 heap samples
+    summary(tmp_path, [("/usr/bin/dash", 1, 0), ("/usr/bin/bwa", 9, 4334),
+                       ("/usr/bin/sha256sum", 3, 1)])
+    assert traced_program(sites) == "/usr/bin/bwa"
+    summary(tmp_path, [("/opt/app", 5, 900), ("/opt/other", 1, 100)])
+    assert traced_program(sites) == ""                              # two programs sampled
     summary(tmp_path, [("/opt/x#y", 5)])
     assert traced_program(sites) == ""                              # not expressible
     t = tmp_path / "elsewhere" / "run1.prv"
