@@ -383,8 +383,12 @@ def read_rusage(path: Path) -> tuple[dict[str, float], int] | None:
         return None
 
 
-def targets(variants: list[Variant], app: list[str]) -> dict[str, str | None]:
-    """HMTUNE_TARGET per placed variant, as `hmtune run` sets it (hmtune/workflows/run.py)."""
+def targets(variants: list[Variant], app: list[str],
+            stage: Path | None = None) -> dict[str, str | None]:
+    """HMTUNE_TARGET per placed variant, as `hmtune run` sets it (hmtune/workflows/run.py);
+    for a script, a placement without a program line (all-fast, the baselines') takes
+    the program the stage's trace names (hmtune.advisor.placement.traced_program)."""
+    from hmtune.advisor.placement import traced_program
     from hmtune.workflows import run as hrun
 
     exe = elf.resolve(app[0])
@@ -393,7 +397,8 @@ def targets(variants: list[Variant], app: list[str]) -> dict[str, str | None]:
         return {v.name: os.path.realpath(program) for v in variants}
     from hmtune.advisor.placement import read_placement
 
-    return {v.name: hrun.target_program(program, read_placement(v.placement))
+    traced = traced_program(stage / "sites.csv") if stage is not None else ""
+    return {v.name: hrun.target_program(program, read_placement(v.placement)) or traced or None
             for v in variants if v.placement is not None}
 
 
@@ -457,7 +462,7 @@ def measure(variants: list[Variant], plan: Plan, app: list[str], work: Path,
             if todo and tgt is None:        # the first run of this invocation
                 if before_runs is not None:
                     stack.enter_context(before_runs())
-                tgt = targets(variants, app)
+                tgt = targets(variants, app, work.parent)
                 if any(v.placement is not None and not tgt.get(v.name) for v in variants):
                     print(f"{who}: note: cannot tell which program {app[0]} starts is the one "
                           "the placements are for: every process it starts places",

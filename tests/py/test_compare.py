@@ -487,3 +487,30 @@ def test_several_capacities_share_all_slow_and_all_fast(stage: Path, tmp_path: P
     e = hmtune("explore", "-o", str(d), "--machine", str(THP), "--repeats", "1",
                "--mem", "4M,8M", "--", str(LATENCY), "-q")
     assert e.returncode == 2 and not (d / "explore" / "runs.csv").exists()
+
+
+def test_a_script_places_in_the_program_its_trace_names(tmp_path: Path) -> None:
+    """compare's HMTUNE_TARGET for a script: a placement without a program line (all-fast,
+    the baselines') takes the program the stage's trace summary names; a placement's own
+    program line wins; without a summary nothing is named (every process places)."""
+    from hmtune.advisor.placement import PlacementFile, TierLine, write_placement
+    from hmtune.workflows.measure import Variant, targets
+
+    script = tmp_path / "run.sh"
+    script.write_text("#!/bin/sh\nexec /bin/true\n")
+    script.chmod(0o755)
+    tiers = [TierLine("fast", "thp", 1 << 20), TierLine("slow", "default", None)]
+    bare, named = tmp_path / "bare.txt", tmp_path / "named.txt"
+    write_placement(bare, PlacementFile(tiers=tiers, depth=1, size_window=(0, 0), sites=[]))
+    write_placement(named, PlacementFile(tiers=tiers, depth=1, size_window=(0, 0), sites=[],
+                                         program="/opt/app/bin/other"))
+    variants = [Variant("all-slow", None), Variant("all-fast", bare), Variant("ilp", named)]
+    stage = tmp_path / "stage"
+    stage.mkdir()
+    assert targets(variants, [str(script)], stage) == {"all-fast": None,
+                                                      "ilp": "/opt/app/bin/other"}
+    (stage / "trace.summary.json").write_text(json.dumps({"processes": [
+        {"exe": "/usr/bin/dash", "allocs": 1, "samples": {"heap": 0}},
+        {"exe": "/opt/app/bin/app", "allocs": 50, "samples": {"heap": 400}}]}))
+    assert targets(variants, [str(script)], stage) == {"all-fast": "/opt/app/bin/app",
+                                                      "ilp": "/opt/app/bin/other"}
