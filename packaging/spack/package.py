@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="57b14a5bee245b33970fafe2f0f63a5c781a7b1c4e0fcc03bef686cb57be691b")
+    version("0.1.0", sha256="3454b36a15d8b88a20e405e0d5e73dfd04b74555bb33afb39c7980781ecda983")
 
     variant(
         "memkind",
