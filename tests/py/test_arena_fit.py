@@ -164,8 +164,8 @@ def test_weight_in_objects_larger_than_the_tier_is_named() -> None:
 
     tiers = [Tier("huge", 14 * MIB, "hugetlb", 0.5, 0.5), Tier("slow", None, "default")]
     p = Problem(np.array([1, 2, 3]), np.array([35 * MIB, 4 * MIB, 40 * MIB]),
-                np.array([50.0, 30.0, 0.0]), np.array([50, 30, 0]), np.zeros(3, np.int64),
-                tiers, total_weight=100.0, max_sizes=np.array([35 * MIB, MIB, 40 * MIB]),
+                np.array([50e6, 30e6, 0.0]), np.array([50, 30, 0]), np.zeros(3, np.int64),
+                tiers, total_weight=100e6, max_sizes=np.array([35 * MIB, MIB, 40 * MIB]),
                 n_allocs=np.ones(3, np.int64), total_bytes=np.array([35 * MIB, 4 * MIB, 40 * MIB]))
     got = strategies.solve(p, "ilp")
     assert got.tier_of.tolist() == [1, 0, 1]

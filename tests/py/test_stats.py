@@ -184,7 +184,7 @@ def fake_runs(monkeypatch: pytest.MonkeyPatch, fom: dict[str, float], noise: flo
                 "fast_bytes_intended": "0"}
 
     monkeypatch.setattr(measure, "one_run", one_run)
-    monkeypatch.setattr(measure, "targets", lambda variants, app: {})
+    monkeypatch.setattr(measure, "targets", lambda variants, app, stage=None: {})
     return calls
 
 
