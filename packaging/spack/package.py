@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="3454b36a15d8b88a20e405e0d5e73dfd04b74555bb33afb39c7980781ecda983")
+    version("0.1.0", sha256="726503051efcadf8e73ba9e0455334ddcb477770c060bae31a9ad0553336fc63")
 
     variant(
         "memkind",
