@@ -28,15 +28,18 @@ def misses_order(problem: Problem, threshold_pct: float) -> np.ndarray:
     return order[problem.weights[order] >= limit]
 
 
+def density_key(problem: Problem) -> np.ndarray:
+    """What the density orders rank per unit of size: a site's weight, plus its
+    first-touch value in tier 0 (page faults avoided, in weight units), so a site that
+    gains by first touch alone is ranked, less its calls' cost there."""
+    return (problem.weights + problem.first_touch_values()[:, 0]
+            - problem.call_cost_values()[:, 0])
+
+
 def density_order(problem: Problem) -> np.ndarray:
-    """Sites by weight per unit of their size in tier 0, densest first; the first-touch
-    value in tier 0 (page faults avoided, in weight units) counts as weight too, so a
-    site that gains by first touch alone is ranked, and its calls' cost there counts
-    against it."""
+    """Sites by density_key per unit of their size in tier 0, densest first."""
     pages = np.maximum(problem.units(0), 1)
-    key = (problem.weights + problem.first_touch_values()[:, 0]
-           - problem.call_cost_values()[:, 0])
-    return np.argsort(-(key / pages), kind="stable")
+    return np.argsort(-(density_key(problem) / pages), kind="stable")
 
 
 def first_fit(problem: Problem, order: np.ndarray) -> np.ndarray:

@@ -27,6 +27,7 @@ import time
 
 import numpy as np
 
+from hmtune.advisor.greedy import density_key
 from hmtune.advisor.limited import Limited
 from hmtune.advisor.mip import solve_lp, solve_mip
 from hmtune.advisor.model import Placement, Problem
@@ -152,9 +153,7 @@ def density_lifetime(problem: Problem, lim: Limited) -> Placement:
     tp = lim.tp
     fit = _Fitter(tl, tp.cap)
     pages0 = np.maximum(problem.units(0), 1)
-    key = (problem.weights + problem.first_touch_values()[:, 0]    # as greedy.density_order
-           - problem.call_cost_values()[:, 0])
-    order = np.argsort(-(key / pages0), kind="stable")
+    order = np.argsort(-(density_key(problem) / pages0), kind="stable")
     tiers = np.tile(np.arange(tp.k), (tp.n, 1))
     assign = fit.fill(np.full(tp.n, -1, np.int64), order, tiers, tp.profit > 0)
     tier_of = lim.tier_of(assign)

@@ -384,7 +384,8 @@ def _dominant(procs: list[dict]) -> object:
     """The exe whose processes hold all but HELPER_SHARE of the heap samples, or None."""
     heap: dict[object, int] = {}
     for p in procs:
-        n = (p.get("samples") or {}).get("heap") if isinstance(p.get("samples"), dict) else 0
+        samples = p.get("samples")
+        n = samples.get("heap") if isinstance(samples, dict) else 0
         heap[p.get("exe")] = heap.get(p.get("exe"), 0) + (n if isinstance(n, int) else 0)
     total = sum(heap.values())
     top = max(heap, key=lambda e: heap[e]) if heap else None

@@ -228,6 +228,7 @@ def expand(problem: Problem, sites: Sites, profile: pd.DataFrame, gran: int,
     frac_b = (b - a) / mx
     next_id = int(max(problem.site_ids.max(), int(table["site_id"].max()))) + 1
     pid = next_id + np.arange(src.size, dtype=np.int64)
+    calls = problem.call_costs()
     n_allocs = problem.n_allocs if problem.n_allocs is not None else np.ones(problem.n)
     per_map = MAP_COST_NS * problem.ns_weight * n_allocs[src].astype(np.float64)
     pw = problem.weights[src] * frac_w
@@ -262,7 +263,7 @@ def expand(problem: Problem, sites: Sites, profile: pd.DataFrame, gran: int,
         n_allocs=cat(problem.n_allocs),
         # an object's calls are paid once whichever of its ranges are placed: each piece
         # is charged its share of the bytes
-        calls=np.concatenate([problem.call_costs()[keep], problem.call_costs()[src] * frac_b]),
+        calls=np.concatenate([calls[keep], calls[src] * frac_b]),
         total_bytes=cat(problem.total_bytes, None if problem.total_bytes is None
                         else np.round(problem.total_bytes[src] * frac_b)),
         blocks=blocks,

@@ -54,10 +54,11 @@ def trim(problem: Problem, table: pd.DataFrame, placement: Placement,
     owner = allocs["site_id"].to_numpy(np.int64)
     smallest = pd.Series(sizes).groupby(owner).min()
     lo_of = np.array([int(smallest.get(int(parent[i]), 0)) for i in placed], np.int64)
-    hi = int(sizes[np.isin(owner, parent[placed])].max(initial=0))
+    mine = np.isin(owner, parent[placed])
+    hi = int(sizes[mine].max(initial=0))
     values = problem.values()[placed, placement.tier_of[placed]]
     # calls of unplaced sites by request size, for the cost of each lower bound
-    other = ~np.isin(owner, parent[placed]) & (sizes <= hi)
+    other = ~mine & (sizes <= hi)
     order = np.argsort(sizes[other], kind="stable")
     osz, ocalls = sizes[other][order], np.cumsum(scale[other][order][::-1])[::-1]
 
@@ -70,12 +71,13 @@ def trim(problem: Problem, table: pd.DataFrame, placement: Placement,
         got = float(values[lo_of >= lo].sum()) - window_cost(lo)
         if best is None or got > best + 1e-9 * max(1.0, abs(best)):
             best_lo, best = lo, got
-    drop = placed[lo_of < best_lo]
+    below = lo_of < best_lo
+    drop = placed[below]
     if not drop.size:
         return placement, None
     tier_of = placement.tier_of.copy()
     tier_of[drop] = last
-    lost = float(problem.values()[drop, placement.tier_of[drop]].sum())
+    lost = float(values[below].sum())
     note = (f"{len(set(parent[drop].tolist()))} placed site(s) with requests under "
             f"{best_lo} bytes left in the fallback: libhmalloc looks up every request in "
             "the placement's size window, and the other sites' calls they would bring "

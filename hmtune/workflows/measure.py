@@ -388,15 +388,13 @@ def targets(variants: list[Variant], app: list[str],
     """HMTUNE_TARGET per placed variant, as `hmtune run` sets it (hmtune/workflows/run.py);
     for a script, a placement without a program line (all-fast, the baselines') takes
     the program the stage's trace names (hmtune.advisor.placement.traced_program)."""
-    from hmtune.advisor.placement import traced_program
+    from hmtune.advisor.placement import read_placement, traced_program
     from hmtune.workflows import run as hrun
 
     exe = elf.resolve(app[0])
     program = hrun.command_program(app, exe) if exe is not None else None
     if program is not None and elf.program_headers(program) is not None:
         return {v.name: os.path.realpath(program) for v in variants}
-    from hmtune.advisor.placement import read_placement
-
     traced = traced_program(stage / "sites.csv") if stage is not None else ""
     return {v.name: hrun.target_program(program, read_placement(v.placement)) or traced or None
             for v in variants if v.placement is not None}
