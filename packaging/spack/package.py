@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="726503051efcadf8e73ba9e0455334ddcb477770c060bae31a9ad0553336fc63")
+    version("0.1.0", sha256="fa2e7d6ec162e633c66e3c3b8fee02492711f270f5b2b8c9399424f1e270957c")
 
     variant(
         "memkind",
