@@ -54,7 +54,7 @@ static const struct hm_option g_opts[HM_OPT_N] = {
     [HM_OPT_SUMMARY] = { "HMTUNE_SUMMARY", HM_OPT_BOOL, 1, 0, 1, NULL, NULL, NULL, 0,
         "0: no exit summary on standard error" },
     [HM_OPT_BASELINE] = { "HMTUNE_BASELINE", HM_OPT_STRING, 0, 0, 0, NULL, NULL, NULL, 0,
-        "hmtune compare's reference runs: first-come, size-window or size-window:SIZE" },
+        "hmtune compare's reference runs: all, first-come, size-window or size-window:SIZE" },
     [HM_OPT_TARGET] = { "HMTUNE_TARGET", HM_OPT_STRING, 0, 0, 0, NULL, NULL, NULL, 0,
         "the program hmtune run launched (path or name); unset: every process is" },
     [HM_OPT_KEEP_FREED] = { "HMTUNE_KEEP_FREED", HM_OPT_SIZE, 256ull << 20, 0, 1ull << 47,

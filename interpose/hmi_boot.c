@@ -48,6 +48,7 @@ int hmi_owning;
 int hmi_lazy;
 int hmi_baseline;
 static uint64_t g_base_min;         /* HMTUNE_BASELINE's smallest request placed */
+static int g_base_all;              /* HMTUNE_BASELINE=all: the placement's statics too */
 static int g_depth;
 static uint32_t g_ntiers;
 static int g_quiet, g_rank = -1, g_report;
@@ -241,7 +242,10 @@ static void do_init(void)
         const char *bl = hm_opt_raw(HM_OPT_BASELINE);
         if (bl) {
             hmi_baseline = 1;
-            if (!strcmp(bl, "first-come"))
+            if (!strcmp(bl, "all")) {
+                g_base_min = 1;
+                g_base_all = 1;
+            } else if (!strcmp(bl, "first-come"))
                 g_base_min = 4096;
             else if (!strcmp(bl, "size-window"))
                 g_base_min = 1u << 20;
@@ -251,7 +255,7 @@ static void do_init(void)
             if (hmi_baseline > 0)
                 hmi_report_baseline(bl);
             if (hmi_baseline < 0) {
-                warn("HMTUNE_BASELINE must be first-come, size-window or size-window:SIZE; "
+                warn("HMTUNE_BASELINE must be all, first-come, size-window or size-window:SIZE; "
                      "every allocation goes to the default allocator: ", bl);
                 ok = 0;
             }
@@ -266,8 +270,8 @@ static void do_init(void)
         ok = ok && hmi_report_init(hmi_pl.nsites + 1) == 0 && hmi_report_split_init(&hmi_pl) == 0 &&
              hmi_match_init(&hmi_pl) == 0;
         /* static variables: bound or remapped now, before main (a baseline run
-         * places by request size only) */
-        if (ok && usable && !hmi_baseline && hmi_static_place(&hmi_pl, exe, 1) != 0)
+         * places by request size only, but for all's the placement's statics) */
+        if (ok && usable && (!hmi_baseline || g_base_all) && hmi_static_place(&hmi_pl, exe, 1) != 0)
             warn("cannot map the table of static variables; they stay where they are", NULL);
         if (ok) {
             hmi_owning = usable > 0;

@@ -31,7 +31,8 @@ extern size_t hmi_win_lo HM_HIDDEN, hmi_win_span HM_HIDDEN;
 extern int hmi_owning HM_HIDDEN;        /* a tier is open: pointers may be ours */
 extern int hmi_lazy HM_HIDDEN;          /* the first call may initialize (no ASan) */
 /* HMTUNE_BASELINE (hmtune compare's reference runs): no site matching; every request
- * of at least the baseline's minimum goes to the first tier while it has room.
+ * of at least the baseline's minimum (all: 1 byte) goes to the first tier while it has
+ * room; all also places the placement's static lines.
  * Counted as the virtual site index hmi_pl.nsites. */
 extern int hmi_baseline HM_HIDDEN;
 extern struct hmi_placement hmi_pl HM_HIDDEN;

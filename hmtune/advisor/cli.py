@@ -245,7 +245,7 @@ def _forecast(sites_path: Path, meta: dict[str, str], problem: Problem,
             else:
                 cal = got
     mine = predict.predict(problem, placement.tier_of, cal)
-    every = predict.predict(problem, predict.all_fast(problem), cal)
+    every = predict.predict(predict.as_run_all_fast(problem), predict.all_fast(problem), cal)
     return predict.lines(mine, every, cal, problem.tiers[0].name)
 
 

@@ -9,6 +9,11 @@ sampled cost the tier really removes; the predicted speedup is
 
     S = 1 / (1 - k * f),   f = V / T.
 
+Every site fast. `hmtune compare` runs it as libhmalloc's HMTUNE_BASELINE=all: every
+request in the fast tier with no call stack unwound or matched, so each allocation
+costs UNMATCHED_SHARE of the tier's alloc_cost_ns (as_run_all_fast); its prediction and
+the calibration below use that cost.
+
 Coefficient. Uncalibrated, k = 1: the machine file's costs taken at their word.
 `hmtune compare` measures every-site-fast's speedup S_all with its 95 % interval and
 fits k = (1 - 1 / S_all) / f_all (and k's interval from S_all's), stored in
@@ -27,7 +32,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +42,10 @@ from hmtune.advisor.model import Problem, Tier
 MIN_GAIN = 0.02           # a predicted gain below this at the top of its range: not worth it
 Z95 = 1.96
 MAX_SAVED = 0.95          # a fraction saved is capped here (S at most 20x)
+# libhmalloc's placing path without call-site matching (HMTUNE_BASELINE) over the matched
+# path, per allocation: BWA-MEM's 3.09 M allocations took 530 ns each more CPU placed
+# without matching, 2.1-2.5 us with it (bench/results/apps-2026-11-27*-vm-bwa-mem.md)
+UNMATCHED_SHARE = 0.25
 FORMAT = "hmtune calibration v1"
 
 
@@ -95,6 +104,14 @@ def predict(problem: Problem, tier_of: np.ndarray, cal: Calibration | None) -> P
 def all_fast(problem: Problem) -> np.ndarray:
     """tier_of with every site in the fastest tier."""
     return np.zeros(problem.n, np.int64)
+
+
+def as_run_all_fast(problem: Problem) -> Problem:
+    """problem with each placing tier's call cost as every site fast pays it (module
+    doc): UNMATCHED_SHARE of alloc_cost_ns."""
+    tiers = [t if t.backend == "default" else
+             replace(t, alloc_cost_ns=t.call_cost_ns * UNMATCHED_SHARE) for t in problem.tiers]
+    return replace(problem, tiers=tiers, _charged={})
 
 
 def worth_making(every_site: Prediction) -> bool:

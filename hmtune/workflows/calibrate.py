@@ -122,7 +122,7 @@ def calibrate(stage: Path, machine: Path, work: Path, summary: list[Summary], up
         problem, meta, chains = stage_problem(stage / "sites.csv", machine)
     except (OSError, ValueError) as e:
         return Outcome(None, {}, [f"no calibration: {e}"])
-    f_all, _ = predict.saved(problem, predict.all_fast(problem))
+    f_all, _ = predict.saved(predict.as_run_all_fast(problem), predict.all_fast(problem))
     if f_all <= 0:
         return Outcome(None, {}, ["no calibration: the trace's sampled weight predicts no "
                                   "gain at all from the fast tier"])

@@ -1,14 +1,15 @@
 """`hmtune compare`: the same application and fast-tier capacity under each placement
 worth comparing — all-slow (no interposer), first-come-first-served into the fast tier
 (what `numactl --preferred` does), a size window like memkind's autohbw (>= 1 MiB until
-full), the advisor's strategies, and all-fast (every site in the fast tier with room
-for all: the upper bound) — in interleaved rounds (hmtune/workflows/measure.py), a fixed number
-or until every speedup's 95 % interval is narrow enough or the time budget is spent,
-with every run's figure of merit (FOM), exit status and resources kept in
-DIR/compare/runs.csv as it comes (a re-invocation skips the runs already there; --force
-redoes them) and a summary: each variant's speedup over all-slow with its interval
-and verdict (hmtune/workflows/stats.py), its share of the gain all-fast achieves, bytes in
-the fast tier, FOM gained per MiB, and the medians of the runs' resources."""
+full), the advisor's strategies, and all-fast (every allocation in the fast tier with
+room for all, no call-site matching, HMTUNE_BASELINE=all: the upper bound) — in
+interleaved rounds (hmtune/workflows/measure.py), a fixed number or until every
+speedup's 95 % interval is narrow enough or the time budget is spent, with every run's
+figure of merit (FOM), exit status and resources kept in DIR/compare/runs.csv as it
+comes (a re-invocation skips the runs already there; --force redoes them) and a
+summary: each variant's speedup over all-slow with its interval and verdict
+(hmtune/workflows/stats.py), its share of the gain all-fast achieves, bytes in the fast
+tier, FOM gained per MiB, and the medians of the runs' resources."""
 
 from __future__ import annotations
 
@@ -37,8 +38,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
              "placements and all-fast, interleaved, and compare their figures of merit "
              "with 95 %% intervals",
         description="Run the application under all-slow, first-come, size-window, each "
-                    "advisor strategy's placement and all-fast (every site in the fast "
-                    "tier, room for all: the upper bound), in interleaved rounds "
+                    "advisor strategy's placement and all-fast (every allocation in the "
+                    "fast tier, room for all: the upper bound), in interleaved rounds "
                     "(resumable), and print each speedup over all-slow with its 95 % "
                     "interval and verdict, its share of all-fast's gain, dFOM/MiB and the "
                     "runs' resources (time, page faults, RSS, hugepages). Results in "
@@ -126,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{who}: note: no site has a call chain to place: no all-fast upper bound",
               file=sys.stderr)
     else:
-        variants.append(Variant(UPPER, work / UPPER / "placement.txt"))
+        variants.append(Variant(UPPER, work / UPPER / "placement.txt", harness.UPPER_POLICY))
     top = UPPER if room is not None else None
     baselines = {n for names in theirs.values() for n in names}
     checked = [v.placement for v in variants

@@ -35,6 +35,9 @@ if TYPE_CHECKING:   # hmtune.advisor.tiers imports pandas: not at every CLI star
 STRATEGIES = ("ilp", "ilp-lifetime", "misses", "density")
 REFERENCE = "all-slow"
 UPPER = "all-fast"
+# how libhmalloc runs all-fast (HMTUNE_BASELINE): every request in the fast tier, no
+# call stack unwound or matched, the placement's statics placed (docs/formats.md §6)
+UPPER_POLICY = "all"
 WHOLE = "-whole"        # a strategy name's suffix: hmtune advise --whole-objects
 
 

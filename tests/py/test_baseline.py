@@ -70,3 +70,35 @@ def test_bad_baseline_passes_everything_through(tmp_path: Path) -> None:
     assert r.returncode == 0 and r.stdout.split(b" ")[1] == plain_output()
     assert s == {}                                              # no statistics: off
     assert r.stderr.count(b"hmalloc:") == 1                     # one warning
+
+
+SPARSE = ROOT / "build" / "tests" / "programs" / "sparse_rows"
+
+
+@pytest.mark.skipif(not SPARSE.exists(), reason="test programs not built (make)")
+@pytest.mark.parametrize("backend", ["thp", "numa:0"])
+def test_all_places_every_request(tmp_path: Path, backend: str) -> None:
+    """all (compare's every-site-fast bound): requests of any size, here the 2000
+    sparse rows (212-2000 bytes) and their 2000 small records that first-come leaves
+    out, with the program's output unchanged."""
+    pl = tmp_path / "placement.txt"
+    pl.write_text("# hmtune placement v1\n"
+                  f"tier fast {backend} {256 * MiB}\ntier slow default unlimited\n"
+                  "depth 1\nsize-window 0 0\n")
+    args = [str(SPARSE), "2000", "10"]
+    bare = subprocess.run(args, capture_output=True, text=True, timeout=60, check=True)
+    row_bytes = int(bare.stdout.split()[3])
+    got = {}
+    for baseline in ("all", "first-come"):
+        stats = tmp_path / f"{baseline}.json"
+        env = dict(os.environ, LD_PRELOAD=str(LIB), HMTUNE_PLACEMENT=str(pl),
+                   HMTUNE_SUMMARY="0", HMTUNE_STATS=str(stats), HMTUNE_BASELINE=baseline)
+        r = subprocess.run(args, capture_output=True, text=True, env=env, timeout=60)
+        assert r.returncode == 0 and r.stderr == "" and r.stdout == bare.stdout
+        s = json.loads(stats.read_text())
+        assert s["baseline"] == baseline
+        got[baseline] = s["tiers"][0]
+    every, first = got["all"], got["first-come"]
+    assert every["placed_blocks"] == first["placed_blocks"] + 2 * 2000
+    assert every["placed_bytes"] - first["placed_bytes"] >= row_bytes
+    assert every["freed_blocks"] == first["freed_blocks"] + 2 * 2000

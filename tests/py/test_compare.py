@@ -56,6 +56,10 @@ def test_variants_runs_and_resume(stage: Path) -> None:
     chains = {x["callstack_raw"] for x in csv_rows(stage / "sites.csv") if x["callstack_raw"]}
     assert {s.chain for s in pf.sites} == chains and pf.tiers[0].name == "thp"
     assert (pf.tiers[0].capacity or 0) >= footprint(stage / "sites.csv")
+    # run without call-site matching: every request, whatever its site
+    for st in (stage / "compare" / "all-fast").glob("stats.*.json"):
+        assert json.loads(st.read_text())["baseline"] == "all"
+    assert list((stage / "compare" / "all-fast").glob("stats.*.json"))
     summary = {x["variant"]: x for x in rows(stage / "compare" / "summary.csv")}
     assert list(summary) == NAMES
     assert float(summary["all-slow"]["speedup"]) == 1.0
@@ -94,7 +98,7 @@ def test_variants_runs_and_resume(stage: Path) -> None:
     assert cal.rounds == 2 and cal.backend == "thp"
     assert cal.measured == pytest.approx(float(up["speedup"]), rel=2e-3)
     problem, _, chains = stage_problem(stage / "sites.csv", THP)
-    f_all, _ = predict.saved(problem, predict.all_fast(problem))
+    f_all, _ = predict.saved(predict.as_run_all_fast(problem), predict.all_fast(problem))
     assert cal.fraction_all == pytest.approx(f_all)
     assert predict.speedup(f_all, cal.k) == pytest.approx(cal.measured)
     assert cal.k_lo <= cal.k <= cal.k_hi

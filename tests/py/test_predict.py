@@ -40,6 +40,27 @@ def test_uncalibrated_speedup_is_the_time_the_costs_save() -> None:
     assert every.speedup == pytest.approx(1 / (1 - 0.25))
 
 
+def test_every_site_fast_pays_the_unmatched_call_cost() -> None:
+    """compare runs every site fast without call-site matching (HMTUNE_BASELINE=all):
+    its prediction charges each allocation UNMATCHED_SHARE of the tier's call cost, a
+    placement of sites the whole of it."""
+    tiers = [Tier("fast", 64 * MIB, "numa:0", 1.0, 1.0, alloc_cost_ns=2000.0),
+             Tier("slow", None, "default", 2.0, 2.0)]
+    p = Problem(np.arange(2), np.full(2, MIB, np.int64), np.array([40e6, 10e6]),
+                np.array([10**6, 10**6]), np.zeros(2, np.int64), tiers, total_weight=100e6,
+                samples=np.array([10**6, 10**6]), n_allocs=np.array([1, 10**4]))
+    calls = 10**4 * 2000.0                       # the second site's, matched
+    f, _ = predict.saved(p, predict.all_fast(p))
+    assert f == pytest.approx((25e6 - 1 * 2000.0 - calls) / 100e6)
+    run = predict.as_run_all_fast(p)
+    f_run, _ = predict.saved(run, predict.all_fast(run))
+    assert f_run == pytest.approx((25e6 - (1 + 10**4) * 2000.0 * predict.UNMATCHED_SHARE)
+                                  / 100e6)
+    assert run.tiers[1] == p.tiers[1] and p.tiers[0].alloc_cost_ns == 2000.0
+    every = predict.predict(run, predict.all_fast(run), None)
+    assert every.speedup == pytest.approx(1 / (1 - f_run))
+
+
 def test_few_samples_give_a_wide_range() -> None:
     """The same weight from 4 samples: relative error 1/2, so f = 0.2 +- 0.196."""
     p = problem([40.0], [4], 100.0)

@@ -138,10 +138,11 @@ def advise(stage: Path, out: Path, backend: str) -> list[StaticLine]:
     return read_placement(out / "placement.txt").statics
 
 
-def run(out: Path, *extra: str, maps: Path) -> tuple[subprocess.CompletedProcess[str], dict]:
+def run(out: Path, *extra: str, maps: Path,
+        env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess[str], dict]:
     stats = out / "stats.json"
     r = hmtune("run", "-q", "-o", str(out), "--placement", str(out / "placement.txt"),
-               "--stats", str(stats), *extra, "--", str(APP), ROUNDS, str(maps))
+               "--stats", str(stats), *extra, "--", str(APP), ROUNDS, str(maps), env=env)
     assert r.returncode == 0, r.stderr
     return r, json.loads(stats.read_text())
 
@@ -177,6 +178,20 @@ def test_numa_rerun(stage: Path, bare: str, tmp_path: Path) -> None:
     assert k["placed"] and k["placed_bytes"] == ((addr + size) & ~4095) - start
     assert k["residency"]["bytes_intended"] == k["placed_bytes"]
     assert st["tiers"][0]["static_placed"] == len(statics)
+
+
+def test_all_baseline_places_statics(stage: Path, bare: str, tmp_path: Path) -> None:
+    """compare's every-site-fast bound (HMTUNE_BASELINE=all) places the placement's
+    statics as well as every heap request; first-come and size-window place neither."""
+    statics = advise(stage, tmp_path, "numa:0")
+    assert statics
+    for baseline, placed in (("all", len(statics)), ("first-come", 0)):
+        env = dict(os.environ, HMTUNE_BASELINE=baseline)
+        r, st = run(tmp_path, maps=tmp_path / "maps.txt", env=env)
+        check_output(r, bare)
+        assert st["baseline"] == baseline
+        assert st["tiers"][0]["static_placed"] == placed
+        assert st["tiers"][0]["placed_blocks"] > 0
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not NR.exists(),
