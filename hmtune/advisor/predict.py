@@ -43,9 +43,11 @@ MIN_GAIN = 0.02           # a predicted gain below this at the top of its range:
 Z95 = 1.96
 MAX_SAVED = 0.95          # a fraction saved is capped here (S at most 20x)
 # libhmalloc's placing path without call-site matching (HMTUNE_BASELINE) over the matched
-# path, per allocation: BWA-MEM's 3.09 M allocations took 530 ns each more CPU placed
-# without matching, 2.1-2.5 us with it (bench/results/apps-2026-11-27*-vm-bwa-mem.md)
-UNMATCHED_SHARE = 0.25
+# path (alloc_cost_ns), per allocation. BWA-MEM, 3.08 M allocations: every request placed
+# without matching took 2.1-2.8 s more user CPU than the placements of its big objects
+# alone (9-round medians, bench/results/apps-2026-11-27c-vm-bwa-mem.md), 680-910 ns
+# each; matched, 2.1-2.5 us (apps-2026-11-27-vm-bwa-mem.md)
+UNMATCHED_SHARE = 0.4
 FORMAT = "hmtune calibration v1"
 
 

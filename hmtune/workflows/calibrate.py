@@ -27,24 +27,16 @@ class Outcome:
 
 
 def stage_problem(sites_csv: Path, machine: Path) -> tuple[Problem, dict[str, str], list[str]]:
-    """The advisor's problem for a stage's sites and a machine file (values only: the
-    tiers' capacities do not matter here), its sites.csv fields and its chains."""
-    import numpy as np
-
+    """The advisor's problem for a stage's sites and a machine file, as `hmtune advise`
+    builds it (hmtune/advisor/cli.py build_problem: access, first touch and calls;
+    the tiers' capacities do not matter here), its sites.csv fields and its chains."""
+    from hmtune.advisor.cli import build_problem
     from hmtune.advisor.inputs import load_sites
-    from hmtune.advisor.model import Problem
     from hmtune.advisor.tiers import load_machine
 
     sites = load_sites(sites_csv)
-    tiers = load_machine(machine).tiers
-    t = sites.table
-    problem = Problem(site_ids=t["site_id"].to_numpy(np.int64),
-                      sizes=t["peak_live_bytes"].to_numpy(np.int64),
-                      weights=t["weight"].to_numpy(np.float64),
-                      loads=t["loads"].to_numpy(np.int64), stores=t["stores"].to_numpy(np.int64),
-                      tiers=tiers, total_weight=sites.total_weight,
-                      samples=t["samples"].to_numpy(np.int64))
-    return problem, sites.meta, t["callstack_raw"].tolist()
+    problem = build_problem(sites, load_machine(machine).tiers)
+    return problem, sites.meta, sites.table["callstack_raw"].tolist()
 
 
 def tier_of(problem: Problem, chains: list[str], placement: Path) -> np.ndarray:

@@ -161,3 +161,28 @@ def test_advise_predicts_from_the_sites_weights(tmp_path: Path,
     line = next(x for x in (d / "report.txt").read_text().splitlines()
                 if x.startswith("predicted:"))
     assert line.split()[1] == want
+
+
+def test_calibration_weighs_calls_as_advise_does(tmp_path: Path) -> None:
+    """compare's calibration builds the problem as `hmtune advise` does: a site of many
+    allocations lowers f_all by its calls at UNMATCHED_SHARE of alloc_cost_ns (before,
+    the calibration's problem had no calls and no first touch, so its f_all was the
+    access value alone and every prediction made with k was off by the calls)."""
+    from hmtune.workflows.calibrate import stage_problem
+
+    machine = tmp_path / "m.toml"
+    machine.write_text('name = "m"\n[[tier]]\nname = "fast"\ncapacity = "1G"\n'
+                       'backend = "numa:0"\nload_cost = 1.0\nstore_cost = 1.0\n'
+                       'alloc_cost_ns = 1000\n[[tier]]\nname = "slow"\n'
+                       'capacity = "unlimited"\nbackend = "default"\nload_cost = 2.0\n'
+                       'store_cost = 2.0\n')
+    f_all = {}
+    for n in (1, 10**4):
+        d = tmp_path / str(n)
+        write_sites(d / "sites.csv", [*STANDARD[:3], {**STANDARD[3], "n_allocs": n}],
+                    STANDARD_TOTAL)
+        problem, _, chains = stage_problem(d / "sites.csv", machine)
+        assert len(chains) == 4 and problem.n_allocs is not None
+        f_all[n], _ = predict.saved(predict.as_run_all_fast(problem), predict.all_fast(problem))
+    calls = (10**4 - 1) * 1000.0 * predict.UNMATCHED_SHARE
+    assert f_all[1] - f_all[10**4] == pytest.approx(calls / (STANDARD_TOTAL * MS))
