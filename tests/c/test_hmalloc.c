@@ -1318,7 +1318,7 @@ static const struct exit_mode {
     { "needed", 0 }, { "plugin", 0 }, { "thread", 7 }, { "fork", 0 },
 };
 
-/* Every request of at least 16 bytes goes to tier fast (HMTUNE_BASELINE=size-window:16):
+/* Every request goes to tier fast (HMTUNE_BASELINE=all, compare's all-fast bound):
  * stdio's buffers, the blocks destructors read, libc's and the loader's own. */
 static void exit_case(const struct exit_mode *m, const char *backend, const char *file,
                       const struct run *base, const char *base_file, size_t base_file_len)
@@ -1335,7 +1335,7 @@ static void exit_case(const struct exit_mode *m, const char *backend, const char
     char e_pl[PATH_MAX + 32], e_st[PATH_MAX + 32];
     snprintf(e_pl, sizeof e_pl, "HMTUNE_PLACEMENT=%s", pl);
     snprintf(e_st, sizeof e_st, "HMTUNE_STATS=%s", stats);
-    const char *env[] = { e_pl, e_st, "HMTUNE_SUMMARY=0", "HMTUNE_BASELINE=size-window:16", NULL };
+    const char *env[] = { e_pl, e_st, "HMTUNE_SUMMARY=0", "HMTUNE_BASELINE=all", NULL };
     struct run r;
     const char *arg = !strcmp(m->name, "file") ? file : !strcmp(m->name, "plugin") ? HMT_EXIT_PLUGIN : NULL;
     run_prog(&r, HMT_EXIT_APP, HMT_HMALLOC, m->name, arg, NULL, env);
