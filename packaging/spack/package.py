@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="fa2e7d6ec162e633c66e3c3b8fee02492711f270f5b2b8c9399424f1e270957c")
+    version("0.1.0", sha256="3429a73184a622d62ce91e4d25a7a9e65bcc094d28ad3472a6ac2736db48022c")
 
     variant(
         "memkind",
