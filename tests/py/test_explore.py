@@ -222,3 +222,18 @@ def test_static_variables_are_placed_as_static_lines(tmp_path: Path) -> None:
     assert [(s.frame, s.size) for s in back.statics] == [("/a+0x5080", 16777216)]
     assert [s.chain for s in back.sites] == ["/a+0x10"]
     assert back.size_window == (0, 4096) and back.depth == 1
+    # statics with no whole page of the backend inside them are left out: 4 KiB pages
+    # (numa) move a static of one page at a page boundary, 2 MiB pages (hugetlb) only
+    # one larger than 2 MiB
+    p.write_text("# hmtune sites v2\nsite_id,callstack_raw,weight,peak_live_bytes,max_size,kind\n"
+                 "1,/a+0x10,5,4096,4096,heap\n"
+                 "2,/a+0x5000 [static 4096],9,4096,4096,static\n"
+                 "3,/a+0x6080 [static 4096],9,4096,4096,static\n"
+                 "4,/a+0x800000 [static 3145728],9,3145728,3145728,static\n")
+    groups, _ = load_groups(p, 4)
+    for backend, want in (("numa:0", ["/a+0x5000", "/a+0x800000"]),
+                          ("hugetlb", ["/a+0x800000"])):
+        pf = placement_for(0b1111, groups, TierLine("fast", backend, 1 << 30),
+                           TierLine("slow", "default", None), "compare (all-fast)")
+        assert sorted(s.frame for s in pf.statics) == want, backend
+        assert [s.chain for s in pf.sites] == ["/a+0x10"]
