@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="3429a73184a622d62ce91e4d25a7a9e65bcc094d28ad3472a6ac2736db48022c")
+    version("0.1.0", sha256="d61907198a2fde05d04693406661a4a0f484353b3df9a8f4e5dfa8223f4f63de")
 
     variant(
         "memkind",
