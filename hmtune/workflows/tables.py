@@ -143,6 +143,28 @@ def fmt_share(e: stats.Estimate) -> str:
     return f"{100 * e.share:.0f} % [{100 * e.share_lo:.0f}-{100 * e.share_hi:.0f} %]"
 
 
+def beyond_bound(summary: list[Summary], upper: str) -> str | None:
+    """One line when variants gain measurably more than the upper bound (the low end of
+    their share's interval above 100 %), naming them and what each run of the bound and
+    of the best of them took in CPU time; None otherwise."""
+    up = next((s for s in summary if s.name == upper), None)
+    over = [s for s in summary if s is not up and s.est.share_lo is not None
+            and s.est.share_lo > 1.0]
+    if up is None or not over:
+        return None
+    best = max(over, key=lambda s: s.est.speedup)
+
+    def cpu(s: Summary) -> float:
+        return s.resources.get("user_s", math.nan) + s.resources.get("sys_s", math.nan)
+
+    spent = "" if math.isnan(cpu(up)) or math.isnan(cpu(best)) else \
+        f" ({upper} took {cpu(up):.1f} s of CPU a run, {best.name} {cpu(best):.1f} s)"
+    return (f"{', '.join(s.name for s in over)} gained measurably more than {upper}, "
+            f"which places every allocation: here that costs more than the fast tier gains "
+            f"for some of them{spent}, so {upper} is no upper bound for this application "
+            "and shares above 100 % are real")
+
+
 def fmt_count(x: float) -> str:
     """2720000 -> `2.72 M`, 23000 -> `23.0 k`."""
     if math.isnan(x):

@@ -518,3 +518,27 @@ def test_a_script_places_in_the_program_its_trace_names(tmp_path: Path) -> None:
         {"exe": "/opt/app/bin/app", "allocs": 50, "samples": {"heap": 400}}]}))
     assert targets(variants, [str(script)], stage) == {"all-fast": "/opt/app/bin/app",
                                                       "ilp": "/opt/app/bin/other"}
+
+
+def test_a_variant_beyond_the_bound_is_named() -> None:
+    """When a placement's share of all-fast's gain is above 100 % at the low end of its
+    interval (BWA-MEM: 202 % [119 %, 336 %]), compare says so with the CPU time of each
+    run; within the bound, or without an interval, it says nothing."""
+    from hmtune.workflows.stats import Estimate
+    from hmtune.workflows.tables import Summary, beyond_bound
+
+    def summ(name: str, s: float, share: tuple[float, float, float] | None,
+             cpu: float) -> Summary:
+        share3 = share or (None, None, None)
+        return Summary(name, 9, 10.0, 9.0, 11.0,
+                       Estimate(9, s, s - 0.05, s + 0.05, "faster", *share3), 0.0, 0.0,
+                       {"user_s": cpu, "sys_s": 0.5})
+    base = [summ("all-slow", 1.0, None, 26.0), summ("all-fast", 1.13, (1.0, 1.0, 1.0), 23.1)]
+    inside = summ("ilp-lifetime@46M", 1.10, (0.8, 0.4, 1.3), 21.0)
+    over = summ("ilp-lifetime@90M", 1.26, (2.02, 1.19, 3.36), 20.3)
+    assert beyond_bound([*base, inside], "all-fast") is None
+    line = beyond_bound([*base, inside, over], "all-fast")
+    assert line is not None
+    assert line.startswith("ilp-lifetime@90M gained measurably more than all-fast")
+    assert "all-fast took 23.6 s of CPU a run, ilp-lifetime@90M 20.8 s" in line
+    assert beyond_bound([base[0], over], "all-fast") is None        # no bound measured
