@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="d61907198a2fde05d04693406661a4a0f484353b3df9a8f4e5dfa8223f4f63de")
+    version("0.1.0", sha256="8579eb2afa6442f85b638f4f7db6e1e6578107ce961477dca8e747ac2d0d8060")
 
     variant(
         "memkind",
