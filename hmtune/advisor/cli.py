@@ -27,7 +27,7 @@ if TYPE_CHECKING:                   # pandas loads only when advise runs
     import pandas as pd
 
     from hmtune.advisor.inputs import Sites
-    from hmtune.advisor.model import Placement, Problem, Tier
+    from hmtune.advisor.model import Placement, Problem
     from hmtune.advisor.tiers import Machine
 
 STRATEGIES = ("ilp", "ilp-lifetime", "misses", "density")
@@ -375,41 +375,11 @@ def _split(problem: Problem, sites: Sites, sites_path: Path,
     return ex.problem, ex.sites
 
 
-def build_problem(sites: Sites, tiers: list[Tier], allocs: pd.DataFrame | None = None,
-                  lifetime: bool = False) -> Problem:
-    """The advisor's problem for sites in tiers (whole objects): every term of the
-    value model (hmtune/advisor/model.py) from sites.csv's columns, the blocks from
-    allocs (the lifetime strategy's timeline too when lifetime). `hmtune advise` and
-    compare's calibration (hmtune/workflows/calibrate.py) share it."""
-    import numpy as np
-
-    from hmtune.advisor.inputs import static_fractions
-    from hmtune.advisor.model import Problem, ns_weight
-    from hmtune.analyze.sites_io import KIND_COLUMN, KIND_STATIC
-
-    table = sites.table
-    return Problem(site_ids=table["site_id"].to_numpy(np.int64),
-                   sizes=table["peak_live_bytes"].to_numpy(np.int64),
-                   weights=table["weight"].to_numpy(np.float64),
-                   loads=table["loads"].to_numpy(np.int64),
-                   stores=table["stores"].to_numpy(np.int64),
-                   tiers=tiers, total_weight=sites.total_weight,
-                   allocs=allocs if lifetime else None,
-                   faults=table["faults"].to_numpy(np.float64) if sites.has_faults else None,
-                   ns_weight=ns_weight(str(sites.meta.get("sampler", "none"))),
-                   samples=table["samples"].to_numpy(np.int64),
-                   max_sizes=table["max_size"].to_numpy(np.int64),
-                   n_allocs=table["n_allocs"].to_numpy(np.int64),
-                   total_bytes=table["total_bytes"].to_numpy(np.int64),
-                   blocks=allocs, fraction=static_fractions(table, tiers),
-                   statics=(table[KIND_COLUMN] == KIND_STATIC).to_numpy())
-
-
 def run(args: argparse.Namespace) -> int:
     """hmtune advise. Raises Failure (hmtune/workflows/cli.py main prints it)."""
     import numpy as np
 
-    from hmtune.advisor.inputs import InputError, load_allocs, load_sites, resolve
+    from hmtune.advisor.inputs import InputError, build_problem, load_allocs, load_sites, resolve
     from hmtune.advisor.model import Placement
     from hmtune.advisor.tiers import (
         TierFileError,

@@ -40,8 +40,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from hmtune.advisor.model import Tier, static_fraction, static_granularity
-from hmtune.advisor.placement import chain_ok, static_line, static_ok
+from hmtune.advisor.model import Problem, Tier, ns_weight, static_fraction, static_granularity
+from hmtune.advisor.placement import StaticLine, chain_ok, static_line, static_ok
 from hmtune.analyze.shortlabels import labels_for_rows
 from hmtune.analyze.sites_io import (
     KIND_COLUMN,
@@ -307,10 +307,39 @@ def static_fractions(table: pd.DataFrame, tiers: list[Tier]) -> np.ndarray | Non
         s = static_line("t", str(table["callstack_raw"].iloc[i]))
         if s is None:
             continue
-        offset = int(s.frame.rpartition("+0x")[2], 16)
         for t, tier in enumerate(tiers):
-            out[i, t] = static_fraction(offset, s.size, static_granularity(tier))
+            out[i, t] = static_share(s, tier)
     return out
+
+
+def static_share(s: StaticLine, tier: Tier) -> float:
+    """The share of static s's bytes that a placement in tier moves (its whole pages of
+    the tier's backend, hmtune.advisor.model.static_fraction); 0: it can never move."""
+    return static_fraction(s.offset, s.size, static_granularity(tier))
+
+
+def build_problem(sites: Sites, tiers: list[Tier], allocs: pd.DataFrame | None = None,
+                  lifetime: bool = False) -> Problem:
+    """The advisor's problem for sites in tiers (whole objects): every term of the
+    value model (hmtune/advisor/model.py) from sites.csv's columns, the blocks from
+    allocs (the lifetime strategy's timeline too when lifetime). `hmtune advise` and
+    compare's calibration (hmtune/workflows/calibrate.py) share it."""
+    table = sites.table
+    return Problem(site_ids=table["site_id"].to_numpy(np.int64),
+                   sizes=table["peak_live_bytes"].to_numpy(np.int64),
+                   weights=table["weight"].to_numpy(np.float64),
+                   loads=table["loads"].to_numpy(np.int64),
+                   stores=table["stores"].to_numpy(np.int64),
+                   tiers=tiers, total_weight=sites.total_weight,
+                   allocs=allocs if lifetime else None,
+                   faults=table["faults"].to_numpy(np.float64) if sites.has_faults else None,
+                   ns_weight=ns_weight(str(sites.meta.get("sampler", "none"))),
+                   samples=table["samples"].to_numpy(np.int64),
+                   max_sizes=table["max_size"].to_numpy(np.int64),
+                   n_allocs=table["n_allocs"].to_numpy(np.int64),
+                   total_bytes=table["total_bytes"].to_numpy(np.int64),
+                   blocks=allocs, fraction=static_fractions(table, tiers),
+                   statics=(table[KIND_COLUMN] == KIND_STATIC).to_numpy())
 
 
 def _static_placeable(raw: str) -> bool:

@@ -128,6 +128,11 @@ class StaticLine:
         """The object as sites.csv's callstack_raw writes it: `module+0xOFF [static SIZE]`."""
         return f"{self.frame} [static {self.size}]"
 
+    @property
+    def offset(self) -> int:
+        """OFF: the symbol's offset in its module."""
+        return int(self.frame.rpartition("+0x")[2], 16)
+
 
 _STATIC_RAW = re.compile(r"(?P<frame>.+\+0x[0-9a-fA-F]+) \[static (?P<size>[0-9]+)\]")
 

@@ -28,10 +28,9 @@ class Outcome:
 
 def stage_problem(sites_csv: Path, machine: Path) -> tuple[Problem, dict[str, str], list[str]]:
     """The advisor's problem for a stage's sites and a machine file, as `hmtune advise`
-    builds it (hmtune/advisor/cli.py build_problem: access, first touch and calls;
+    builds it (hmtune/advisor/inputs.py build_problem: access, first touch and calls;
     the tiers' capacities do not matter here), its sites.csv fields and its chains."""
-    from hmtune.advisor.cli import build_problem
-    from hmtune.advisor.inputs import load_sites
+    from hmtune.advisor.inputs import build_problem, load_sites
     from hmtune.advisor.tiers import load_machine
 
     sites = load_sites(sites_csv)

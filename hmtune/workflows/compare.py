@@ -210,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
     if up is not None and up.est.share is None and summary[0].runs > 1:
         print(f"no share of gain: {UPPER} itself is {up.est.verdict} "
               f"({tables.fmt_speedup(up.est)}), so there is no gain to share.")
-    beyond = tables.beyond_bound(summary, UPPER) if top else None
+    beyond = tables.beyond_bound(summary, UPPER)
     if beyond:
         print(f"note: {beyond}.")
     if cal and cal.calibration:

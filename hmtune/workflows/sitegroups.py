@@ -95,17 +95,18 @@ def placement_for(mask: int, groups: list[Group], fast: TierLine, slow: TierLine
     (static variables as static lines, but for those with no whole page of the fast
     tier's backend inside them, which libhmalloc can never move: one warning per run
     each, and nothing placed)."""
-    from hmtune.advisor.model import Tier, static_fraction, static_granularity
+    from hmtune.advisor.inputs import static_share
+    from hmtune.advisor.model import Tier
     from hmtune.advisor.placement import PlacementFile, SiteLine, static_line
     from hmtune.core.sitekey import frames
     from hmtune.core.version import version
 
     chosen = [g for i, g in enumerate(groups) if mask >> i & 1]
     chains = [(c, sid) for g in chosen for c, sid in zip(g.chains, g.site_ids, strict=True)]
-    page = static_granularity(Tier(fast.name, fast.capacity, fast.backend))
+    tier = Tier(fast.name, fast.capacity, fast.backend)
     statics = [st for c, sid in chains
                if (st := static_line(fast.name, c, f"site {sid}")) is not None
-               and static_fraction(int(st.frame.rpartition("+0x")[2], 16), st.size, page) > 0]
+               and static_share(st, tier) > 0]
     heap = [(c, sid) for c, sid in chains if static_line(fast.name, c) is None]
     sites = [SiteLine(fast.name, c, f"site {sid}") for c, sid in heap]
     return PlacementFile(
