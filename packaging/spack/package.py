@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="8579eb2afa6442f85b638f4f7db6e1e6578107ce961477dca8e747ac2d0d8060")
+    version("0.1.0", sha256="c87d0476c1e0c52b49f3a23e9f63b967b7447ed649e9807ecfbe18ad2884ac29")
 
     variant(
         "memkind",
