@@ -181,6 +181,33 @@ static size_t usable_of(int owner, void *p)
     return hmi_rm.usable(p);
 }
 
+/* glibc raises its mmap threshold to the size of each mmapped chunk it frees (up to
+ * 32 MiB, malloc.c's DEFAULT_MMAP_THRESHOLD_MAX; the trim threshold to twice that), so
+ * that the program's later requests of up to that size come from its heap and reuse
+ * pages already faulted in. A tier block glibc never sees would leave the threshold
+ * where it was: the program's next mid-size block would be a fresh mapping, faulted
+ * in once more (tests/programs/mmap_threshold: a placed 4 MiB block, then 1 MiB blocks
+ * faulted 512 pages where glibc alone faults 256). So the first time a freed tier block is
+ * larger than any before, glibc frees a block of its size too: one malloc and free of
+ * the wrapped allocator, which maps and unmaps it (one page touched) and moves glibc's
+ * thresholds as the placed block would have. Bigger than the 128 KiB glibc starts at,
+ * at most 32 MiB; a race between threads costs one more such pair. */
+#define GLIBC_MMAP_MIN ((size_t)128 << 10)
+#define GLIBC_MMAP_MAX ((size_t)32 << 20)
+static size_t g_thr_seen = GLIBC_MMAP_MIN;
+
+static void glibc_sees_free(size_t u)
+{
+    size_t seen = __atomic_load_n(&g_thr_seen, __ATOMIC_RELAXED);
+    if (hm_likely(u <= seen) || u > GLIBC_MMAP_MAX || !hmi_rm.malloc ||
+        !__atomic_compare_exchange_n(&g_thr_seen, &seen, u, 0, __ATOMIC_RELAXED,
+                                     __ATOMIC_RELAXED))
+        return;
+    void *d = hmi_rm.malloc(u - 2 * sizeof(size_t));  /* glibc's chunk: u bytes */
+    if (d)
+        hmi_rm.free(d);
+}
+
 /* Busy while in the backend: a UMF pool's provider may call malloc (hwloc), which
  * must go to glibc, never back into a tier. */
 static void free_owned(int owner, void *p)
@@ -189,6 +216,7 @@ static void free_owned(int owner, void *p)
     size_t u = hmi_backend_usable_size(owner, p);
     hmi_report_freeing(owner, p, u);
     hmi_backend_free_usable(owner, p, u);
+    glibc_sees_free(u);
     hmi_t_busy--;
 }
 

@@ -18,9 +18,11 @@ allocs.csv, the slabs each (rank, thread stripe, class) has cut so far (never gi
 back), on hugepages rounded up per (rank, slab size) to whole chunks, plus the live
 blocks of their own, over time; without allocs.csv, the sites' charges plus one slab's
 rounding per class of their mean object size.
-`fit` repairs a placement whose footprint exceeds a tier's capacity: it moves back
-to their baseline tier the sites that give up the least value per byte they free,
-then places again, densest first, sites that now fit.
+`fit` repairs a placement whose footprint exceeds a tier's capacity: among the sites
+live where the footprint peaks (the others cannot lower it), it moves back to their
+baseline tier the ones that give up the least value per byte they free (measured for
+the CANDIDATES least valuable of them and the CANDIDATES least valuable per byte
+charged), then places again, densest first, sites that now fit.
 """
 
 from __future__ import annotations
@@ -75,13 +77,10 @@ def _group_cummax(values: np.ndarray, start: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate(shifted) - group * span
 
 
-def blocks_footprint(blocks: pd.DataFrame, backend: str) -> int:
-    """One process's most bytes at once (the largest over ranks) that these blocks take
-    in a tier of this backend: arena chunks mapped so far plus blocks of their own.
-    blocks: site_id, rank, size, t_alloc, t_free (never freed: -1 or past the end),
-    optionally thread and scale."""
+def _blocks_peak(blocks: pd.DataFrame, backend: str) -> tuple[int, tuple[int, int] | None]:
+    """blocks_footprint, and the (rank, time) where it is reached (None: no blocks)."""
     if not len(blocks):
-        return 0
+        return 0, None
     size = blocks["size"].to_numpy(np.int64)
     rank = blocks["rank"].to_numpy(np.int64)
     scale = (blocks["scale"].to_numpy(np.int64) if "scale" in blocks.columns
@@ -143,14 +142,23 @@ def blocks_footprint(blocks: pd.DataFrame, backend: str) -> int:
 
     r = np.concatenate(ev_rank)
     if not r.size:
-        return 0
+        return 0, None
     t = np.concatenate(ev_time)
     kind = np.concatenate(ev_kind)
     delta = np.concatenate(ev_delta)
     order = np.lexsort((kind, t, r))
-    r, delta = r[order], delta[order]
+    r, t, delta = r[order], t[order], delta[order]
     used = group_cumsum(delta, group_starts(r))
-    return int(max(0, used.max()))
+    q = int(np.argmax(used))
+    return int(max(0, used[q])), (int(r[q]), int(t[q]))
+
+
+def blocks_footprint(blocks: pd.DataFrame, backend: str) -> int:
+    """One process's most bytes at once (the largest over ranks) that these blocks take
+    in a tier of this backend: arena chunks mapped so far plus blocks of their own.
+    blocks: site_id, rank, size, t_alloc, t_free (never freed: -1 or past the end),
+    optionally thread and scale."""
+    return _blocks_peak(blocks, backend)[0]
 
 
 def footprint(problem: Problem, tier: int, placed: np.ndarray) -> int:
@@ -198,6 +206,28 @@ def footprint(problem: Problem, tier: int, placed: np.ndarray) -> int:
     return total
 
 
+def _live_at_peak(problem: Problem, tier: int, placed: np.ndarray) -> np.ndarray | None:
+    """Sites with a block in the tier at the moment its footprint peaks (on that rank;
+    an arena block from its allocation on: its slab stays), and the sites without
+    blocks; None when the placed sites have no blocks."""
+    blocks = problem.blocks if problem.blocks is not None else problem.allocs
+    if blocks is None or not len(blocks) or "t_alloc" not in blocks:
+        return None
+    inside = blocks[blocks["site_id"].isin(problem.site_ids[placed])]
+    backend = problem.tiers[tier].backend
+    _, moment = _blocks_peak(inside, backend)
+    if moment is None:
+        return None
+    rank, when = moment
+    b = inside[inside["rank"].to_numpy(np.int64) == rank]
+    t0 = b["t_alloc"].to_numpy(np.int64)
+    t1 = b["t_free"].to_numpy(np.int64)
+    packed = b["size"].to_numpy(np.int64) <= granularity.arena_max(backend)
+    live = (t0 <= when) & (packed | (t1 < 0) | (t1 > when))
+    out = np.isin(problem.site_ids, b["site_id"].to_numpy()[live])
+    return out | ~np.isin(problem.site_ids, inside["site_id"].unique())
+
+
 def fit(problem: Problem, placement: Placement, base_tier: np.ndarray,
         values: np.ndarray) -> Placement:
     """placement with every limited tier's footprint within its capacity (module doc);
@@ -219,7 +249,15 @@ def fit(problem: Problem, placement: Placement, base_tier: np.ndarray,
         gain = values[:, t] - values[np.arange(problem.n), base_tier]
         while used > cap and placed.any():
             idx = np.flatnonzero(placed)
-            cand = idx[np.argsort(gain[idx], kind="stable")[:CANDIDATES]]
+            at = _live_at_peak(problem, t, placed)
+            if at is not None and (placed & at).any():
+                idx = np.flatnonzero(placed & at)     # only these can lower the peak
+            # the least valuable sites, and the least valuable per byte: a big range of
+            # a split site may free a whole chunk for less than many small sites' worth
+            low = idx[np.argsort(gain[idx], kind="stable")[:CANDIDATES]]
+            thin = idx[np.argsort(gain[idx] / np.maximum(charged[idx], 1),
+                                  kind="stable")[:CANDIDATES]]
+            cand = np.concatenate([low, thin[~np.isin(thin, low)]])
             best, best_rate, best_used = -1, np.inf, used
             for i in cand:
                 placed[i] = False
@@ -231,8 +269,8 @@ def fit(problem: Problem, placement: Placement, base_tier: np.ndarray,
                 rate = max(0.0, float(gain[i])) / freed
                 if rate < best_rate:
                     best, best_rate, best_used = int(i), rate, after
-            if best < 0:                  # nothing frees anything: drop the least worth
-                best = int(cand[0])
+            if best < 0:    # nothing frees anything alone: drop the least worth per byte
+                best = int(cand[np.argmin(gain[cand] / np.maximum(charged[cand], 1))])
                 placed[best] = False
                 best_used = footprint(problem, t, placed)
                 placed[best] = True

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from hmtune.advisor import strategies
-from hmtune.advisor.arena_fit import blocks_footprint, footprint
-from hmtune.advisor.model import KIB, MIB, Problem, Tier
+from hmtune.advisor.arena_fit import blocks_footprint, fit, footprint
+from hmtune.advisor.model import KIB, MIB, Placement, Problem, Tier
 
 CHUNK = 2 * MIB
 COLS = ["site_id", "rank", "thread", "size", "t_alloc", "t_free", "scale"]
@@ -82,6 +82,34 @@ def test_a_tiny_site_does_not_push_the_rest_out(strategy: str) -> None:
     assert got.tier_of.tolist() == [0, 1, 0]
     assert footprint(p, 0, got.tier_of == 0) == 9 * CHUNK
     assert np.isclose(got.value, p.values()[np.arange(3), got.tier_of].sum())
+
+
+def test_the_repair_takes_from_the_moment_the_tier_overflows() -> None:
+    """Two big blocks and a 64-byte object (its slab: a whole chunk, kept) overflow a
+    6 MiB tier early in the run; forty 2 MiB sites later in the run, worth little
+    each, overflow nothing. The repair sends back one of the sites live at the
+    overflow and keeps the forty: dropping any of them frees nothing (HPCC lost 154
+    such sites, 37 % of the placement's value, when the repair took the least
+    valuable sites wherever they were live)."""
+    rows = [(0, 0, 1, 4 * MIB, 0, 10), (1, 0, 1, 2 * MIB, 0, 10), (2, 0, 1, 64, 5, 6)]
+    rows += [(3 + k, 0, 1, 2 * MIB, 20 + 10 * k, 30 + 10 * k) for k in range(40)]
+    blocks = frame(rows)
+    n = 43
+    sizes = np.array([4 * MIB, 2 * MIB, 64] + [2 * MIB] * 40)
+    weights = np.array([400.0, 150.0, 50.0] + [1.0] * 40)
+    tiers = [Tier("huge", 6 * MIB, "hugetlb", 0.5, 0.5), Tier("slow", None, "default")]
+    p = Problem(np.arange(n), sizes, weights, np.ones(n, np.int64), np.zeros(n, np.int64),
+                tiers, total_weight=float(weights.sum()), blocks=blocks)
+    assert footprint(p, 0, np.ones(n, bool)) == 8 * MIB
+    values = p.values()
+    placed = Placement(np.zeros(n, np.int64), "test", float(values[:, 0].sum()),
+                       float(values[:, 0].sum()))
+    got = fit(p, placed, np.ones(n, np.int64), values)
+    assert footprint(p, 0, got.tier_of == 0) <= 6 * MIB
+    assert (got.tier_of[3:] == 0).all()                 # the later sites all stay
+    assert (got.tier_of[:3] == 1).sum() == 1            # one site of the overflow leaves
+    assert got.tier_of[0] == 0                          # not the most valuable one
+    assert np.isclose(got.value, values[np.arange(n), got.tier_of].sum())
 
 
 def test_room_freed_is_filled_again() -> None:

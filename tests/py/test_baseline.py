@@ -102,3 +102,40 @@ def test_all_places_every_request(tmp_path: Path, backend: str) -> None:
     assert every["placed_blocks"] == first["placed_blocks"] + 2 * 2000
     assert every["placed_bytes"] - first["placed_bytes"] >= row_bytes
     assert every["freed_blocks"] == first["freed_blocks"] + 2 * 2000
+
+
+THRESHOLD = ROOT / "build" / "tests" / "programs" / "mmap_threshold"
+
+
+def loop_faults(out: bytes) -> int:
+    fields = dict(kv.split("=") for kv in out.decode().split())
+    return int(fields["loop_minflt"])
+
+
+@pytest.mark.skipif(not THRESHOLD.exists(), reason="test programs not built (make)")
+@pytest.mark.parametrize("backend", ["thp", "numa:0"])
+@pytest.mark.parametrize("big_kib,mid_kib", [(4096, 1024), (8192, 3072)])
+def test_placed_block_moves_glibcs_mmap_threshold(tmp_path: Path, backend: str, big_kib: int,
+                                                  mid_kib: int) -> None:
+    """A placed block's free moves glibc's mmap threshold as the block itself would have:
+    the program's later mid-size blocks then come from glibc's heap and fault their pages
+    once, as without libhmalloc, not twice (a fresh mapping, then the heap)."""
+    args = [str(THRESHOLD), str(big_kib), str(mid_kib), "20"]
+    bare = subprocess.run(args, capture_output=True, timeout=60)
+    assert bare.returncode == 0
+    pl = tmp_path / "placement.txt"
+    pl.write_text("# hmtune placement v1\n"
+                  f"tier fast {backend} {64 * MiB}\ntier slow default unlimited\n"
+                  "depth 1\nsize-window 0 0\n")
+    stats = tmp_path / "stats.json"
+    env = dict(os.environ, LD_PRELOAD=str(LIB), HMTUNE_PLACEMENT=str(pl), HMTUNE_SUMMARY="0",
+               HMTUNE_STATS=str(stats), HMTUNE_BASELINE=f"size-window:{big_kib}K")
+    placed = subprocess.run(args, capture_output=True, env=env, timeout=60)
+    assert placed.returncode == 0 and placed.stderr == b"", placed.stderr
+    fast = json.loads(stats.read_text())["tiers"][0]
+    assert (fast["placed_blocks"], fast["placed_bytes"]) == (1, big_kib << 10)
+    assert placed.stdout.split()[1:] == bare.stdout.split()[1:]      # same pages, same sum
+    pages = mid_kib // 4
+    assert loop_faults(bare.stdout) <= pages + 8
+    # the fresh mapping a low threshold would make costs a whole block of faults more
+    assert loop_faults(placed.stdout) <= loop_faults(bare.stdout) + 8
