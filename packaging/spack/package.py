@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="c87d0476c1e0c52b49f3a23e9f63b967b7447ed649e9807ecfbe18ad2884ac29")
+    version("0.1.0", sha256="0eaa399cf7f703928eb2e8c57cc4d43d47771650b1a14f253004422b0d157d02")
 
     variant(
         "memkind",
