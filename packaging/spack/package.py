@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="0eaa399cf7f703928eb2e8c57cc4d43d47771650b1a14f253004422b0d157d02")
+    version("0.1.0", sha256="3776f0abbf718283ece13ae489fcffda9b358794add6524113bf79cddeb2a8d8")
 
     variant(
         "memkind",
