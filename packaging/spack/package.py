@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="3776f0abbf718283ece13ae489fcffda9b358794add6524113bf79cddeb2a8d8")
+    version("0.1.0", sha256="3bc5e5f6fbef687a15553319b71144cae3dddbf4432070c88ba7c00f9d30fea6")
 
     variant(
         "memkind",
