@@ -161,6 +161,15 @@ def blocks_footprint(blocks: pd.DataFrame, backend: str) -> int:
     return _blocks_peak(blocks, backend)[0]
 
 
+def _placed_blocks(problem: Problem, placed: np.ndarray) -> pd.DataFrame | None:
+    """The blocks (allocs.csv rows, with times) of the sites placed[i]; None when the
+    problem has no such table."""
+    blocks = problem.blocks if problem.blocks is not None else problem.allocs
+    if blocks is None or not len(blocks) or "t_alloc" not in blocks:
+        return None
+    return blocks[blocks["site_id"].isin(problem.site_ids[placed])]
+
+
 def footprint(problem: Problem, tier: int, placed: np.ndarray) -> int:
     """One process's most bytes at once in tier `tier` for the sites placed[i] (a
     boolean mask): from their blocks where the problem has them, else their charges plus
@@ -169,12 +178,10 @@ def footprint(problem: Problem, tier: int, placed: np.ndarray) -> int:
         return 0
     t = problem.tiers[tier]
     charged = problem.rounded_sizes(tier)
-    ids = problem.site_ids[placed]
     total = 0
     with_blocks = np.zeros(problem.n, bool)
-    blocks = problem.blocks if problem.blocks is not None else problem.allocs
-    if blocks is not None and len(blocks) and "t_alloc" in blocks:
-        inside = blocks[blocks["site_id"].isin(ids)]
+    inside = _placed_blocks(problem, placed)
+    if inside is not None:
         total += blocks_footprint(inside, t.backend)
         with_blocks = np.isin(problem.site_ids, inside["site_id"].unique()) & placed
     rest = placed & ~with_blocks
@@ -210,10 +217,9 @@ def _live_at_peak(problem: Problem, tier: int, placed: np.ndarray) -> np.ndarray
     """Sites with a block in the tier at the moment its footprint peaks (on that rank;
     an arena block from its allocation on: its slab stays), and the sites without
     blocks; None when the placed sites have no blocks."""
-    blocks = problem.blocks if problem.blocks is not None else problem.allocs
-    if blocks is None or not len(blocks) or "t_alloc" not in blocks:
+    inside = _placed_blocks(problem, placed)
+    if inside is None:
         return None
-    inside = blocks[blocks["site_id"].isin(problem.site_ids[placed])]
     backend = problem.tiers[tier].backend
     _, moment = _blocks_peak(inside, backend)
     if moment is None:
