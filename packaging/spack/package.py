@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="3bc5e5f6fbef687a15553319b71144cae3dddbf4432070c88ba7c00f9d30fea6")
+    version("0.1.0", sha256="68cdb6b46a5b0a1a631f137041a0f2e9b35fd3c1d026b761cd00cd052864ed36")
 
     variant(
         "memkind",
