@@ -2,27 +2,42 @@
 
 Model. The sampled weight of a trace stands for where the run's time goes (the
 software sampler: ns of thread time per sample; PEBS/IBS: load latency). A site's
-value in a tier (hmtune/advisor/model.py) is the part of its weight it would no longer pay
-there. With T the trace's total weight and V the value of the placed sites, the
-placement saves a fraction k * V / T of the run, where k says how much of that
-sampled cost the tier really removes; the predicted speedup is
+value in a tier (hmtune/advisor/model.py) is what it gains there (access stalls and
+first touch no longer paid) less what its allocation calls cost. With T the trace's
+total weight, g the placed sites' gains / T and c their calls' cost / T, the placement
+saves the fraction k * g - m * c of the run, where k says how much of the modelled gain
+the tier really gives and m how much of the modelled call cost libhmalloc really adds;
+the predicted speedup is
 
-    S = 1 / (1 - k * f),   f = V / T.
+    S = 1 / (1 - (k * g - m * c)).
+
+The two are apart because they are different quantities: the gain is sampled weight
+times the machine file's costs, the calls a count times a cost per call. One
+coefficient for both fitted k = -0.50 on BWA-MEM's every-site-fast (0.98x: 3.1 M small
+allocations whose calls cost about what their hugepages gain), which predicted 0.90x
+for placements of its big objects (no calls) that measured 1.06x.
 
 Every site fast. `hmtune compare` runs it as libhmalloc's HMTUNE_BASELINE=all: every
 request in the fast tier with no call stack unwound or matched, so each allocation
 costs UNMATCHED_SHARE of the tier's alloc_cost_ns (as_run_all_fast); its prediction and
 the calibration below use that cost.
 
-Coefficient. Uncalibrated, k = 1: the machine file's costs taken at their word.
-`hmtune compare` measures every-site-fast's speedup S_all with its 95 % interval and
-fits k = (1 - 1 / S_all) / f_all (and k's interval from S_all's), stored in
+Coefficients. Uncalibrated, k = m = 1: the machine file's costs taken at their word.
+`hmtune compare` measures every-site-fast's speedup and each advisor placement's, each
+with its 95 % interval; each is a point (g, c, x = 1 - 1/S) with x's standard error
+from its interval. fit() finds k, m >= 0 by weighted least squares over the points,
+with m held towards 1 by a prior of standard deviation CALL_PRIOR_SD (placements
+without calls say nothing about m; with one point the prior decides m and the point
+k); their intervals from the fit's covariance, widened by the points' scatter when
+it exceeds their intervals (reduced chi-square above 1). The result is stored in
 DIR/calibration.json for the trace (trace-id), sampler and fast tier (backend and
-costs) it was measured with; `hmtune advise` uses it when all of them match.
+costs) it was measured with; `hmtune advise` uses it when all of them match. compare
+predicts each advisor placement from the other points only (leave one out), so that
+predicted beside measured is a check, not a restatement.
 
 Range. A site's weight is a count of samples: its relative standard error is about
-1 / sqrt(samples), so sd(V)^2 = sum(value_i^2 / samples_i); f's range is f ± 1.96 sd,
-and S's range takes the extremes of f's and k's ranges together.
+1 / sqrt(samples), so sd(G)^2 = sum(gain_i^2 / samples_i); g's range is g ± 1.96 sd,
+and S's range takes the extremes of g's, k's and m's ranges together.
 
 "No placement worth making": every site fast is predicted to gain less than MIN_GAIN
 at the top of its range.
@@ -42,13 +57,15 @@ from hmtune.advisor.model import Problem, Tier
 MIN_GAIN = 0.02           # a predicted gain below this at the top of its range: not worth it
 Z95 = 1.96
 MAX_SAVED = 0.95          # a fraction saved is capped here (S at most 20x)
+CALL_PRIOR_SD = 1.0       # fit(): m's prior, 1 +- this
+MIN_SD = 1e-3             # fit(): a point's standard error is at least this
 # libhmalloc's placing path without call-site matching (HMTUNE_BASELINE) over the matched
 # path (alloc_cost_ns), per allocation. BWA-MEM, 3.08 M allocations: every request placed
 # without matching took 2.1-2.8 s more user CPU than the placements of its big objects
 # alone (9-round medians, bench/results/apps-2026-11-27c-vm-bwa-mem.md), 680-910 ns
 # each; matched, 2.1-2.5 us (apps-2026-11-27-vm-bwa-mem.md)
 UNMATCHED_SHARE = 0.4
-FORMAT = "hmtune calibration v1"
+FORMAT = "hmtune calibration v2"
 
 
 @dataclass(frozen=True)
@@ -56,10 +73,22 @@ class Prediction:
     speedup: float
     lo: float
     hi: float
-    fraction: float             # f: the share of the sampled weight the placement saves (k = 1)
+    fraction: float             # g - c: the share of the run the placement saves (k = m = 1)
 
     def text(self) -> str:
         return f"{self.speedup:.2f}x [{self.lo:.2f}-{self.hi:.2f}]"
+
+
+@dataclass(frozen=True)
+class Point:
+    """One measured placement of a calibration: its speedup and interval, and its
+    gain g and calls' cost c as fractions of the trace's weight (module doc)."""
+    variant: str
+    measured: float
+    lo: float
+    hi: float
+    gain: float
+    calls: float
 
 
 @dataclass(frozen=True)
@@ -67,10 +96,13 @@ class Calibration:
     k: float
     k_lo: float
     k_hi: float
+    call_scale: float           # m
+    call_scale_lo: float
+    call_scale_hi: float
     measured: float             # every-site-fast's measured speedup and its interval
     measured_lo: float
     measured_hi: float
-    fraction_all: float         # f of every site fast, when it was fitted
+    points: tuple[Point, ...]   # what k and m were fitted on, every site fast first
     trace_id: str
     sampler: str
     backend: str                # the fast tier's
@@ -80,27 +112,38 @@ class Calibration:
     source: str                 # the compare directory it came from
 
 
-def saved(problem: Problem, tier_of: np.ndarray) -> tuple[float, float]:
-    """f and its standard error for sites in tiers tier_of (k = 1)."""
+def parts(problem: Problem, tier_of: np.ndarray) -> tuple[float, float, float]:
+    """g, c and g's standard error for sites in tiers tier_of (module doc)."""
     total = problem.total_weight or float(problem.weights.sum())
     if total <= 0 or problem.n == 0:
-        return 0.0, 0.0
-    v = problem.values()[np.arange(problem.n), tier_of]
+        return 0.0, 0.0, 0.0
+    idx = np.arange(problem.n)
+    gain = (problem.access_values() + problem.first_touch_values())[idx, tier_of]
+    calls = problem.call_cost_values()[idx, tier_of]
     samples = problem.samples if problem.samples is not None else np.ones(problem.n)
-    var = float(np.sum(v * v / np.maximum(samples, 1)))
-    return float(v.sum()) / total, math.sqrt(var) / total
+    var = float(np.sum(gain * gain / np.maximum(samples, 1)))
+    return float(gain.sum()) / total, float(calls.sum()) / total, math.sqrt(var) / total
 
 
-def speedup(f: float, k: float) -> float:
-    return 1.0 / (1.0 - min(k * f, MAX_SAVED))
+def saved(problem: Problem, tier_of: np.ndarray) -> tuple[float, float]:
+    """g - c and g's standard error for sites in tiers tier_of (k = m = 1)."""
+    g, c, sd = parts(problem, tier_of)
+    return g - c, sd
+
+
+def speedup(f: float, k: float, c: float = 0.0, m: float = 1.0) -> float:
+    """S for a gain f scaled by k and calls c scaled by m."""
+    return 1.0 / (1.0 - min(k * f - m * c, MAX_SAVED))
 
 
 def predict(problem: Problem, tier_of: np.ndarray, cal: Calibration | None) -> Prediction:
-    f, sd = saved(problem, tier_of)
+    g, c, sd = parts(problem, tier_of)
     k, k_lo, k_hi = (1.0, 1.0, 1.0) if cal is None else (cal.k, cal.k_lo, cal.k_hi)
-    f_lo, f_hi = max(0.0, f - Z95 * sd), f + Z95 * sd
-    ends = [speedup(a * b, 1.0) for a in (f_lo, f_hi) for b in (k_lo, k_hi)]
-    return Prediction(speedup(f, k), min(ends), max(ends), f)
+    m, m_lo, m_hi = (1.0, 1.0, 1.0) if cal is None else \
+        (cal.call_scale, cal.call_scale_lo, cal.call_scale_hi)
+    g_lo, g_hi = max(0.0, g - Z95 * sd), g + Z95 * sd
+    return Prediction(speedup(g, k, c, m), speedup(g_lo, k_lo, c, m_hi),
+                      speedup(g_hi, k_hi, c, m_lo), g - c)
 
 
 def all_fast(problem: Problem) -> np.ndarray:
@@ -120,11 +163,61 @@ def worth_making(every_site: Prediction) -> bool:
     return every_site.hi >= 1.0 + MIN_GAIN
 
 
-def fit(measured: float, lo: float, hi: float, fraction_all: float) -> tuple[float, float, float]:
-    """k and its interval from every-site-fast's measured speedup (module doc)."""
-    def k_of(s: float) -> float:
-        return (1.0 - 1.0 / s) / fraction_all
-    return k_of(measured), k_of(lo), k_of(hi)
+Fit = tuple[float, float, float, float, float, float]     # k, k_lo, k_hi, m, m_lo, m_hi
+
+
+def fit(points: list[Point] | tuple[Point, ...], prior_sd: float = CALL_PRIOR_SD) -> Fit | None:
+    """k and m with their intervals from measured points (module doc), or None when no
+    point has a gain to scale."""
+    pts = [p for p in points if p.lo > 0 and p.hi >= p.lo and p.measured > 0]
+    if not any(p.gain > 0 for p in pts):
+        return None
+    rows, rhs = [], []
+    for p in pts:
+        sd = max((1.0 / p.lo - 1.0 / p.hi) / (2 * Z95), MIN_SD)
+        rows.append((p.gain / sd, -p.calls / sd))
+        rhs.append((1.0 - 1.0 / p.measured) / sd)
+    rows.append((0.0, 1.0 / prior_sd))
+    rhs.append(1.0 / prior_sd)
+    a, b = np.asarray(rows), np.asarray(rhs)
+
+    def cost(x: np.ndarray) -> float:
+        return float(np.sum((a @ x - b) ** 2))
+
+    def along(col: int) -> np.ndarray:          # the other coefficient held at 0
+        v = a[:, col]
+        x = np.zeros(2)
+        den = float(v @ v)
+        x[col] = max(0.0, float(v @ b) / den) if den > 0 else 0.0
+        return x
+
+    ata = a.T @ a
+    free, *_ = np.linalg.lstsq(a, b, rcond=None)
+    cands = [along(0), along(1)]
+    if free[0] >= 0 and free[1] >= 0:
+        cands.append(free)
+    best = min(cands, key=cost)
+    dof = len(rhs) - 2
+    scale = max(1.0, cost(best) / dof) if dof > 0 else 1.0
+    cov = np.linalg.pinv(ata) * scale
+    sk, sm = (Z95 * math.sqrt(max(0.0, float(cov[i, i]))) for i in (0, 1))
+    k, m = float(best[0]), float(best[1])
+    return k, max(0.0, k - sk), k + sk, m, max(0.0, m - sm), m + sm
+
+
+def calibration(points: list[Point], trace_id: str, sampler: str, backend: str,
+                load_cost: float, fallback_cost: float, rounds: int,
+                source: str) -> Calibration | None:
+    """The Calibration fitted on points (every site fast first), for that trace, sampler
+    and fast tier; None as fit()."""
+    got = fit(points)
+    if got is None:
+        return None
+    k, k_lo, k_hi, m, m_lo, m_hi = got
+    up = points[0]
+    return Calibration(k, k_lo, k_hi, m, m_lo, m_hi, up.measured, up.lo, up.hi,
+                       tuple(points), trace_id, sampler, backend, load_cost, fallback_cost,
+                       rounds, source)
 
 
 def matches(cal: Calibration, trace_id: str, sampler: str, tiers: list[Tier]) -> str | None:
@@ -149,15 +242,24 @@ def write_calibration(path: Path, cal: Calibration) -> None:
 def read_calibration(path: Path) -> Calibration:
     """Raises ValueError (or OSError) for a file that is not a calibration."""
     doc = json.loads(path.read_text())
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+    if not isinstance(doc, dict) or not str(doc.get("format", "")).startswith(
+            "hmtune calibration v"):
         raise ValueError(f"{path}: not an {FORMAT} file")
+    if doc["format"] != FORMAT:
+        raise ValueError(f"{path}: {doc['format']}, fitted by an earlier hmtune with "
+                         "another model: run hmtune compare again")
     fields = set(Calibration.__dataclass_fields__)
     missing = sorted(fields - set(doc))
     if missing:
         raise ValueError(f"{path}: missing {', '.join(missing)}")
-    cal = Calibration(**{k: doc[k] for k in fields})
-    nums = (cal.k, cal.k_lo, cal.k_hi, cal.measured, cal.measured_lo, cal.measured_hi,
-            cal.fraction_all)
+    try:
+        pts = tuple(Point(**p) for p in doc["points"])
+    except TypeError as e:
+        raise ValueError(f"{path}: a point is not one: {e}") from None
+    cal = Calibration(**{k: doc[k] for k in fields if k != "points"}, points=pts)
+    nums = (cal.k, cal.k_lo, cal.k_hi, cal.call_scale, cal.call_scale_lo, cal.call_scale_hi,
+            cal.measured, cal.measured_lo, cal.measured_hi,
+            *(x for p in pts for x in (p.measured, p.lo, p.hi, p.gain, p.calls)))
     if not all(isinstance(x, int | float) and math.isfinite(x) for x in nums):
         raise ValueError(f"{path}: a coefficient is not a finite number")
     return cal
@@ -171,9 +273,12 @@ def lines(mine: Prediction, every: Prediction, cal: Calibration | None, fast: st
         out.append("calibration: none: the machine file's costs taken at their word "
                    "(hmtune compare on this stage measures every site fast and calibrates)")
     else:
-        out.append(f"calibration: {cal.source} ({cal.rounds} rounds): every site fast "
-                   f"measured {cal.measured:.2f}x [{cal.measured_lo:.2f}-"
-                   f"{cal.measured_hi:.2f}], k = {cal.k:.2f} [{cal.k_lo:.2f}-{cal.k_hi:.2f}]")
+        out.append(f"calibration: {cal.source} ({cal.rounds} rounds, {len(cal.points)} "
+                   f"measured placement{'s' if len(cal.points) != 1 else ''}): every site "
+                   f"fast measured {cal.measured:.2f}x [{cal.measured_lo:.2f}-"
+                   f"{cal.measured_hi:.2f}]; gains x k = {cal.k:.2f} [{cal.k_lo:.2f}-"
+                   f"{cal.k_hi:.2f}], call costs x m = {cal.call_scale:.2f} "
+                   f"[{cal.call_scale_lo:.2f}-{cal.call_scale_hi:.2f}]")
     if not worth_making(every):
         out.append(f"no placement worth making: every site in tier {fast} is predicted to "
                    f"gain under {100 * MIN_GAIN:.0f} % ({every.text()})")

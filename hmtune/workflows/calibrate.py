@@ -1,7 +1,8 @@
 """`hmtune compare`'s calibration of the advisor's prediction (hmtune/advisor/predict.py):
-every-site-fast's measured speedup fits the coefficient k, written to DIR/calibration.json
-for `hmtune advise`, and each advisor placement's predicted speedup is set beside its
-measured one (the check that the model transfers from all sites to the chosen ones)."""
+the measured speedups of every site fast and of the advisor's placements fit the
+coefficients k (gains) and m (call costs), written to DIR/calibration.json for `hmtune
+advise`, and each advisor placement's predicted speedup, from the other measurements
+alone, is set beside its measured one (the check that the model transfers)."""
 
 from __future__ import annotations
 
@@ -94,8 +95,9 @@ def split_shares(problem: Problem, chains: list[str],
 
 def calibrate(stage: Path, machine: Path, work: Path, summary: list[Summary], upper: str,
               placements: dict[str, Path]) -> Outcome:
-    """Fit k from `upper`'s measured speedup, write stage/calibration.json, and predict
-    `placements` (name -> placement.txt) with it."""
+    """Fit k and m on `upper`'s measured speedup and the placements' (name ->
+    placement.txt), write stage/calibration.json, and predict each placement from the
+    other measurements (hmtune/advisor/predict.py)."""
     from dataclasses import replace
 
     import numpy as np
@@ -113,24 +115,20 @@ def calibrate(stage: Path, machine: Path, work: Path, summary: list[Summary], up
         problem, meta, chains = stage_problem(stage / "sites.csv", machine)
     except (OSError, ValueError) as e:
         return Outcome(None, {}, [f"no calibration: {e}"])
-    f_all, _ = predict.saved(predict.as_run_all_fast(problem), predict.all_fast(problem))
-    if f_all <= 0:
-        return Outcome(None, {}, ["no calibration: the trace's sampled weight predicts no "
-                                  "gain at all from the fast tier"])
-    k, k_lo, k_hi = predict.fit(up.est.speedup, up.est.lo, up.est.hi, f_all)
-    tiers = problem.tiers
-    cal = predict.Calibration(
-        k=k, k_lo=min(k_lo, k_hi), k_hi=max(k_lo, k_hi), measured=up.est.speedup,
-        measured_lo=up.est.lo, measured_hi=up.est.hi, fraction_all=f_all,
-        trace_id=meta.get(TRACE_ID, ""), sampler=meta.get("sampler", "?"),
-        backend=tiers[0].backend, load_cost=tiers[0].load_cost,
-        fallback_cost=tiers[-1].load_cost, rounds=up.est.rounds, source=str(work))
     notes: list[str] = []
-    try:
-        predict.write_calibration(stage / "calibration.json", cal)
-    except OSError as e:
-        notes.append(f"cannot write {stage / 'calibration.json'}: {e.strerror or e}")
-    out: dict[str, Prediction] = {}
+
+    def point(name: str, p: Problem, tier: np.ndarray) -> predict.Point | None:
+        est = by[name].est
+        if est.lo is None or est.hi is None:
+            return None
+        g, c, _ = predict.parts(p, tier)
+        return predict.Point(name, est.speedup, est.lo, est.hi, g, c)
+
+    run = predict.as_run_all_fast(problem)
+    first = point(upper, run, predict.all_fast(run))
+    assert first is not None
+    points = [first]
+    problems: dict[str, tuple[Problem, np.ndarray]] = {}
     profile: list[pd.DataFrame | None] = []      # read once, for the first split placement
     for name, pl in placements.items():
         try:
@@ -143,7 +141,29 @@ def calibrate(stage: Path, machine: Path, work: Path, summary: list[Summary], up
                 share = split_shares(problem, chains, ranges, profile[0])
                 p = replace(problem, _charged={},
                             fraction=np.repeat(share[:, None], len(problem.tiers), axis=1))
-            out[name] = predict.predict(p, tiers_of(problem, chains, pf), cal)
+            problems[name] = (p, tiers_of(problem, chains, pf))
         except (OSError, ValueError) as e:
             notes.append(f"no prediction for {name}: {e}")
+            continue
+        pt = point(name, *problems[name]) if name in by else None
+        if pt is not None:
+            points.append(pt)
+    tiers = problem.tiers
+
+    def fitted(pts: list[predict.Point]) -> Calibration | None:
+        return predict.calibration(pts, meta.get(TRACE_ID, ""), meta.get("sampler", "?"),
+                                   tiers[0].backend, tiers[0].load_cost, tiers[-1].load_cost,
+                                   up.est.rounds, str(work))
+
+    cal = fitted(points)
+    if cal is None:
+        return Outcome(None, {}, ["no calibration: the trace's sampled weight predicts no "
+                                  "gain at all from the fast tier"])
+    try:
+        predict.write_calibration(stage / "calibration.json", cal)
+    except OSError as e:
+        notes.append(f"cannot write {stage / 'calibration.json'}: {e.strerror or e}")
+    out: dict[str, Prediction] = {}
+    for name, (p, tier) in problems.items():
+        out[name] = predict.predict(p, tier, fitted([q for q in points if q.variant != name]))
     return Outcome(cal, out, notes)

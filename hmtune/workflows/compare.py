@@ -215,9 +215,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {beyond}.")
     if cal and cal.calibration:
         k = cal.calibration
-        print(f"calibration ({stage / 'calibration.json'}, for hmtune advise): every site "
-              f"fast gains k = {k.k:.2f} [{k.k_lo:.2f}-{k.k_hi:.2f}] of what the sampled "
-              "weight predicts; with it, predicted vs measured:")
+        print(f"calibration ({stage / 'calibration.json'}, for hmtune advise), fitted on "
+              f"{', '.join(p.variant for p in k.points)}: the placements gain k = {k.k:.2f} "
+              f"[{k.k_lo:.2f}-{k.k_hi:.2f}] of what the sampled weight predicts, their calls "
+              f"cost m = {k.call_scale:.2f} [{k.call_scale_lo:.2f}-{k.call_scale_hi:.2f}] "
+              "of the model's; each placement predicted from the others' measurements, "
+              "beside its own:")
         for n, p in cal.predicted.items():
             print(f"  {n:<14} predicted {p.text():<24} measured "
                   f"{tables.fmt_speedup(next(s.est for s in summary if s.name == n))}")

@@ -291,7 +291,8 @@ def compare_section(d: Path, out_dir: Path) -> list[str]:
     out += ["", "dFOM/MiB = (median FOM - all-slow's) / MiB in the fast tier."]
     if predicted:
         out += ["predicted: the advisor's model (hmtune/advisor/predict.py) calibrated on "
-                "all-fast's measured speedup in this comparison (DIR/calibration.json)."]
+                "the speedups measured in this comparison, each placement's from all-fast's "
+                "and the other placements' (DIR/calibration.json holds the fit on all)."]
     return out + [""]
 
 

@@ -88,8 +88,8 @@ def test_variants_runs_and_resume(stage: Path) -> None:
                 (float(x["speedup"]) - 1) / (s_all - 1), abs=tol), n
     res = json.loads((stage / "compare" / "result.json").read_text())
     assert res["stopped_by"] == "repeats" and res["rounds"] == 2
-    # the calibration: k fitted so that every site fast is predicted as measured, and
-    # each strategy's placement predicted with it
+    # the calibration: k and m fitted on all-fast's and the strategies' measured speedups,
+    # and each strategy predicted from the others' alone
     from hmtune.advisor import predict
     from hmtune.workflows.calibrate import stage_problem, tier_of
 
@@ -97,15 +97,22 @@ def test_variants_runs_and_resume(stage: Path) -> None:
     up = summary["all-fast"]
     assert cal.rounds == 2 and cal.backend == "thp"
     assert cal.measured == pytest.approx(float(up["speedup"]), rel=2e-3)
+    assert [p.variant for p in cal.points] == ["all-fast", "ilp", "density"]
     problem, _, chains = stage_problem(stage / "sites.csv", THP)
-    f_all, _ = predict.saved(predict.as_run_all_fast(problem), predict.all_fast(problem))
-    assert cal.fraction_all == pytest.approx(f_all)
-    assert predict.speedup(f_all, cal.k) == pytest.approx(cal.measured)
-    assert cal.k_lo <= cal.k <= cal.k_hi
+    run = predict.as_run_all_fast(problem)
+    g_all, c_all, _ = predict.parts(run, predict.all_fast(run))
+    assert (cal.points[0].gain, cal.points[0].calls) == pytest.approx((g_all, c_all))
+    for p in cal.points:
+        assert p.measured == pytest.approx(float(summary[p.variant]["speedup"]), rel=2e-3)
+    assert cal.k_lo <= cal.k <= cal.k_hi and cal.k >= 0
+    assert cal.call_scale_lo <= cal.call_scale <= cal.call_scale_hi
     assert sorted(res["predicted"]) == ["density", "ilp"]
     for n in ("ilp", "density"):
         tier = tier_of(problem, chains, stage / "compare" / n / "placement.txt")
-        p = predict.predict(problem, tier, cal)
+        others = predict.calibration([p for p in cal.points if p.variant != n], cal.trace_id,
+                                     cal.sampler, cal.backend, cal.load_cost,
+                                     cal.fallback_cost, cal.rounds, cal.source)
+        p = predict.predict(problem, tier, others)
         assert res["predicted"][n] == pytest.approx([p.speedup, p.lo, p.hi], abs=1e-4)
         assert p.lo <= p.speedup <= p.hi
     assert res["upper_bound"] == "all-fast" and "bootstrap" in res["method"]
