@@ -143,6 +143,11 @@ def write_results(results: list[dict], args: argparse.Namespace) -> Path:
                           f"{_f(row.get('hugepages'), '{:.0f}')} |")
             ok = "all equal to the bare run's" if not c["bad"] else \
                 f"{len(c['bad'])} differ: {', '.join(c['bad'][:5])}"
+            sows = [x for x in res.get("split_over_whole") or [] if x.get("mem") == c["mem"]]
+            for x in sows:
+                ci = f" [{x['lo']:.2f}, {x['hi']:.2f}]" if x.get("lo") is not None else ""
+                md.append(f"| {cap} | split over whole objects, per round | "
+                          f"{x['speedup']:.2f}x{ci} | {x['verdict']} | | | | | | |")
             md.append(f"| {cap} | | {res.get('rounds', '?')} rounds, ended by "
                       f"{res.get('stopped_by', '?')} | correctness: {c['checked']} runs, {ok} "
                       "| | | | | | |")
@@ -154,6 +159,9 @@ def write_results(results: list[dict], args: argparse.Namespace) -> Path:
                     summary.append(f"{name} {_speedup(adv)} ({adv.get('verdict', '?')}; "
                                    f"share {_share(adv)}; "
                                    f"{target_verdict(frac, adv, top, pred.get(name))});")
+            for x in sows:
+                ci = f" [{x['lo']:.2f}, {x['hi']:.2f}]" if x.get("lo") is not None else ""
+                summary.append(f"split over whole {x['speedup']:.2f}x{ci} ({x['verdict']});")
         summary.append(f"trace overhead {r['trace']['overhead']:.2f}x; correctness "
                        f"{r['checked'] - len(r['bad'])}/{r['checked']} runs equal")
         lines.append(" ".join(summary))

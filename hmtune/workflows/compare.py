@@ -173,6 +173,8 @@ def run(args: argparse.Namespace) -> int:
         if top else None
     vss = {mem: tables.versus(summary, out.rows, mine[mem], theirs[mem], plan.higher)
            for mem in mine}
+    splits = {mem: tables.split_over_whole(summary, out.rows, mine[mem], WHOLE,
+                                           plan.higher) for mem in mine}
     stop = tables.stop_message(out, plan, summary)
     write_atomic(work / "result.json", json.dumps({
         "rounds": summary[0].runs, "stopped_by": out.stopped_by, "stop": stop,
@@ -184,6 +186,11 @@ def run(args: argparse.Namespace) -> int:
                        for m in mine],
         "advisor_over_baseline": [versus_json(vss[m], m) for m in mine] if several
         else versus_json(next(iter(vss.values()), None), None),
+        "split_over_whole": [{"mem": m, "split": v.mine, "whole": v.other,
+                              "speedup": round(v.est.speedup, 4),
+                              "lo": None if v.est.lo is None else round(v.est.lo, 4),
+                              "hi": None if v.est.hi is None else round(v.est.hi, 4),
+                              "verdict": v.word} for m in mine for v in splits[m]],
         "calibration": str(stage / "calibration.json") if cal and cal.calibration else None,
         "predicted": {n: [round(p.speedup, 4), round(p.lo, 4), round(p.hi, 4)]
                       for n, p in (cal.predicted if cal else {}).items()}},
@@ -198,6 +205,9 @@ def run(args: argparse.Namespace) -> int:
         if vs is not None:
             at = f" at {human(mem)}" if several else ""
             print(f"best advisor strategy over the best baseline{at}: {vs.line()}.")
+        for v in splits[mem]:
+            at = f" at {human(mem)}" if several else ""
+            print(f"split objects over whole objects{at}: {v.line()}.")
     print(stop[0].upper() + stop[1:] + ".")
     note = tables.method_note(summary[0].runs)
     if note:

@@ -116,6 +116,26 @@ def versus(summary: list[Summary], rows: Rows, mine: list[str], other: list[str]
     return Versus(a, b, est[a]) if a in est else None
 
 
+def split_over_whole(summary: list[Summary], rows: Rows, names: list[str], whole: str,
+                     higher: bool) -> list[Versus]:
+    """Each strategy among names whose whole-objects twin (its name with `whole` before
+    the capacity tag) is there too, over that twin, paired round by round: what
+    placing parts of objects gained over placing whole objects at the same capacity."""
+    have = {s.name for s in summary}
+    out = []
+    for n in names:
+        base, at, tag = n.partition("@")
+        twin = base + whole + at + tag
+        if base.endswith(whole) or twin not in have or n not in have:
+            continue
+        table = [{x: float(rows[(x, r)]["fom"]) for x in (n, twin)}
+                 for r in complete_rounds(rows, [n, twin])]
+        est = stats.estimate(table, [twin, n], twin, None, higher)
+        if n in est:
+            out.append(Versus(n, twin, est[n]))
+    return out
+
+
 def fmt_speedup(e: stats.Estimate) -> str:
     """`1.81x [1.70-1.93]`, `1.00x (reference)`, `1.81x (1 round)`."""
     if e.verdict == stats.REFERENCE:

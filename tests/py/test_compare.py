@@ -116,6 +116,7 @@ def test_variants_runs_and_resume(stage: Path) -> None:
         assert res["predicted"][n] == pytest.approx([p.speedup, p.lo, p.hi], abs=1e-4)
         assert p.lo <= p.speedup <= p.hi
     assert res["upper_bound"] == "all-fast" and "bootstrap" in res["method"]
+    assert res["split_over_whole"] == []         # no strategy's -whole twin was measured
     # the best strategy over the best baseline, paired round by round
     vs = res["advisor_over_baseline"]
     speed = {n: float(x["speedup"]) for n, x in summary.items()}

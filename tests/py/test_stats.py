@@ -131,6 +131,42 @@ def test_share_of_gain() -> None:
     assert e["v"].share is None and e["v"].share_lo is None
 
 
+def run_row(fom: float) -> dict[str, str]:
+    return {**dict.fromkeys(measure.RUNS_FIELDS, "0"), "fom": str(fom)}
+
+
+def test_split_objects_over_their_whole_objects_twin() -> None:
+    """tables.split_over_whole pairs each strategy with its `-whole` twin at the same
+    capacity, round by round (a time: the twin's FOM over the strategy's), and leaves
+    out strategies without a twin and the twins themselves."""
+    rng = random.Random(3)
+    names = ["all-slow", "ilp@4M", "ilp-whole@4M", "ilp@8M", "ilp-whole@8M", "density@8M",
+             "all-fast"]
+    rows: measure.Rows = {}
+    for r in range(12):
+        host = rng.uniform(0.8, 1.25)             # the host's speed drifts between rounds
+        for n, t in (("all-slow", 10.0), ("ilp@4M", 8.0), ("ilp-whole@4M", 10.0),
+                     ("ilp@8M", 8.0), ("ilp-whole@8M", 8.0), ("density@8M", 9.0),
+                     ("all-fast", 7.5)):
+            rows[(n, r)] = run_row(t * host * rng.uniform(0.98, 1.02))
+    summary = tables.summarize(rows, names, "all-fast", False)
+    got = tables.split_over_whole(summary, rows, names[1:-1], "-whole", False)
+    assert [(v.mine, v.other) for v in got] == [("ilp@4M", "ilp-whole@4M"),
+                                                ("ilp@8M", "ilp-whole@8M")]
+    at4, at8 = got
+    assert at4.est.speedup == pytest.approx(1.25, rel=0.02) and at4.word == "ilp@4M is ahead"
+    assert at8.est.lo is not None and at8.est.hi is not None
+    assert at8.est.lo < 1.0 < at8.est.hi and at8.word == "indistinguishable"
+    # one capacity: names without a tag
+    one = ["all-slow", "ilp", "ilp-whole"]
+    rows1 = {(n, r): run_row(v) for r in range(3)
+             for n, v in (("all-slow", 2.0), ("ilp", 1.0 + 0.01 * r), ("ilp-whole", 2.0))}
+    got = tables.split_over_whole(tables.summarize(rows1, one, None, False), rows1,
+                                  one[1:], "-whole", False)
+    assert [(v.mine, v.other) for v in got] == [("ilp", "ilp-whole")]
+    assert got[0].est.speedup == pytest.approx(2.0 / 1.01, rel=0.01)
+
+
 def test_lower_and_higher_is_better() -> None:
     """A speedup is always how many times faster: a time that halves and a rate that
     doubles are both 2x; the FOM gained per MiB is positive exactly when faster."""
