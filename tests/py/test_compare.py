@@ -501,6 +501,24 @@ def test_several_capacities_share_all_slow_and_all_fast(stage: Path, tmp_path: P
     assert e.returncode == 2 and not (d / "explore" / "runs.csv").exists()
 
 
+def test_split_objects_against_their_whole_twin(stage: Path, tmp_path: Path) -> None:
+    """A strategy and its -whole twin at one capacity: result.json's split_over_whole
+    holds the pair, paired over the rounds from runs.csv."""
+    import math
+
+    d = copy_stage(stage, tmp_path / "sow")
+    r = compare(d, "--strategies", "ilp,ilp-whole")
+    assert r.returncode == 0, r.stderr
+    res = json.loads((d / "compare" / "result.json").read_text())
+    (x,) = res["split_over_whole"]
+    assert (x["split"], x["whole"]) == ("ilp", "ilp-whole")
+    fom = {(y["variant"], y["repeat"]): float(y["fom"])
+           for y in rows(d / "compare" / "runs.csv")}
+    want = math.sqrt(math.prod(fom[("ilp-whole", i)] / fom[("ilp", i)] for i in ("0", "1")))
+    assert x["speedup"] == pytest.approx(want, rel=1e-3)
+    assert x["lo"] <= x["speedup"] <= x["hi"]
+
+
 def test_a_script_places_in_the_program_its_trace_names(tmp_path: Path) -> None:
     """compare's HMTUNE_TARGET for a script: a placement without a program line (all-fast,
     the baselines') takes the program the stage's trace summary names; a placement's own
