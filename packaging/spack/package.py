@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="68cdb6b46a5b0a1a631f137041a0f2e9b35fd3c1d026b761cd00cd052864ed36")
+    version("0.1.0", sha256="29c7557c299d6aa6d495c90f40003769324d70166569961748db367575caaa53")
 
     variant(
         "memkind",
