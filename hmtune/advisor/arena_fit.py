@@ -213,6 +213,33 @@ def footprint(problem: Problem, tier: int, placed: np.ndarray) -> int:
     return total
 
 
+def charged_at_once(problem: Problem, tier: int, placed: np.ndarray) -> int | None:
+    """One process's most bytes at once that libhmalloc charges tier `tier` for the
+    sites placed[i] (its statistics' high_water_bytes): each live block's charge (its
+    size class in the arena, else whole pages: granularity.charges) and the charges of
+    sites without blocks, but not the arena's partly used slabs and chunks that
+    footprint adds; None when the placed sites have no blocks."""
+    inside = _placed_blocks(problem, placed)
+    if inside is None or not len(inside):
+        return None
+    backend = problem.tiers[tier].backend
+    size = inside["size"].to_numpy(np.int64)
+    scale = (inside["scale"].to_numpy(np.int64) if "scale" in inside.columns
+             else np.ones(size.size, np.int64))
+    cost = granularity.charges(size, backend) * scale
+    rank = inside["rank"].to_numpy(np.int64)
+    t1 = inside["t_free"].to_numpy(np.int64)
+    freed = t1 >= 0
+    r = np.concatenate([rank, rank[freed]])
+    t = np.concatenate([inside["t_alloc"].to_numpy(np.int64), t1[freed]])
+    kind = np.concatenate([np.ones(size.size, np.int8), np.zeros(int(freed.sum()), np.int8)])
+    delta = np.concatenate([cost, -cost[freed]])
+    order = np.lexsort((kind, t, r))
+    used = group_cumsum(delta[order], group_starts(r[order]))
+    rest = placed & ~np.isin(problem.site_ids, inside["site_id"].unique())
+    return int(max(0, used.max())) + int(problem.rounded_sizes(tier)[rest].sum())
+
+
 def _live_at_peak(problem: Problem, tier: int, placed: np.ndarray) -> np.ndarray | None:
     """Sites with a block in the tier at the moment its footprint peaks (on that rank;
     an arena block from its allocation on: its slab stays), and the sites without

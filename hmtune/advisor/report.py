@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from hmtune.advisor.arena_fit import footprint
+from hmtune.advisor.arena_fit import charged_at_once, footprint
 from hmtune.advisor.inputs import Sites
 from hmtune.advisor.model import Placement, Problem, Tier
 from hmtune.analyze.traceid import FIELD as TRACE_ID
@@ -46,9 +46,22 @@ class TierUse:
     # than `used` when the sites' peaks come at different times (time-shared capacity),
     # more when the arena's partly used chunks add to them
     at_once: int | None = None
+    # of at_once, what libhmalloc charges the tier (its high_water_bytes counts these):
+    # the objects' charges without the arena's partly used chunks; None without blocks
+    charged: int | None = None
 
     def occupancy(self) -> str:
-        """`16.9 MiB of 18.0 MiB (93.8%) used`, saying when the capacity is time-shared."""
+        """`16.9 MiB of 18.0 MiB (93.8%) used`, saying when the capacity is time-shared
+        and how much of it libhmalloc's own count (the objects' charges) will show."""
+        text = self._occupancy()
+        if self.at_once is not None and self.charged is not None and \
+                self.charged < self.at_once:
+            text += (f"; of it {human(self.charged)} in the objects' charges, which "
+                     "libhmalloc's high-water mark counts, the rest in the arena's partly "
+                     "used chunks")
+        return text
+
+    def _occupancy(self) -> str:
         held = self.used if self.at_once is None else self.at_once
         of = "" if self.tier.capacity is None else \
             f" of {human(self.tier.capacity)} ({_pct(held / self.tier.capacity)})"
@@ -87,13 +100,15 @@ def tier_use(sites: Sites, problem: Problem, placement: Placement) -> list[TierU
             "value": access[idx, col] + first[idx, col],
             "ft": first[idx, col],
         }).sort_values(["weight", "site_id"], ascending=[False, True], kind="stable")
-        at_once = None
+        at_once = charged = None
         if problem.blocks is not None and len(problem.blocks) and t < len(problem.tiers) - 1:
             # blocks over time, chunk tails included; statics (no blocks) their size
             unit = Problem.unit(tier)
             at_once = -(-footprint(problem, t, placement.tier_of == t) // unit) * unit
+            charged = charged_at_once(problem, t, placement.tier_of == t)
         out.append(TierUse(tier, rows.reset_index(drop=True), int(sizes.sum()),
-                           float(weight.sum() / total), at_once))
+                           float(weight.sum() / total), at_once,
+                           None if at_once is None else charged))
     return out
 
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from hmtune.advisor import strategies
-from hmtune.advisor.arena_fit import blocks_footprint, fit, footprint
+from hmtune.advisor.arena_fit import blocks_footprint, charged_at_once, fit, footprint
 from hmtune.advisor.model import KIB, MIB, Placement, Problem, Tier
 
 CHUNK = 2 * MIB
@@ -110,6 +110,28 @@ def test_the_repair_takes_from_the_moment_the_tier_overflows() -> None:
     assert (got.tier_of[:3] == 1).sum() == 1            # one site of the overflow leaves
     assert got.tier_of[0] == 0                          # not the most valuable one
     assert np.isclose(got.value, values[np.arange(n), got.tier_of].sum())
+
+
+def test_what_libhmalloc_counts_is_the_objects_charges() -> None:
+    """HPCC at 16 MiB (bench-apps 2026-11-28): the plan's 16 MiB at once was a 12 MiB
+    block and two arena chunks holding a few KiB each, and libhmalloc's high-water mark
+    (charges) read 12.0 MiB. charged_at_once gives that figure: a 3 MiB block charged
+    4 MiB of hugepages, a 10 KiB object its size class, the chunk not at all; blocks
+    freed before another is placed are not counted twice; a second rank apart."""
+    rows = [(0, 0, 1, 3 * MIB, 0, 10), (1, 0, 1, 10 * KIB, 5, -1),
+            (0, 0, 1, 3 * MIB, 10, 20), (0, 1, 1, 3 * MIB, 0, -1)]
+    tiers = [Tier("huge", 8 * MIB, "hugetlb", 0.5, 0.5), Tier("slow", None, "default")]
+    p = Problem(np.arange(3), np.array([3 * MIB, 10 * KIB, 64]), np.array([3.0, 1.0, 1.0]),
+                np.ones(3, np.int64), np.zeros(3, np.int64), tiers, total_weight=5.0,
+                blocks=frame(rows))
+    both = np.array([True, True, False])
+    cls = 10 * KIB                       # a size class of its own (8 KiB + 8 x 256)
+    assert footprint(p, 0, both) == 4 * MIB + CHUNK
+    assert charged_at_once(p, 0, both) == 4 * MIB + cls
+    # a placed site without blocks adds its charge (a static, say)
+    assert charged_at_once(p, 0, np.ones(3, bool)) == 4 * MIB + cls + p.rounded_sizes(0)[2]
+    assert p.rounded_sizes(0)[2] > 0
+    assert charged_at_once(p, 0, np.array([False, False, True])) is None
 
 
 def test_room_freed_is_filled_again() -> None:
