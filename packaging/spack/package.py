@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="29c7557c299d6aa6d495c90f40003769324d70166569961748db367575caaa53")
+    version("0.1.0", sha256="67cedd424006e5eb06d229702b8a061c81fa67fe85dd743c0e2a3e9d630ab318")
 
     variant(
         "memkind",
