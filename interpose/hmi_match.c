@@ -45,6 +45,8 @@ static __thread struct cache_ent t_cache[HMI_MATCH_CACHE_SLOTS]
     __attribute__((tls_model("initial-exec")));
 static __thread uint64_t t_misses __attribute__((tls_model("initial-exec")));
 static __thread int t_last_hit __attribute__((tls_model("initial-exec")));
+/* the last decision was kept in the raw cache (its frames all in known modules) */
+static __thread int t_last_kept __attribute__((tls_model("initial-exec")));
 
 struct fp_ent {
     uint64_t cfa;
@@ -53,7 +55,8 @@ struct fp_ent {
     uint64_t where[HMI_FP_DEPTH];
     uint64_t raw[HMI_FP_DEPTH];
 };
-static __thread struct fp_ent t_fp[HMI_FP_SLOTS] __attribute__((tls_model("initial-exec")));
+static __thread struct fp_ent t_fp[HMI_FP_SLOTS][HMI_FP_WAYS] __attribute__((tls_model("initial-exec")));
+static __thread uint8_t t_fp_victim[HMI_FP_SLOTS] __attribute__((tls_model("initial-exec")));
 static __thread uint64_t t_stk_lo, t_stk_hi __attribute__((tls_model("initial-exec")));
 static __thread int t_stk_state __attribute__((tls_model("initial-exec")));  /* 0 ?, 1 ok, -1 no */
 static __thread uint32_t t_fp_fills, t_fp_hits __attribute__((tls_model("initial-exec")));
@@ -148,7 +151,7 @@ static int lookup(const uint64_t *raw, int n, int *unknown)
 int hmi_match_site(const uint64_t *raw, int n)
 {
     uint32_t epoch = atomic_load_explicit(&g_live, memory_order_acquire);
-    t_last_hit = 0;
+    t_last_hit = t_last_kept = 0;
     if (hm_unlikely(epoch == 0) || n <= 0)
         return -1;
     if (n > g_depth)
@@ -158,7 +161,7 @@ int hmi_match_site(const uint64_t *raw, int n)
     struct cache_ent *e = &t_cache[key & (HMI_MATCH_CACHE_SLOTS - 1)];
     if (hm_likely(e->key == key && e->epoch == epoch && e->gen == gen && e->n == n &&
                   memcmp(e->raw, raw, (size_t)n * sizeof(uint64_t)) == 0)) {
-        t_last_hit = 1;
+        t_last_hit = t_last_kept = 1;
         return e->site;
     }
     t_misses++;
@@ -177,6 +180,7 @@ int hmi_match_site(const uint64_t *raw, int n)
     memcpy(e->raw, raw, (size_t)n * sizeof(uint64_t));
     atomic_signal_fence(memory_order_seq_cst);
     e->epoch = epoch;
+    t_last_kept = 1;
     return site;
 }
 
@@ -212,24 +216,33 @@ int hmi_match_here(void)
 
 /* ---- stack fingerprints ---- */
 
-HM_INLINE struct fp_ent *fp_slot(uint64_t cfa)
+HM_INLINE unsigned fp_set(uint64_t cfa)
 {
-    return &t_fp[(cfa >> 4 ^ cfa >> 9) & (HMI_FP_SLOTS - 1)];
+    return (unsigned)((cfa >> 4 ^ cfa >> 9) & (HMI_FP_SLOTS - 1));
 }
 
 int hmi_match_fp(uint64_t cfa)
 {
     if (t_stk_state <= 0 || cfa < t_stk_lo || cfa >= t_stk_hi)
         return HMI_FP_MISS;
-    const struct fp_ent *e = fp_slot(cfa);
     uint32_t epoch = atomic_load_explicit(&g_live, memory_order_acquire);
-    if (e->cfa != cfa || e->epoch != epoch || epoch == 0 || e->gen != hm_modmap_generation())
+    if (epoch == 0)
         return HMI_FP_MISS;
-    for (int i = 0; i < e->n; i++)
-        if (*(const volatile uint64_t *)(uintptr_t)e->where[i] != e->raw[i])
-            return HMI_FP_MISS;
-    t_fp_hits++;
-    return e->site;
+    uint32_t gen = hm_modmap_generation();
+    const struct fp_ent *set = t_fp[fp_set(cfa)];
+    for (unsigned w = 0; w < HMI_FP_WAYS; w++) {
+        const struct fp_ent *e = &set[w];
+        if (e->cfa != cfa || e->epoch != epoch || e->gen != gen)
+            continue;
+        int i = 0;
+        while (i < e->n && *(const volatile uint64_t *)(uintptr_t)e->where[i] == e->raw[i])
+            i++;
+        if (i == e->n) {
+            t_fp_hits++;
+            return e->site;
+        }
+    }
+    return HMI_FP_MISS;
 }
 
 static void stack_bounds(void)
@@ -269,7 +282,15 @@ static void fp_fill(uint64_t cfa, int site)
     /* The chain seen this way must be the one just decided on. */
     if (hmi_match_site(raw, n) != site)
         return;
-    struct fp_ent *e = fp_slot(cfa);
+    /* an empty or stale way of the set, else the next in turn */
+    unsigned k = fp_set(cfa), w = 0;
+    uint32_t epoch = atomic_load_explicit(&g_live, memory_order_acquire);
+    uint32_t gen = hm_modmap_generation();
+    while (w < HMI_FP_WAYS && t_fp[k][w].epoch == epoch && t_fp[k][w].gen == gen)
+        w++;
+    if (w == HMI_FP_WAYS)
+        w = t_fp_victim[k]++ % HMI_FP_WAYS;
+    struct fp_ent *e = &t_fp[k][w];
     e->epoch = 0;
     atomic_signal_fence(memory_order_seq_cst);
     e->cfa = cfa;
@@ -285,7 +306,8 @@ static void fp_fill(uint64_t cfa, int site)
 int hmi_match_fp_decide(uint64_t cfa)
 {
     int site = unwind_match();
-    if (t_last_hit)
+    /* a chain decided twice, or a placed one (it recurs: it was recorded as a site) */
+    if (t_last_hit || (site >= 0 && t_last_kept))
         fp_fill(cfa, site);
     return site;
 }
