@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="67cedd424006e5eb06d229702b8a061c81fa67fe85dd743c0e2a3e9d630ab318")
+    version("0.1.0", sha256="59fef42e86e12a34eafc027250d32ad6ae6ff85548ae4bcdd78ef3d29df916b8")
 
     variant(
         "memkind",
