@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="59fef42e86e12a34eafc027250d32ad6ae6ff85548ae4bcdd78ef3d29df916b8")
+    version("0.1.0", sha256="cf76b4b62c0278b0e74896511a745e18c84961c679d30f6da1f1233484d467a1")
 
     variant(
         "memkind",
