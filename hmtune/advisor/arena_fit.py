@@ -83,8 +83,7 @@ def _blocks_peak(blocks: pd.DataFrame, backend: str) -> tuple[int, tuple[int, in
         return 0, None
     size = blocks["size"].to_numpy(np.int64)
     rank = blocks["rank"].to_numpy(np.int64)
-    scale = (blocks["scale"].to_numpy(np.int64) if "scale" in blocks.columns
-             else np.ones(size.size, np.int64))
+    scale = _scales(blocks)
     thread = (_stripe(blocks["thread"].to_numpy(np.int64)) if "thread" in blocks.columns
               else np.zeros(size.size, np.int64))
     t0 = blocks["t_alloc"].to_numpy(np.int64)
@@ -94,12 +93,9 @@ def _blocks_peak(blocks: pd.DataFrame, backend: str) -> tuple[int, tuple[int, in
 
     # blocks of their own: +charge at the allocation, -charge at the free
     own = ~packed
-    cost = granularity.charges(size[own], backend) * scale[own]
-    of = freed[own]
-    ev_rank = [rank[own], rank[own][of]]
-    ev_time = [t0[own], t1[own][of]]
-    ev_kind = [np.ones(int(own.sum()), np.int8), np.zeros(int(of.sum()), np.int8)]
-    ev_delta = [cost, -cost[of]]
+    ev_rank, ev_time, ev_kind, ev_delta = (
+        [x] for x in _block_events(rank[own], t0[own], t1[own],
+                                   granularity.charges(size[own], backend) * scale[own]))
 
     # arena: live objects per (rank, stripe, class); slabs follow their running peak
     if packed.any():
@@ -143,14 +139,35 @@ def _blocks_peak(blocks: pd.DataFrame, backend: str) -> tuple[int, tuple[int, in
     r = np.concatenate(ev_rank)
     if not r.size:
         return 0, None
-    t = np.concatenate(ev_time)
-    kind = np.concatenate(ev_kind)
-    delta = np.concatenate(ev_delta)
-    order = np.lexsort((kind, t, r))
-    r, t, delta = r[order], t[order], delta[order]
-    used = group_cumsum(delta, group_starts(r))
+    r, t, used = _running_use(r, np.concatenate(ev_time), np.concatenate(ev_kind),
+                              np.concatenate(ev_delta))
     q = int(np.argmax(used))
     return int(max(0, used[q])), (int(r[q]), int(t[q]))
+
+
+def _scales(blocks: pd.DataFrame) -> np.ndarray:
+    """The blocks each row stands for (allocs.csv `scale`; 1 without the column)."""
+    return (blocks["scale"].to_numpy(np.int64) if "scale" in blocks.columns
+            else np.ones(len(blocks), np.int64))
+
+
+def _block_events(rank: np.ndarray, t0: np.ndarray, t1: np.ndarray, cost: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Blocks as events (rank, time, kind, delta): +cost at the allocation (kind 1),
+    -cost at the free (kind 0, first at equal times) for the blocks freed (t1 >= 0)."""
+    freed = t1 >= 0
+    return (np.concatenate([rank, rank[freed]]), np.concatenate([t0, t1[freed]]),
+            np.concatenate([np.ones(rank.size, np.int8), np.zeros(int(freed.sum()), np.int8)]),
+            np.concatenate([cost, -cost[freed]]))
+
+
+def _running_use(r: np.ndarray, t: np.ndarray, kind: np.ndarray, delta: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The events in time order per rank (frees before allocations at equal times) and
+    each rank's bytes in use after each: (rank, time, used)."""
+    order = np.lexsort((kind, t, r))
+    r, t = r[order], t[order]
+    return r, t, group_cumsum(delta[order], group_starts(r))
 
 
 def blocks_footprint(blocks: pd.DataFrame, backend: str) -> int:
@@ -224,18 +241,10 @@ def charged_at_once(problem: Problem, tier: int, placed: np.ndarray) -> int | No
         return None
     backend = problem.tiers[tier].backend
     size = inside["size"].to_numpy(np.int64)
-    scale = (inside["scale"].to_numpy(np.int64) if "scale" in inside.columns
-             else np.ones(size.size, np.int64))
-    cost = granularity.charges(size, backend) * scale
-    rank = inside["rank"].to_numpy(np.int64)
-    t1 = inside["t_free"].to_numpy(np.int64)
-    freed = t1 >= 0
-    r = np.concatenate([rank, rank[freed]])
-    t = np.concatenate([inside["t_alloc"].to_numpy(np.int64), t1[freed]])
-    kind = np.concatenate([np.ones(size.size, np.int8), np.zeros(int(freed.sum()), np.int8)])
-    delta = np.concatenate([cost, -cost[freed]])
-    order = np.lexsort((kind, t, r))
-    used = group_cumsum(delta[order], group_starts(r[order]))
+    cost = granularity.charges(size, backend) * _scales(inside)
+    _, _, used = _running_use(*_block_events(
+        inside["rank"].to_numpy(np.int64), inside["t_alloc"].to_numpy(np.int64),
+        inside["t_free"].to_numpy(np.int64), cost))
     rest = placed & ~np.isin(problem.site_ids, inside["site_id"].unique())
     return int(max(0, used.max())) + int(problem.rounded_sizes(tier)[rest].sum())
 

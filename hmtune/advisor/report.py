@@ -107,8 +107,7 @@ def tier_use(sites: Sites, problem: Problem, placement: Placement) -> list[TierU
             at_once = -(-footprint(problem, t, placement.tier_of == t) // unit) * unit
             charged = charged_at_once(problem, t, placement.tier_of == t)
         out.append(TierUse(tier, rows.reset_index(drop=True), int(sizes.sum()),
-                           float(weight.sum() / total), at_once,
-                           None if at_once is None else charged))
+                           float(weight.sum() / total), at_once, charged))
     return out
 
 
