@@ -45,6 +45,12 @@ def _share(row: dict[str, str]) -> str:
     return f"{float(row['share_of_gain']):.0%}{inner}"
 
 
+def _paired(x: dict) -> str:
+    """result.json's paired comparison (split_over_whole): `1.06x [1.03, 1.08]`."""
+    ci = f" [{x['lo']:.2f}, {x['hi']:.2f}]" if x.get("lo") is not None else ""
+    return f"{x['speedup']:.2f}x{ci}"
+
+
 # issue 15's targets: the advisor's share of every-site-fast's gain, where that gain is
 # real (its interval excludes 1), per capacity; predictions within 5 points of measured
 SHARE_TARGET = {0.25: 0.60, 0.5: 0.80}
@@ -145,9 +151,8 @@ def write_results(results: list[dict], args: argparse.Namespace) -> Path:
                 f"{len(c['bad'])} differ: {', '.join(c['bad'][:5])}"
             sows = [x for x in res.get("split_over_whole") or [] if x.get("mem") == c["mem"]]
             for x in sows:
-                ci = f" [{x['lo']:.2f}, {x['hi']:.2f}]" if x.get("lo") is not None else ""
                 md.append(f"| {cap} | split over whole objects, per round | "
-                          f"{x['speedup']:.2f}x{ci} | {x['verdict']} | | | | | | |")
+                          f"{_paired(x)} | {x['verdict']} | | | | | | |")
             md.append(f"| {cap} | | {res.get('rounds', '?')} rounds, ended by "
                       f"{res.get('stopped_by', '?')} | correctness: {c['checked']} runs, {ok} "
                       "| | | | | | |")
@@ -160,8 +165,7 @@ def write_results(results: list[dict], args: argparse.Namespace) -> Path:
                                    f"share {_share(adv)}; "
                                    f"{target_verdict(frac, adv, top, pred.get(name))});")
             for x in sows:
-                ci = f" [{x['lo']:.2f}, {x['hi']:.2f}]" if x.get("lo") is not None else ""
-                summary.append(f"split over whole {x['speedup']:.2f}x{ci} ({x['verdict']});")
+                summary.append(f"split over whole {_paired(x)} ({x['verdict']});")
         summary.append(f"trace overhead {r['trace']['overhead']:.2f}x; correctness "
                        f"{r['checked'] - len(r['bad'])}/{r['checked']} runs equal")
         lines.append(" ".join(summary))

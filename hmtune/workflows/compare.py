@@ -73,7 +73,12 @@ def versus_json(vs: tables.Versus | None, mem: int | None) -> dict[str, object] 
     if vs is None:
         return None
     return {**({"mem": mem} if mem is not None else {}),
-            "strategy": vs.mine, "baseline": vs.other, "speedup": round(vs.est.speedup, 4),
+            "strategy": vs.mine, "baseline": vs.other, **_paired_json(vs)}
+
+
+def _paired_json(vs: tables.Versus) -> dict[str, object]:
+    """A paired comparison's speedup, interval and verdict in result.json."""
+    return {"speedup": round(vs.est.speedup, 4),
             "lo": None if vs.est.lo is None else round(vs.est.lo, 4),
             "hi": None if vs.est.hi is None else round(vs.est.hi, 4),
             "verdict": vs.word}
@@ -186,11 +191,8 @@ def run(args: argparse.Namespace) -> int:
                        for m in mine],
         "advisor_over_baseline": [versus_json(vss[m], m) for m in mine] if several
         else versus_json(next(iter(vss.values()), None), None),
-        "split_over_whole": [{"mem": m, "split": v.mine, "whole": v.other,
-                              "speedup": round(v.est.speedup, 4),
-                              "lo": None if v.est.lo is None else round(v.est.lo, 4),
-                              "hi": None if v.est.hi is None else round(v.est.hi, 4),
-                              "verdict": v.word} for m in mine for v in splits[m]],
+        "split_over_whole": [{"mem": m, "split": v.mine, "whole": v.other, **_paired_json(v)}
+                             for m in mine for v in splits[m]],
         "calibration": str(stage / "calibration.json") if cal and cal.calibration else None,
         "predicted": {n: [round(p.speedup, 4), round(p.lo, 4), round(p.hi, 4)]
                       for n, p in (cal.predicted if cal else {}).items()}},
@@ -202,11 +204,10 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     print()
     for mem, vs in vss.items():
+        at = f" at {human(mem)}" if several else ""
         if vs is not None:
-            at = f" at {human(mem)}" if several else ""
             print(f"best advisor strategy over the best baseline{at}: {vs.line()}.")
         for v in splits[mem]:
-            at = f" at {human(mem)}" if several else ""
             print(f"split objects over whole objects{at}: {v.line()}.")
     print(stop[0].upper() + stop[1:] + ".")
     note = tables.method_note(summary[0].runs)
