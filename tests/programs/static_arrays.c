@@ -9,11 +9,11 @@
  *   keys       int[1 << 22]     16777216 bytes, .bss, file-local: read in order
  *   weights    double[512]      4096 bytes, .data (initialized), read in every round
  * Site (the call line ends with a SITE-colon-<name> comment):
- *   ranks      malloc(1 << 24)  16777216 bytes, written at random in every round
+ *   ranks      malloc(1 << 24)  16777216 bytes, written in order in every round
  *
  * Usage: static_arrays [ROUNDS [MAPS]] (default 12 rounds). Each round counts the
- * keys into key_count, turns the counts into bucket starts and scatters each key's
- * index to its rank. Output: "static_arrays <checksum>" (the same for every run with
+ * keys into key_count, turns the counts into bucket starts and writes each key's
+ * rank (its bucket's next place). Output: "static_arrays <checksum>" (the same for every run with
  * the same ROUNDS), then "ok"; exit 0. MAPS: a file to write, after the rounds, how
  * the kernel holds the statics: lines "object NAME ADDRESS SIZE" (hex address,
  * decimal size) for key_count and keys, then "smaps" and /proc/self/smaps, then
@@ -72,7 +72,7 @@ int main(int argc, char **argv)
             start += c;
         }
         for (int i = 0; i < NKEYS; i++)
-            ranks[key_count[keys[i]]++] = i;
+            ranks[i] = key_count[keys[i]]++;
         sum += (uint64_t)ranks[(r * 7919) % NKEYS] + (uint64_t)weights[r % 512];
     }
     if (argc > 2) {

@@ -29,12 +29,14 @@ from hmtune.analyze.sites_io import FIRST_TOUCH_COLUMNS, read_sites
 SRC = ROOT / "tests" / "programs" / "refault.c"
 REFAULT = PROGRAMS / "refault"
 VM_HUGETLB = ROOT / "configs" / "machines" / "vm-hugetlb.toml"
-# refault 6 iterations of 2 x 40 MiB transient arrays, a 32 MiB persistent one read at
-# random 1 M times per iteration: the persistent array has 3-7x the transient arrays'
+# refault 24 iterations of 2 x 40 MiB transient arrays, a 32 MiB persistent one read at
+# random 1 M times per iteration: the persistent array has 2.5-7x the transient arrays'
 # sampled weight, and with first touch the transient site's value exceeds the
 # persistent one's by about 50 % (with 1.5 M reads the two were within 10 %, and which
-# one the advisor chose was decided by sampling noise)
-ARGS = ("6", "40", "32", "1000000")
+# one the advisor chose was decided by sampling noise). 24 iterations, about 1.5 s: the
+# software sampler's 250 Hz gives the transient site about 40 samples (with 6
+# iterations, 7-20, and the weights' ratio fell under 2 one run in ten)
+ARGS = ("24", "40", "32", "1000000")
 # The stated factors: the fault estimate (samples x period) of a site within 10 % of
 # the pages it first touched, the run's estimate within 10 % of /proc's count (the
 # faults before the tracer's sampler starts, ld.so's and libc's, are not sampled).
@@ -149,7 +151,8 @@ def test_hugetlb_first_touch_ranks_the_refaulted_site_first(traced, tmp_path: Pa
     sites = read_sites(d / "sites.csv")
     tr, ps = site_of(sites, "transient"), site_of(sites, "persist")
     # access alone: the randomly read persistent array has far more sampled weight
-    assert ps["weight"] > 2 * tr["weight"]
+    # (2.5-7x; 1.5x is over 3 standard deviations of the ratio's sampling noise below)
+    assert ps["weight"] > 1.5 * tr["weight"]
     with_ft = placed_sites(tmp_path, d / "sites.csv", VM_HUGETLB, "ft.txt")
     without = placed_sites(tmp_path, d / "sites.csv", access_only(tmp_path), "acc.txt")
     assert with_ft == {tr["callstack_raw"]}

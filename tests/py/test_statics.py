@@ -24,7 +24,7 @@ from hmtune.analyze.sites_io import CLASSES, read_sites, split_from_meta
 
 APP = PROGRAMS / "static_arrays"
 FORTRAN = PROGRAMS / "fortran_static"
-ROUNDS = "12"                                    # ~2 s bare, ~250 samples
+ROUNDS = "12"                                    # ~0.5 s bare, ~130 samples
 NR = Path("/proc/sys/vm/nr_hugepages")
 MIB = 1 << 20
 
