@@ -15,6 +15,7 @@ import datetime as dt
 import os
 import platform
 import subprocess
+import sys
 from pathlib import Path
 
 from benchlib import HMTUNE, ROOT
@@ -83,6 +84,21 @@ def _pct(x: float) -> str:
     return f"{x:.0%}"
 
 
+def suffixed(stem: Path, suffix: str) -> Path:
+    """stem with suffix added (a host name may hold dots: not Path.with_suffix)."""
+    return stem.parent / (stem.name + suffix)
+
+
+def free_stem(results: Path, day: str, rest: str) -> Path:
+    """results/apps-DAY-REST, or with the first letter b, c, ... after DAY whose .md and
+    .png do not exist yet: a second run on one day keeps the first one's files."""
+    for mark in ["", *"bcdefghijklmnopqrstuvwxyz"]:
+        stem = results / f"apps-{day}{mark}{rest}"
+        if not suffixed(stem, ".md").exists() and not suffixed(stem, ".png").exists():
+            return stem
+    sys.exit(f"bench-apps: 26 results of {day} in {results} already: move some away")
+
+
 def write_results(results: list[dict], args: argparse.Namespace) -> Path:
     """bench/results/apps-DATE-HOST.md and .png; one summary line per code on stdout.
     Returns their path without the suffix."""
@@ -90,7 +106,8 @@ def write_results(results: list[dict], args: argparse.Namespace) -> Path:
     now = dt.datetime.now(dt.UTC)
     host = platform.node() or "host"
     only = "-" + args.only.replace(",", "-") if args.only else ""
-    stem = RESULTS / f"apps-{now:%Y-%m-%d}-{host}{only}{'-quick' if args.quick else ''}"
+    stem = free_stem(RESULTS, f"{now:%Y-%m-%d}", f"-{host}{only}"
+                     f"{'-quick' if args.quick else ''}")
     commit = args.commit or subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
         capture_output=True, text=True).stdout.strip() or "?"
@@ -171,8 +188,8 @@ def write_results(results: list[dict], args: argparse.Namespace) -> Path:
         lines.append(" ".join(summary))
     md += ["", "## Summary", "", *[f"- {ln}" for ln in lines], "",
            f"![speedups]({stem.name}.png)", ""]
-    stem.with_suffix(".md").write_text("\n".join(md))
-    plot(results, stem.with_suffix(".png"))
+    suffixed(stem, ".md").write_text("\n".join(md))
+    plot(results, suffixed(stem, ".png"))
     for ln in lines:
         print(ln)
     return stem

@@ -1,5 +1,5 @@
 """Measuring variants of one application for compare and explore: interleaved rounds
-(each runs every variant once, the order reversed on odd rounds), a fixed number or
+(each runs every variant once, the reference in the middle: round_order), a fixed number or
 until the intervals are narrow enough or the time budget is spent (--repeats auto);
 each run's FOM, exit status and resources (wall, user and system time, page faults,
 max RSS, hugepages) kept in runs.csv as it ends, so that an interrupted measurement
@@ -411,6 +411,24 @@ class Outcome:
     load_warning: str = ""
 
 
+def round_order(variants: list[Variant], r: int, top: str | None = None) -> list[Variant]:
+    """Round r's order: the reference (variants[0]) in the middle, the others in their
+    order with top (the upper bound, the denominator of every share) first, the first
+    half before the reference (top next to it) and the second half after it, so that
+    neighbours in the list (a strategy and its -whole twin) stay neighbours; mirrored on
+    odd rounds. A speedup
+    is a ratio to the round's reference run, and this host's drift makes two runs differ
+    more the further apart they are: BWA-MEM, 59 rounds of 10 variants (2026-11-28), the
+    sd of a log ratio 0.067-0.092 between neighbours and 0.10-0.12 eight or nine runs
+    apart, where the reference ran first and the upper bound last."""
+    ref, others = variants[0], variants[1:]
+    others = ([v for v in others if v.name == top]
+              + [v for v in others if v.name != top])
+    half = (len(others) + 1) // 2
+    order = others[:half][::-1] + [ref] + others[half:]
+    return order if r % 2 == 0 else order[::-1]
+
+
 def _halfwidth(rows: Rows, names: list[str], ref: str, top: str | None, plan: Plan) -> float:
     table = fom_table(rows, names)
     if len(table) < max(2, plan.min_rounds):
@@ -455,7 +473,9 @@ def measure(variants: list[Variant], plan: Plan, app: list[str], work: Path,
                 if why:
                     out.stopped_by = why
                     break
-            order = variants if r % 2 == 0 else variants[::-1]
+            order = round_order(variants, r, top)
+            if ref_rc is None:      # the reference's exit status judges the others' runs
+                order = [variants[0]] + [v for v in order if v is not variants[0]]
             todo = [v for v in order if (v.name, r) not in rows]
             if todo and tgt is None:        # the first run of this invocation
                 if before_runs is not None:

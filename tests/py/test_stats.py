@@ -239,8 +239,12 @@ def test_auto_stops_at_the_target(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
                           {}, "top")
     assert out is not None and out.stopped_by == "target" and out.ran == 12
     assert measure.complete_rounds(out.rows, ["all-slow", "a", "top"]) == [0, 1, 2, 3]
-    # interleaved: odd rounds in reverse order
-    assert [n for n, t in calls if t == "1"] == ["top", "a", "all-slow"]
+    # interleaved: the reference in the middle, the upper bound next to it, odd rounds
+    # mirrored; the first round starts with the reference (its exit status judges the
+    # others' runs)
+    assert [n for n, t in calls if t == "0"] == ["all-slow", "top", "a"]
+    assert [n for n, t in calls if t == "1"] == ["a", "all-slow", "top"]
+    assert [n for n, t in calls if t == "2"] == ["top", "all-slow", "a"]
     assert measure.read_runs(tmp_path / "runs.csv") == out.rows
     summary = tables.summarize(out.rows, ["all-slow", "a", "top"], "top", False)
     msg = tables.stop_message(out, Plan(None, min_rounds=4), summary)
@@ -250,6 +254,30 @@ def test_auto_stops_at_the_target(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     again = measure.measure(VARIANTS, Plan(None, min_rounds=4), ["app"], tmp_path, None, "t",
                             measure.read_runs(tmp_path / "runs.csv"), "top")
     assert again is not None and again.ran == 0 and calls == []
+
+
+def test_round_order_keeps_every_variant_near_the_reference() -> None:
+    """Ten variants: the reference in the middle, each other variant at most five runs
+    from it (nine when it ran first), the upper bound nearest, neighbours in the list
+    (a strategy and its -whole twin) neighbours in the round; odd rounds mirrored; every
+    variant once a round."""
+    vs = [Variant("all-slow", None)] + [Variant(f"v{i}", Path(f"{i}.txt")) for i in range(1, 9)]
+    vs.append(Variant("all-fast", Path("t")))
+    for r in (0, 1, 2, 3):
+        order = [v.name for v in measure.round_order(vs, r, "all-fast")]
+        assert sorted(order) == sorted(v.name for v in vs)
+        at = order.index("all-slow")
+        dist = {n: abs(i - at) for i, n in enumerate(order)}
+        assert max(dist.values()) == 5 and dist["all-fast"] == dist["v5"] == 1
+        assert [dist[f"v{i}"] for i in range(1, 9)] == [2, 3, 4, 5, 1, 2, 3, 4]
+        for i in (1, 2, 3, 5, 6, 7):
+            assert abs(order.index(f"v{i}") - order.index(f"v{i + 1}")) == 1
+        even = [v.name for v in measure.round_order(vs, r - r % 2, "all-fast")]
+        assert order == (even if r % 2 == 0 else even[::-1])
+    # without an upper bound the first variants are nearest
+    order = [v.name for v in measure.round_order(vs[:4], 0)]
+    assert order == ["v2", "v1", "all-slow", "v3"]
+    assert [v.name for v in measure.round_order(vs[:1], 1)] == ["all-slow"]
 
 
 def test_auto_stops_when_the_budget_runs_out(monkeypatch: pytest.MonkeyPatch,
@@ -283,7 +311,9 @@ def test_exit_status_against_the_reference(monkeypatch: pytest.MonkeyPatch,
     fake_runs(monkeypatch, {"all-slow": 2.0, "a": 1.0, "top": 0.5}, rc={"a": 1})
     assert measure.measure(VARIANTS, Plan(2), ["app"], work(tmp_path / "differs"), None, "t", {},
                            "top") is None
-    assert len(measure.read_runs(tmp_path / "differs" / "runs.csv")) == 1   # all-slow's
+    # the runs before a's are kept: all-slow's and the upper bound's (round 0's order)
+    assert set(measure.read_runs(tmp_path / "differs" / "runs.csv")) == \
+        {("all-slow", 0), ("top", 0)}
     fake_runs(monkeypatch, {"all-slow": 2.0, "a": 1.0, "top": 0.5}, rc={"a": 1})
     out = measure.measure(VARIANTS, Plan(2, ok_rc=frozenset({1})), ["app"], work(tmp_path / "ok"),
                           None, "t", {}, "top")
