@@ -1,12 +1,12 @@
 """Measuring variants of one application for compare and explore: interleaved rounds
-(each runs every variant once, the reference in the middle: round_order), a fixed number or
-until the intervals are narrow enough or the time budget is spent (--repeats auto);
+(each runs every variant once and the reference once or twice: round_order), a fixed
+number or until the intervals are narrow enough or the time budget is spent (--repeats auto);
 each run's FOM, exit status and resources (wall, user and system time, page faults,
 max RSS, hugepages) kept in runs.csv as it ends, so that an interrupted measurement
 resumes where it stopped; a warning when the machine is busy; and the per-variant
 summary (hmtune/workflows/stats.py for the intervals). docs/formats.md §7.
 
-Just over 500 lines: the options (--repeats, --budget, --pin, ...), runs.csv and the
+About 560 lines: the options (--repeats, --budget, --pin, ...), runs.csv and the
 round loop are one contract with one reader; the options part (repeats_arg to
 plan_from) is what would move out first."""
 
@@ -42,6 +42,8 @@ DEFAULT_BUDGET = "20m"
 DEFAULT_TARGET = 3.0                # percent
 
 Rows = dict[tuple[str, int], dict[str, str]]
+SECOND = "#2"                       # runs.csv: the reference's second run of a round
+TWICE_FROM = 3                      # the reference runs twice in a round of this many others
 
 
 @dataclass
@@ -217,9 +219,17 @@ def complete_rounds(rows: Rows, names: list[str]) -> list[int]:
     return [r for r in reps if all((n, r) in rows for n in names)]
 
 
+def round_fom(rows: Rows, name: str, r: int) -> float:
+    """name's FOM in round r: the geometric mean of its runs there (the reference's
+    second run, name + SECOND, when the round has one)."""
+    first = float(rows[(name, r)]["fom"])
+    again = rows.get((name + SECOND, r))
+    return first if again is None else math.sqrt(first * float(again["fom"]))
+
+
 def fom_table(rows: Rows, names: list[str]) -> list[dict[str, float]]:
-    return [{n: float(rows[(n, r)]["fom"]) for n in names}
-            for r in complete_rounds(rows, names)]
+    """Per complete round, each of names' FOM (round_fom)."""
+    return [{n: round_fom(rows, n, r) for n in names} for r in complete_rounds(rows, names)]
 
 
 # ---- one run ----
@@ -412,20 +422,33 @@ class Outcome:
 
 
 def round_order(variants: list[Variant], r: int, top: str | None = None) -> list[Variant]:
-    """Round r's order: the reference (variants[0]) in the middle, the others in their
-    order with top (the upper bound, the denominator of every share) first, the first
-    half before the reference (top next to it) and the second half after it, so that
-    neighbours in the list (a strategy and its -whole twin) stay neighbours; mirrored on
-    odd rounds. A speedup
-    is a ratio to the round's reference run, and this host's drift makes two runs differ
-    more the further apart they are: BWA-MEM, 59 rounds of 10 variants (2026-11-28), the
-    sd of a log ratio 0.067-0.092 between neighbours and 0.10-0.12 eight or nine runs
-    apart, where the reference ran first and the upper bound last."""
+    """Round r's order. The reference (variants[0]) every speedup is a ratio to runs
+    twice when TWICE_FROM or more others share the round (its second run named
+    reference + SECOND; round_fom takes the geometric mean of the two), once otherwise.
+    The others keep their order, top (the upper bound, the denominator of every share)
+    first, so that neighbours in the list (a strategy and its -whole twin) stay
+    neighbours: with two reference runs, about half of the others run between them
+    (top next to the first) and a quarter before and after; with one, it runs in the
+    middle, the first half before it (top next to it) and the rest after. Mirrored on
+    odd rounds. This host drifts, so two runs differ more the further apart they ran
+    (BWA-MEM, 59 rounds of 10 variants, 2026-11-28: the sd of a log ratio 0.067-0.092
+    between neighbours and 0.10-0.12 eight or nine runs apart), and the mean of two
+    runs is a steadier reference than one: 25 rounds of 11 runs of one command the same
+    day, the references at positions 2 and 8 against one at 5 of 10, the sd of the
+    worst variant's log ratio 0.083 against 0.112, the interval 22 % narrower at equal
+    time (13 % on average over the positions)."""
     ref, others = variants[0], variants[1:]
     others = ([v for v in others if v.name == top]
               + [v for v in others if v.name != top])
-    half = (len(others) + 1) // 2
-    order = others[:half][::-1] + [ref] + others[half:]
+    if len(others) >= TWICE_FROM:
+        outer = max(1, round(len(others) / 4))
+        mid = len(others) - 2 * outer
+        again = Variant(ref.name + SECOND, ref.placement, ref.baseline)
+        order = (others[mid:mid + outer][::-1] + [ref] + others[:mid] + [again]
+                 + others[mid + outer:])
+    else:
+        half = (len(others) + 1) // 2
+        order = others[:half][::-1] + [ref] + others[half:]
     return order if r % 2 == 0 else order[::-1]
 
 
@@ -465,7 +488,8 @@ def measure(variants: list[Variant], plan: Plan, app: list[str], work: Path,
                 if r >= plan.repeats:
                     break
             elif r > last_existing:
-                per_round = busy_time / out.ran * len(variants) if out.ran else 0.0
+                per_round = (busy_time / out.ran * len(round_order(variants, r, top))
+                             if out.ran else 0.0)
                 why = stats.stop_reason(
                     len(complete_rounds(rows, names)), _halfwidth(rows, names, ref, top, plan),
                     time.monotonic() - t0, per_round, target=plan.target, budget=plan.budget,
@@ -481,6 +505,7 @@ def measure(variants: list[Variant], plan: Plan, app: list[str], work: Path,
                 if before_runs is not None:
                     stack.enter_context(before_runs())
                 tgt = targets(variants, app, work.parent)
+                tgt[ref + SECOND] = tgt.get(ref)
                 if any(v.placement is not None and not tgt.get(v.name) for v in variants):
                     print(f"{who}: note: cannot tell which program {app[0]} starts is the one "
                           "the placements are for: every process it starts places",

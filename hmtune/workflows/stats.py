@@ -7,8 +7,9 @@ The method (docs/formats.md §7):
 - A round holds one run of every variant, so the runs of one round share the machine's
   state of that moment. Each round gives a paired ratio per variant, "how many times
   faster" than the reference in that round (reference FOM / FOM for a time, FOM /
-  reference FOM for a rate). The speedup is their geometric mean: exp of the mean of the
-  log ratios over the rounds.
+  reference FOM for a rate; the reference FOM of a round where it ran twice is the
+  geometric mean of its two runs, hmtune/workflows/measure.py round_fom). The speedup
+  is their geometric mean: exp of the mean of the log ratios over the rounds.
 - Interval: paired bootstrap over rounds. A resample draws rounds with replacement (all
   variants of a drawn round together, so differences between rounds cancel in every
   ratio and the share of gain keeps the variants' correlation), RESAMPLES times from a

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from hmtune.workflows import stats
-from hmtune.workflows.measure import RESOURCES, Outcome, Plan, Rows, complete_rounds
+from hmtune.workflows.measure import RESOURCES, Outcome, Plan, Rows, complete_rounds, fom_table
 
 # ---- the summary ----
 
@@ -35,7 +35,7 @@ def summarize(rows: Rows, names: list[str], top: str | None, higher: bool) -> li
     rounds = complete_rounds(rows, names)
     if not rounds:
         return []
-    table = [{n: float(rows[(n, r)]["fom"]) for n in names} for r in rounds]
+    table = fom_table(rows, names)
     est = stats.estimate(table, names, names[0], top, higher)
     base = statistics.median(t[names[0]] for t in table)
     out = []
@@ -110,8 +110,7 @@ def versus(summary: list[Summary], rows: Rows, mine: list[str], other: list[str]
     b = max((n for n in other if n in speed), key=speed.__getitem__, default=None)
     if a is None or b is None:
         return None
-    table = [{n: float(rows[(n, r)]["fom"]) for n in (a, b)}
-             for r in complete_rounds(rows, [a, b])]
+    table = fom_table(rows, [a, b])
     est = stats.estimate(table, [b, a], b, None, higher)
     return Versus(a, b, est[a]) if a in est else None
 
@@ -128,8 +127,7 @@ def split_over_whole(summary: list[Summary], rows: Rows, names: list[str], whole
         twin = base + whole + at + tag
         if base.endswith(whole) or twin not in have or n not in have:
             continue
-        table = [{x: float(rows[(x, r)]["fom"]) for x in (n, twin)}
-                 for r in complete_rounds(rows, [n, twin])]
+        table = fom_table(rows, [n, twin])
         est = stats.estimate(table, [twin, n], twin, None, higher)
         if n in est:
             out.append(Versus(n, twin, est[n]))

@@ -16,6 +16,7 @@ from clistage import CRASH, FOM, LATENCY, THP, hmtune, latency_stage, rows
 
 from hmtune.advisor.placement import read_placement
 from hmtune.workflows.explore import load_groups, name_of
+from hmtune.workflows.measure import SECOND
 
 
 @pytest.fixture(scope="module")
@@ -59,16 +60,21 @@ def test_every_placement_measured_and_resumed(stage: Path) -> None:
         assert pf.tiers[0].capacity is not None and pf.tiers[0].capacity >= sum(sizes)
     runs = rows(work / "runs.csv")
     names = [p["variant"] for p in placements] + ["advisor"]
-    assert sorted(x["variant"] for x in runs) == sorted(names)
+    # the reference (nothing placed) runs twice a round, both times with its placement
+    again = names[0] + SECOND
+    assert sorted(x["variant"] for x in runs) == sorted(names + [again])
+    log = (work / again / "run.0.log").read_text().splitlines()[0]
+    assert f"HMTUNE_PLACEMENT={(work / names[0] / 'placement.txt').resolve()}" in log
     by = {x["variant"]: x for x in runs}
-    assert by[name_of(0, 3)]["fast_bytes"] == "0"
+    assert by[name_of(0, 3)]["fast_bytes"] == by[again]["fast_bytes"] == "0"
     assert int(by[name_of(7, 3)]["fast_bytes"]) > 0
-    # the summary follows from the runs
+    # the summary follows from the runs, each a ratio to the reference's two runs
     summary = {x["variant"]: x for x in rows(work / "summary.csv")}
     assert list(summary) == names
-    base = float(by[name_of(0, 3)]["fom"])
+    base = (float(by[name_of(0, 3)]["fom"]) * float(by[again]["fom"])) ** 0.5
     for n, s in summary.items():
-        assert float(s["speedup"]) == pytest.approx(base / float(by[n]["fom"]), rel=1e-3)
+        want = 1.0 if n == names[0] else base / float(by[n]["fom"])
+        assert float(s["speedup"]) == pytest.approx(want, rel=1e-3)
         fast = int(by[n]["fast_bytes"])
         if fast:        # FOM gained (a time: base - FOM) per MiB: positive when faster
             assert float(s["dfom_per_mib"]) == pytest.approx(

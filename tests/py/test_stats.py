@@ -257,27 +257,51 @@ def test_auto_stops_at_the_target(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
 
 
 def test_round_order_keeps_every_variant_near_the_reference() -> None:
-    """Ten variants: the reference in the middle, each other variant at most five runs
-    from it (nine when it ran first), the upper bound nearest, neighbours in the list
-    (a strategy and its -whole twin) neighbours in the round; odd rounds mirrored; every
-    variant once a round."""
+    """Ten variants: the reference twice, about a quarter of the others before its first
+    run, half between its runs (the upper bound next to the first) and a quarter after
+    the second, so every other variant is at most three runs from a reference run;
+    neighbours in the list (a strategy and its -whole twin) neighbours in the round; odd
+    rounds mirrored; every variant once a round."""
     vs = [Variant("all-slow", None)] + [Variant(f"v{i}", Path(f"{i}.txt")) for i in range(1, 9)]
     vs.append(Variant("all-fast", Path("t")))
     for r in (0, 1, 2, 3):
-        order = [v.name for v in measure.round_order(vs, r, "all-fast")]
-        assert sorted(order) == sorted(v.name for v in vs)
-        at = order.index("all-slow")
-        dist = {n: abs(i - at) for i, n in enumerate(order)}
-        assert max(dist.values()) == 5 and dist["all-fast"] == dist["v5"] == 1
-        assert [dist[f"v{i}"] for i in range(1, 9)] == [2, 3, 4, 5, 1, 2, 3, 4]
-        for i in (1, 2, 3, 5, 6, 7):
+        got = measure.round_order(vs, r, "all-fast")
+        order = [v.name for v in got]
+        assert sorted(order) == sorted([v.name for v in vs] + ["all-slow" + measure.SECOND])
+        second = got[order.index("all-slow" + measure.SECOND)]
+        assert second.placement is None and second.baseline == ""
+        refs = [i for i, n in enumerate(order) if n.startswith("all-slow")]
+        dist = {n: min(abs(i - k) for k in refs) for i, n in enumerate(order)}
+        assert max(dist.values()) == 3 and dist["all-fast"] == 1
+        first = refs[0] if r % 2 == 0 else refs[1]
+        assert abs(order.index("all-fast") - first) == 1
+        assert sorted((refs[0], len(order) - 1 - refs[1])) == [2, 2]
+        for i in (1, 3, 5, 7):
             assert abs(order.index(f"v{i}") - order.index(f"v{i + 1}")) == 1
         even = [v.name for v in measure.round_order(vs, r - r % 2, "all-fast")]
         assert order == (even if r % 2 == 0 else even[::-1])
-    # without an upper bound the first variants are nearest
+    # three others: the reference twice, one variant between; two: once, in the middle
     order = [v.name for v in measure.round_order(vs[:4], 0)]
-    assert order == ["v2", "v1", "all-slow", "v3"]
+    assert order == ["v2", "all-slow", "v1", "all-slow" + measure.SECOND, "v3"]
+    assert [v.name for v in measure.round_order(vs[:3], 0)] == ["v1", "all-slow", "v2"]
     assert [v.name for v in measure.round_order(vs[:1], 1)] == ["all-slow"]
+
+
+def test_a_round_with_two_reference_runs_is_paired_with_their_geometric_mean() -> None:
+    """Each ratio of round r is to the geometric mean of the reference's runs there;
+    a round with one reference run (an earlier hmtune's, or cut short) uses that one."""
+    def row(v: str, rep: int, fom: float) -> dict[str, str]:
+        return {"variant": v, "repeat": str(rep), "fom": str(fom), "fast_bytes": "0"}
+    rows = {(k[0], k[1]): row(k[0], k[1], f) for k, f in {
+        ("all-slow", 0): 2.0, ("all-slow" + measure.SECOND, 0): 8.0, ("a", 0): 2.0,
+        ("all-slow", 1): 3.0, ("a", 1): 1.5,
+        ("all-slow", 2): 4.0, ("all-slow" + measure.SECOND, 2): 1.0, ("a", 2): 1.0,
+        ("a", 3): 1.0}.items()}
+    table = measure.fom_table(rows, ["all-slow", "a"])
+    assert table == [{"all-slow": 4.0, "a": 2.0}, {"all-slow": 3.0, "a": 1.5},
+                     {"all-slow": 2.0, "a": 1.0}]
+    summary = tables.summarize(rows, ["all-slow", "a"], None, False)
+    assert summary[1].est.rounds == 3 and summary[1].est.speedup == pytest.approx(2.0)
 
 
 def test_auto_stops_when_the_budget_runs_out(monkeypatch: pytest.MonkeyPatch,
