@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="4dbe90aeae65465822b7e53891fb619c38cb5c064c940cb7057032ced7c0c0e1")
+    version("0.1.0", sha256="221fd670b9b1033261a47c2c4fe8eae73f084ce8df102cf526a8e2e644817f54")
 
     variant(
         "memkind",
