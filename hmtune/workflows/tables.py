@@ -11,7 +11,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from hmtune.workflows import stats
-from hmtune.workflows.measure import RESOURCES, Outcome, Plan, Rows, complete_rounds, fom_table
+from hmtune.workflows.measure import (
+    RESOURCES,
+    SECOND,
+    Outcome,
+    Plan,
+    Rows,
+    complete_rounds,
+    fom_table,
+)
 
 # ---- the summary ----
 
@@ -27,7 +35,8 @@ class Summary:
     fast_bytes: float               # median high-water mark of the first tier
     gain_per_mib: float             # FOM gained per MiB in the fast tier (nan: none),
                                     # at the speedup (stats.gain_per_mib)
-    resources: dict[str, float]     # medians of RESOURCES (nan: not recorded)
+    resources: dict[str, float]     # medians of RESOURCES over its runs (the reference's
+                                    # second runs too; nan: not recorded)
 
 
 def summarize(rows: Rows, names: list[str], top: str | None, higher: bool) -> list[Summary]:
@@ -41,7 +50,7 @@ def summarize(rows: Rows, names: list[str], top: str | None, higher: bool) -> li
     out = []
     for n in names:
         foms = [t[n] for t in table]
-        mine = [rows[(n, r)] for r in rounds]
+        mine = [x for r in rounds for x in (rows[(n, r)], rows.get((n + SECOND, r))) if x]
         med = statistics.median(foms)
         fast = statistics.median(int(x["fast_bytes"]) for x in mine)
         res = {}

@@ -291,7 +291,8 @@ def test_a_round_with_two_reference_runs_is_paired_with_their_geometric_mean() -
     """Each ratio of round r is to the geometric mean of the reference's runs there;
     a round with one reference run (an earlier hmtune's, or cut short) uses that one."""
     def row(v: str, rep: int, fom: float) -> dict[str, str]:
-        return {"variant": v, "repeat": str(rep), "fom": str(fom), "fast_bytes": "0"}
+        return {"variant": v, "repeat": str(rep), "fom": str(fom), "fast_bytes": "0",
+                "wall_s": str(fom)}
     rows = {(k[0], k[1]): row(k[0], k[1], f) for k, f in {
         ("all-slow", 0): 2.0, ("all-slow" + measure.SECOND, 0): 8.0, ("a", 0): 2.0,
         ("all-slow", 1): 3.0, ("a", 1): 1.5,
@@ -302,6 +303,8 @@ def test_a_round_with_two_reference_runs_is_paired_with_their_geometric_mean() -
                      {"all-slow": 2.0, "a": 1.0}]
     summary = tables.summarize(rows, ["all-slow", "a"], None, False)
     assert summary[1].est.rounds == 3 and summary[1].est.speedup == pytest.approx(2.0)
+    # the reference's resources: the median over all five of its runs (1, 2, 3, 4, 8)
+    assert summary[0].resources["wall_s"] == 3.0 and summary[1].resources["wall_s"] == 1.5
 
 
 def test_auto_stops_when_the_budget_runs_out(monkeypatch: pytest.MonkeyPatch,
