@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="221fd670b9b1033261a47c2c4fe8eae73f084ce8df102cf526a8e2e644817f54")
+    version("0.1.0", sha256="79a8cf7a68ff32528fb05bf4bb678e2261d406010c749eb02560beb973661597")
 
     variant(
         "memkind",
