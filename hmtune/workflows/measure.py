@@ -219,12 +219,17 @@ def complete_rounds(rows: Rows, names: list[str]) -> list[int]:
     return [r for r in reps if all((n, r) in rows for n in names)]
 
 
-def round_fom(rows: Rows, name: str, r: int) -> float:
-    """name's FOM in round r: the geometric mean of its runs there (the reference's
-    second run, name + SECOND, when the round has one)."""
-    first = float(rows[(name, r)]["fom"])
+def round_runs(rows: Rows, name: str, r: int) -> list[dict[str, str]]:
+    """name's runs in round r: its run and, when the round has one, its second run
+    (name + SECOND, the reference's)."""
     again = rows.get((name + SECOND, r))
-    return first if again is None else math.sqrt(first * float(again["fom"]))
+    return [rows[(name, r)]] if again is None else [rows[(name, r)], again]
+
+
+def round_fom(rows: Rows, name: str, r: int) -> float:
+    """name's FOM in round r: the geometric mean of its runs there (round_runs)."""
+    runs = round_runs(rows, name, r)
+    return math.prod(float(x["fom"]) for x in runs) ** (1.0 / len(runs))
 
 
 def fom_table(rows: Rows, names: list[str]) -> list[dict[str, float]]:
@@ -487,9 +492,9 @@ def measure(variants: list[Variant], plan: Plan, app: list[str], work: Path,
             if plan.repeats is not None:
                 if r >= plan.repeats:
                     break
-            elif r > last_existing:
-                per_round = (busy_time / out.ran * len(round_order(variants, r, top))
-                             if out.ran else 0.0)
+            order = round_order(variants, r, top)
+            if plan.repeats is None and r > last_existing:
+                per_round = busy_time / out.ran * len(order) if out.ran else 0.0
                 why = stats.stop_reason(
                     len(complete_rounds(rows, names)), _halfwidth(rows, names, ref, top, plan),
                     time.monotonic() - t0, per_round, target=plan.target, budget=plan.budget,
@@ -497,7 +502,6 @@ def measure(variants: list[Variant], plan: Plan, app: list[str], work: Path,
                 if why:
                     out.stopped_by = why
                     break
-            order = round_order(variants, r, top)
             if ref_rc is None:      # the reference's exit status judges the others' runs
                 order = [variants[0]] + [v for v in order if v is not variants[0]]
             todo = [v for v in order if (v.name, r) not in rows]

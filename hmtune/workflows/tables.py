@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from hmtune.workflows import stats
 from hmtune.workflows.measure import (
     RESOURCES,
-    SECOND,
     Outcome,
     Plan,
     Rows,
     complete_rounds,
     fom_table,
+    round_runs,
 )
 
 # ---- the summary ----
@@ -50,7 +50,7 @@ def summarize(rows: Rows, names: list[str], top: str | None, higher: bool) -> li
     out = []
     for n in names:
         foms = [t[n] for t in table]
-        mine = [x for r in rounds for x in (rows[(n, r)], rows.get((n + SECOND, r))) if x]
+        mine = [x for r in rounds for x in round_runs(rows, n, r)]
         med = statistics.median(foms)
         fast = statistics.median(int(x["fast_bytes"]) for x in mine)
         res = {}
