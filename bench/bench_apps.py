@@ -25,8 +25,13 @@ seeded random genome, the index built once by `bwa index`; its FOM its own "Real
 its correctness line the checksum of its SAM output), and hotwindow (bench/hotwindow.c,
 ours: a 256 MiB array whose hot part is a 32 MiB window beside two warm 8 MiB arrays,
 the case for split objects: at 25 % of the footprint no whole-object placement holds
-the window). The advisor runs twice at each capacity: ilp-lifetime (split objects on,
-its default) and ilp-lifetime-whole (hmtune advise --whole-objects).
+the window), and two more of ours whose gains must hold (issue 15): latency, the
+demo's program at the demo's size (examples/latency.c: a TLB-bound pointer chase
+allocated last among six arrays), and hashjoin (examples/hashjoin.c: a build-and-probe
+hash join whose table, a quarter of the footprint, is allocated after its inputs and its
+result buffer, so allocation order places the wrong arrays). The advisor runs twice
+at each capacity: ilp-lifetime (split objects on, its default) and ilp-lifetime-whole
+(hmtune advise --whole-objects).
 
 Output (written by bench/apps_report.py): bench/results/apps-<date>-<host>.md (table) and
 .png (speedups with intervals), one summary line per code on stdout. Work files in
@@ -231,6 +236,14 @@ def apps(quick: bool) -> list[App]:
         App("hotwindow", [str(ROOT / "build" / "bench" / "hotwindow"),
                           *(["-n", "30"] if quick else [])],
             [r"kernel_time_s=([0-9.]+)"], False, [r"^checksum=\d+"]),
+        # Ours, the cases whose gains issue 15 says must be kept: the demo's program at
+        # the demo's size, and a hash join whose table allocation order leaves out
+        App("latency", [str(ROOT / "build" / "examples" / "latency"),
+                        *(["-q"] if quick else ["-s", "512", "-n", "2"])],
+            [r"kernel_time_s=([0-9.]+)"], False, [r"checksum=\d+"]),
+        App("hashjoin", [str(ROOT / "build" / "examples" / "hashjoin"),
+                         *(["-s", "64", "-n", "10"] if quick else [])],
+            [r"kernel_time_s=([0-9.]+)"], False, [r"checksum=\d+"]),
         App("nwchem-scf", ["nwchem", "scf.nw"], [r"Time for solution =\s+([0-9.]+)s"], False,
             [r"Total SCF energy =\s+\S+"], {"scf.nw": NWCHEM}),
         App("bwa-mem", ["./run-bwa.sh"], [r"\[main\] Real time: ([0-9.]+) sec"], False,

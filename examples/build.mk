@@ -3,7 +3,7 @@
 EX_SRCDIR := $(ROOT)/examples
 EX_OUTDIR := $(BUILD)/examples
 EX_CFLAGS := -std=gnu11 -O2 -g $(WARN)
-EX_PROGS  := $(addprefix $(EX_OUTDIR)/,latency stream histogram)
+EX_PROGS  := $(addprefix $(EX_OUTDIR)/,latency stream histogram hashjoin)
 
 BUILD_TARGETS += $(EX_PROGS)
 
