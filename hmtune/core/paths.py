@@ -53,7 +53,7 @@ def helper_dir() -> Path:
 
 
 def examples_dir() -> Path:
-    """The example programs (latency, stream, histogram)."""
+    """The example programs (latency, stream, histogram, hashjoin)."""
     prefix = _installed()
     return prefix / "libexec" / "hmtune" / "examples" if prefix else build_dir() / "examples"
 
