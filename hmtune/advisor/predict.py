@@ -39,8 +39,9 @@ Range. A site's weight is a count of samples: its relative standard error is abo
 1 / sqrt(samples), so sd(G)^2 = sum(gain_i^2 / samples_i); g's range is g ± 1.96 sd,
 and S's range takes the extremes of g's, k's and m's ranges together.
 
-"No placement worth making": every site fast is predicted to gain less than MIN_GAIN
-at the top of its range.
+"No placement worth making": neither the advisor's placement nor every site fast is
+predicted to gain MIN_GAIN at the top of its range (every site fast alone is not the
+test: its calls can cost more than the gains of a placement that leaves them out).
 """
 
 from __future__ import annotations
@@ -159,8 +160,10 @@ def as_run_all_fast(problem: Problem) -> Problem:
     return replace(problem, tiers=tiers, _charged={})
 
 
-def worth_making(every_site: Prediction) -> bool:
-    return every_site.hi >= 1.0 + MIN_GAIN
+def worth_making(*predictions: Prediction) -> bool:
+    """Whether any of these placements (the advisor's, every site fast) is predicted to
+    gain MIN_GAIN at the top of its range."""
+    return any(p.hi >= 1.0 + MIN_GAIN for p in predictions)
 
 
 Fit = tuple[float, float, float, float, float, float]     # k, k_lo, k_hi, m, m_lo, m_hi
@@ -279,7 +282,8 @@ def lines(mine: Prediction, every: Prediction, cal: Calibration | None, fast: st
                    f"{cal.measured_hi:.2f}]; gains x k = {cal.k:.2f} [{cal.k_lo:.2f}-"
                    f"{cal.k_hi:.2f}], call costs x m = {cal.call_scale:.2f} "
                    f"[{cal.call_scale_lo:.2f}-{cal.call_scale_hi:.2f}]")
-    if not worth_making(every):
-        out.append(f"no placement worth making: every site in tier {fast} is predicted to "
-                   f"gain under {100 * MIN_GAIN:.0f} % ({every.text()})")
+    if not worth_making(mine, every):
+        out.append(f"no placement worth making: neither this placement ({mine.text()}) nor "
+                   f"every site in tier {fast} ({every.text()}) is predicted to gain "
+                   f"{100 * MIN_GAIN:.0f} %")
     return out
