@@ -33,6 +33,14 @@ bench-interpose: deps build
 bench-split: deps build
 	@$(PY) $(ROOT)/bench/bench_split.py $(BENCH_ARGS)
 
+# What libhmalloc adds per allocation on a real code (BWA-MEM): an unmatched call looked
+# up, a matched call placed, a call placed by HMTUNE_BASELINE=all; the advisor's
+# alloc_cost_ns. Needs bwa (bench/apps/deps.sh). Never part of make test.
+.PHONY: bench-callcost
+bench-callcost: deps build
+	@bash $(ROOT)/bench/apps/deps.sh
+	@$(PY) $(ROOT)/bench/bench_callcost.py $(BENCH_ARGS)
+
 # faultcost: first-touch cost per page size and what a 2 MiB page saves per 4 KiB fault
 # (the fault_cost_ns of configs/machines/vm-*.toml).
 $(BUILD)/bench/faultcost: $(ROOT)/bench/faultcost.c

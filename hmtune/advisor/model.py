@@ -71,11 +71,13 @@ KIB = 1 << 10
 MIB = 1 << 20
 SPEEDS_UP = ("access", "first_touch")   # what a tier can speed up (Tier.speeds_up)
 # ns libhmalloc's placing path adds per allocation (alloc + free) when a machine file
-# does not say: measured on bench-apps' BWA-MEM here, 3.09 M placed allocations (every
-# site in hugetlb) took 6.6-7.6 s more CPU than the same run with only its index placed
-# (2.1-2.5 us each: stacks of stripped code unwound by DWARF, libunwind's per-thread
-# cache missing on its many call paths); hmallocbench's single hot site takes ~0.3 us.
-DEFAULT_ALLOC_COST_NS = 2000.0
+# does not say: `make bench-callcost` (bench/bench_callcost.py) on BWA-MEM, 0.77 M small
+# allocations a run from stripped code's many call paths, two runs of 40 interleaved
+# rounds (bench/results/callcost-2026-11-29-vm.txt): every site placed and matched cost
+# 86 ns [-39, 196] and 39 ns [-181, 126] of CPU a call more than the index placed alone;
+# a call looked up that matched nothing 25 ns [-28, 112] and 96 ns [61, 189]. (It was
+# 2000 while libhmalloc unwound each request's stack: 2.1-2.5 us a call then.)
+DEFAULT_ALLOC_COST_NS = 100.0
 
 
 def ns_weight(sampler: str) -> float:

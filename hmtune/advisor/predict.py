@@ -60,12 +60,13 @@ Z95 = 1.96
 MAX_SAVED = 0.95          # a fraction saved is capped here (S at most 20x)
 CALL_PRIOR_SD = 1.0       # fit(): m's prior, 1 +- this
 MIN_SD = 1e-3             # fit(): a point's standard error is at least this
-# libhmalloc's placing path without call-site matching (HMTUNE_BASELINE) over the matched
-# path (alloc_cost_ns), per allocation. BWA-MEM, 3.08 M allocations: every request placed
-# without matching took 2.1-2.8 s more user CPU than the placements of its big objects
-# alone (9-round medians, bench/results/apps-2026-11-27c-vm-bwa-mem.md), 680-910 ns
-# each; matched, 2.1-2.5 us (apps-2026-11-27-vm-bwa-mem.md)
-UNMATCHED_SHARE = 0.4
+# libhmalloc's placing path without call-site matching (HMTUNE_BASELINE=all) over the
+# matched path (alloc_cost_ns), per allocation: `make bench-callcost` on BWA-MEM (0.77 M
+# small allocations a run, bench/results/callcost-2026-11-29-vm.txt): every request
+# placed without matching cost 226 ns [101, 355] and 59 ns [-165, 192] a call more than
+# the index placed alone where matched placing cost 86 and 39 ns; paired, 40 ns
+# [-75, 130] more than matched. (It was 0.4 while matching unwound every stack.)
+UNMATCHED_SHARE = 1.5
 FORMAT = "hmtune calibration v2"
 
 

@@ -19,9 +19,9 @@ the fallback, where everything not placed stays, and must be unlimited:
     faults_kept = 0.001953125        # first_touch: fraction of the faults still taken
                                      # here (default 4K / page for hugetlb; needed
                                      # for every other backend)
-    alloc_cost_ns = 2000.0           # optional: ns placing adds per allocation (the
+    alloc_cost_ns = 100.0            # optional: ns placing adds per allocation (the
                                      # interposer's path and free), charged against a
-                                     # site's value per allocation call (default 2000;
+                                     # site's value per allocation call (default 100;
                                      # 0 on a "default" tier, which places nothing)
 
 Every problem is reported as one line `FILE: ...` naming the tier and key at fault

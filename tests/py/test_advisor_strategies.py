@@ -13,7 +13,7 @@ from advisorcases import (
 )
 
 import hmtune.advisor.mip
-from hmtune.advisor.model import KIB, Problem, Tier
+from hmtune.advisor.model import DEFAULT_ALLOC_COST_NS, KIB, Problem, Tier
 from hmtune.advisor.strategies import STRATEGIES, capacity_curve, capacity_for_share, solve
 
 PAGE = 4 * KIB
@@ -249,10 +249,16 @@ def test_sites_whose_calls_cost_more_than_they_gain_stay_put(strategy):
                        max_sizes=np.array([16 * mib, 64]),
                        total_bytes=np.array([16 * mib, 6_400_000]))
 
-    p = problem(None)            # the default, 2 us: site 2 gains 1e8 ns, costs 2e8
+    p = problem(2000.0)          # 2 us a call: site 2 gains 1e8 ns, costs 2e8
     assert p.call_cost_values()[:, 0].tolist() == [2000.0, 2e8]
     assert solve(p, strategy).tier_of.tolist() == [0, 1]
     assert solve(problem(0.0), strategy).tier_of.tolist() == [0, 0]
+    # the default (100 ns, measured by make bench-callcost): site 2's calls cost 1e7 ns,
+    # less than it gains
+    d = problem(None)
+    assert d.call_cost_values()[:, 0].tolist() == pytest.approx(
+        [DEFAULT_ALLOC_COST_NS, DEFAULT_ALLOC_COST_NS * 100_000])
+    assert solve(d, strategy).tier_of.tolist() == [0, 0]
     # statics pay no calls
-    s = replace(problem(None), statics=np.array([False, True]))
+    s = replace(problem(2000.0), statics=np.array([False, True]))
     assert s.call_cost_values()[1, 0] == 0.0

@@ -10,9 +10,10 @@ from hmtune.advisor.model import MIB, Placement, Problem, Tier
 from hmtune.advisor.window import trim
 
 
-def case(small_calls: int, cost: float | None = None) -> tuple[Problem, pd.DataFrame]:
+def case(small_calls: int, cost: float | None = 2000.0) -> tuple[Problem, pd.DataFrame]:
     """Site 1: one 32 MiB array (value 4e9 ns); site 2: 64-byte objects worth 1e8 ns;
-    site 3 (never placed): small_calls calls of 100 bytes."""
+    site 3 (never placed): small_calls calls of 100 bytes; each call costs cost ns (None:
+    the default)."""
     tiers = [Tier("huge", 256 * MIB, "hugetlb", 1.0, 1.0, alloc_cost_ns=cost),
              Tier("slow", None, "default", 1.55, 1.55)]
     p = Problem(np.array([1, 2, 3]), np.array([32 * MIB, 4096, 4096], np.int64),
@@ -39,6 +40,14 @@ def test_small_sites_that_widen_the_window_at_a_loss_are_dropped() -> None:
     p, allocs = case(1_000_000, cost=0.0)
     assert trim(p, table, both, allocs) == (both, None)
     assert trim(p, table, both, None) == (both, None)
+    # the default cost (100 ns): a million other calls cost 1e8 ns, about site 2's
+    # value less its own calls; 10 million cost more
+    from hmtune.advisor.model import DEFAULT_ALLOC_COST_NS
+    p, allocs = case(1_000_000, cost=None)
+    assert p.tiers[0].call_cost_ns == DEFAULT_ALLOC_COST_NS
+    assert trim(p, table, both, allocs) == (both, None)
+    p, allocs = case(10_000_000, cost=None)
+    assert trim(p, table, both, allocs)[0].tier_of.tolist() == [0, 1, 1]
 
 
 def test_split_pieces_take_their_sites_requests() -> None:
