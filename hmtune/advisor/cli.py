@@ -396,6 +396,11 @@ def run(args: argparse.Namespace) -> int:
     mip.ask(args.solver)
     t0 = time.monotonic()
     sites_path = resolve(args.sites)
+    if not sites_path.exists() and args.output and (Path(args.output) / "sites.csv").is_file():
+        # -o is where placement.txt goes (hmtune trace/compare's -o is the stage)
+        raise Failure(f"{sites_path}: no such file; -o names where to write placement.txt, "
+                      f"and {args.output} holds a sites.csv: to advise on it, give it as the "
+                      f"argument (hmtune advise {shlex.quote(args.output)} ...)", 2)
     if args.fraction is not None:
         opts.mem = _fraction_bytes(sites_path, args.fraction)
     allocs_path = Path(args.allocs) if args.allocs else sites_path.parent / "allocs.csv"

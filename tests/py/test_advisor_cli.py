@@ -405,6 +405,22 @@ def test_usage_and_input_errors(tmp_path: Path, capsys: pytest.CaptureFixture,
     assert not (d / "report.txt").exists()
 
 
+def test_a_stage_given_as_the_output_is_named(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """`hmtune advise -o STAGE` (trace's and compare's -o is the stage; advise's is the
+    placement file) from a directory without sites.csv: refused, with the command that
+    reads STAGE, and nothing written anywhere."""
+    d = standard_dir(tmp_path)
+    (d / "placement.txt").write_text("earlier\n")
+    here = tmp_path / "elsewhere"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    rc, _, err = advise(capsys, "--mem", "1G", "-o", str(d))
+    assert rc == 2 and f"hmtune advise {d}" in err
+    assert (d / "placement.txt").read_text() == "earlier\n"
+    assert not (d / "report.txt").exists() and not any(here.iterdir())
+
+
 @pytest.mark.parametrize("case", ["nan", "order", "text"])
 def test_bad_allocs_csv(tmp_path: Path, capsys: pytest.CaptureFixture, case: str) -> None:
     d = standard_dir(tmp_path)
