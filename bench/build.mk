@@ -49,6 +49,24 @@ $(BUILD)/bench/faultcost: $(ROOT)/bench/faultcost.c
 
 BUILD_TARGETS += $(BUILD)/bench/faultcost
 
+# tlbspan: what 2 MiB pages gain on access as a function of the span accessed (a
+# dependent random chase, 4 KiB against hugetlb pages).
+$(BUILD)/bench/tlbspan: $(ROOT)/bench/tlbspan.c
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g $(WARN) -o $@ $<
+
+BUILD_TARGETS += $(BUILD)/bench/tlbspan
+
+# The hugepages tlbspan needs (128 of 2 MiB) are added to the pool for its run and put
+# back (root); BENCH_ARGS: ROUNDS [ACCESSES]. Never part of make test.
+.PHONY: bench-tlbspan
+bench-tlbspan: build
+	@old=$$(cat /proc/sys/vm/nr_hugepages); \
+	if ! echo $$((old + 130)) > /proc/sys/vm/nr_hugepages 2>/dev/null; then \
+	  echo "bench-tlbspan: cannot add 130 hugepages to the pool (run as root)" >&2; exit 2; fi; \
+	$(BUILD)/bench/tlbspan $(BENCH_ARGS); rc=$$?; \
+	echo $$old > /proc/sys/vm/nr_hugepages; exit $$rc
+
 # hotwindow: a large array with a hot window inside it beside warm arrays (bench-apps'
 # object-splitting case).
 $(BUILD)/bench/hotwindow: $(ROOT)/bench/hotwindow.c
