@@ -223,6 +223,10 @@ def machine_toml(host: Host, choice: Choice) -> str:
                       f"faults_kept = {float(t.faults_kept)!r}"]
         if t.backend != "default":
             lines.append(f"alloc_cost_ns = {float(t.call_cost_ns)!r}")
+        if t.min_span:
+            span = t.min_span
+            lines.append(f'access_min_span = "{span // 1024}K"' if span % 1024 == 0 else
+                         f"access_min_span = {span}")
         lines.append("")
     return "\n".join(lines)
 

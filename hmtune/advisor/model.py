@@ -38,6 +38,11 @@ each thing the tier speeds up (`Tier.speeds_up`):
   accesses gain more than its calls cost (bench-apps' BWA-MEM: 3.1 M placed
   allocations cost more than the hugepages gained).
 
+  On a tier of bigger pages of the same memory (hugetlb, THP: model.pages_only) the
+  access gain is the TLB's, and a site whose peak live bytes fit the first-level
+  TLB's reach in 4 KiB pages gains nothing: access(i, t) = 0 when the site's peak is
+  at most the tier's min_span (access_min_span, default SMALL_SPAN, 256 KiB).
+
 value(i, t) = access(i, t) + first_touch(i, t) - calls(i, t), so the fallback's value is
 0 and a tier no faster than the fallback is worth nothing (less: its calls).
 
@@ -78,6 +83,20 @@ SPEEDS_UP = ("access", "first_touch")   # what a tier can speed up (Tier.speeds_
 # a call looked up that matched nothing 25 ns [-28, 112] and 96 ns [61, 189]. (It was
 # 2000 while libhmalloc unwound each request's stack: 2.1-2.5 us a call then.)
 DEFAULT_ALLOC_COST_NS = 100.0
+# bytes: a site whose peak live bytes are at most this gains nothing on access from a
+# tier that only maps bigger pages of the same memory (hugetlb, THP, memkind's and
+# UMF's hugetlb): the first-level TLB holds that span in 4 KiB pages (72 entries, 288
+# KiB on the Zen 4 here). make bench-tlbspan (bench/results/tlbspan-2026-11-29-vm.txt):
+# a dependent random chase gains 0.986-1.003x at 16-256 KiB in 2 MiB pages, 1.08-1.14x
+# from 16 MiB on. A machine file's access_min_span sets it per tier.
+SMALL_SPAN = 256 * KIB
+
+
+def pages_only(backend: str) -> bool:
+    """Whether a backend gives the same memory in bigger pages (its access gain is the
+    TLB's): hugetlb, THP, UMF's hugetlb and memkind's hugepage kinds without HBW."""
+    return backend in ("hugetlb", "thp", "umf:hugetlb") or (
+        backend.startswith("memkind:") and "HUGETLB" in backend and "HBW" not in backend)
 
 
 def ns_weight(sampler: str) -> float:
@@ -101,10 +120,20 @@ class Tier:
     fault_cost_ns: float = 0.0  # first_touch: ns saved per minor fault avoided
     faults_kept: float = 1.0    # first_touch: fraction of a site's faults still taken here
     alloc_cost_ns: float | None = None   # ns placing adds per allocation (None: the default)
+    access_min_span: int | None = None   # sites this small gain no access (None: default)
 
     @property
     def unlimited(self) -> bool:
         return self.capacity is None
+
+    @property
+    def min_span(self) -> int:
+        """Sites whose peak live bytes are at most this gain nothing on access here:
+        access_min_span, else SMALL_SPAN on a tier of bigger pages of the same memory
+        (pages_only), else 0."""
+        if self.access_min_span is not None:
+            return self.access_min_span
+        return SMALL_SPAN if pages_only(self.backend) else 0
 
     @property
     def call_cost_ns(self) -> float:
@@ -248,6 +277,8 @@ class Problem:
             gain_l = max(0.0, 1.0 - tier.load_cost / fb.load_cost)
             gain_s = max(0.0, 1.0 - tier.store_cost / fb.store_cost)
             out[:, t] = self.weights * (f_load * gain_l + f_store * gain_s)
+            if tier.min_span > 0:       # a span the TLB holds anyway: no access gain
+                out[self.sizes <= tier.min_span, t] = 0.0
         if self.fraction is not None:
             out *= self.fraction
         return out

@@ -23,6 +23,10 @@ the fallback, where everything not placed stays, and must be unlimited:
                                      # interposer's path and free), charged against a
                                      # site's value per allocation call (default 100;
                                      # 0 on a "default" tier, which places nothing)
+    access_min_span = "256K"         # optional: sites whose peak live bytes are at
+                                     # most this gain nothing on access here (default
+                                     # 256 KiB on hugetlb, thp and hugepage kinds: the
+                                     # TLB holds that span anyway; 0 elsewhere)
 
 Every problem is reported as one line `FILE: ...` naming the tier and key at fault
 (TierFileError). `--mem SIZE` alone stands for this host's tiers (hmtune/advisor/host.py,
@@ -45,7 +49,7 @@ BACKENDS = ("memkind:KIND", "numa:NODES", "umf:numa:NODES[:MODE]", "umf:hugetlb"
             "thp", "default")
 UMF_NUMA_MODES = ("bind", "preferred", "interleave")
 _KEYS = {"name", "capacity", "backend", "load_cost", "store_cost", "per", "page",
-         "speeds_up", "fault_cost_ns", "faults_kept", "alloc_cost_ns"}
+         "speeds_up", "fault_cost_ns", "faults_kept", "alloc_cost_ns", "access_min_span"}
 _FIRST_TOUCH_KEYS = ("fault_cost_ns", "faults_kept")
 _REQUIRED = ("name", "capacity", "backend", "load_cost", "store_cost")
 # ASCII only and \Z, not $ (which also matches before a final newline): a backend or
@@ -159,6 +163,20 @@ def _page(value: object, where: str) -> int:
     return page
 
 
+def _span(value: object, where: str) -> int:
+    """access_min_span: a size ("256K", bytes as a number), 0 to 1 TiB."""
+    try:
+        span = parse_size(str(value)) if isinstance(value, str | int) and \
+            not isinstance(value, bool) else -1
+    except ValueError:
+        span = -1
+    if not 0 <= span <= 1 << 40:
+        raise TierFileError(f"{where}: access_min_span must be a size from 0 to 1T (sites "
+                            f"whose peak is at most this gain nothing on access here, "
+                            f"e.g. \"256K\"), not {value!r}")
+    return span
+
+
 def _speeds_up(value: object, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not value or \
             not all(isinstance(v, str) for v in value):
@@ -233,11 +251,13 @@ def parse_tier(raw: object, where: str) -> Tier:
     alloc_cost = None
     if "alloc_cost_ns" in raw:
         alloc_cost = _ns(raw["alloc_cost_ns"], f"{where}: alloc_cost_ns")
+    min_span = _span(raw["access_min_span"], where) if "access_min_span" in raw else None
     return Tier(name=name, capacity=parse_capacity(raw["capacity"], where), backend=backend,
                 load_cost=_cost(raw["load_cost"], f"{where}: load_cost"),
                 store_cost=_cost(raw["store_cost"], f"{where}: store_cost"),
                 page_size=page, per_node=per == "node", speeds_up=speeds,
-                fault_cost_ns=fault_cost, faults_kept=kept, alloc_cost_ns=alloc_cost)
+                fault_cost_ns=fault_cost, faults_kept=kept, alloc_cost_ns=alloc_cost,
+                access_min_span=min_span)
 
 
 def check_tiers(tiers: list[Tier], where: str) -> list[str]:

@@ -243,7 +243,7 @@ def test_sites_whose_calls_cost_more_than_they_gain_stay_put(strategy):
         mib = 1 << 20
         tiers = [Tier("huge", 64 * mib, "hugetlb", 1.0, 1.0, alloc_cost_ns=cost),
                  Tier("slow", None, "default", 2.0, 2.0)]
-        return Problem(np.array([1, 2]), np.array([16 * mib, 64 * 1024], np.int64),
+        return Problem(np.array([1, 2]), np.array([16 * mib, mib], np.int64),
                        np.array([4e9, 2e8]), np.array([100, 10]), np.zeros(2, np.int64),
                        tiers, total_weight=5e9, n_allocs=np.array([1, 100_000]),
                        max_sizes=np.array([16 * mib, 64]),

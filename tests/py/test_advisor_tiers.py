@@ -112,6 +112,46 @@ def test_alloc_cost_default_and_key(tmp_path: Path) -> None:
         assert load_machine(write(tmp_path, text)).tiers[0].call_cost_ns == ns
 
 
+def test_access_min_span_default_and_key(tmp_path: Path) -> None:
+    """access_min_span: 256 KiB on tiers of bigger pages of the same memory (hugetlb, THP,
+    memkind's hugepage kind without HBW), 0 elsewhere; the file's size otherwise."""
+    from hmtune.advisor.model import SMALL_SPAN, Tier
+
+    assert SMALL_SPAN == 256 * KIB
+    for backend, span in (("hugetlb", SMALL_SPAN), ("thp", SMALL_SPAN),
+                          ("umf:hugetlb", SMALL_SPAN), ("memkind:MEMKIND_HUGETLB", SMALL_SPAN),
+                          ("memkind:MEMKIND_HBW_HUGETLB", 0), ("memkind:MEMKIND_HBW", 0),
+                          ("numa:1", 0), ("default", 0)):
+        assert Tier("t", None, backend).min_span == span, backend
+    m = load_machine(write(tmp_path, GOOD.format(cap="1G")))        # memkind HBW
+    assert m.tiers[0].min_span == 0
+    for value, want in (('"1M"', MIB), ("0", 0), ("65536", 64 * KIB)):
+        text = GOOD.format(cap="1G").replace('name = "fast"',
+                                             f'name = "fast"\naccess_min_span = {value}')
+        assert load_machine(write(tmp_path, text)).tiers[0].min_span == want
+
+
+def test_small_sites_gain_nothing_on_access_from_bigger_pages() -> None:
+    """On a hugetlb tier a site whose peak is at most 256 KiB (the span a first-level TLB
+    holds in 4 KiB pages: make bench-tlbspan, no gain at 16-256 KiB) has no access value;
+    larger ones keep theirs; an HBM-like tier, or access_min_span = 0, keeps them all."""
+    import numpy as np
+
+    from hmtune.advisor.model import Problem, Tier
+
+    sizes = np.array([64 * KIB, 256 * KIB, 256 * KIB + 4096, 8 * MIB], np.int64)
+
+    def access(fast: Tier) -> list[float]:
+        p = Problem(np.arange(4), sizes, np.full(4, 1e6), np.full(4, 100, np.int64),
+                    np.zeros(4, np.int64), [fast, Tier("slow", None, "default", 2.0, 2.0)],
+                    total_weight=4e6)
+        return p.access_values()[:, 0].tolist()
+
+    assert access(Tier("huge", 64 * MIB, "hugetlb")) == [0.0, 0.0, 5e5, 5e5]
+    assert access(Tier("huge", 64 * MIB, "hugetlb", access_min_span=0)) == [5e5] * 4
+    assert access(Tier("hbm", 64 * MIB, "numa:1")) == [5e5] * 4
+
+
 def _replace(old: str, new: str) -> str:
     text = GOOD.format(cap="16G")
     assert old in text
@@ -153,6 +193,14 @@ BROKEN = {
                         "alloc_cost_ns"),
     "alloc-cost-huge": (_replace('name = "fast"', 'name = "fast"\nalloc_cost_ns = 5e9'),
                         "alloc_cost_ns"),
+    "span-text": (_replace('name = "fast"', 'name = "fast"\naccess_min_span = "big"'),
+                  "access_min_span"),
+    "span-negative": (_replace('name = "fast"', 'name = "fast"\naccess_min_span = -1'),
+                      "access_min_span"),
+    "span-bool": (_replace('name = "fast"', 'name = "fast"\naccess_min_span = true'),
+                  "access_min_span"),
+    "span-huge": (_replace('name = "fast"', 'name = "fast"\naccess_min_span = "2T"'),
+                  "access_min_span"),
 }
 
 

@@ -11,12 +11,12 @@ from hmtune.advisor.window import trim
 
 
 def case(small_calls: int, cost: float | None = 2000.0) -> tuple[Problem, pd.DataFrame]:
-    """Site 1: one 32 MiB array (value 4e9 ns); site 2: 64-byte objects worth 1e8 ns;
-    site 3 (never placed): small_calls calls of 100 bytes; each call costs cost ns (None:
-    the default)."""
+    """Site 1: one 32 MiB array (value 4e9 ns); site 2: 64-byte objects (1 MiB live at
+    most) worth 1e8 ns; site 3 (never placed): small_calls calls of 100 bytes; each call
+    costs cost ns (None: the default)."""
     tiers = [Tier("huge", 256 * MIB, "hugetlb", 1.0, 1.0, alloc_cost_ns=cost),
              Tier("slow", None, "default", 1.55, 1.55)]
-    p = Problem(np.array([1, 2, 3]), np.array([32 * MIB, 4096, 4096], np.int64),
+    p = Problem(np.array([1, 2, 3]), np.array([32 * MIB, MIB, 4096], np.int64),
                 np.array([4e9 * 2.82, 1e8 * 2.82, 0.0]), np.array([10, 10, 0]),
                 np.zeros(3, np.int64), tiers, total_weight=2e10,
                 n_allocs=np.array([1, 10, small_calls]))
@@ -53,7 +53,7 @@ def test_small_sites_that_widen_the_window_at_a_loss_are_dropped() -> None:
 def test_split_pieces_take_their_sites_requests() -> None:
     """Pieces of a split site (table parent_id) are judged by their site's requests."""
     p, allocs = case(1_000_000)
-    q = Problem(np.array([101, 102, 2, 3]), np.array([16 * MIB, 16 * MIB, 4096, 4096]),
+    q = Problem(np.array([101, 102, 2, 3]), np.array([16 * MIB, 16 * MIB, MIB, 4096]),
                 np.array([2e9 * 2.82, 2e9 * 2.82, 1e8 * 2.82, 0.0]), np.array([5, 5, 10, 0]),
                 np.zeros(4, np.int64), p.tiers, total_weight=2e10,
                 n_allocs=np.array([1, 1, 10, 1_000_000]))
