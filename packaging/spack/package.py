@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="79a8cf7a68ff32528fb05bf4bb678e2261d406010c749eb02560beb973661597")
+    version("0.1.0", sha256="b7e943ed879a842c632a214ddab75df6431f9acc792e195cfb1b29d864d906c0")
 
     variant(
         "memkind",
