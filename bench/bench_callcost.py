@@ -133,7 +133,6 @@ def one_run(variant: str, files: dict[str, Path], work: Path) -> dict[str, float
     return got
 
 
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=30, help="interleaved rounds (default 30)")
@@ -159,42 +158,43 @@ def main() -> int:
             say(f"round {r + 1}/{args.rounds}: CPU s " + ", ".join(
                 f"{v} {b[v]['cpu']:.2f}" for v in VARIANTS))
     (WORK / "rounds.json").write_text(json.dumps(rows, indent=0) + "\n")
-    report(rows, args.rounds)
+    report(rows)
     return 0
 
 
-def report(rows: list[dict[str, dict[str, float]]], rounds: int) -> None:
-    def per_call(v: str, count: str, ref: str = "big") -> list[float]:
+def report(rows: list[dict[str, dict[str, float]]]) -> None:
+    def mid(v: str, key: str) -> float:
+        return sorted(b[v][key] for b in rows)[len(rows) // 2]
+
+    def per_call(v: str, count: str, ref: str, beyond_ref: bool) -> list[float]:
+        """ns of CPU per call: (v - ref) over v's count, less ref's when beyond_ref."""
         out = []
         for b in rows:
-            n = b[v][count] - (b[ref][count] if count == "placed" and ref == "big" else 0.0)
+            n = b[v][count] - (b[ref][count] if beyond_ref else 0.0)
             if n > 0:
                 out.append((b[v]["cpu"] - b[ref]["cpu"]) / n * 1e9)
         return out
 
     print(f"# {NAME}: libhmalloc's cost per call on BWA-MEM (25,000 reads, 2 threads), "
-          f"{rounds} interleaved rounds, CPU time (user + system)")
+          f"{len(rows)} interleaved rounds, CPU time (user + system)")
     print(f"{'variant':8} {'CPU s':>8} {'wall s':>8} {'placed blocks':>14} "
           f"{'looked up, unmatched':>21}")
     for v in VARIANTS:
-        med = sorted(b[v]["cpu"] for b in rows)[len(rows) // 2]
-        wall = sorted(b[v]["wall"] for b in rows)[len(rows) // 2]
-        placed = sorted(b[v]["placed"] for b in rows)[len(rows) // 2]
-        unm = sorted(b[v]["unmatched"] for b in rows)[len(rows) // 2]
-        print(f"{v:8} {med:8.2f} {wall:8.2f} {placed:14.0f} {unm:21.0f}")
+        print(f"{v:8} {mid(v, 'cpu'):8.2f} {mid(v, 'wall'):8.2f} {mid(v, 'placed'):14.0f} "
+              f"{mid(v, 'unmatched'):21.0f}")
     print("per call, ns: median over rounds [95 % interval]")
-    for label, v, count, ref in (
-            ("lookup (unmatched call in the size window)", "lookup", "unmatched", "big"),
-            ("placing (matched, in the fast tier)", "placed", "placed", "big"),
-            ("baseline all (placed without matching)", "all", "placed", "big"),
-            ("baseline all over placing, paired", "all", "placed", "placed")):
-        xs = per_call(v, count, ref)
+    for label, v, count, ref, beyond in (
+            ("lookup (unmatched call in the size window)", "lookup", "unmatched", "big",
+             False),
+            ("placing (matched, in the fast tier)", "placed", "placed", "big", True),
+            ("baseline all (placed without matching)", "all", "placed", "big", True),
+            ("baseline all over placing, paired", "all", "placed", "placed", False)):
+        xs = per_call(v, count, ref, beyond)
         if len(xs) < 6:
             print(f"  {label}: not enough rounds with calls")
             continue
         med, lo, hi = median_interval(xs)
         print(f"  {label:45} {med:8.0f} [{lo:.0f}, {hi:.0f}]")
-
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -95,8 +95,7 @@ SMALL_SPAN = 256 * KIB
 def pages_only(backend: str) -> bool:
     """Whether a backend gives the same memory in bigger pages (its access gain is the
     TLB's): hugetlb, THP, UMF's hugetlb and memkind's hugepage kinds without HBW."""
-    return backend in ("hugetlb", "thp", "umf:hugetlb") or (
-        backend.startswith("memkind:") and "HUGETLB" in backend and "HBW" not in backend)
+    return (granularity.uses_hugetlb(backend) or backend == "thp") and "HBW" not in backend
 
 
 def ns_weight(sampler: str) -> float:
