@@ -102,6 +102,9 @@ def free_stem(results: Path, day: str, rest: str) -> Path:
 def write_results(results: list[dict], args: argparse.Namespace) -> Path:
     """bench/results/apps-DATE-HOST.md and .png; one summary line per code on stdout.
     Returns their path without the suffix."""
+    # bench_apps put the repository on sys.path
+    from hmtune.workflows.tables import Short
+
     RESULTS.mkdir(parents=True, exist_ok=True)
     now = dt.datetime.now(dt.UTC)
     host = platform.node() or "host"
@@ -183,6 +186,10 @@ def write_results(results: list[dict], args: argparse.Namespace) -> Path:
                                    f"{target_verdict(frac, adv, top, pred.get(name))});")
             for x in sows:
                 summary.append(f"split over whole {_paired(x)} ({x['verdict']});")
+        short = list(dict.fromkeys(Short(**x).line() for c in r["compares"].values()
+                                   for x in c["result"].get("short_of_tier") or []))
+        md += ["", *[f"Fast tier short: {x}." for x in short]] if short else []
+        summary += [f"fast tier short in {len(short)} variant(s);"] if short else []
         summary.append(f"trace overhead {r['trace']['overhead']:.2f}x; correctness "
                        f"{r['checked'] - len(r['bad'])}/{r['checked']} runs equal")
         lines.append(" ".join(summary))

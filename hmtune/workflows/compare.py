@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import math
 import sys
@@ -140,7 +141,8 @@ def run(args: argparse.Namespace) -> int:
     need = max(setup.mem, room or 0) * setup.procs
     if args.reserve_hugepages:
         need = harness.pool_need([p for p in checked if p is not None], setup.stage,
-                                 setup.procs, need)
+                                 setup.procs, need,
+                                 work / UPPER / "placement.txt" if top else None)
 
     @contextlib.contextmanager
     def pools() -> Iterator[None]:
@@ -181,6 +183,7 @@ def run(args: argparse.Namespace) -> int:
     splits = {mem: tables.split_over_whole(summary, out.rows, mine[mem], WHOLE,
                                            plan.higher) for mem in mine}
     stop = tables.stop_message(out, plan, summary)
+    short = tables.short_of_tier(out.rows, names, ours | ({top} if top else set()))
     write_atomic(work / "result.json", json.dumps({
         "rounds": summary[0].runs, "stopped_by": out.stopped_by, "stop": stop,
         "repeats": rounds, "target": plan.target, "budget_s": plan.budget,
@@ -195,7 +198,8 @@ def run(args: argparse.Namespace) -> int:
                              for m in mine for v in splits[m]],
         "calibration": str(stage / "calibration.json") if cal and cal.calibration else None,
         "predicted": {n: [round(p.speedup, 4), round(p.lo, 4), round(p.hi, 4)]
-                      for n, p in (cal.predicted if cal else {}).items()}},
+                      for n, p in (cal.predicted if cal else {}).items()},
+        "short_of_tier": [dataclasses.asdict(x) for x in short]},
         indent=1) + "\n")
     print_table(summary)
     print()
@@ -224,6 +228,8 @@ def run(args: argparse.Namespace) -> int:
     beyond = tables.beyond_bound(summary, UPPER)
     if beyond:
         print(f"note: {beyond}.")
+    for x in short:
+        print(f"note: {x.line()}.")
     if cal and cal.calibration:
         k = cal.calibration
         print(f"calibration ({stage / 'calibration.json'}, for hmtune advise), fitted on "

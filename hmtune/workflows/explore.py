@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import io
 import json
 import sys
@@ -294,10 +295,12 @@ def run(args: argparse.Namespace) -> int:
     write_csv(work / "summary.csv", list(rows[0]), rows)
     res = conclude(rows, setup.mem, foot, args.strategy, k, rest, advisor_as, upper)
     stop = tables.stop_message(out, plan, summary)
+    short = tables.short_of_tier(out.rows, names, set(names))   # each sized to fit whole
     res.update({"rounds": summary[0].runs, "stopped_by": out.stopped_by, "stop": stop,
                 "repeats": rounds, "target": plan.target, "budget_s": plan.budget,
                 "method": tables.method_note(summary[0].runs),
-                "load_warning": out.load_warning})
+                "load_warning": out.load_warning,
+                "short_of_tier": [dataclasses.asdict(x) for x in short]})
     write_atomic(work / "result.json", json.dumps(res, indent=1) + "\n")
     (work / "summary.png").write_bytes(plot(rows, res))
     by = {s.name: s for s in summary}
@@ -333,6 +336,8 @@ def run(args: argparse.Namespace) -> int:
     note = tables.method_note(summary[0].runs)
     if note:
         print(note + "; speedups over " + names[0] + " (nothing in the fast tier).")
+    for x in short:
+        print(f"note: {x.line()}.")
     if out.load_warning:
         print(f"warning: the machine was busy ({out.load_warning}).")
     print(f"{who}: runs in {work / 'runs.csv'}, table in {work / 'summary.csv'}, plot in "

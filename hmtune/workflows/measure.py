@@ -36,7 +36,11 @@ from hmtune.workflows.reserve import MEMKIND_PAGE, uses_hugetlb
 
 RUNS_FORMAT = 2                     # config.json's runs_format: the runs.csv below
 RUNS_FIELDS = ["variant", "repeat", "fom", "rc", "wall_s", "user_s", "sys_s", "minflt",
-               "majflt", "maxrss_kib", "hugepages", "fast_bytes", "fast_bytes_intended"]
+               "majflt", "maxrss_kib", "hugepages", "fast_bytes", "fast_bytes_intended",
+               "not_fitting", "map_failed"]
+# the columns a runs.csv must have to be resumed; the later ones read as unknown ("")
+# in one written before they were added
+RUNS_REQUIRED = RUNS_FIELDS[:13]
 RESOURCES = ["wall_s", "user_s", "sys_s", "minflt", "majflt", "maxrss_kib", "hugepages"]
 DEFAULT_BUDGET = "20m"
 DEFAULT_TARGET = 3.0                # percent
@@ -196,12 +200,13 @@ def read_runs(path: Path) -> Rows:
         return {}
     with path.open(newline="") as f:
         reader = csv.DictReader(f)
-        missing = [c for c in RUNS_FIELDS if c not in (reader.fieldnames or [])]
+        missing = [c for c in RUNS_REQUIRED if c not in (reader.fieldnames or [])]
         if missing:
             raise RunsFormatError(
                 f"{path} lacks the columns {', '.join(missing)} (written by an earlier "
                 "hmtune, whose runs are not comparable with new ones)")
-        return {(r["variant"], int(r["repeat"])): r for r in reader}
+        return {(r["variant"], int(r["repeat"])): {**dict.fromkeys(RUNS_FIELDS, ""), **r}
+                for r in reader}
 
 
 def write_csv(path: Path, fields: list[str], rows: list[dict[str, str]]) -> None:
@@ -368,7 +373,7 @@ def one_run(v: Variant, tag: str, app: list[str], work: Path, fom_re: list[re.Pa
     if not (fom > 0 and math.isfinite(fom)):
         return (f"its FOM is {fom:g}: speedups are ratios of FOMs, which must be above 0 "
                 f"(see {log})")
-    fast = intended = pages = 0
+    fast = intended = pages = refused = failed = 0
     for f in _stats_files(d, tag):
         try:
             tier = json.loads(f.read_text())["tiers"][0]
@@ -377,12 +382,15 @@ def one_run(v: Variant, tag: str, app: list[str], work: Path, fom_re: list[re.Pa
         fast = max(fast, int(tier["high_water_bytes"]))
         intended = max(intended, int(tier["residency"]["bytes_intended"]))
         pages += _hugepages(tier)
+        refused += int(tier.get("not_fitting", 0))
+        failed += int(tier.get("map_failed", 0))
     return {"variant": v.name, "repeat": tag, "fom": f"{fom:.9g}", "rc": str(rc),
             "wall_s": f"{wall:.3f}", "user_s": f"{res['user_s']:.3f}",
             "sys_s": f"{res['sys_s']:.3f}", "minflt": f"{res['minflt']:.0f}",
             "majflt": f"{res['majflt']:.0f}", "maxrss_kib": f"{res['maxrss_kib']:.0f}",
             "hugepages": str(pages), "fast_bytes": str(fast),
-            "fast_bytes_intended": str(intended)}
+            "fast_bytes_intended": str(intended), "not_fitting": str(refused),
+            "map_failed": str(failed)}
 
 
 def read_rusage(path: Path) -> tuple[dict[str, float], int] | None:

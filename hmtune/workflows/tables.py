@@ -192,6 +192,43 @@ def beyond_bound(summary: list[Summary], upper: str) -> str | None:
             "and shares above 100 % are real")
 
 
+@dataclass
+class Short:
+    """A variant whose fast tier left blocks in ordinary memory in some of its runs."""
+    name: str
+    runs: int                       # runs with such blocks
+    of: int                         # its runs with the columns recorded
+    not_fitting: int                # median over those runs: blocks left out
+    map_failed: int                 # of them, mappings the kernel refused
+
+    def line(self) -> str:
+        pool = (f", {self.map_failed} of them because the kernel refused the mappings "
+                "(the hugepage pool or the nodes' memory ran out: reserve more, e.g. "
+                "--reserve-hugepages as root), so its speedup understates the tier"
+                if self.map_failed else ", all refused by its capacity")
+        return (f"{self.name}: in {self.runs} of {self.of} runs the fast tier left blocks in "
+                f"ordinary memory (median {self.not_fitting}){pool}")
+
+
+def short_of_tier(rows: Rows, names: list[str], planned: set[str]) -> list[Short]:
+    """The variants whose runs left blocks out of the fast tier (runs.csv's
+    not_fitting and map_failed, libhmalloc's statistics summed over ranks): every
+    variant whose mappings the kernel refused, and of `planned` (placements meant to
+    fit whole: the advisor's and the upper bound) also those whose capacity refused
+    some. Baselines that fill their capacity and stop are expected to refuse."""
+    out = []
+    for n in names:
+        runs = [r for (v, _), r in sorted(rows.items()) if v == n
+                and r.get("not_fitting", "") != "" and r.get("map_failed", "") != ""]
+        bad = [r for r in runs if int(r["map_failed"]) > 0
+               or (n in planned and int(r["not_fitting"]) > 0)]
+        if bad:
+            out.append(Short(n, len(bad), len(runs),
+                             round(statistics.median(int(r["not_fitting"]) for r in bad)),
+                             round(statistics.median(int(r["map_failed"]) for r in bad))))
+    return out
+
+
 def fmt_count(x: float) -> str:
     """2720000 -> `2.72 M`, 23000 -> `23.0 k`."""
     if math.isnan(x):

@@ -287,7 +287,7 @@ def test_reserves_what_the_runs_need(stage: Path, tmp_path: Path) -> None:
     not by the all-fast bound's loose capacity, and every all-fast block still lands in
     hugepages; the pool is put back."""
     from hmtune.advisor.placement import read_placement
-    from hmtune.workflows.harness import pool_need
+    from hmtune.workflows.harness import all_margin, pool_need
 
     d = tmp_path / "huge"
     d.mkdir()
@@ -306,16 +306,52 @@ def test_reserves_what_the_runs_need(stage: Path, tmp_path: Path) -> None:
     tier = json.loads((d / "compare" / "all-fast" / "stats.0.json").read_text())["tiers"][0]
     assert tier["placed_blocks"] > 1
     assert tier["map_failed"] == 0 and tier["not_fitting"] == 0, tier    # nothing refused
+    assert json.loads((d / "compare" / "result.json").read_text())["short_of_tier"] == []
+    assert {x["not_fitting"] for x in rows(d / "compare" / "runs.csv")
+            if x["variant"] in ("ilp", "all-fast")} == {"0"}
     upper = d / "compare" / "all-fast" / "placement.txt"
     bound = read_placement(upper).tiers[0].capacity
     assert bound is not None
     need = pool_need([upper], d, 1, bound)
     assert 0 < need < bound
+    # run as HMTUNE_BASELINE=all, it also places what the trace sampled or missed
+    assert pool_need([upper], d, 1, bound, upper) == min(
+        bound, all_margin(need // (2 << 20), 1) * (2 << 20))
     # without the trace's sizes next to the placement: the capacity
     alone = tmp_path / "alone"
     alone.mkdir()
     shutil.copy(upper, alone / "placement.txt")
     assert pool_need([alone / "placement.txt"], alone, 1, bound) == bound
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not NR.exists(), reason="needs root and hugepages")
+def test_says_when_the_pool_ran_short(stage: Path, tmp_path: Path) -> None:
+    """Without --reserve-hugepages and a pool of one free page, all-fast's mappings are
+    refused by the kernel: runs.csv counts them and compare says the bound is short
+    (result.json short_of_tier), instead of a speedup that silently understates it."""
+    d = tmp_path / "short"
+    d.mkdir()
+    for f in ("sites.csv", "allocs.csv"):
+        shutil.copy(stage / f, d / f)
+    before = NR.read_text()
+    NR.write_text("1\n")
+    try:
+        if NR.read_text() != "1\n":
+            pytest.skip("the kernel would not give one hugepage")
+        r = hmtune("compare", "-o", str(d), "--machine", str(HUGETLB), "--repeats", "2",
+                   "--strategies", "ilp", "--fom", FOM, "--", str(LATENCY), "-q")
+    finally:
+        NR.write_text(before)
+    assert r.returncode == 0, r.stderr
+    runs = [x for x in rows(d / "compare" / "runs.csv") if x["variant"] == "all-fast"]
+    assert len(runs) == 2 and all(int(x["map_failed"]) > 0 for x in runs), runs
+    assert all(int(x["not_fitting"]) >= int(x["map_failed"]) for x in runs)
+    assert {x["map_failed"] for x in rows(d / "compare" / "runs.csv")
+            if x["variant"].startswith("all-slow")} == {"0"}
+    short = {x["name"]: x for x in
+             json.loads((d / "compare" / "result.json").read_text())["short_of_tier"]}
+    assert short["all-fast"]["runs"] == 2 and short["all-fast"]["map_failed"] > 0
+    assert "all-slow" not in short
 
 
 def test_fom_of() -> None:

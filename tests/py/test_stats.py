@@ -217,7 +217,7 @@ def fake_runs(monkeypatch: pytest.MonkeyPatch, fom: dict[str, float], noise: flo
         return {"variant": v.name, "repeat": tag, "fom": f"{f:.9g}", "rc": str(code),
                 "wall_s": "1.0", "user_s": "0.9", "sys_s": "0.1", "minflt": "1000",
                 "majflt": "0", "maxrss_kib": "2048", "hugepages": "0", "fast_bytes": "0",
-                "fast_bytes_intended": "0"}
+                "fast_bytes_intended": "0", "not_fitting": "0", "map_failed": "0"}
 
     monkeypatch.setattr(measure, "one_run", one_run)
     monkeypatch.setattr(measure, "targets", lambda variants, app, stage=None: {})
@@ -391,6 +391,42 @@ def test_old_runs_csv_is_refused(tmp_path: Path) -> None:
                    "all-slow,0,1.5,1.6,0,0\n")
     with pytest.raises(measure.RunsFormatError, match="earlier hmtune"):
         measure.read_runs(old)
+
+
+def test_runs_csv_before_the_refusal_columns_resumes(tmp_path: Path) -> None:
+    """A runs.csv written before not_fitting/map_failed were recorded is resumed; those
+    read as unknown, and short_of_tier says nothing of them."""
+    old = tmp_path / "runs.csv"
+    old.write_text(",".join(measure.RUNS_REQUIRED) + "\n"
+                   "all-fast,0,1.5,0,1.6,1.5,0.1,100,0,2048,3,6291456,6291456\n")
+    rows = measure.read_runs(old)
+    assert rows[("all-fast", 0)]["hugepages"] == "3"
+    assert rows[("all-fast", 0)]["not_fitting"] == "" == rows[("all-fast", 0)]["map_failed"]
+    assert tables.short_of_tier(rows, ["all-fast"], {"all-fast"}) == []
+
+
+def test_short_of_tier() -> None:
+    """Refused mappings are reported for every variant; blocks the capacity refused only
+    for placements meant to fit whole (not the baselines, which fill and stop)."""
+    def r(name: str, rep: int, nf: int, mf: int) -> dict[str, str]:
+        return row(name, rep, 1.0, not_fitting=str(nf), map_failed=str(mf))
+
+    rows = {("all-slow", 0): r("all-slow", 0, 0, 0), ("all-slow", 1): r("all-slow", 1, 0, 0),
+            ("first-come", 0): r("first-come", 0, 40, 0),
+            ("first-come", 1): r("first-come", 1, 40, 0),
+            ("ilp", 0): r("ilp", 0, 0, 0), ("ilp", 1): r("ilp", 1, 3, 0),
+            ("all-fast", 0): r("all-fast", 0, 2216, 2216),
+            ("all-fast", 1): r("all-fast", 1, 2000, 1990),
+            ("size-window", 0): r("size-window", 0, 9, 5),
+            ("size-window", 1): r("size-window", 1, 2, 0)}
+    names = ["all-slow", "first-come", "ilp", "size-window", "all-fast"]
+    got = {x.name: x for x in tables.short_of_tier(rows, names, {"ilp", "all-fast"})}
+    assert set(got) == {"ilp", "size-window", "all-fast"}
+    assert (got["ilp"].runs, got["ilp"].of, got["ilp"].not_fitting,
+            got["ilp"].map_failed) == (1, 2, 3, 0)
+    assert (got["size-window"].runs, got["size-window"].map_failed) == (1, 5)
+    assert (got["all-fast"].runs, got["all-fast"].not_fitting,
+            got["all-fast"].map_failed) == (2, 2108, 2103)
 
 
 def row(name: str, rep: int, fom: float, **extra: str) -> dict[str, str]:
