@@ -50,7 +50,8 @@ $(BUILD)/bench/faultcost: $(ROOT)/bench/faultcost.c
 BUILD_TARGETS += $(BUILD)/bench/faultcost
 
 # tlbspan: what 2 MiB pages gain on access as a function of the span accessed (a
-# dependent random chase, 4 KiB against hugetlb pages).
+# dependent random chase, 4 KiB against hugetlb pages), and with --part what placing
+# part of one uniformly accessed object gains.
 $(BUILD)/bench/tlbspan: $(ROOT)/bench/tlbspan.c
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 -g $(WARN) -o $@ $<
@@ -58,7 +59,8 @@ $(BUILD)/bench/tlbspan: $(ROOT)/bench/tlbspan.c
 BUILD_TARGETS += $(BUILD)/bench/tlbspan
 
 # The hugepages tlbspan needs (128 of 2 MiB) are added to the pool for its run and put
-# back (root); BENCH_ARGS: ROUNDS [ACCESSES]. Never part of make test.
+# back (root); BENCH_ARGS: ROUNDS [ACCESSES], or --part SPAN_MIB [ROUNDS [ACCESSES]].
+# Never part of make test.
 .PHONY: bench-tlbspan
 bench-tlbspan: build
 	@old=$$(cat /proc/sys/vm/nr_hugepages); \
