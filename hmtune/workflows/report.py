@@ -293,7 +293,21 @@ def compare_section(d: Path, out_dir: Path) -> list[str]:
         out += ["predicted: the advisor's model (hmtune/advisor/predict.py) calibrated on "
                 "the speedups measured in this comparison, each placement's from all-fast's "
                 "and the other placements' (DIR/calibration.json holds the fit on all)."]
-    return out + [""]
+    return out + [""] + _short(d / "compare" / "result.json")
+
+
+def _short(result: Path) -> list[str]:
+    """The variants whose fast tier left blocks out (result.json short_of_tier, as
+    compare and explore print them), a paragraph; [] without."""
+    from hmtune.workflows.tables import Short
+
+    try:
+        got = json.loads(result.read_text()).get("short_of_tier") or []
+        lines = [Short(**x).line() for x in got]
+    except (OSError, ValueError, AttributeError, TypeError):
+        return []
+    return ["Short of the fast tier (their speedups understate their placements):", "",
+            *[f"- {x}." for x in lines], ""] if lines else []
 
 
 def _predicted(result: Path) -> dict[str, list[float]]:
@@ -337,6 +351,7 @@ def explore_section(d: Path) -> list[str]:
         out.append("")
     except (OSError, ValueError, KeyError, TypeError) as e:
         out += [f"(explore/result.json unreadable: {e})", ""]
+    out += _short(d / "explore" / "result.json")
     try:
         with (d / "explore" / "summary.csv").open(newline="") as f:
             rows = sorted(csv.DictReader(f), key=lambda r: -(_num(r, "speedup") or 0.0))

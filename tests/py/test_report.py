@@ -64,6 +64,26 @@ def test_with_advise_and_compare(stage: Path) -> None:
     assert "### `compare/ilp/placement.txt`" in md        # compare's advice is found too
 
 
+def test_says_which_variants_were_short(stage: Path, tmp_path: Path) -> None:
+    """A comparison whose result.json names variants short of their fast tier: the
+    report lists each with its counts; a malformed entry is left out, not a crash."""
+    d = tmp_path / "short"
+    (d / "compare").mkdir(parents=True)
+    shutil.copy(stage / "sites.csv", d / "sites.csv")
+    (d / "compare" / "summary.csv").write_text(
+        "variant,runs,median_fom,min_fom,max_fom,speedup,speedup_lo,speedup_hi\n"
+        "all-slow,3,2.0,1.9,2.1,1.0,,\nall-fast,3,1.8,1.7,1.9,1.11,1.05,1.17\n")
+    short = {"name": "all-fast", "runs": 3, "of": 3, "not_fitting": 2216, "map_failed": 2216}
+    (d / "compare" / "result.json").write_text(json.dumps({"short_of_tier": [short]}))
+    assert hmtune("report", str(d)).returncode == 0
+    md = (d / "report" / "report.md").read_text()
+    line = next(ln for ln in md.splitlines() if ln.startswith("- all-fast: in 3 of 3 runs"))
+    assert "(median 2216)" in line and "2216 of them" in line
+    (d / "compare" / "result.json").write_text(json.dumps({"short_of_tier": [{"x": 1}]}))
+    assert hmtune("report", str(d)).returncode == 0
+    assert "- all-fast: in" not in (d / "report" / "report.md").read_text()
+
+
 def test_refusals(tmp_path: Path) -> None:
     assert hmtune("report", str(tmp_path)).returncode == 2    # no sites.csv
     assert hmtune("report", "--help").returncode == 0
