@@ -35,12 +35,11 @@ from hmtune.workflows.busy import busy_note, cpu_snapshot, loadavg_note
 from hmtune.workflows.reserve import MEMKIND_PAGE, uses_hugetlb
 
 RUNS_FORMAT = 2                     # config.json's runs_format: the runs.csv below
-RUNS_FIELDS = ["variant", "repeat", "fom", "rc", "wall_s", "user_s", "sys_s", "minflt",
-               "majflt", "maxrss_kib", "hugepages", "fast_bytes", "fast_bytes_intended",
-               "not_fitting", "map_failed"]
-# the columns a runs.csv must have to be resumed; the later ones read as unknown ("")
-# in one written before they were added
-RUNS_REQUIRED = RUNS_FIELDS[:13]
+# the columns a runs.csv must have to be resumed, and those added since, which read as
+# unknown ("") in one written before them
+RUNS_REQUIRED = ["variant", "repeat", "fom", "rc", "wall_s", "user_s", "sys_s", "minflt",
+                 "majflt", "maxrss_kib", "hugepages", "fast_bytes", "fast_bytes_intended"]
+RUNS_FIELDS = [*RUNS_REQUIRED, "not_fitting", "map_failed"]
 RESOURCES = ["wall_s", "user_s", "sys_s", "minflt", "majflt", "maxrss_kib", "hugepages"]
 DEFAULT_BUDGET = "20m"
 DEFAULT_TARGET = 3.0                # percent

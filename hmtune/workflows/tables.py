@@ -218,7 +218,7 @@ def short_of_tier(rows: Rows, names: list[str], planned: set[str]) -> list[Short
     some. Baselines that fill their capacity and stop are expected to refuse."""
     out = []
     for n in names:
-        runs = [r for (v, _), r in sorted(rows.items()) if v == n
+        runs = [r for (v, _), r in rows.items() if v == n
                 and r.get("not_fitting", "") != "" and r.get("map_failed", "") != ""]
         bad = [r for r in runs if int(r["map_failed"]) > 0
                or (n in planned and int(r["not_fitting"]) > 0)]

@@ -4,12 +4,14 @@ the requested number of times, the results are kept as they come and not redone,
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
 import re
 import shutil
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -281,6 +283,25 @@ def test_fom_anchors_match_at_each_line(stage: Path, tmp_path: Path) -> None:
 NR = Path("/proc/sys/vm/nr_hugepages")
 
 
+def hugetlb_stage(stage: Path, d: Path) -> Path:
+    """d holding the stage's sites.csv and allocs.csv (what sizes the pool), made."""
+    d.mkdir()
+    for f in ("sites.csv", "allocs.csv"):
+        shutil.copy(stage / f, d / f)
+    return d
+
+
+@contextlib.contextmanager
+def pool_of(pages: int) -> Iterator[None]:
+    """The machine's hugepage pool set to `pages` while the block runs, then put back."""
+    before = NR.read_text()
+    NR.write_text(f"{pages}\n")
+    try:
+        yield
+    finally:
+        NR.write_text(before)
+
+
 @pytest.mark.skipif(os.geteuid() != 0 or not NR.exists(), reason="needs root and hugepages")
 def test_reserves_what_the_runs_need(stage: Path, tmp_path: Path) -> None:
     """--reserve-hugepages grows an empty pool by what the placements need (allocs.csv),
@@ -289,20 +310,13 @@ def test_reserves_what_the_runs_need(stage: Path, tmp_path: Path) -> None:
     from hmtune.advisor.placement import read_placement
     from hmtune.workflows.harness import all_margin, pool_need
 
-    d = tmp_path / "huge"
-    d.mkdir()
-    for f in ("sites.csv", "allocs.csv"):
-        shutil.copy(stage / f, d / f)
-    before = NR.read_text()
-    NR.write_text("0\n")
-    try:
+    d = hugetlb_stage(stage, tmp_path / "huge")
+    with pool_of(0):
         r = hmtune("compare", "-o", str(d), "--machine", str(HUGETLB), "--repeats", "1",
                    "--strategies", "ilp", "--fom", FOM, "--reserve-hugepages", "--",
                    str(LATENCY), "-q")
         assert r.returncode == 0, r.stderr
         assert NR.read_text() == "0\n"
-    finally:
-        NR.write_text(before)
     tier = json.loads((d / "compare" / "all-fast" / "stats.0.json").read_text())["tiers"][0]
     assert tier["placed_blocks"] > 1
     assert tier["map_failed"] == 0 and tier["not_fitting"] == 0, tier    # nothing refused
@@ -329,19 +343,12 @@ def test_says_when_the_pool_ran_short(stage: Path, tmp_path: Path) -> None:
     """Without --reserve-hugepages and a pool of one free page, all-fast's mappings are
     refused by the kernel: runs.csv counts them and compare says the bound is short
     (result.json short_of_tier), instead of a speedup that silently understates it."""
-    d = tmp_path / "short"
-    d.mkdir()
-    for f in ("sites.csv", "allocs.csv"):
-        shutil.copy(stage / f, d / f)
-    before = NR.read_text()
-    NR.write_text("1\n")
-    try:
+    d = hugetlb_stage(stage, tmp_path / "short")
+    with pool_of(1):
         if NR.read_text() != "1\n":
             pytest.skip("the kernel would not give one hugepage")
         r = hmtune("compare", "-o", str(d), "--machine", str(HUGETLB), "--repeats", "2",
                    "--strategies", "ilp", "--fom", FOM, "--", str(LATENCY), "-q")
-    finally:
-        NR.write_text(before)
     assert r.returncode == 0, r.stderr
     runs = [x for x in rows(d / "compare" / "runs.csv") if x["variant"] == "all-fast"]
     assert len(runs) == 2 and all(int(x["map_failed"]) > 0 for x in runs), runs
