@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="66243ba0fa29a8875829c6ec7be5eee7c416ff17c6fc6833f6c32e4f202a969a")
+    version("0.1.0", sha256="35b1b90a913ade65f8e69ed0368e6466e8c139024837abffa470d0898306d990")
 
     variant(
         "memkind",
