@@ -8,6 +8,9 @@
 #include "hmc_sampler.h"
 #include "hmc_signal.h"
 #include "hmc_small.h"
+#include "hm_fds.h"
+#include "hm_fdwrap.h"
+#include "hm_proc.h"
 #include "hm_options.h"
 #include "hm_modmap.h"
 #include "hm_real.h"
@@ -38,6 +41,8 @@ static void atfork_parent(void) { hmc_atfork_parent(); }
 static void atfork_child(void)
 {
     hmc_atfork_child();
+    if (hm_proc_mine())               /* the parent's threads' events: the child opens its own */
+        hm_fd_close_kind(HM_FD_PERF);
     hmc_sig_atfork_child();
     hmc_sampler_atfork_child();
 }
@@ -96,6 +101,7 @@ static void do_init(void)
     RESOLVE(Exit_, "_Exit");
     RESOLVE(execve, "execve");
     RESOLVE(pthread_create, "pthread_create");
+    hm_fdw_resolve_real();        /* the descriptor wrappers' (hmc_fdshim.c) */
     const char *out = hm_opt_str(HM_OPT_OUT);
     uint64_t min_size = 4096, depth = 8;
     if (!ok) {
@@ -140,14 +146,24 @@ static void do_init(void)
     hmc_busy--;
 }
 
-void hmc_init_once(void)
+static void init_now(void)
 {
     int z = HMC_ST_NONE;
     if (atomic_compare_exchange_strong(&hmc_state, &z, HMC_ST_INIT))
         do_init();
 }
 
-__attribute__((constructor)) static void hmc_ctor(void) { hmc_init_once(); }
+/* An allocation before the C library's own start-up has run (an AddressSanitizer
+ * program: its runtime's dlsym allocates from the executable's preinit array) finds
+ * no environment yet, so no HMTUNE_OUT: it is served untraced (hm_real.h's arena),
+ * and the tracer starts from its constructor, which never waits. */
+void hmc_init_once(void)
+{
+    if (hm_likely(environ != NULL))
+        init_now();
+}
+
+__attribute__((constructor)) static void hmc_ctor(void) { init_now(); }
 __attribute__((destructor)) static void hmc_dtor(void)
 {
     if (atomic_load(&hmc_state) == HMC_ST_READY)

@@ -30,7 +30,8 @@ extern int hmc_depth HM_HIDDEN;          /* frames recorded per call (HMTUNE_DEP
 extern int hmc_sampling HM_HIDDEN;       /* threads get a sampler when they start */
 
 /* Initialize (options, trace stream, signals, sampler) unless another call already
- * does or did. */
+ * does or did; before the C library's own start-up (no environment yet) nothing:
+ * the constructor initializes. */
 void hmc_init_once(void) HM_HIDDEN;
 
 #endif

@@ -4,6 +4,7 @@
  * registry of buffers, reused by later threads; and a thread's start and end. */
 #include "hmc_core_int.h"
 #include "hm_modmap.h"
+#include "hm_proc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +59,7 @@ void hmc_write_buffer(struct hmc_thread *t, uint32_t bytes)
         t->n_lost += 1;
         return;
     }
-    int err = hm_write_all(hmc_fd, &t->chunk, sizeof(t->chunk) + bytes);
+    int err = hmc_stream_write(&t->chunk, sizeof(t->chunk) + bytes);
     if (err)
         hmc_write_failed(err);
 }
@@ -85,7 +86,7 @@ void hmc_write_hbuf(struct hmc_thread *t, int i, int reset)
         if (hmc_fd < 0 || atomic_load(&hmc_broken))
             t->n_lost += 1;
         else {
-            int err = hm_write_all(hmc_fd, &b->chunk, sizeof(b->chunk) + bytes);
+            int err = hmc_stream_write(&b->chunk, sizeof(b->chunk) + bytes);
             if (err)
                 hmc_write_failed(err);
         }
@@ -163,7 +164,9 @@ void hmc_samples_flush(struct hmc_thread *t)
 
 void *hmc_thread_sampler(struct hmc_thread *t) { return t->sampler; }
 void hmc_thread_set_sampler(struct hmc_thread *t, void *s) { t->sampler = s; }
-struct hmc_thread *hmc_thread_self(void) { return hmc_t_self; }
+/* NULL in a child the tracer does not follow (hm_proc.h), whose copy of the state is
+ * the parent's: the sampler's handlers and hooks then leave it alone. */
+struct hmc_thread *hmc_thread_self(void) { return hm_proc_mine() ? hmc_t_self : NULL; }
 
 void hmc_begin_stream(struct hmc_thread *t)
 {
@@ -195,6 +198,8 @@ void hmc_begin_stream(struct hmc_thread *t)
 struct hmc_thread *hmc_thread_get(void)
 {
     struct hmc_thread *t = hmc_t_self;
+    if (hm_unlikely(!hm_proc_mine()))
+        return NULL;                  /* a raw clone's child: left untraced */
     if (hm_likely(t != NULL))
         return t;
     if (!atomic_load(&hmc_active))
@@ -243,7 +248,7 @@ void hmc_emit_tend(struct hmc_thread *t)
 
 void hmc_thread_exit(void)
 {
-    struct hmc_thread *t = hmc_t_self;
+    struct hmc_thread *t = hmc_thread_self();
     if (!t)
         return;
     hmc_busy++;

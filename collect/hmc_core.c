@@ -17,7 +17,9 @@
  * kernel's ring a tick late, between access samples taken at the tick). */
 #include "hmc_core_int.h"
 #include "hm_env.h"
+#include "hm_fds.h"
 #include "hm_modmap.h"
+#include "hm_proc.h"
 #include "hm_unwind.h"
 
 #include <errno.h>
@@ -43,6 +45,46 @@ static char g_host[256];
 const char *hmc_stream_path(void) { return g_path; }
 int hmc_core_active(void) { return atomic_load_explicit(&hmc_active, memory_order_relaxed); }
 
+/* The stream file closed behind the tracer's back (hmc_fdshim.c keeps the
+ * application's close and dup2 off it; a raw close_range system call is not seen):
+ * opened again by its path, kept high, and made the stream's descriptor unless
+ * another thread did so first. Async-signal-safe. The descriptor to use, or -1. */
+static int reopen_stream(int bad)
+{
+    int fd = hm_fd_raise(open(g_path, O_WRONLY | O_APPEND | O_CLOEXEC));
+    if (fd < 0)
+        return -1;
+    int expect = bad;
+    if (!__atomic_compare_exchange_n(&hmc_fd, &expect, fd, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE)) {
+        syscall(SYS_close, fd);
+        return expect;
+    }
+    if (hm_fd_is(bad, &hmc_fd))
+        hm_fd_release(bad);
+    hm_fd_register(fd, &hmc_fd, HM_FD_FILE);
+    return fd;
+}
+
+int hmc_stream_write(const void *buf, size_t len)
+{
+    if (hm_unlikely(!hm_proc_mine()))
+        return 0;                     /* a child the tracer does not follow: not its file */
+    int fd = __atomic_load_n(&hmc_fd, __ATOMIC_ACQUIRE);
+    if (fd < 0)
+        return EBADF;
+    if (hm_unlikely(!hm_fd_is(fd, &hmc_fd)) && g_path[0])
+        fd = reopen_stream(fd);       /* its number is another tracer descriptor's now */
+    if (fd < 0)
+        return EBADF;
+    int err = hm_write_all(fd, buf, len);
+    if (hm_unlikely(err == EBADF) && g_path[0]) {
+        fd = reopen_stream(fd);
+        err = fd < 0 ? EBADF : hm_write_all(fd, buf, len);
+    }
+    return err;
+}
+
 /* A chunk of the process stream (stream 0): header records written at once. */
 static void write_proc_chunk(const void *rec, uint32_t bytes)
 {
@@ -54,7 +96,7 @@ static void write_proc_chunk(const void *rec, uint32_t bytes)
     struct hmr_chunk c = { HMR_MAGIC, 0, bytes, atomic_fetch_add(&g_proc_seq, 1), hm_ticks(), hm_now_ns() };
     memcpy(buf, &c, sizeof(c));
     memcpy(buf + sizeof(c), rec, bytes);
-    int err = hm_write_all(hmc_fd, buf, sizeof(c) + bytes);
+    int err = hmc_stream_write(buf, sizeof(c) + bytes);
     if (err)
         hmc_write_failed(err);
 }
@@ -149,7 +191,7 @@ static int open_stream(void)
         g_path[n] = '\0';
         int fd = open(g_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
         if (fd >= 0) {
-            hmc_fd = fd;
+            hm_fd_keep(fd, &hmc_fd, HM_FD_FILE);   /* above the application's numbers */
             return 0;
         }
         if (errno != EEXIST)
@@ -173,6 +215,7 @@ int hmc_core_init(const struct hmc_config *cfg)
     for (char *c = g_host; *c; c++)
         if (*c == '/' || *c == '.')
             *c = '_';
+    hm_proc_claim();                  /* the state set up from here on is this process's */
     int err = open_stream();
     if (err) {
         hm_log("hmtune: cannot write the trace in ", hmc_cfg.outdir, "; tracing is off for this process");
@@ -188,8 +231,8 @@ int hmc_core_init(const struct hmc_config *cfg)
 
 void hmc_finish(int end_kind, int signo)
 {
-    if (!atomic_load(&hmc_active))
-        return;
+    if (!atomic_load(&hmc_active) || !hm_proc_mine())
+        return;                       /* a raw clone's child leaves the parent's state alone */
     if (!signo && g_finish_hook)
         g_finish_hook();
     atomic_store(&hmc_exiting, 1);
@@ -252,14 +295,24 @@ void hmc_finish(int end_kind, int signo)
 
 void hmc_exec_failed(void) { atomic_store(&hmc_exiting, 0); }
 
-void hmc_atfork_prepare(void) { hm_modmap_atfork_prepare(); }
+/* Whether the forking process owns the tracer (the child cannot tell: its page is
+ * wiped). A fork from a raw clone's child, which the tracer does not follow, gives a
+ * child it does not follow either. */
+static int g_fork_owner;
+
+void hmc_atfork_prepare(void)
+{
+    g_fork_owner = hm_proc_mine();
+    hm_modmap_atfork_prepare();
+}
 void hmc_atfork_parent(void) { hm_modmap_atfork_release(); }
 
 void hmc_atfork_child(void)
 {
     hm_modmap_atfork_release();
-    if (!atomic_load(&hmc_active))
+    if (!atomic_load(&hmc_active) || !g_fork_owner)
         return;
+    hm_proc_claim();                  /* glibc's fork: this child is traced as its own */
     /* The parent's buffered records are the parent's to write: drop them here,
      * and start a stream file of our own. Other threads do not exist here. */
     struct hmc_thread *self = hmc_t_self;
@@ -268,9 +321,7 @@ void hmc_atfork_child(void)
         if (t != self)
             atomic_store(&t->in_use, 0);
     }
-    if (hmc_fd >= 0)
-        close(hmc_fd);
-    hmc_fd = -1;
+    hm_fd_drop(&hmc_fd);              /* the parent's stream */
     atomic_store(&g_proc_seq, 0);
     atomic_store(&hmc_next_stream, 1);
     if (open_stream() != 0) {

@@ -50,6 +50,11 @@ extern _Atomic(struct hmc_thread *) hmc_threads HM_HIDDEN;  /* every buffer, nev
 extern pthread_key_t hmc_key HM_HIDDEN;       /* runs hmc_thread_exit at a thread's end */
 extern __thread struct hmc_thread *hmc_t_self __attribute__((tls_model("initial-exec"))) HM_HIDDEN;
 
+/* hmc_core.c: len bytes onto the stream file, with one write (errno value, or 0).
+ * The file is opened again by its path when its descriptor was closed behind the
+ * tracer's back; in a child the tracer does not follow, nothing is written. */
+int hmc_stream_write(const void *buf, size_t len) HM_HIDDEN;
+
 /* hmc_buffers.c (which also defines the globals above) */
 /* A write of the stream failed with err (recording stops, one message). */
 void hmc_write_failed(int err) HM_HIDDEN;

@@ -76,6 +76,7 @@
  * (64 KiB, 2048 records) hold 60-180 ms of that, more than the 4 ms (software
  * sampler) or 50 ms (PEBS/IBS) of CPU time between drains. */
 #include "hmc_perf.h"
+#include "hm_fds.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>
@@ -172,7 +173,7 @@ static int map_ring(struct hmc_perf_ring *r, int fd, unsigned pages, int kind, i
             munmap(m, len);
             return rc;
         }
-        r->fd = fd;
+        hm_fd_keep(fd, &r->fd, HM_FD_PERF);   /* above the application's numbers */
         return 0;
     }
     return -ENOMEM;
@@ -221,7 +222,8 @@ static int open_pebs_pmu(const struct hmc_perf_caps *caps, const struct hmc_perf
             close(aux);
         return rc;
     }
-    rings[(*n)++].aux_fd = aux;
+    hm_fd_keep(aux, &rings[*n].aux_fd, HM_FD_PERF);
+    (*n)++;
 
     if (p->has_stores && *n < max_rings) {
         uint64_t sp = period > UINT64_MAX / HMC_PEBS_STORE_MULT ? UINT64_MAX
@@ -357,10 +359,8 @@ void hmc_perf_close(struct hmc_perf_ring *rings, int n)
         /* rings of synthetic memory (fd < 0) are not ours to unmap */
         if (r->fd >= 0 && r->map)
             munmap(r->map, r->map_len);
-        if (r->fd >= 0)
-            close(r->fd);
-        if (r->aux_fd >= 0)
-            close(r->aux_fd);   /* after its group member */
+        hm_fd_drop(&r->fd);
+        hm_fd_drop(&r->aux_fd);   /* after its group member */
         r->fd = r->aux_fd = -1;
         r->map = NULL;
         r->data = NULL;

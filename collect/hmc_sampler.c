@@ -28,12 +28,13 @@
  * capstone warmed up before the timer is armed, records appended to the thread's
  * own sample buffer. The handlers are reached through hmc_signal.c's dispatcher,
  * which keeps both signals deliverable whatever the application installs or blocks,
- * and gives it every signal that is not one of ours. */
+ * and gives it every signal that is not one of ours. The HMTUNE_* settings are read
+ * in hmc_sampler_cfg.c. */
 #include "hmc_sampler.h"
 #include "hmc_decode.h"
 #include "hmc_sampler_perf.h"
 #include "hmc_signal.h"
-#include "hm_options.h"
+#include "hm_fds.h"
 #include "hm_unwind.h"
 
 #include <asm/prctl.h>
@@ -84,50 +85,6 @@ static uint64_t g_period_ns;
 static int g_ready;
 static _Atomic int g_fault_said;      /* the page-fault sampler's record is written */
 static _Atomic int g_fault_refused;   /* a thread could not open the fault event */
-
-int hmc_sampler_config(struct hmc_sampler_cfg *cfg)
-{
-    memset(cfg, 0, sizeof(*cfg));
-    cfg->rate_hz = 250;
-    cfg->signo = SIGRTMIN + 5;
-    uint64_t fp;
-    if (hm_opt_num(HM_OPT_FAULT_PERIOD, &fp) != 0) {
-        hm_opt_warn(HM_OPT_FAULT_PERIOD, "hmtune: ");
-        fp = 0;
-    }
-    cfg->fault_period = fp;
-    /* in the order of HM_OPT_SAMPLER's choices */
-    static const int kinds[] = { HMS_SRC_NONE, HMS_SRC_SOFT, HMS_SRC_PEBS, HMS_SRC_IBS };
-    int k = hm_opt_choice(HM_OPT_SAMPLER);
-    if (k < 0 || k >= (int)(sizeof kinds / sizeof kinds[0])) {
-        hm_opt_warn(HM_OPT_SAMPLER, "hmtune: ");
-        return -1;
-    }
-    cfg->kind = kinds[k];
-    /* Every other setting: a malformed value turns sampling off, with the table's
-     * message. */
-    uint64_t v;
-    if (hm_opt_num(HM_OPT_SAMPLE_RATE, &v) != 0)
-        return hm_opt_warn(HM_OPT_SAMPLE_RATE, "hmtune: "), -1;
-    cfg->rate_hz = (unsigned)v;
-    cfg->period = cfg->kind == HMS_SRC_IBS ? HMC_IBS_DEFAULT_PERIOD : HMC_PEBS_DEFAULT_PERIOD;
-    if (hm_opt_num_or(HM_OPT_SAMPLE_PERIOD, cfg->period, &cfg->period) != 0)
-        return hm_opt_warn(HM_OPT_SAMPLE_PERIOD, "hmtune: "), -1;
-    if (hm_opt_num(HM_OPT_LDLAT, &v) != 0)
-        return hm_opt_warn(HM_OPT_LDLAT, "hmtune: "), -1;
-    cfg->ldlat = (uint32_t)v;
-    if (hm_opt_num_or(HM_OPT_SAMPLE_SIGNAL, (uint64_t)cfg->signo, &v) != 0 ||
-        v >= (uint64_t)NSIG || v == SIGKILL || v == SIGSTOP)
-        return hm_opt_warn(HM_OPT_SAMPLE_SIGNAL, "hmtune: "), -1;
-    cfg->signo = (int)v;
-    if (hm_opt_num(HM_OPT_SAMPLE_AHEAD, &v) != 0)
-        return hm_opt_warn(HM_OPT_SAMPLE_AHEAD, "hmtune: "), -1;
-    cfg->ahead = (int)v;
-    if (hm_opt_num(HM_OPT_SAMPLE_VERIFY, &v) != 0)
-        return hm_opt_warn(HM_OPT_SAMPLE_VERIFY, "hmtune: "), -1;
-    cfg->verify = (int)v;
-    return 0;
-}
 
 static void record(struct hmc_thread *t, const struct hmr_sample *r)
 {
@@ -518,7 +475,8 @@ void hmc_sampler_thread_start(void)
         struct perf_event_attr a;
         s->bp_addr = (uint64_t)(uintptr_t)&hmc_sampler_thread_start;
         bp_attr(&a, s->bp_addr);
-        s->bpfd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+        s->bpfd = hm_fd_keep((int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC),
+                             &s->bpfd, HM_FD_PERF);
     } else if (hmc_perf_thread_open(&s->perf, &g_cfg) <= 0) {
         munmap(s, sizeof(*s));
         hmc_busy--;
@@ -558,7 +516,7 @@ void hmc_sampler_thread_stop(struct hmc_thread *t)
     s->timer_ok = 0;
     if (s->bpfd >= 0) {
         ioctl(s->bpfd, PERF_EVENT_IOC_DISABLE, 0);
-        close(s->bpfd);
+        hm_fd_drop(&s->bpfd);
     }
     if (s->pending_on)
         bp_failed(t, s, HMS_WHY_BP_MISSED);

@@ -78,6 +78,24 @@ static void *plain(struct call *c)
     }
 }
 
+/* A call from inside the tracer (capstone, libunwind, dlsym). In a program built with
+ * AddressSanitizer its LeakSanitizer would report the blocks the tracer keeps (its
+ * decoders, held from mmap'd per-thread state it does not scan) as the program's leaks
+ * and change its exit status: they are made with leak checking off. The weak
+ * references are NULL unless an ASan or LSan runtime is loaded. */
+extern void __lsan_disable(void) __attribute__((weak));
+extern void __lsan_enable(void) __attribute__((weak));
+
+static void *inside(struct call *c)
+{
+    if (hm_likely(__lsan_disable == NULL || __lsan_enable == NULL))
+        return plain(c);
+    __lsan_disable();
+    void *r = plain(c);
+    __lsan_enable();
+    return r;
+}
+
 /* 1 when the tracer is ready; 0 while initializing (nested) or when off. */
 static inline int ensure_ready(void)
 {
@@ -94,7 +112,7 @@ static inline int ensure_ready(void)
 static HM_NOINLINE void *slow(struct call *c)
 {
     if (hmc_busy)
-        return plain(c);
+        return inside(c);
     struct hmc_thread *t = ensure_ready() ? hmc_thread_get() : NULL;
     if (!t) {
         int st = atomic_load(&hmc_state);

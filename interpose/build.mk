@@ -27,6 +27,10 @@ HMI_CORE_HDR += $(ROOT)/interpose/hmi_backend.h $(ROOT)/interpose/hmi_backend_in
 # (hmi_static_elf.c).
 HMI_CORE_SRC += $(ROOT)/interpose/hmi_static.c $(ROOT)/interpose/hmi_static_elf.c
 HMI_CORE_HDR += $(ROOT)/interpose/hmi_static.h $(ROOT)/interpose/hmi_static_int.h
+# fork: a child's private copies of the hugetlb mappings it inherits (hmi_fork.c);
+# hugetlb memory put back in ordinary pages (hmi_demote.c).
+HMI_CORE_SRC += $(ROOT)/interpose/hmi_fork.c $(ROOT)/interpose/hmi_demote.c
+HMI_CORE_HDR += $(ROOT)/interpose/hmi_fork.h $(ROOT)/interpose/hmi_demote.h
 
 # UMF (the umf:* backends, hmi_backend_umf.c): its headers at build time, libumf.so.1
 # dlopen'ed at run time (never linked), first by the absolute path found here, then by
@@ -76,12 +80,15 @@ BUILD_TARGETS += $(HMI_CORE_LIB)
 
 # The preload library: the malloc family (hmi_shim.c), its bootstrap and options
 # (hmi_boot.c), the run's counters (hmi_report.c) and exit report (hmi_report_exit.c),
-# and the checks that a placement is this process's (hmi_accept.c).
+# the checks that a placement is this process's (hmi_accept.c), and madvise and
+# mprotect over placed hugetlb memory (hmi_advise.c).
 HMI_SHIM_SRC := $(ROOT)/interpose/hmi_shim.c $(ROOT)/interpose/hmi_boot.c \
                 $(ROOT)/interpose/hmi_report.c $(ROOT)/interpose/hmi_report_exit.c \
-                $(ROOT)/interpose/hmi_accept.c
+                $(ROOT)/interpose/hmi_accept.c $(ROOT)/interpose/hmi_advise.c \
+                $(ROOT)/interpose/hmi_fdshim.c
 HMI_SHIM_HDR := $(ROOT)/interpose/hmi_boot.h $(ROOT)/interpose/hmi_report.h \
-                $(ROOT)/interpose/hmi_report_int.h $(ROOT)/interpose/hmi_accept.h
+                $(ROOT)/interpose/hmi_report_int.h $(ROOT)/interpose/hmi_accept.h \
+                $(ROOT)/interpose/hmi_advise.h
 HMALLOC_SO   := $(BUILD)/lib/libhmalloc.so
 $(HMALLOC_SO): $(HMI_SHIM_SRC) $(HMI_SHIM_HDR) $(HMI_CORE_LIB) $(HMI_CORE_HDR) $(COMMON_SRC) $(COMMON_HDR)
 	@mkdir -p $(@D)

@@ -16,23 +16,34 @@
  * chunks are 2 MiB-aligned, so an object of a power-of-two class is aligned to its
  * size: an aligned request takes the power-of-two class of max(size, align).
  * Slabs: a chunk is cut into slabs of one size, a power of two from 64 KiB to 2 MiB:
- * the class's size times 8, rounded up (so a slab's unused end is at most 1/8 of it,
- * and a class holds back at most one partly used slab; classes over 256 KiB take
- * whole chunks). A slab holds objects of one
- * class, carved from its start (bump), and freed objects go to the class's free list
- * (their first word links them). A class of up to 8 KiB holds back at most one
- * partly used 64 KiB slab per thread stripe, not a 2 MiB chunk.
+ * the class's size times 8, rounded up (so a slab's unused end is at most 1/8 of it;
+ * classes over 256 KiB take whole chunks). A slab holds objects of one class, cut from
+ * its start in order, and is the class's for as long as the process lives.
  * The chunk's slab size is in its page-map entry and each slab's class in the chunk
  * table's row (hmi_pagemap.h), which is how free finds an object's class.
- * Each (tier, class) of up to 8 KiB has one shard per thread stripe (hm_util.h), with
- * its own mutex, free list and slab, so threads of different stripes never contend;
- * a larger class has one shard for all threads (a slab per thread would hold back up
- * to 2 MiB each); per tier and
- * slab size one carver, with its own mutex, cuts slabs from the chunk it holds and
- * maps the next chunk (mmap and mbind, or the UMF provider: no allocation) with the
- * lock held. Chunks are never unmapped while the tier is open.
+ * Classes of up to 8 KiB: one pool per (tier, class), shared by every thread, and one
+ * shard per thread stripe (hm_util.h), each with its own mutex. A shard holds at most
+ * batch(cls) freed objects (HMI_ARENA_RUN bytes' worth, at least one), one more batch
+ * of them, and a run of fewer than batch(cls) objects cut from the pool's current
+ * slab; a freed object goes to the freeing thread's shard, whose batch beyond that
+ * goes to the pool; a shard with nothing takes a batch from the pool, else a run of
+ * batch(cls) objects cut from its slab, else the pool cuts a new slab. So the
+ * stripes share the class's slabs, and the slabs cut are bounded by bytes, not by
+ * threads: a slab is cut only when the stripe asking holds nothing, so the slabs hold
+ * at most the class's most objects live at once plus (3 batch(cls) - 1) objects per
+ * other stripe that uses the class (what the advisor's charge and --reserve-hugepages
+ * count: hmtune/advisor/granularity.py cut). The allocation of a shard that holds
+ * objects takes its own mutex only, as before.
+ * A larger class has one shard for all threads (a slab per thread would hold back up
+ * to 2 MiB each), which takes whole slabs and keeps every object freed: its slabs are
+ * bounded by its most objects live at once.
+ * Per tier and slab size one carver, with its own mutex, cuts slabs from the chunk
+ * it holds and maps the next chunk (mmap and mbind, or the UMF provider: no
+ * allocation) with the lock held. Chunks are never unmapped while the tier is open.
+ * Lock order: shard, pool, carver.
  * Fork: the interposer's pthread_atfork handlers take every lock of the open
- * tiers (prepare: shards, then carvers) and release them (parent, child). */
+ * tiers (prepare: shards, then pools, then carvers) and release them (parent,
+ * child). */
 #ifndef HMI_ARENA_H
 #define HMI_ARENA_H
 
@@ -47,6 +58,7 @@
 #define HMI_SLABS_MAX     (HMI_ARENA_CHUNK >> HMI_SLAB_SHIFT)     /* per chunk: 32 */
 #define HMI_ARENA_STRIPED_MAX 159u             /* the 8 KiB class: larger ones, one shard */
 #define HMI_ARENA_MAX     (1ull << 20)         /* the largest class */
+#define HMI_ARENA_RUN     1024u                /* a batch's bytes (at least one object) */
 
 /* The class of a request of size bytes aligned to align (a power of two, >= 16),
  * or -1 when it is larger than HMI_ARENA_MAX. */
@@ -54,6 +66,12 @@ int hmi_arena_class(size_t size, size_t align) HM_HIDDEN;
 size_t hmi_arena_class_size(unsigned cls) HM_HIDDEN;
 /* The slab size code of class cls: its slabs have 64 KiB << code bytes. */
 unsigned hmi_arena_slab_code(unsigned cls) HM_HIDDEN;
+
+/* Objects a striped class's shard takes from or gives back to its pool at a time:
+ * HMI_ARENA_RUN / size, at least 1. */
+unsigned hmi_arena_batch(unsigned cls) HM_HIDDEN;
+/* Chunks the arena of tier mapped since the tier was opened (never given back). */
+uint64_t hmi_arena_chunks(uint32_t tier) HM_HIDDEN;
 
 /* Maps one zero-filled, 2 MiB-aligned chunk of HMI_ARENA_CHUNK bytes for tier, to be
  * cut into slabs of size code, and records it as the tier's (hmi_chunk_record); NULL

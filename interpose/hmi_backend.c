@@ -111,6 +111,7 @@ void hmi_backend_stats(uint32_t index, struct hmi_backend_stats *out)
     r += out->kept;
     out->used = used > r ? used - r : 0;
     out->high_water = __atomic_load_n(&b->high_water, __ATOMIC_RELAXED);
+    out->chunks = hmi_arena_chunks(index);
     hmi_count_sum(index, out);
 }
 
@@ -153,9 +154,11 @@ static struct hmi_bk *request_tier(uint32_t index, size_t *size, size_t *align)
     struct hmi_bk *b = &hmi_bks[index];
     if (b->state != HMI_TIER_OK || b->kind == HMI_BK_DEFAULT)
         return NULL;
+    hmi_why = HMI_WHY_NONE;                 /* the reason of this request's refusal */
     if (*align < 16)
         *align = 16;
     if (*align & (*align - 1)) {
+        hmi_why = HMI_WHY_ALIGN;
         hmi_count(b, HMI_C_NOT_FITTING);
         return NULL;
     }
@@ -216,6 +219,10 @@ static void *backend_alloc(uint32_t index, size_t size, size_t align, int zero)
                   ? arena_alloc(b, index, (unsigned)cls, size, zero)
               : umf_kind(b) ? hmi_umf_alloc(b, size, align, zero)
                             : hmi_mmap_alloc(b, index, size, align, zero);
+    /* a refusal the capacity, the kernel or the chunk table did not name: UMF's, or
+     * a request the page map cannot hold */
+    if (!p && !hmi_why)
+        hmi_why = umf_kind(b) ? HMI_WHY_UMF : HMI_WHY_OTHER;
     hmi_count(b, p ? HMI_C_PLACED : HMI_C_NOT_FITTING);
     return p;
 }
@@ -243,6 +250,13 @@ int hmi_owner(const void *p)
     return hm_likely(t == 0) ? HMI_OWNER_LIBC : (int)t - 1;
 }
 
+/* Whether p is the start of the block whose first granule has entry e: blocks of
+ * their own start on a granule (hmi_mmap.c); a pointer further in is not one. */
+static inline int block_start(uint32_t e, const void *p)
+{
+    return (e & HMI_E_HEAD) && !((uintptr_t)p & (HMI_PAGE_2M - 1));
+}
+
 void hmi_backend_free(int owner, void *p)
 {
     hmi_backend_free_usable(owner, p, 0);
@@ -261,8 +275,8 @@ void hmi_backend_free_usable(int owner, void *p, size_t usable)
         hmi_arena_free((uint32_t)owner, (unsigned)cls, p);
         hmi_uncharge(b, hmi_arena_class_size((unsigned)cls));
     } else {
-        if (!(e & HMI_E_HEAD))
-            return;                         /* not a block start: ignore */
+        if (!block_start(e, p))
+            return;                         /* not a block's start: never freed here */
         uint64_t len = (uint64_t)(e >> HMI_E_PAGES_SHIFT) * HMI_PAGE_4K;
         uint64_t span = hmi_round_up(len, HMI_PAGE_2M);
         struct hmi_split_rec r = { .charge = len };
@@ -288,7 +302,7 @@ size_t hmi_backend_usable_size(int owner, const void *p)
     int cls = hmi_arena_object(e, p);
     if (cls >= 0)
         return hmi_arena_class_size((unsigned)cls);
-    return (e & HMI_E_HEAD) ? (size_t)(e >> HMI_E_PAGES_SHIFT) * HMI_PAGE_4K : 0;
+    return block_start(e, p) ? (size_t)(e >> HMI_E_PAGES_SHIFT) * HMI_PAGE_4K : 0;
 }
 
 int hmi_backend_resize_in_place(int owner, void *p, size_t newsize)
@@ -312,4 +326,45 @@ void hmi_backend_atfork_release(void)
 {
     hmi_umf_atfork_release();
     hmi_arena_atfork_release();
+}
+
+int hmi_backend_hugetlb_open(void)
+{
+    for (uint32_t i = 0; i < HMI_MAX_TIERS; i++)
+        if (hmi_bks[i].state == HMI_TIER_OK &&
+            (hmi_bks[i].map_huge || hmi_bks[i].kind == HMI_BK_UMF_HUGETLB))
+            return 1;
+    return 0;
+}
+
+/* A tier whose memory may be hugetlb pages. */
+static int huge_tier(const struct hmi_bk *b)
+{
+    return b->state == HMI_TIER_OK && (b->map_huge || b->kind == HMI_BK_UMF_HUGETLB);
+}
+
+int hmi_backend_hugetlb_at(const void *p, uintptr_t *lo, uintptr_t *hi)
+{
+    uintptr_t a = (uintptr_t)p, g = a & ~(uintptr_t)(HMI_PAGE_2M - 1);
+    uint32_t e = hmi_pagemap_get(p), t = e & HMI_E_TIER_MASK;
+    if (!t || !huge_tier(&hmi_bks[t - 1]))
+        return 0;
+    if (hmi_is_umf(e) || (!(e & HMI_E_HEAD) && (e >> HMI_E_PAGES_SHIFT))) {
+        *lo = g, *hi = g + HMI_PAGE_2M;     /* a UMF granule or an arena chunk */
+        return 1;
+    }
+    /* a granule of a block: its first one holds the length (at most 256 GiB back) */
+    for (uint64_t k = 0; k <= (HMI_E_MAX_PAGES * HMI_PAGE_4K) >> HMI_GRAN_SHIFT; k++) {
+        uintptr_t h = g - (uintptr_t)(k << HMI_GRAN_SHIFT);
+        uint32_t eh = hmi_pagemap_get((const void *)h);
+        if ((eh & HMI_E_TIER_MASK) != t)
+            return 0;
+        if (eh & HMI_E_HEAD) {
+            *lo = h, *hi = h + (uintptr_t)(eh >> HMI_E_PAGES_SHIFT) * HMI_PAGE_4K;
+            return a < *hi;
+        }
+        if (h == 0)
+            break;
+    }
+    return 0;
 }

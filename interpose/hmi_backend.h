@@ -86,6 +86,22 @@ enum hmi_backend_kind {
     HMI_BK_UMF_HUGETLB,
 };
 
+/* Why a request did not fit (hmi_backend_stats.refused; run-stats.json's
+ * not_fitting_reasons, docs/formats.md §6). */
+enum hmi_why {
+    HMI_WHY_NONE = 0,       /* not set when counted: counted as HMI_WHY_SPLIT */
+    HMI_WHY_CAPACITY,       /* the tier's capacity */
+    HMI_WHY_KERNEL,         /* the kernel refused a mapping (also counted in map_failed) */
+    HMI_WHY_CHUNKS,         /* the arena's chunk table is full */
+    HMI_WHY_ALIGN,          /* an alignment that is not a power of two */
+    HMI_WHY_UMF,            /* a umf:* tier's pool or provider had no memory */
+    HMI_WHY_SPLIT,          /* a split object none of whose ranges could be placed
+                             * (umf:hugetlb places none; elsewhere their mappings
+                             * failed: split_refused) */
+    HMI_WHY_OTHER,          /* anything else: a request too large for the page map */
+    HMI_WHY_N
+};
+
 struct hmi_backend_stats {
     uint64_t capacity;      /* bytes, 0 when unlimited */
     uint64_t used;          /* bytes charged by live blocks */
@@ -106,6 +122,8 @@ struct hmi_backend_stats {
                              * placed (and split_placed) too */
     uint64_t kept;          /* bytes charged by the freed blocks kept now (not in used;
                              * in high_water, which counts what the tier held) */
+    uint64_t refused[HMI_WHY_N];    /* not_fitting by reason (refused[0] is 0) */
+    uint64_t chunks;        /* 2 MiB arena chunks mapped (never given back) */
 };
 
 /* Set up tier `index` (< HMI_MAX_TIERS) as `spec` with `capacity` bytes (0 and
@@ -163,13 +181,15 @@ int hmi_backend_reused(void) HM_HIDDEN;
 /* Tier index that allocated p, or HMI_OWNER_LIBC. Lock-free, async-signal-safe. */
 int hmi_owner(const void *p) HM_HIDDEN;
 
-/* Free p, which hmi_owner reported as tier owner (>= 0). */
+/* Free p, which hmi_owner reported as tier owner (>= 0). A p that is not an object's
+ * start (hmi_backend_usable_size 0) frees nothing: the caller reports it. */
 void hmi_backend_free(int owner, void *p) HM_HIDDEN;
 /* The same when the caller has hmi_backend_usable_size(owner, p) at hand (the page
  * map holds the size of blocks and arena objects; a umf:* tier saves asking UMF). */
 void hmi_backend_free_usable(int owner, void *p, size_t usable) HM_HIDDEN;
 
-/* Bytes usable at p (>= the request), p owned by tier owner (>= 0). */
+/* Bytes usable at p (>= the request), p owned by tier owner (>= 0); 0 when p is not
+ * the start of an object the tier handed out (a pointer into one: a bad free). */
 size_t hmi_backend_usable_size(int owner, const void *p) HM_HIDDEN;
 
 /* realloc in place: 1 when p (owned by tier owner) can hold newsize bytes as it is
@@ -178,6 +198,13 @@ size_t hmi_backend_usable_size(int owner, const void *p) HM_HIDDEN;
 int hmi_backend_resize_in_place(int owner, void *p, size_t newsize) HM_HIDDEN;
 
 void hmi_backend_stats(uint32_t index, struct hmi_backend_stats *out) HM_HIDDEN;
+/* Whether an open tier maps hugetlb pages (hugetlb, umf:hugetlb, memkind's hugepage
+ * kinds): a fork child may inherit some (hmi_fork.h). */
+int hmi_backend_hugetlb_open(void) HM_HIDDEN;
+/* Whether p is in a block, arena chunk or UMF granule of a tier that maps hugetlb
+ * pages (part of a split block may be 4 KiB pages); then [*lo, *hi) is the read-write
+ * memory it belongs to. Lock-free; walks back to the block's first granule. */
+int hmi_backend_hugetlb_at(const void *p, uintptr_t *lo, uintptr_t *hi) HM_HIDDEN;
 
 /* How tier index maps its memory, for ranges it did not map itself (static variables,
  * hmi_static.c): hugepages (MAP_HUGETLB, 2 MiB), THP, and the mbind mode (0: none)

@@ -35,11 +35,17 @@ struct hmi_bk {
     uint64_t high_water;
 };
 
+/* Why a request did not fit (enum hmi_why, hmi_backend.h): the calling thread's
+ * hmi_why, set where the request was refused, cleared when the next request comes
+ * (request_tier in hmi_backend.c) and read when the refusal is counted (hmi_count). */
+extern __thread uint8_t hmi_why __attribute__((tls_model("initial-exec"))) HM_HIDDEN;
+
 /* Block counts, striped (hm_util.h). */
 struct hmi_bk_counts {
     uint64_t placed, freed, not_fitting, map_failed;
     uint64_t split_placed, split_bytes, split_refused;
     uint64_t reused;                        /* blocks handed out again (hmi_keep.c) */
+    uint64_t refused[HMI_WHY_N];            /* not_fitting by hmi_why (0 unused) */
 } __attribute__((aligned(64)));
 
 /* Capacity reserves, striped: a charge of at most HMI_CREDIT_SMALL bytes comes out
@@ -83,14 +89,21 @@ void hmi_count_sum(uint32_t index, struct hmi_backend_stats *out) HM_HIDDEN;
 
 enum { HMI_C_PLACED, HMI_C_FREED, HMI_C_NOT_FITTING, HMI_C_MAP_FAILED };
 
-/* Count one block placed, freed or not fitting, or one mapping the kernel refused, in
- * b's calling thread's stripe (inline: every allocation and free counts one). */
+/* Count one block placed, freed or not fitting (with its reason, hmi_why), or one
+ * mapping the kernel refused (which is the reason of its request), in b's calling
+ * thread's stripe (inline: every allocation and free counts one). */
 HM_INLINE void hmi_count(const struct hmi_bk *b, int which)
 {
     struct hmi_bk_counts *c = &hmi_bk_counts[b - hmi_bks][hm_stripe()];
     uint64_t *f = which == HMI_C_PLACED ? &c->placed : which == HMI_C_FREED ? &c->freed
                 : which == HMI_C_NOT_FITTING ? &c->not_fitting : &c->map_failed;
     hm_stripe_add(f, 1);
+    if (which == HMI_C_MAP_FAILED)
+        hmi_why = HMI_WHY_KERNEL;
+    if (which == HMI_C_NOT_FITTING) {
+        hm_stripe_add(&c->refused[hmi_why ? hmi_why : HMI_WHY_SPLIT], 1);
+        hmi_why = HMI_WHY_NONE;
+    }
 }
 
 /* ---- messages (hmi_msg.c) ---- */

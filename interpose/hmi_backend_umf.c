@@ -321,9 +321,6 @@ static void *granule(uint32_t index)
  * whose fixed provider may hand out again what a large object freed (cleared here). */
 void *hmi_umf_chunk(uint32_t index, unsigned code)
 {
-    int64_t k = hmi_chunk_slot();
-    if (k < 0)
-        return NULL;
     int huge = hmi_bks[index].kind == HMI_BK_UMF_HUGETLB;
     struct gate *g = gate_in();
     void *p = granule(index);
@@ -334,6 +331,13 @@ void *hmi_umf_chunk(uint32_t index, unsigned code)
     gate_out(g);
     if (!p)
         return NULL;
+    int64_t k = hmi_chunk_slot();           /* after the granule, as hmi_map_chunk */
+    if (k < 0) {
+        g = gate_in();
+        hmi_u.umfMemoryProviderFree(g_prov[index], p, HMI_PAGE_2M);
+        gate_out(g);
+        return NULL;
+    }
     if (huge)
         memset(p, 0, HMI_PAGE_2M);
     hmi_chunk_record(k, (uintptr_t)p, index, code);
@@ -346,6 +350,8 @@ void hmi_umf_free(struct hmi_bk *b, void *p, size_t usable)
 {
     if (!usable)
         usable = hmi_umf_usable(b, p);
+    if (!usable)
+        return;                             /* not an object's start: never freed */
     umf_memory_pool_handle_t pool = p == t_last_p ? t_last_pool : NULL;
     t_last_p = NULL;
     struct gate *g = gate_in();
@@ -355,13 +361,31 @@ void hmi_umf_free(struct hmi_bk *b, void *p, size_t usable)
         hmi_uncharge(b, usable);
 }
 
+/* Whether p is the start of an object of a pool (the caller holds its gate): UMF's
+ * tracker knows any pointer into an allocation of the provider, and the pool would
+ * free or size the allocation it falls in. An object above the slabs is an allocation
+ * of its own (the tracker's base); one in a slab (aligned small requests only) is
+ * taken when 16-byte aligned, the slab's bucket not being known here. */
+static int object_start(const void *p, size_t us, size_t poolable)
+{
+    umf_memory_properties_handle_t props = NULL;
+    void *base = NULL;
+    if (hmi_u.umfGetMemoryPropertiesHandle(p, &props) != UMF_RESULT_SUCCESS ||
+        hmi_u.umfGetMemoryProperty(props, UMF_MEMORY_PROPERTY_BASE_ADDRESS, &base,
+                                   sizeof base) != UMF_RESULT_SUCCESS)
+        return 0;
+    return base == p || (us <= poolable && !((uintptr_t)p & 15));
+}
+
 size_t hmi_umf_usable(const struct hmi_bk *b, const void *p)
 {
     size_t us = 0;
     struct gate *g = gate_in();
     umf_memory_pool_handle_t pool = NULL;
-    if (hmi_u.umfPoolByPtr(p, &pool) == UMF_RESULT_SUCCESS && pool)
-        hmi_u.umfPoolMallocUsableSize(pool, p, &us);
+    if (hmi_u.umfPoolByPtr(p, &pool) == UMF_RESULT_SUCCESS && pool &&
+        (hmi_u.umfPoolMallocUsableSize(pool, p, &us) != UMF_RESULT_SUCCESS ||
+         !object_start(p, us, b->umf_poolable)))
+        us = 0, pool = NULL;
     gate_out(g);
     t_last_p = pool ? p : NULL;
     t_last_pool = pool;

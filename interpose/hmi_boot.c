@@ -17,6 +17,7 @@
  * gives one warning and then every call is passed through. */
 #include "hmi_accept.h"
 #include "hmi_boot.h"
+#include "hmi_fork.h"
 #include "hmi_backend.h"
 #include "hmi_match.h"
 #include "hmi_placement.h"
@@ -113,17 +114,21 @@ static void atfork_prepare(void)
     hmi_t_busy++;
     hm_modmap_atfork_prepare();
     hmi_backend_atfork_prepare();
+    hmi_fork_prepare(hmi_backend_hugetlb_open());
 }
 static void atfork_parent(void)
 {
+    hmi_fork_parent();                      /* waits for the child's copies */
     hmi_backend_atfork_release();
     hm_modmap_atfork_release();
     hmi_t_busy--;
 }
 static void atfork_child(void)
 {
+    hmi_fork_child();                       /* before anything may write a hugepage */
     hmi_backend_atfork_release();
     hm_modmap_atfork_release();
+    hmi_fd_setup();
     hmi_t_busy--;
     g_report = 0;           /* the parent reports; a child's counters start mixed */
 }
@@ -215,6 +220,7 @@ static void do_init(void)
         ok = 0;
     if (ok) {
         hm_modmap_init(NULL);
+        hmi_fd_setup();
         hm_unwind_init((void *)&do_init);
         const char *missing;
         int fits = hmi_fits_program(&hmi_pl, exe, &missing);

@@ -45,5 +45,9 @@ NOASAN int hmi_resolve_real(void) HM_HIDDEN;
 /* Initialize (load the placement, open the tiers, build the site table) unless
  * another call already does or did. */
 void hmi_init_once(void) HM_HIDDEN;
+/* hmi_fdshim.c: the descriptor wrappers' real calls, and this process owns the
+ * library's descriptors (before hm_unwind_init makes libunwind's pipe; again in a
+ * fork child). */
+void hmi_fd_setup(void) HM_HIDDEN;
 
 #endif

@@ -7,6 +7,7 @@
 struct hmi_bk hmi_bks[HMI_MAX_TIERS];
 struct hmi_bk_counts hmi_bk_counts[HMI_MAX_TIERS][HM_STRIPES];
 struct hmi_bk_credit hmi_bk_credit[HMI_MAX_TIERS][HM_STRIPES];
+__thread uint8_t hmi_why __attribute__((tls_model("initial-exec")));
 
 /* ---- capacity ---- */
 
@@ -80,8 +81,10 @@ int hmi_charge(struct hmi_bk *b, uint64_t n)
             return 0;
         }
     }
-    if (global_charge(b, n) != 0 && refill(b, n) != 0)
+    if (global_charge(b, n) != 0 && refill(b, n) != 0) {
+        hmi_why = HMI_WHY_CAPACITY;
         return -1;
+    }
     high_water(b);
     return 0;
 }
@@ -90,8 +93,10 @@ int hmi_charge_unmarked(struct hmi_bk *b, uint64_t n)
 {
     if (n <= HMI_CREDIT_SMALL && b->capacity)
         return hmi_charge(b, n);
-    if (global_charge(b, n) != 0 && refill(b, n) != 0)
+    if (global_charge(b, n) != 0 && refill(b, n) != 0) {
+        hmi_why = HMI_WHY_CAPACITY;
         return -1;
+    }
     return 0;
 }
 
@@ -128,5 +133,7 @@ void hmi_count_sum(uint32_t index, struct hmi_backend_stats *out)
         out->split_bytes += __atomic_load_n(&c->split_bytes, __ATOMIC_RELAXED);
         out->split_refused += __atomic_load_n(&c->split_refused, __ATOMIC_RELAXED);
         out->reused += __atomic_load_n(&c->reused, __ATOMIC_RELAXED);
+        for (uint32_t w = 1; w < HMI_WHY_N; w++)
+            out->refused[w] += __atomic_load_n(&c->refused[w], __ATOMIC_RELAXED);
     }
 }

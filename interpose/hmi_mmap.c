@@ -117,12 +117,16 @@ static char *map_block(struct hmi_bk *b, uint64_t len, uint64_t span, size_t ali
 void *hmi_map_chunk(uint32_t index, unsigned code)
 {
     struct hmi_bk *b = &hmi_bks[index];
-    int64_t k = hmi_chunk_slot();
-    if (k < 0)
-        return NULL;
+    /* the slot after the mapping: slots are never given back, and a pool run dry
+     * must not use them up */
     char *a = map_block(b, HMI_PAGE_2M, HMI_PAGE_2M, HMI_PAGE_2M);
     if (!a)
         return NULL;
+    int64_t k = hmi_chunk_slot();
+    if (k < 0) {
+        munmap(a, HMI_PAGE_2M);
+        return NULL;
+    }
     hmi_chunk_record(k, (uintptr_t)a, index, code);
     return a;
 }

@@ -84,7 +84,11 @@ int hmi_chunks_init(struct hmi_msg *why)
 int64_t hmi_chunk_slot(void)
 {
     uint32_t k = __atomic_fetch_add(&hmi_nchunks, 1, __ATOMIC_RELAXED);
-    return k >= CHUNKS_MAX ? -1 : (int64_t)k;
+    if (k >= CHUNKS_MAX) {
+        hmi_why = HMI_WHY_CHUNKS;
+        return -1;
+    }
+    return (int64_t)k;
 }
 
 void hmi_chunk_record(int64_t k, uintptr_t a, uint32_t index, unsigned code)

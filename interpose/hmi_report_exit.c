@@ -5,6 +5,8 @@
  * outside any allocator lock. */
 #include "hmi_report_int.h"
 #include "hmi_backend.h"
+#include "hmi_advise.h"
+#include "hmi_fork.h"
 #include "hmi_placement.h"
 #include "hmi_static.h"
 #include "hm_version.h"
@@ -175,6 +177,49 @@ static void out_residency(struct out *o, const struct hmi_residency *r)
          (unsigned long long)r->bytes_elsewhere, (unsigned long long)r->bytes_absent);
 }
 
+/* Why requests did not fit (enum hmi_why): run-stats.json's keys, the summary's words. */
+static const char *const why_key[HMI_WHY_N] = {
+    [HMI_WHY_CAPACITY] = "capacity", [HMI_WHY_KERNEL] = "kernel",
+    [HMI_WHY_CHUNKS] = "chunk_table", [HMI_WHY_ALIGN] = "alignment", [HMI_WHY_UMF] = "umf",
+    [HMI_WHY_SPLIT] = "split", [HMI_WHY_OTHER] = "other",
+};
+static const char *const why_text[HMI_WHY_N] = {
+    [HMI_WHY_CAPACITY] = "over its capacity", [HMI_WHY_KERNEL] = "the kernel could not map",
+    [HMI_WHY_CHUNKS] = "the arena's chunk table full",
+    [HMI_WHY_ALIGN] = "an alignment not a power of two", [HMI_WHY_UMF] = "UMF had no memory",
+    [HMI_WHY_SPLIT] = "split objects with no range placed",
+    [HMI_WHY_OTHER] = "too large for the page map",
+};
+
+/* The tier's arena chunks and its refusals by reason (after its residency). */
+static void out_refused(struct out *o, const struct hmi_backend_stats *s)
+{
+    outf(o, ",\n     \"arena_chunks\": %llu, \"not_fitting_reasons\": {",
+         (unsigned long long)s->chunks);
+    for (uint32_t w = 1; w < HMI_WHY_N; w++)
+        outf(o, "%s\"%s\": %llu", w > 1 ? ", " : "", why_key[w],
+             (unsigned long long)s->refused[w]);
+    outf(o, "}");
+}
+
+/* `hmalloc: tier NAME: N not fitting: K over its capacity, ...` when some did not. */
+static void refused_line(struct out *o, const char *who, const char *tier,
+                         const struct hmi_backend_stats *s)
+{
+    if (!s->not_fitting)
+        return;
+    outf(o, "hmalloc%s: tier %s: %llu not fitting:", who, tier,
+         (unsigned long long)s->not_fitting);
+    const char *sep = " ";
+    for (uint32_t w = 1; w < HMI_WHY_N; w++) {
+        if (s->refused[w]) {
+            outf(o, "%s%llu %s", sep, (unsigned long long)s->refused[w], why_text[w]);
+            sep = ", ";
+        }
+    }
+    outf(o, "\n");
+}
+
 static void static_json(struct out *o, const struct hmi_placement *pl,
                         const struct hmi_residency *res)
 {
@@ -228,6 +273,44 @@ static void split_lines(struct out *o, const char *who, const struct hmi_placeme
     }
 }
 
+/* What fork (hmi_fork.h), madvise and mprotect (hmi_advise.h) changed of the hugetlb
+ * tiers: a line each when they did. */
+static void fork_lines(struct out *o, const char *who)
+{
+    struct hmi_fork_stats f;
+    char a[32], b[32];
+    uint64_t zeroed, demoted;
+    hmi_advise_stats(&zeroed, &demoted);
+    if (zeroed || demoted)
+        outf(o, "hmalloc%s: hugetlb: madvise cleared %s in partial hugepages; mprotect of "
+             "part of a hugepage put %s back in ordinary pages\n", who,
+             human(zeroed, a, sizeof a), human(demoted, b, sizeof b));
+    hmi_fork_stats(&f);
+    if (f.copied_bytes || f.left_bytes || f.unknown)
+        outf(o, "hmalloc%s: fork: %llu of %llu child(ren) took private copies of %s of "
+             "hugetlb pages in ordinary memory, %s left in hugepages, %llu did not say\n", who,
+             (unsigned long long)f.copied_children, (unsigned long long)f.forks,
+             human(f.copied_bytes, a, sizeof a), human(f.left_bytes, b, sizeof b),
+             (unsigned long long)f.unknown);
+}
+
+static void fork_json(struct out *o)
+{
+    struct hmi_fork_stats f;
+    uint64_t zeroed, demoted;
+    hmi_fork_stats(&f);
+    hmi_advise_stats(&zeroed, &demoted);
+    outf(o, ",\n  \"hugetlb_partial\": {\"madvise_zeroed_bytes\": %llu, "
+         "\"mprotect_demoted_bytes\": %llu}", (unsigned long long)zeroed,
+         (unsigned long long)demoted);
+    outf(o, ",\n  \"fork\": {\"forks\": %llu, \"children_copied\": %llu, "
+         "\"hugetlb_maps_copied\": %llu, \"hugetlb_bytes_copied\": %llu, "
+         "\"hugetlb_bytes_left\": %llu, \"children_unreported\": %llu}",
+         (unsigned long long)f.forks, (unsigned long long)f.copied_children,
+         (unsigned long long)f.copied_maps, (unsigned long long)f.copied_bytes,
+         (unsigned long long)f.left_bytes, (unsigned long long)f.unknown);
+}
+
 static void write_summary(int fd, const struct hmi_placement *pl, const char *path, int rank,
                           const struct hmi_residency *sres)
 {
@@ -256,6 +339,7 @@ static void write_summary(int fd, const struct hmi_placement *pl, const char *pa
              ti->unlimited ? "unlimited" : human(ti->capacity, a, sizeof a),
              (unsigned long long)s.placed, human(tier_bytes(pl, t), b, sizeof b),
              human(s.high_water, c, sizeof c), (unsigned long long)s.not_fitting);
+        refused_line(&o, who, ti->name, &s);
         if (s.map_failed) {
             char host[256];
             if (gethostname(host, sizeof host - 1) != 0)
@@ -289,6 +373,7 @@ static void write_summary(int fd, const struct hmi_placement *pl, const char *pa
                  "without a new mapping\n", who, ti->name, (unsigned long long)s.reused);
     }
     static_lines(&o, who, pl, sres);
+    fork_lines(&o, who);
     uint32_t shown = 0, matched = 0;
     struct hmi_site_stats sum;
     for (uint32_t i = 0; i < pl->nsites; i++) {
@@ -375,6 +460,7 @@ static void write_json(struct out *o, const struct hmi_placement *pl, const char
              (unsigned long long)s.split_refused, (unsigned long long)s.reused,
              (unsigned long long)s.kept);
         out_residency(o, &r);
+        out_refused(o, &s);
         outf(o, "}");
     }
     outf(o, "\n  ],\n  \"sites\": [");
@@ -410,6 +496,7 @@ static void write_json(struct out *o, const struct hmi_placement *pl, const char
     }
     outf(o, "\n  ]");
     static_json(o, pl, sres);
+    fork_json(o);
     outf(o, "\n}\n");
 }
 

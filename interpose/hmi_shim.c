@@ -208,12 +208,38 @@ static void glibc_sees_free(size_t u)
         hmi_rm.free(d);
 }
 
+/* A pointer into a tier's memory that is not the start of an object it handed out
+ * was given to free or realloc (what glibc calls an invalid pointer): freeing or
+ * keeping the block would hand its memory out twice, so, as glibc does, the process
+ * is stopped, naming the call and the pointer. */
+static HM_NOINLINE void bad_pointer(const char *call, const void *p, int owner)
+{
+    char line[160], *w = line;
+    static const char hex[] = "0123456789abcdef";
+    w += hm_fmt_str(w, call);
+    w += hm_fmt_str(w, "(0x");
+    uintptr_t v = (uintptr_t)p;
+    int shift = 60;
+    while (shift > 0 && !(v >> shift))
+        shift -= 4;
+    for (; shift >= 0; shift -= 4)
+        *w++ = hex[(v >> shift) & 15];
+    w += hm_fmt_str(w, "): invalid pointer: inside memory of placed tier ");
+    w += hm_fmt_u64(w, (uint64_t)owner);
+    w += hm_fmt_str(w, " but not the start of a block (a bad free in the application)");
+    *w = 0;
+    hm_log("hmtune: libhmalloc: ", line, NULL);
+    abort();
+}
+
 /* Busy while in the backend: a UMF pool's provider may call malloc (hwloc), which
  * must go to glibc, never back into a tier. */
 static void free_owned(int owner, void *p)
 {
     hmi_t_busy++;
     size_t u = hmi_backend_usable_size(owner, p);
+    if (hm_unlikely(u == 0))
+        bad_pointer("free", p, owner);
     hmi_report_freeing(owner, p, u);
     hmi_backend_free_usable(owner, p, u);
     glibc_sees_free(u);
@@ -225,6 +251,8 @@ static HM_NOINLINE void *slow_realloc(void *p, size_t n)
 {
     int owner = hmi_owning ? hmi_owner(p) : HMI_OWNER_LIBC;
     int boot = owner < 0 && hm_in_boot(p);
+    if (owner >= 0 && hmi_backend_usable_size(owner, p) == 0)
+        bad_pointer("realloc", p, owner);
     int tier = -1, site = -1;
     if (!hmi_t_busy && ensure_ready() && in_window(n)) {
         int err = errno;

@@ -11,6 +11,7 @@
 #include <umf/memory_pool.h>
 #include <umf/memory_provider.h>
 #include <umf/memory_provider_ops.h>
+#include <umf/experimental/memory_properties.h>
 #include <umf/pools/pool_disjoint.h>
 #include <umf/providers/provider_fixed_memory.h>
 #include <umf/providers/provider_os_memory.h>
@@ -34,7 +35,8 @@
     X(umfDisjointPoolParamsSetSlabMinSize) X(umfDisjointPoolParamsSetMaxPoolableSize) \
     X(umfDisjointPoolParamsSetMinBucketSize) X(umfDisjointPoolParamsSetCapacity) \
     X(umfPoolCreate) X(umfPoolDestroy) X(umfPoolMalloc) X(umfPoolAlignedMalloc) \
-    X(umfPoolFree) X(umfPoolMallocUsableSize) X(umfPoolTrimMemory) X(umfPoolByPtr) X(umfFree)
+    X(umfPoolFree) X(umfPoolMallocUsableSize) X(umfPoolTrimMemory) X(umfPoolByPtr) X(umfFree) \
+    X(umfGetMemoryPropertiesHandle) X(umfGetMemoryProperty)
 #define UMF_DECL(n) __typeof__(n) *n;
 struct hmi_umf_fns {
     void *handle;

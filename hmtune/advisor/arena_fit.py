@@ -4,20 +4,26 @@ keeps a placement within the tier's capacity.
 The strategies charge an object packed in libhmalloc's arena its size class
 (hmtune/advisor/granularity.py). The arena maps 2 MiB chunks and cuts them into slabs
 of 64 KiB to 2 MiB (8 objects' worth, granularity.slab_size), each holding objects of
-one class for one thread stripe (classes over 8 KiB: for all threads), carved from the
-slab's start (interpose/hmi_arena.c). Where a chunk is one 2 MiB page (`hugetlb`,
-`umf:hugetlb`, memkind's hugepage kinds, `thp`) the tier also takes the unused end of
-the last slab of every (class, thread) it serves, and of the last chunk cut into
-slabs of each size. On a small tier, or with many classes, that can push a placement
-past the capacity, and the objects that come last then fall back at run time
-(hugetlb: the reserved pool runs out). On 4 KiB pages a slab's untouched end takes no
-memory: only the pages its objects reach count.
+one class, cut from the slab's start in order (interpose/hmi_arena.c). Every thread
+shares a class's slabs; what a class cuts is its most objects live at once in the
+process plus what its thread stripes may hold back (granularity.cut: at most
+granularity.held objects per stripe beyond the first for a class of up to 8 KiB, none
+above), never given back. Where a chunk is one 2 MiB page (`hugetlb`, `umf:hugetlb`,
+memkind's hugepage kinds, `thp`) the tier also takes the unused end of the last slab
+of every class it serves, and of the last chunk cut into slabs of each size. On a
+small tier, or with many classes, that can push a placement past the capacity, and
+the objects that come last then fall back at run time (hugetlb: the reserved pool
+runs out). On 4 KiB pages a slab's untouched end takes no memory: only the pages its
+objects reach count.
 
 `footprint` is one process's most bytes at once in a tier for a set of sites: from
-allocs.csv, the slabs each (rank, thread stripe, class) has cut so far (never given
-back), on hugepages rounded up per (rank, slab size) to whole chunks, plus the live
-blocks of their own, over time; without allocs.csv, the sites' charges plus one slab's
-rounding per class of their mean object size.
+allocs.csv, the slabs each (rank, class) has cut so far (its objects live at once so
+far, summed over threads, plus granularity.held per thread stripe of the rank beyond
+the first, the stripes counted from the threads allocating in the tier), on hugepages
+rounded up per (rank, slab size) to whole chunks, plus the live blocks of their own,
+over time; without allocs.csv, the sites' charges plus one slab's rounding per class
+of their mean object size. hmtune/workflows/reserve.arena_pages counts the same
+chunks for `hmtune run --reserve-hugepages`.
 `fit` repairs a placement whose footprint exceeds a tier's capacity: among the sites
 live where the footprint peaks (the others cannot lower it), it moves back to their
 baseline tier the ones that give up the least value per byte they free (measured for
@@ -33,19 +39,19 @@ import pandas as pd
 from hmtune.advisor import granularity
 from hmtune.advisor.model import Placement, Problem, group_cumsum, group_starts
 
-STRIPES = 16            # HM_STRIPES: threads past the first 15 share stripe 0
 CANDIDATES = 32         # sites whose freed bytes are measured per repair step
 FILL_TRIES = 64         # sites tried when placing again
 
 
-def _stripe(thread: np.ndarray) -> np.ndarray:
-    return np.where(thread < STRIPES, thread, 0)
-
-
-def shard_thread(thread: np.ndarray, cs: np.ndarray) -> np.ndarray:
-    """The stripe whose shard serves objects of class cs: one for all threads over
-    8 KiB."""
-    return np.where(cs > granularity.STRIPED_MAX, 0, thread)
+def rank_stripes(rank: np.ndarray, thread: np.ndarray) -> np.ndarray:
+    """Per block, the thread stripes its rank uses (granularity.stripes of the distinct
+    threads of that rank among these blocks)."""
+    if not rank.size:
+        return np.zeros(0, np.int64)
+    pairs = np.unique(np.stack([rank, thread]), axis=1)
+    ranks, counts = np.unique(pairs[0], return_counts=True)
+    per = np.array([granularity.stripes(int(n)) for n in counts], np.int64)
+    return per[np.searchsorted(ranks, rank)]
 
 
 def arena_page(backend: str) -> int:
@@ -55,9 +61,9 @@ def arena_page(backend: str) -> int:
 
 
 def class_bytes(objects: np.ndarray, cs: np.ndarray, page: int) -> np.ndarray:
-    """Memory `objects` objects of class cs take in one (thread, class): full slabs,
-    each the pages its objects reach (on hugepages the whole slab), plus the pages the
-    last one's objects reach."""
+    """Memory `objects` objects of class cs cut in order from a class's slabs take:
+    full slabs, each the pages its objects reach (on hugepages the whole slab), plus
+    the pages the last one's objects reach."""
     slab = granularity.slab_sizes(cs)
     unit = np.minimum(slab, page)
     per = slab // cs
@@ -84,7 +90,7 @@ def _blocks_peak(blocks: pd.DataFrame, backend: str) -> tuple[int, tuple[int, in
     size = blocks["size"].to_numpy(np.int64)
     rank = blocks["rank"].to_numpy(np.int64)
     scale = _scales(blocks)
-    thread = (_stripe(blocks["thread"].to_numpy(np.int64)) if "thread" in blocks.columns
+    thread = (blocks["thread"].to_numpy(np.int64) if "thread" in blocks.columns
               else np.zeros(size.size, np.int64))
     t0 = blocks["t_alloc"].to_numpy(np.int64)
     t1 = blocks["t_free"].to_numpy(np.int64)
@@ -97,24 +103,26 @@ def _blocks_peak(blocks: pd.DataFrame, backend: str) -> tuple[int, tuple[int, in
         [x] for x in _block_events(rank[own], t0[own], t1[own],
                                    granularity.charges(size[own], backend) * scale[own]))
 
-    # arena: live objects per (rank, stripe, class); slabs follow their running peak
+    # arena: live objects per (rank, class) over every thread; slabs follow their
+    # running peak plus what the rank's stripes may hold back (granularity.cut)
     if packed.any():
         cs = granularity.class_sizes(size[packed])
         pf = freed[packed]
-        thr = shard_thread(thread[packed], cs)
+        slack = granularity.helds(cs) * (rank_stripes(rank[packed], thread[packed]) - 1)
         k_rank = np.concatenate([rank[packed], rank[packed][pf]])
-        k_thr = np.concatenate([thr, thr[pf]])
         k_cls = np.concatenate([cs, cs[pf]])
+        k_slack = np.concatenate([slack, slack[pf]])
         k_time = np.concatenate([t0[packed], t1[packed][pf]])
         k_kind = np.concatenate([np.ones(int(packed.sum()), np.int8),
                                  np.zeros(int(pf.sum()), np.int8)])
         k_delta = np.concatenate([scale[packed], -scale[packed][pf]])
-        order = np.lexsort((k_kind, k_time, k_cls, k_thr, k_rank))
-        k_rank, k_thr, k_cls = k_rank[order], k_thr[order], k_cls[order]
+        order = np.lexsort((k_kind, k_time, k_cls, k_rank))
+        k_rank, k_cls, k_slack = k_rank[order], k_cls[order], k_slack[order]
         k_time, k_kind, k_delta = k_time[order], k_kind[order], k_delta[order]
-        start = group_starts(k_rank, k_thr, k_cls)
+        start = group_starts(k_rank, k_cls)
         live = group_cumsum(k_delta, start)
         peak = _group_cummax(live.astype(np.float64), start).astype(np.int64)
+        peak = np.where(peak > 0, peak + k_slack, 0)
         mem = class_bytes(peak, k_cls, arena_page(backend))
         prev = np.concatenate([[0], mem[:-1]])
         prev[start] = 0
@@ -221,6 +229,7 @@ def footprint(problem: Problem, tier: int, placed: np.ndarray) -> int:
         classes, which = np.unique(cs, return_inverse=True)
         n = np.bincount(which, weights=objs).astype(np.int64)      # objects per class
         page = arena_page(t.backend)
+        # as one thread (the threads are not known without allocs.csv): no slack
         mem = class_bytes(n, classes, page)
         if page == granularity.CHUNK:       # slabs of one size share whole chunks
             _, code = np.unique(granularity.slab_sizes(classes), return_inverse=True)
@@ -341,7 +350,7 @@ def fit(problem: Problem, placement: Placement, base_tier: np.ndarray,
         placement.value = value
         placement.bound = max(placement.bound, value)
         placement.notes.append(
-            f"the arena's partly used 2 MiB chunks (one per size class and thread) did not "
-            f"fit the capacity: {moved_out} site(s) left the tier and {moved_in} took "
-            f"their room")
+            f"the arena's partly used slabs and 2 MiB chunks (per size class, with what "
+            f"each thread stripe may hold back) did not fit the capacity: {moved_out} "
+            f"site(s) left the tier and {moved_in} took their room")
     return placement

@@ -15,6 +15,17 @@ hmi_arena.c:
   (`umf:*`: UMF's providers hand them out in 4 KiB pages, inside 2 MiB granules or
   hugepages that several objects share).
 - `default` places nothing: objects are charged their size.
+
+What the arena's chunks take beyond the charges (interpose/hmi_arena.h): a class of up to
+8 KiB (STRIPED_MAX) has one pool shared by every thread and a cache per thread stripe
+(at most 16 stripes: HM_STRIPES, threads past the 15th share one); each stripe holds at
+most `held(cs)` objects of the class that are not live (a batch of batch(cs) freed
+objects, one more batch, and the rest of a run cut from the class's slab); a new slab
+is cut only when the stripe asking holds nothing, so the class's slabs hold at most
+its most objects live at once plus held(cs) per stripe beyond the first (`cut`); a
+larger class has one shard for all threads, whose slabs hold its most objects live
+at once. arena_fit.footprint (the advisor) and
+hmtune/workflows/reserve.arena_pages (--reserve-hugepages) both count that.
 """
 
 from __future__ import annotations
@@ -31,6 +42,8 @@ ARENA_MAX_4K = 256 * KIB        # on 4 KiB pages
 CHUNK = 2 * MIB                 # HMI_ARENA_CHUNK
 SLAB_MIN = 64 * KIB             # 1 << HMI_SLAB_SHIFT
 STRIPED_MAX = 8 * KIB           # HMI_ARENA_STRIPED_MAX's class: larger ones, one shard
+RUN = KIB                       # HMI_ARENA_RUN: the bytes of a batch (at least one object)
+STRIPES = 16                    # HM_STRIPES: threads past the first 15 share stripe 0
 HUGE_BLOCK = 2 * MIB            # HMI_PAGE_2M (hmi_backend_int.h): hugepage mappings round to it
 SMALL_PAGE = 4 * KIB
 UNIT = 4 * KIB                  # the advisor counts sizes and capacities in these
@@ -104,6 +117,42 @@ def slab_sizes(cs: np.ndarray) -> np.ndarray:
     want = np.maximum(8 * np.asarray(cs, np.int64), 1)
     bits = np.frexp((want - 1).astype(np.float64))[1].astype(np.int64)  # ceil(log2)
     return np.clip(np.int64(1) << np.minimum(bits, 40), SLAB_MIN, CHUNK)
+
+
+def batch(cs: int) -> int:
+    """Objects of class size cs a stripe takes from or gives back to the class's pool at
+    a time (hmi_arena_batch): RUN // cs, at least 1."""
+    return RUN // cs if cs < RUN else 1
+
+
+def held(cs: int) -> int:
+    """The most objects of class size cs that are not live one thread stripe holds: two
+    batches of freed objects and a run short of one (0 for a class over STRIPED_MAX: one
+    shard for all threads, which reuses every object freed)."""
+    return 3 * batch(cs) - 1 if cs <= STRIPED_MAX else 0
+
+
+def helds(cs: np.ndarray) -> np.ndarray:
+    """held over an int64 array of class sizes."""
+    import numpy as np
+
+    cs = np.asarray(cs, np.int64)
+    b = np.where(cs < RUN, RUN // np.maximum(cs, 1), 1)
+    return np.where(cs <= STRIPED_MAX, 3 * b - 1, 0)
+
+
+def stripes(threads: int) -> int:
+    """Thread stripes a process of this many threads allocating in a tier uses."""
+    return max(1, min(STRIPES, threads))
+
+
+def cut(peak: int, cs: int, threads: int) -> int:
+    """What the slabs of class size cs hold at most, in objects, in one process whose
+    most objects of that class live at once are `peak`, allocated by `threads` threads:
+    the slabs are ceil(cut / objects per slab). A slab is cut only when the stripe
+    asking holds nothing and the others hold at most held(cs) each, so one stripe
+    cuts no more slabs than its objects live at once fill (module doc)."""
+    return peak + (stripes(threads) - 1) * held(cs) if peak > 0 else 0
 
 
 def charge(size: int, backend: str) -> int:

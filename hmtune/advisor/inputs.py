@@ -362,8 +362,9 @@ def load_allocs(path: str | Path, site_ids: set[int], full: bool,
 
     `full` keeps site_id, rank, size, t_alloc, t_free (the lifetime-aware strategy's
     rows) with a never-freed block's `t_free` (-1) replaced by one past the latest time
-    in the file, so every row is a finite live interval; otherwise only site_id, rank
-    and size are kept (size window). `scale` (the blocks a row stands for: small-call
+    in the file, so every row is a finite live interval, and `thread` (the arena's
+    thread stripes: hmtune/advisor/arena_fit.py); otherwise only site_id, rank and size
+    are kept (size window). `scale` (the blocks a row stands for: small-call
     sampling's N, else 1; 1 for files without the column) is kept in both. `merged`
     (Sites.merged) renames the site ids that were merged into another. `attrs["nprocs"]`
     is the number of processes (ranks) in the whole file, None when it has no rows;
@@ -374,9 +375,11 @@ def load_allocs(path: str | Path, site_ids: set[int], full: bool,
     meta = dict(df.attrs.get("meta", {}))
     if SCALE_COLUMN not in df.columns:
         df[SCALE_COLUMN] = 1
-    cols = ["site_id", "rank", "size"] + (["t_alloc", "t_free"] if full else []) + [SCALE_COLUMN]
+    thread = ["thread"] if full and "thread" in df.columns else []
+    cols = (["site_id", "rank", "size"] + (["t_alloc", "t_free"] if full else []) + thread
+            + [SCALE_COLUMN])
     df = df[cols].copy()
-    _numeric(df, ("site_id", "rank", "size", SCALE_COLUMN)
+    _numeric(df, ("site_id", "rank", "size", SCALE_COLUMN, *thread)
              + (("t_alloc", "t_free") if full else ()), p, integer=True)
     if len(df) and (df[SCALE_COLUMN] < 1).any():
         row = int(np.flatnonzero((df[SCALE_COLUMN] < 1).to_numpy())[0])

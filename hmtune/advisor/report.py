@@ -69,8 +69,9 @@ class TierUse:
             return f"{human(held)}{of} used"
         if self.at_once > self.used:
             return (f"{human(held)}{of} used (the sites' own peaks add up to "
-                    f"{human(self.used)}; the rest is the arena's rounding: each size class "
-                    "and thread's last, partly used chunk on hugepages, or page)")
+                    f"{human(self.used)}; the rest is the arena's rounding: each size class's "
+                    "last, partly used slab and chunk on hugepages, or page, and what its "
+                    "threads may hold back)")
         return (f"{human(held)}{of} used at most at once (the sites' own peaks add up to "
                 f"{human(self.used)}: they are live at different times)")
 

@@ -1,11 +1,13 @@
 """Running the user's application under one of hmtune's preload libraries, shared by
-`hmtune trace` and `hmtune run`: checking that LD_PRELOAD can reach it, building the
-command line (for MPI the environment goes to the ranks, not to the launcher), running
-it in the foreground and handing its exit status back unchanged."""
+`hmtune trace` and `hmtune run`: checking that LD_PRELOAD can reach it, letting a
+program built with AddressSanitizer start after the library, building the command
+line (for MPI the environment goes to the ranks, not to the launcher), running it in
+the foreground and handing its exit status back unchanged."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -45,6 +47,46 @@ def preload_with(lib: Path) -> str:
     """LD_PRELOAD with lib first, then whatever the user already preloads."""
     old = os.environ.get("LD_PRELOAD", "")
     return f"{lib}:{old}" if old else str(lib)
+
+
+# AddressSanitizer's runtime, as gcc (libasan.so.N) and clang (libclang_rt.asan-ARCH.so)
+# name it.
+_ASAN_RUNTIME = re.compile(r"^lib(asan|clang_rt\.asan[-\w]*)\.so(\.|$)")
+_LINK_ORDER = re.compile(r"(?:^|[:,\s])verify_asan_link_order=([^:,\s]*)")
+
+
+def asan_runtime(program: Path | None) -> str | None:
+    """The AddressSanitizer runtime the program names in its dynamic section, or None."""
+    names = elf.needed(program) if program is not None else None
+    return next((n for n in names or [] if _ASAN_RUNTIME.match(n)), None)
+
+
+def asan_env(who: str, program: Path | None, lib: Path,
+             environ: dict[str, str]) -> dict[str, str]:
+    """A program built with AddressSanitizer stops at start-up ("ASan runtime does not
+    come first in initial library list") when a preload library comes before its
+    runtime, as hmtune's must: unless ASAN_OPTIONS says otherwise, run it with
+    verify_asan_link_order=0 (which lets the preloaded library come first) and say
+    so in one line; when ASAN_OPTIONS turns the check on, say what to change. The
+    variables to add to the application's environment."""
+    runtime = asan_runtime(program)
+    if runtime is None:
+        return {}
+    opts = environ.get("ASAN_OPTIONS", "")
+    given = _LINK_ORDER.findall(opts)
+    if not given:
+        say(who, f"note: {program} is built with AddressSanitizer ({runtime}), whose runtime "
+                 f"must otherwise come first: running it with ASAN_OPTIONS="
+                 f"verify_asan_link_order=0 so that {lib.name} can be preloaded before it "
+                 "(set the same when you preload it by hand)")
+        return {"ASAN_OPTIONS": f"{opts}:verify_asan_link_order=0" if opts
+                else "verify_asan_link_order=0"}
+    if given[-1] not in ("0", "false"):
+        say(who, f"warning: {program} is built with AddressSanitizer ({runtime}) and "
+                 f"ASAN_OPTIONS sets verify_asan_link_order={given[-1]}: its runtime will "
+                 f"refuse to start after {lib.name}; set verify_asan_link_order=0 in "
+                 "ASAN_OPTIONS, which lets the preloaded library come first")
+    return {}
 
 
 def command(launcher: list[str], app: list[str],

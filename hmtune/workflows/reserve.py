@@ -9,8 +9,9 @@ Per tier of the placement that maps hugepages and has sites:
 - What one process needs: each placed site's blocks laid out as libhmalloc lays them
   (interpose/hmi_mmap.c, hmi_arena.c; hmtune/advisor/granularity.py). On `hugetlb` and the
   memkind hugepage kinds a request of up to 1 MiB is an object of its size class,
-  packed into 2 MiB chunks (one being filled per class and thread; chunks are never
-  given back), and a larger one is a mapping of its own, its size rounded up to 2 MiB
+  packed into 2 MiB chunks (slabs per class shared by every thread, with what each
+  thread stripe may hold back: arena_pages; chunks are never given back), and a
+  larger one is a mapping of its own, its size rounded up to 2 MiB
   (what the library charges) and by the kernel to whole pages. A site needs the most
   pages its live blocks held at once in the trace (allocs.csv, per rank; a row of
   small-call sampling counts as the `scale` blocks it stands for); the tier needs
@@ -41,8 +42,8 @@ from hmtune.advisor.granularity import (
     ARENA_MAX,
     CHUNK,
     HUGE_BLOCK,
-    STRIPED_MAX,
     class_size,
+    cut,
     slab_size,
     uses_hugetlb,
 )
@@ -218,20 +219,24 @@ def site_pages(s: SiteSizes, page: int,
 
 
 def arena_pages(sites: list[SiteSizes]) -> dict[int, int]:
-    """2 MiB chunks the tier's small objects take per rank: per size class and thread
-    (one for all threads over 8 KiB), enough slabs for the most objects live at once,
-    and per slab size enough chunks for those slabs (neither is ever given back)."""
-    per_key: dict[tuple[int, int, int], list[tuple[int, int, int]]] = defaultdict(list)
+    """2 MiB chunks the tier's small objects take per rank, as the arena cuts them
+    (interpose/hmi_arena.h, granularity.cut): per size class, enough slabs for its most
+    objects live at once over every thread plus what each thread stripe of the rank but
+    one may hold back (the stripes: the rank's threads allocating in the tier, at most 16),
+    and per slab size enough chunks for those slabs (neither is ever given back).
+    hmtune/advisor/arena_fit.footprint counts the same for the advisor."""
+    per_key: dict[tuple[int, int], list[tuple[int, int, int]]] = defaultdict(list)
+    threads: dict[int, set[int]] = defaultdict(set)
     for s in sites:
         for b in s.blocks or []:
             if in_arena(b.size):
-                cs = class_size(b.size)
-                thread = 0 if cs > STRIPED_MAX else b.thread
-                per_key[(b.rank, thread, cs)] += _events(b, b.scale)
+                per_key[(b.rank, class_size(b.size))] += _events(b, b.scale)
+                threads[b.rank].add(b.thread)
     slabs: dict[tuple[int, int], int] = defaultdict(int)    # (rank, slab) -> bytes
-    for (rank, _, cs), ev in per_key.items():
+    for (rank, cs), ev in per_key.items():
         slab = slab_size(cs)
-        slabs[(rank, slab)] += -(-_peak(ev) // (slab // cs)) * slab
+        objects = cut(_peak(ev), cs, len(threads[rank]))
+        slabs[(rank, slab)] += -(-objects // (slab // cs)) * slab
     out: dict[int, int] = defaultdict(int)
     for (rank, _), n in slabs.items():
         out[rank] += -(-n // CHUNK) * (CHUNK // MEMKIND_PAGE)

@@ -367,6 +367,7 @@ def run(args: argparse.Namespace) -> int:
 
     app_env = {"LD_PRELOAD": launch.preload_with(lib),
                "HMTUNE_PLACEMENT": str(placement.resolve())}
+    app_env.update(launch.asan_env("run", program or exe, lib, dict(os.environ)))
     target = target_program(program, pf)
     if target:
         app_env["HMTUNE_TARGET"] = target

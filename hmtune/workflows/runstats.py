@@ -217,6 +217,7 @@ def mpi_summary(stats: dict[int | None, dict], files: dict[int | None, Path],
             f"{len(up)} rank(s), largest high-water {human(hw['high_water_bytes'])} "
             f"(rank {_ranks([hw_rank])}), {sum(t['not_fitting'] for t in up.values())} "
             f"not fitting{where}")
+        lines += refusals(name, backend, up)
         lines += pool_short(name, backend, stats, up)
     nsites = len(first.get("sites", []))
     matched = {i for s in stats.values() for i, site in enumerate(s.get("sites", []))
@@ -229,6 +230,30 @@ def mpi_summary(stats: dict[int | None, dict], files: dict[int | None, Path],
     lines.append("statistics per rank: " + ", ".join(listed)
                  + (f", and {more} more ({pattern})" if more else ""))
     return lines
+
+
+# run-stats.json's not_fitting_reasons (hmi_report_exit.c): key -> what the summary says
+REFUSALS = {"capacity": "over its capacity", "kernel": "the kernel could not map",
+            "chunk_table": "the arena's chunk table full",
+            "alignment": "an alignment not a power of two", "umf": "UMF had no memory",
+            "split": "split objects with no range placed", "other": "too large for the page map"}
+
+
+def refusal_counts(up: dict[int | None, dict]) -> dict[str, int]:
+    """The ranks' not_fitting_reasons of one tier added up (a file written before the
+    field counts nothing)."""
+    reasons = [t.get("not_fitting_reasons") or {} for t in up.values()]
+    return {k: sum(int(r.get(k, 0)) for r in reasons) for k in REFUSALS}
+
+
+def refusals(name: str, backend: str, up: dict[int | None, dict]) -> list[str]:
+    """Why the tier's requests did not fit, over the ranks: one line, or none when
+    every request fit (or the files do not say)."""
+    total = sum(t["not_fitting"] for t in up.values())
+    said = [f"{n} {REFUSALS[k]}" for k, n in refusal_counts(up).items() if n]
+    if not total or not said:
+        return []
+    return [f"tier {name} ({backend}): {total} not fitting: {', '.join(said)}"]
 
 
 def pool_short(name: str, backend: str, stats: dict[int | None, dict],

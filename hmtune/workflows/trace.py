@@ -167,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     lib, fin = paths.tracer_lib(), paths.finalize_bin()
     if not lib.exists() or not fin.exists() or not paths.probe_bin().exists():
         raise Failure(paths.not_built(lib), 2)
-    launch.check_program(app[0], "it cannot be traced")
+    exe = launch.check_program(app[0], "it cannot be traced")
     out = Path(args.out) if args.out else paths.default_out(app[0])
     launcher = shlex.split(args.mpirun) if args.mpirun else []
     why = _writable_dir(out)
@@ -182,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
                   "HMTUNE_OUT": str((out / "raw").resolve()),
                   "HMTUNE_MIN_SIZE": str(min_size), "HMTUNE_DEPTH": str(args.depth),
                   "HMTUNE_SAMPLER": chosen[0]}
+    tracer_env.update(launch.asan_env("trace", exe, lib, dict(os.environ)))
     if small is not None:
         tracer_env["HMTUNE_SMALL_SAMPLE"] = small
     if args.period is not None:

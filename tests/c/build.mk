@@ -65,6 +65,13 @@ $(TEST_C_DIR)/test_backend: $(ROOT)/tests/c/test_backend.c $(ROOT)/tests/c/smaps
 	@mkdir -p $(@D)
 	$(CC) $(TEST_C_CFLAGS) -I$(ROOT)/interpose -o $@ $< $(HMI_CORE_LIB) $(COMMON_SRC) -lunwind -ldl $(LDSAN)
 
+# The small-object arena's chunks against the advisor's model at 1, 4 and 16 threads,
+# and the reasons counted for requests that did not fit (interpose/hmi_arena.c).
+$(TEST_C_DIR)/test_arena: $(ROOT)/tests/c/test_arena.c $(HMI_CORE_LIB) $(HMI_CORE_HDR) \
+    $(COMMON_SRC) $(COMMON_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_C_CFLAGS) -I$(ROOT)/interpose -o $@ $< $(HMI_CORE_LIB) $(COMMON_SRC) -lunwind -ldl $(LDSAN)
+
 # Freed blocks kept for reuse (interpose/hmi_keep.c), through the backends' entry points.
 $(TEST_C_DIR)/test_keep: $(ROOT)/tests/c/test_keep.c $(ROOT)/tests/c/smaps_split.h \
     $(HMI_CORE_LIB) $(HMI_CORE_HDR) $(COMMON_SRC) $(COMMON_HDR)
@@ -162,6 +169,7 @@ $(TEST_C_DIR)/test_hmalloc: $(ROOT)/tests/c/test_hmalloc.c $(ROOT)/tests/c/hmall
 TEST_C_BINS := $(TEST_C_DIR)/test_util $(TEST_C_DIR)/test_options $(TEST_C_DIR)/test_core $(TEST_C_DIR)/test_perf \
                $(TEST_C_DIR)/test_decode $(TEST_C_DIR)/test_placement $(PRVSCAN_TESTS)
 TEST_C_BINS += $(TEST_C_DIR)/test_backend $(TEST_C_DIR)/test_keep $(TEST_C_DIR)/test_static
+TEST_C_BINS += $(TEST_C_DIR)/test_arena
 TEST_C_BINS += $(TEST_C_DIR)/test_umf $(TEST_C_DIR)/test_umf_missing
 TEST_C_BINS += $(TEST_C_DIR)/test_match
 TEST_C_BINS += $(TEST_C_DIR)/test_hmalloc

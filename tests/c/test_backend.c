@@ -50,6 +50,18 @@ static void exercise(uint32_t i, size_t size)
         CHECK(hmi_backend_resize_in_place((int)i, p, u + 1) == 0);
         hmi_backend_stats(i, &s1);
         CHECK(s1.used >= s0.used + u);
+        if (u > 4096) {
+            /* a pointer into the object is none: no size, and freeing it frees nothing */
+            CHECK(hmi_backend_usable_size((int)i, p + 16) == 0);
+            CHECK(hmi_backend_usable_size((int)i, p + 4096) == 0);
+            CHECK(hmi_backend_resize_in_place((int)i, p + 16, 1) == 0);
+            hmi_backend_free((int)i, p + 16);
+            hmi_backend_free((int)i, p + 4096);
+            struct hmi_backend_stats s2;
+            hmi_backend_stats(i, &s2);
+            CHECK(s2.used == s1.used && s2.freed == s1.freed);
+            CHECK(hmi_backend_usable_size((int)i, p) == u);
+        }
         hmi_backend_free((int)i, p);
     }
     /* each block, plus the one in-place resize (counted as a realloc: one block

@@ -13,8 +13,10 @@ TP_DEPS   := $(TP_SRCDIR)/build.mk
 
 # Plain C programs: name -> name.c, extra link flags per program below.
 TP_C_PROGS := allfamily threads omp forker dlopen_main realloc_chain crash stress echo_io \
-              small_objects refault no_perf static_arrays mmap_threshold
+              small_objects refault no_perf static_arrays mmap_threshold hostile \
+              thread_classes
 TP_LDLIBS_threads     := -pthread
+TP_LDLIBS_thread_classes := -pthread
 TP_LDLIBS_stress      := -pthread
 TP_LDLIBS_dlopen_main := -ldl
 TP_EXTRA_omp          := -fopenmp
@@ -121,6 +123,25 @@ $(TP_OUTDIR)/static_app: $(TP_SRCDIR)/static_app.c $(TP_DEPS)
 	$(CC) $(TP_CFLAGS) -static -o $@ $<
 else
 $(warning tests/programs: no static libc.a for $(CC); not building static_app)
+endif
+
+# Hostile processes for the preload libraries (issue 42): a daemon's start that closes
+# every descriptor, a child of the raw clone system call, a program built with ASan.
+TP_HOSTILE_BINS := $(TP_OUTDIR)/closefds $(TP_OUTDIR)/rawclone
+TP_BINS += $(TP_HOSTILE_BINS)
+$(TP_HOSTILE_BINS): $(TP_OUTDIR)/%: $(TP_SRCDIR)/%.c $(TP_DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(TP_CFLAGS) -o $@ $<
+
+# AddressSanitizer: only when the compiler has its runtime.
+TP_LIBASAN := $(shell $(CC) -print-file-name=libasan.so 2>/dev/null)
+ifneq ($(filter /%,$(wildcard $(TP_LIBASAN))),)
+TP_BINS += $(TP_OUTDIR)/asan_app
+$(TP_OUTDIR)/asan_app: $(TP_SRCDIR)/asan_app.c $(TP_DEPS)
+	@mkdir -p $(@D)
+	$(CC) $(TP_CFLAGS) -fsanitize=address -o $@ $<
+else
+$(warning tests/programs: no libasan.so for $(CC); not building asan_app)
 endif
 
 BUILD_TARGETS += $(TP_BINS)

@@ -3,6 +3,8 @@ that keeps every strategy's placement within the capacity."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -222,3 +224,66 @@ def test_weight_in_objects_larger_than_the_tier_is_named() -> None:
     assert too_large(p, got.tier_of) == [("huge", 0.5, 1, 14 * MIB, 36 * MIB)]
     p.tiers = [Tier("huge", 64 * MIB, "hugetlb", 0.5, 0.5), Tier("slow", None, "default")]
     assert too_large(p, strategies.solve(p, "ilp").tier_of) == []
+
+
+# tests/c/test_arena.c's workload: objects of each size per round over all threads;
+# the arena mapped 4 chunks for it at 1, 4 and 16 threads, however the objects were
+# freed (their own thread, another, or one thread freeing all)
+ARENA_WORKLOAD = ((48, 4096), (200, 1024), (640, 512), (2000, 512), (6000, 256),
+                  (20000, 128))
+
+
+def _workload(threads: int, rounds: int = 4) -> pd.DataFrame:
+    """The workload's blocks: each round every thread allocates its share, then all
+    are freed."""
+    rows = []
+    for r in range(rounds):
+        for t in range(threads):
+            for k, (size, n) in enumerate(ARENA_WORKLOAD):
+                rows += [(1 + k, 0, 2 + t, size, 1000 * r + t, 1000 * r + 500)] * (n // threads)
+    return frame(rows)
+
+
+@pytest.mark.parametrize("threads", [1, 4, 16])
+def test_the_advisor_and_the_reservation_count_the_arenas_chunks(threads: int) -> None:
+    """The advisor's footprint and --reserve-hugepages' chunks agree with each other and
+    with what the arena mapped (tests/c/test_arena.c) at 1, 4 and 16 threads: the slabs
+    are counted per class over every thread (plus what each stripe but one may hold
+    back), not per (thread, class), which took 5 chunks at 16 threads and more each
+    round when another thread freed the objects."""
+    from hmtune.workflows.reserve import Block, SiteSizes, arena_pages
+
+    blocks = _workload(threads)
+    assert blocks_footprint(blocks, "hugetlb") == 4 * CHUNK
+    sizes = [SiteSizes(0, 0, 0, [Block(0, int(b.thread), int(b.size), int(b.t_alloc),
+                                       int(b.t_free)) for b in g.itertuples()])
+             for _, g in blocks.groupby("site_id")]
+    assert arena_pages(sizes) == {0: 4}
+
+
+def test_a_few_objects_of_many_classes_on_many_threads() -> None:
+    """Sixteen threads each allocating one object of each of ten small classes: one
+    64 KiB slab per class in one chunk, where a slab per (thread, class) took 160 slabs
+    (five chunks); granularity.cut counts what the stripes may hold back."""
+    from hmtune.advisor import granularity
+
+    rows = [(1, 0, 1 + t, 16 * (1 + c), 100 * t + c, -1) for t in range(16) for c in range(10)]
+    assert blocks_footprint(frame(rows), "hugetlb") == CHUNK
+    assert granularity.cut(16, 16, 16) == 16 + 15 * (3 * 64 - 1)
+    assert granularity.cut(16, 16, 1) == 16 and granularity.cut(0, 16, 16) == 0
+    assert granularity.cut(100, 20480, 16) == 100           # one shard above 8 KiB
+    assert granularity.stripes(40) == 16 and granularity.batch(3000) == 1
+
+
+def test_the_advisor_reads_the_threads(tmp_path: Path) -> None:
+    """allocs.csv's thread column reaches the advisor's blocks (it counted every rank as
+    one thread before: 16 threads' slabs were missing from its footprint)."""
+    from hmtune.advisor.inputs import load_allocs
+    from hmtune.analyze.sites_io import ALLOCS_COLUMNS, version_line
+
+    lines = [version_line("allocs", 1, trace="trace.prv"), ",".join(ALLOCS_COLUMNS)]
+    lines += [f"1,0,{2 + i % 16},0x{i:x},64,{i},-1" for i in range(32)]
+    (tmp_path / "allocs.csv").write_text("\n".join(lines) + "\n")
+    got = load_allocs(tmp_path / "allocs.csv", {1}, full=True)
+    assert sorted(set(got["thread"])) == list(range(2, 18))
+    assert "thread" not in load_allocs(tmp_path / "allocs.csv", {1}, full=False).columns

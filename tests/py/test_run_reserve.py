@@ -16,7 +16,6 @@ import sys
 import sysconfig
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -180,15 +179,27 @@ def test_memkind_hugepage_kind_packs_small_objects_in_chunks() -> None:
     big = blocks((3 * MIB, 0, 9))                                          # 2 pages
     assert one(pf, {"/a+0x1": small, "/a+0x2": big}).per_process == 7
     assert one(pf, {"/a+0x1": two_threads, "/a+0x2": big}).per_process == 7
-    # one 2 MiB slab for two threads' 300000-byte objects (6 to a slab); up to 8 KiB
-    # a slab per thread: 3 threads' 81 objects of 8 KiB each take 11 slabs of 64 KiB
-    # each, 2 chunks (on one thread 31 slabs, 1 chunk)
+    # one 2 MiB slab for two threads' 300000-byte objects (6 to a slab); up to 8 KiB the
+    # threads share a class's slabs, with 3 batches less one held back per stripe but
+    # one (a batch: 1 KiB of objects, at least one): 3 threads' 243 objects of 8 KiB and
+    # 2 for each of two stripes take 31 slabs of 64 KiB, 1 chunk, as on one thread
     two = [Block(0, 1 + i % 2, 300000, i, 1000) for i in range(2)]
     assert reserve.arena_pages([SiteSizes(2, 300000, 0, two)]) == {0: 1}
     three = [Block(0, 1 + i % 3, 8192, i, 1000) for i in range(243)]
-    assert reserve.arena_pages([SiteSizes(243, 8192, 0, three)]) == {0: 2}
+    assert reserve.arena_pages([SiteSizes(243, 8192, 0, three)]) == {0: 1}
     one_thread = [Block(0, 1, 8192, i, 1000) for i in range(243)]
     assert reserve.arena_pages([SiteSizes(243, 8192, 0, one_thread)]) == {0: 1}
+    # 520 objects of 8 KiB: 65 slabs, 3 chunks; 16 threads may hold back 30 more: 69
+    # slabs, still 3 chunks
+    many = [Block(0, 1, 8192, i, 9000) for i in range(520)]
+    assert reserve.arena_pages([SiteSizes(520, 8192, 0, many)]) == {0: 3}
+    sixteen = [Block(0, 1 + i % 16, 8192, i, 9000) for i in range(520)]
+    assert reserve.arena_pages([SiteSizes(520, 8192, 0, sixteen)]) == {0: 3}
+    # a few objects of ten classes from each of 16 threads: a slab per class, one chunk
+    # (a slab per thread and class would take 160 slabs, five chunks)
+    few = [Block(0, 1 + t, 16 * (1 + c), 100 * t + c, 9000) for t in range(16)
+           for c in range(10)]
+    assert reserve.arena_pages([SiteSizes(160, 160, 0, few)]) == {0: 1}
     # no allocs.csv: which objects went to the arena is unknown → the capacity
     n = one(pf, {"/a+0x1": SiteSizes(100, 100 << 10, 10 * MIB), "/a+0x2": big})
     assert (n.per_process, n.sized_by) == (GIB // PAGE, "capacity")
@@ -397,17 +408,6 @@ root_pool = pytest.mark.skipif(
     reason="needs root, 2 MiB hugepages and libhmalloc.so")
 
 
-@pytest.fixture
-def empty_pool() -> Iterator[None]:
-    """nr_hugepages 0 for the test, the settings as they were afterwards."""
-    saved = {p: p.read_text() for p in (NODE0, NR) if p.exists()}
-    NR.write_text("0\n")
-    try:
-        yield
-    finally:
-        for p, v in saved.items():
-            p.write_text(v)
-
 
 @pytest.fixture(scope="module")
 def stage(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int]:
@@ -471,8 +471,8 @@ def test_a_short_pool_names_its_node(stage: tuple[Path, int], empty_pool: None,
                                      tmp_path: Path) -> None:
     """A pool with fewer free pages than the placement needs: what fits is placed, the
     rest falls back, and the statistics count the mappings the kernel refused within
-    the capacity (map_failed) with the node's hostname, which the summary over ranks
-    names (the pool is per node)."""
+    the capacity (map_failed, and `kernel` among the reasons requests did not fit) with
+    the node's hostname, which the summary over ranks names (the pool is per node)."""
     import json
     import socket
 
@@ -485,6 +485,9 @@ def test_a_short_pool_names_its_node(stage: tuple[Path, int], empty_pool: None,
     assert s["host"] == socket.gethostname()
     assert 0 < fast["placed_blocks"] and fast["map_failed"] > 0
     assert fast["not_fitting"] >= fast["map_failed"]
+    # why: every request left out was a mapping the kernel refused (not the capacity)
+    why = fast["not_fitting_reasons"]
+    assert sum(why.values()) == fast["not_fitting"] == why["kernel"]
     assert fast["high_water_bytes"] <= 3 * PAGE < pages * PAGE
     from hmtune.workflows import runstats
 
