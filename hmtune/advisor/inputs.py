@@ -40,7 +40,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from hmtune.advisor.model import Problem, Tier, ns_weight, static_fraction, static_granularity
+from hmtune.advisor.model import (
+    KINDS,
+    Problem,
+    Tier,
+    ns_weight,
+    static_fraction,
+    static_granularity,
+)
 from hmtune.advisor.placement import StaticLine, chain_ok, static_line, static_ok
 from hmtune.analyze.shortlabels import labels_for_rows
 from hmtune.analyze.sites_io import (
@@ -61,8 +68,9 @@ _INT_COLS = ("site_id", "n_allocs", "max_size", "peak_live_bytes", "total_bytes"
 _FLOAT_COLS = ("weight", "share")
 _FAULT_INT_COLS = ("fault_samples", "faults", "bytes_touched")   # optional (newer files)
 _FAULT_FLOAT_COLS = ("allocs_per_s",)
+_KIND_COLS = tuple(f"weight_{k}" for k in KINDS)         # optional (newer files)
 _SUM_COLS = ("n_allocs", "total_bytes", "samples", "loads", "stores", "misses", "weight",
-             "share", *_FAULT_INT_COLS, *_FAULT_FLOAT_COLS, SAMPLED_COLUMN)
+             "share", *_FAULT_INT_COLS, *_FAULT_FLOAT_COLS, SAMPLED_COLUMN, *_KIND_COLS)
 _MAX_COLS = ("max_size", "peak_live_bytes", "live_ns", "last_free_ns")
 
 
@@ -242,6 +250,7 @@ def load_sites(path: str | Path) -> Sites:
     _numeric(df, _FLOAT_COLS, p, integer=False)
     _numeric(df, _FAULT_INT_COLS, p, integer=True)
     _numeric(df, _FAULT_FLOAT_COLS, p, integer=False)
+    _numeric(df, _KIND_COLS, p, integer=False)
     notes: list[str] = []
     if per_rank:
         df = _fold_ranks(df, p)
@@ -339,7 +348,24 @@ def build_problem(sites: Sites, tiers: list[Tier], allocs: pd.DataFrame | None =
                    n_allocs=table["n_allocs"].to_numpy(np.int64),
                    total_bytes=table["total_bytes"].to_numpy(np.int64),
                    blocks=allocs, fraction=static_fractions(table, tiers),
-                   statics=(table[KIND_COLUMN] == KIND_STATIC).to_numpy())
+                   statics=(table[KIND_COLUMN] == KIND_STATIC).to_numpy(),
+                   kind_shares=kind_shares(table))
+
+
+def kind_shares(table: pd.DataFrame) -> np.ndarray | None:
+    """[site, kind of model.KINDS]: each site's share of its weight per access kind
+    (sites.csv `weight_KIND`, docs/formats.md §4), at most 1 in all; None when the
+    table has none of the columns (an older sites.csv: every access valued alike)."""
+    if not any(c in table.columns for c in _KIND_COLS):
+        return None
+    w = table["weight"].to_numpy(np.float64)
+    per = np.column_stack([table[c].to_numpy(np.float64) if c in table.columns
+                           else np.zeros(len(table)) for c in _KIND_COLS])
+    out = np.divide(per, w[:, None], out=np.zeros_like(per), where=w[:, None] > 0)
+    total = out.sum(axis=1)
+    over = total > 1.0
+    out[over] /= total[over, None]
+    return out
 
 
 def _static_placeable(raw: str) -> bool:

@@ -30,6 +30,19 @@ from hmtune.core.units import human
 #   (/work/shared/MACHINE-NOTES.md, vm-hugetlb.toml).
 FALLBACK_COST = {"HBM": 5.3, "MCDRAM": 5.0, "CXL-DRAM": 2.0, "CXL-NVM": 3.0, "NVM": 3.0,
                  "slow": 2.0, "hugetlb": 1.55, "thp": 1.55}
+# Per access kind (model.KINDS, docs/formats.md §5), the fallback's cost against the
+# fast tier's 1.0:
+# - HBM, MCDRAM: a streamed access by the bandwidth ratio above; a scattered one about
+#   1 (HBM's and MCDRAM's unloaded latency is not lower than DDR's; published
+#   measurements put both a little higher), a synchronization access 1 (it waits on
+#   other threads, and the contended line is in cache);
+# - CXL, NVM: a scattered access by the latency ratio above, a streamed one by the
+#   published bandwidth ratio (else the same), synchronization 1;
+# - 2 MiB pages: a scattered access beyond the TLB's reach by the chase's 1.55; a
+#   streamed one 1.05 (sequential sum 1.0-1.2x, MACHINE-NOTES.md: prefetched streams
+#   touch each page once, so its TLB miss is paid once per 512 lines), synchronization 1.
+SYNC_COST = 1.0
+PAGES_STREAM_COST = 1.05
 # What large pages save at first touch (speeds_up "first_touch", docs/formats.md §5):
 # ns saved per 4 KiB page fault avoided, measured on this project's VM with
 # bench/faultcost (1190-1330 ns; vm-hugetlb.toml), and the fraction of the faults a
@@ -70,6 +83,18 @@ def _ratio(fast: list[Node], slow: list[Node], kind: str) -> tuple[float, str]:
             return (round(s / f, 1), f"read latency published by the firmware, "
                     f"{s:.0f} vs {f:.0f} ns")
     return FALLBACK_COST[kind], f"hmtune's table for {kind} (the firmware publishes no figures)"
+
+
+def _kind_costs(kind: str, cost: float, fast: list[Node], slow: list[Node]
+                ) -> tuple[tuple[str, float], ...]:
+    """The fallback's cost per access kind when the fast tier is `kind`'s (FALLBACK_COST's
+    comment), `cost` its bandwidth (HBM, MCDRAM) or latency (slower memory) ratio."""
+    if kind in HBW_KINDS:
+        return (("streaming", cost), ("scattered", 1.0), ("sync", SYNC_COST))
+    f = [n.read_bw for n in fast if n.read_bw]
+    w = [n.read_bw for n in slow if n.read_bw]
+    bw = round((sum(f) / len(f)) / (sum(w) / len(w)), 1) if f and w else cost
+    return (("streaming", max(bw, 1.0)), ("scattered", cost), ("sync", SYNC_COST))
 
 
 def _capacity(nbytes: int) -> str:
@@ -126,7 +151,8 @@ def choose(host: Host, reservable: bool | None = None) -> Choice:
         memkind = kind == "MCDRAM" and not host.memkind.get("MEMKIND_HBW")
         backend = "memkind:MEMKIND_HBW" if memkind else f"numa:{nodes}"
         fast = Tier(kind.lower(), total, backend, 1.0, 1.0, 4 * KIB, True)
-        rest = Tier("ddr" if dram else "rest", None, "default", cost, cost)
+        rest = Tier("ddr" if dram else "rest", None, "default", cost, cost,
+                    kind_costs=_kind_costs(kind, cost, hbw, dram or slow))
         return Choice(_machine(host, [fast, rest], cost_why),
                       f"fast tier: {kind} on NUMA {_nodes(hbw)} through {backend} "
                       f"({human(total)} for the node's processes), the rest in "
@@ -142,7 +168,8 @@ def choose(host: Host, reservable: bool | None = None) -> Choice:
         slow_nodes = format_list([n.index for n in slow])
         back = f"numa:{slow_nodes}" if reach else "memkind:MEMKIND_DAX_KMEM"
         fast = Tier("dram", total, f"numa:{nodes}", 1.0, 1.0, 4 * KIB, True)
-        rest = Tier(_tier_name(kind), None, back, cost, cost)
+        rest = Tier(_tier_name(kind), None, back, cost, cost,
+                    kind_costs=_kind_costs(kind, cost, dram, slow))
         return Choice(_machine(host, [fast, rest], cost_why),
                       f"fast tier: DRAM on NUMA {_nodes(dram)} ({human(total)} for the node's "
                       f"processes) in front of {kind} on {_nodes(slow)}")
@@ -183,7 +210,9 @@ def _page_tier(host: Host, name: str, backend: str, page: int, why: str) -> Choi
     fast = Tier(name, _pool_capacity(host, page), backend, 1.0, 1.0, page, True,
                 ("access", "first_touch"), FAULT_COST_NS, kept)
     cost = FALLBACK_COST[backend]
-    rest = Tier("small", None, "default", cost, cost)
+    rest = Tier("small", None, "default", cost, cost,
+                kind_costs=(("streaming", PAGES_STREAM_COST), ("scattered", cost),
+                            ("sync", SYNC_COST)))
     return Choice(_machine(host, [fast, rest], "2 MiB pages against 4 KiB ones, measured on "
                            "a Zen 4 VM (configs/machines/vm-hugetlb.toml)"), why)
 
@@ -223,6 +252,7 @@ def machine_toml(host: Host, choice: Choice) -> str:
                       f"faults_kept = {float(t.faults_kept)!r}"]
         if t.backend != "default":
             lines.append(f"alloc_cost_ns = {float(t.call_cost_ns)!r}")
+        lines += [f"{k}_cost = {float(c)!r}" for k, c in t.kind_costs]
         if t.min_span:
             span = t.min_span
             lines.append(f'access_min_span = "{span // 1024}K"' if span % 1024 == 0 else

@@ -15,6 +15,20 @@ each thing the tier speeds up (`Tier.speeds_up`):
       access(i, t) = w_i * (f_load_i * (1 - load_cost_t / load_cost_fb)
                             + f_store_i * (1 - store_cost_t / store_cost_fb))
 
+  Where sites.csv gives the weight per access kind (KINDS: streaming, scattered,
+  synchronization; `weight_KIND`) and the machine file gives a tier or the fallback a
+  cost per kind (`KIND_cost`, `Tier.kind_costs`; a kind it does not list costs its
+  load_cost), each kind's share s_ik of the weight shrinks by that kind's ratio, and
+  only the rest by the load/store formula above:
+
+      access(i, t) = w_i * (sum_k s_ik * (1 - cost_k,t / cost_k,fb)
+                            + (1 - sum_k s_ik) * (the load/store gain above))
+
+  HBM speeds up bandwidth, not latency or waiting on other threads: on the Xeon Max
+  files a streamed array gains the bandwidth ratio, a chased one or a lock array
+  nothing; hugepages speed up the TLB's reach: a scattered array gains, a streamed one
+  little.
+
 - first_touch (page faults): the site's estimated minor faults F_i (sites.csv
   `faults`), of which the tier keeps the fraction faults_kept_t, each avoided one
   saving fault_cost_ns_t:
@@ -75,6 +89,10 @@ from hmtune.advisor import granularity
 KIB = 1 << 10
 MIB = 1 << 20
 SPEEDS_UP = ("access", "first_touch")   # what a tier can speed up (Tier.speeds_up)
+# Access kinds with a cost of their own (sites.csv weight_KIND, machine files' KIND_cost):
+# streamed (bandwidth-bound), scattered (latency-bound: dependent or random accesses),
+# synchronization (locked instructions, spin-waits: waiting on other threads).
+KINDS = ("streaming", "scattered", "sync")
 # ns libhmalloc's placing path adds per allocation (alloc + free) when a machine file
 # does not say: `make bench-callcost` (bench/bench_callcost.py) on BWA-MEM, 0.77 M small
 # allocations a run from stripped code's many call paths, two runs of 40 interleaved
@@ -120,6 +138,11 @@ class Tier:
     faults_kept: float = 1.0    # first_touch: fraction of a site's faults still taken here
     alloc_cost_ns: float | None = None   # ns placing adds per allocation (None: the default)
     access_min_span: int | None = None   # sites this small gain no access (None: default)
+    kind_costs: tuple[tuple[str, float], ...] = ()   # (KINDS entry, cost); others: load_cost
+
+    def kind_cost(self, kind: str) -> float:
+        """The relative cost of an access of this kind here (load_cost when not given)."""
+        return next((c for k, c in self.kind_costs if k == kind), self.load_cost)
 
     @property
     def unlimited(self) -> bool:
@@ -175,6 +198,9 @@ class Problem:
     # allocation calls charged the tier's call cost (None: n_allocs; split pieces: their
     # share of the site's)
     calls: np.ndarray | None = None
+    # [site, kind of KINDS]: the share of a site's weight of each access kind (None:
+    # unknown, every access valued by the load/store costs); split pieces: their site's
+    kind_shares: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -275,7 +301,15 @@ class Problem:
                 continue
             gain_l = max(0.0, 1.0 - tier.load_cost / fb.load_cost)
             gain_s = max(0.0, 1.0 - tier.store_cost / fb.store_cost)
-            out[:, t] = self.weights * (f_load * gain_l + f_store * gain_s)
+            legacy = f_load * gain_l + f_store * gain_s
+            ks = self.kind_shares
+            if ks is None or not (tier.kind_costs or fb.kind_costs):
+                out[:, t] = self.weights * legacy
+            else:
+                gains = np.array([max(0.0, 1.0 - tier.kind_cost(k) / fb.kind_cost(k))
+                                  for k in KINDS])
+                rest = np.clip(1.0 - ks.sum(axis=1), 0.0, 1.0)
+                out[:, t] = self.weights * (ks @ gains + rest * legacy)
             if tier.min_span > 0:       # a span the TLB holds anyway: no access gain
                 out[self.sizes <= tier.min_span, t] = 0.0
         if self.fraction is not None:

@@ -28,7 +28,7 @@ import pandas as pd
 
 from hmtune.advisor.arena_fit import charged_at_once, footprint
 from hmtune.advisor.inputs import Sites
-from hmtune.advisor.model import Placement, Problem, Tier
+from hmtune.advisor.model import KINDS, Placement, Problem, Tier
 from hmtune.analyze.traceid import FIELD as TRACE_ID
 from hmtune.analyze.traceid import PNG_SOFTWARE
 from hmtune.core.units import human, human_ranges
@@ -100,6 +100,7 @@ def tier_use(sites: Sites, problem: Problem, placement: Placement) -> list[TierU
             "bytes": sizes,
             "value": access[idx, col] + first[idx, col],
             "ft": first[idx, col],
+            "kind": kind_labels(problem.kind_shares, idx),
         }).sort_values(["weight", "site_id"], ascending=[False, True], kind="stable")
         at_once = charged = None
         if problem.blocks is not None and len(problem.blocks) and t < len(problem.tiers) - 1:
@@ -153,16 +154,32 @@ def _cap(t: Tier) -> str:
     return "unlimited" if t.capacity is None else human(t.capacity)
 
 
+_KIND_SHORT = {"streaming": "stream", "scattered": "scatter", "sync": "sync"}
+
+
+def kind_labels(shares: np.ndarray | None, idx: np.ndarray) -> list[str]:
+    """Per site of idx, its main access kind and that kind's share of its weight
+    ("stream 92%"); "-" where sites.csv gives no kinds or none was sampled."""
+    if shares is None:
+        return ["-"] * len(idx)
+    out = []
+    for row in shares[idx]:
+        k = int(np.argmax(row)) if row.size else 0
+        out.append(f"{_KIND_SHORT[KINDS[k]]} {row[k] * 100:.0f}%" if row.size and row[k] > 0
+                   else "-")
+    return out
+
+
 def _site_rows(rows: pd.DataFrame, limit: int | None = None, values: bool = False) -> list[str]:
     """Site lines; with `values`, each site's value and the first-touch part of it."""
     extra = f"  {'value':>8}  {'1st touch':>9}" if values else ""
-    out = [f"    {'site':>6}  {'weight':>7}  {'size':>10}{extra}  call site"]
+    out = [f"    {'site':>6}  {'weight':>7}  {'size':>10}  {'kind':>12}{extra}  call site"]
     shown = rows if limit is None else rows.head(limit)
     for r in shown.itertuples():
         v = (f"  {r.value:>8.3g}  {_pct(r.ft / r.value) if r.value > 0 else '-':>9}"
              if values else "")
-        out.append(f"    {r.site_id:>6}  {_pct(r.share):>7}  {human(r.bytes):>10}{v}  "
-                   f"{r.label}")
+        out.append(f"    {r.site_id:>6}  {_pct(r.share):>7}  {human(r.bytes):>10}  "
+                   f"{r.kind:>12}{v}  {r.label}")
     if limit is not None and len(rows) > limit:
         out.append(f"    ... {len(rows) - limit} more (weight "
                    f"{_pct(float(rows['share'].iloc[limit:].sum()))})")

@@ -269,7 +269,7 @@ def expand(problem: Problem, sites: Sites, profile: pd.DataFrame, gran: int,
         blocks=blocks,
         fraction=None if problem.fraction is None
         else np.concatenate([problem.fraction[keep], problem.fraction[src]]),
-        statics=cat(problem.statics))
+        statics=cat(problem.statics), kind_shares=cat(problem.kind_shares))
     rows = base.iloc[src].copy()
     rows["site_id"] = pid
     rows["range_start"] = a

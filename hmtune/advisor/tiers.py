@@ -27,6 +27,12 @@ the fallback, where everything not placed stays, and must be unlimited:
                                      # most this gain nothing on access here (default
                                      # 256 KiB on hugetlb, thp and hugepage kinds: the
                                      # TLB holds that span anyway; 0 elsewhere)
+    streaming_cost = 5.3             # optional: the relative cost of a streamed
+    scattered_cost = 1.0             # (bandwidth-bound), scattered (latency-bound) or
+    sync_cost = 1.0                  # synchronization access here, where sites.csv says
+                                     # which kind each sampled access was (default:
+                                     # load_cost). A fast tier's gain for a kind is
+                                     # 1 - its cost / the fallback's
 
 Every problem is reported as one line `FILE: ...` naming the tier and key at fault
 (TierFileError). `--mem SIZE` alone stands for this host's tiers (hmtune/advisor/host.py,
@@ -42,14 +48,15 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from hmtune.advisor.model import KIB, MIB, SPEEDS_UP, Tier
+from hmtune.advisor.model import KIB, KINDS, MIB, SPEEDS_UP, Tier
 from hmtune.core.units import human, parse_size
 
 BACKENDS = ("memkind:KIND", "numa:NODES", "umf:numa:NODES[:MODE]", "umf:hugetlb", "hugetlb",
             "thp", "default")
 UMF_NUMA_MODES = ("bind", "preferred", "interleave")
 _KEYS = {"name", "capacity", "backend", "load_cost", "store_cost", "per", "page",
-         "speeds_up", "fault_cost_ns", "faults_kept", "alloc_cost_ns", "access_min_span"}
+         "speeds_up", "fault_cost_ns", "faults_kept", "alloc_cost_ns", "access_min_span",
+         *(f"{k}_cost" for k in KINDS)}
 _FIRST_TOUCH_KEYS = ("fault_cost_ns", "faults_kept")
 _REQUIRED = ("name", "capacity", "backend", "load_cost", "store_cost")
 # ASCII only and \Z, not $ (which also matches before a final newline): a backend or
@@ -252,12 +259,14 @@ def parse_tier(raw: object, where: str) -> Tier:
     if "alloc_cost_ns" in raw:
         alloc_cost = _ns(raw["alloc_cost_ns"], f"{where}: alloc_cost_ns")
     min_span = _span(raw["access_min_span"], where) if "access_min_span" in raw else None
+    kinds = tuple((k, _cost(raw[f"{k}_cost"], f"{where}: {k}_cost")) for k in KINDS
+                  if f"{k}_cost" in raw)
     return Tier(name=name, capacity=parse_capacity(raw["capacity"], where), backend=backend,
                 load_cost=_cost(raw["load_cost"], f"{where}: load_cost"),
                 store_cost=_cost(raw["store_cost"], f"{where}: store_cost"),
                 page_size=page, per_node=per == "node", speeds_up=speeds,
                 fault_cost_ns=fault_cost, faults_kept=kept, alloc_cost_ns=alloc_cost,
-                access_min_span=min_span)
+                access_min_span=min_span, kind_costs=kinds)
 
 
 def check_tiers(tiers: list[Tier], where: str) -> list[str]:
@@ -284,7 +293,8 @@ def check_tiers(tiers: list[Tier], where: str) -> list[str]:
             "nothing gains from being placed there"
             for t in tiers[:-1] if "first_touch" not in t.speeds_up and
             ("access" not in t.speeds_up or
-             (t.load_cost >= fb.load_cost and t.store_cost >= fb.store_cost))]
+             (t.load_cost >= fb.load_cost and t.store_cost >= fb.store_cost and
+              all(t.kind_cost(k) >= fb.kind_cost(k) for k in KINDS)))]
 
 
 def load_machine(path: str | Path) -> Machine:

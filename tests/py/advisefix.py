@@ -81,6 +81,7 @@ def write_sites(path: Path, rows: list[dict], total: float | None = None,
                                label_form=label_form)) + "\n")
         cols = SITES_COLUMNS + (["rank"] if rows and "rank" in rows[0] else []) + \
             ([KIND_COLUMN] if kinds else [])
+        cols += [c for c in (rows[0] if rows else {}) if c not in cols]   # newer columns
         out = csv.DictWriter(fh, fieldnames=cols, lineterminator="\n")
         out.writeheader()
         for r in rows:

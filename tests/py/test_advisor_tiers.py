@@ -201,6 +201,13 @@ BROKEN = {
                   "access_min_span"),
     "span-huge": (_replace('name = "fast"', 'name = "fast"\naccess_min_span = "2T"'),
                   "access_min_span"),
+    "kind-cost-negative": (_replace('name = "slow"', 'name = "slow"\nstreaming_cost = -5.3'),
+                           "streaming_cost"),
+    "kind-cost-text": (_replace('name = "slow"', 'name = "slow"\nscattered_cost = "1x"'),
+                       "scattered_cost"),
+    "kind-cost-zero": (_replace('name = "slow"', 'name = "slow"\nsync_cost = 0'), "sync_cost"),
+    "kind-cost-unknown": (_replace('name = "slow"', 'name = "slow"\nlatency_cost = 1.0'),
+                          "latency_cost"),
 }
 
 

@@ -95,7 +95,18 @@ def hmtune(*args: str, root: Path | None = None, umask: int | None = None
 
 def fields(tiers: list) -> list[tuple]:
     return [(t.name, t.capacity, t.backend, t.load_cost, t.store_cost, t.per_node, t.page_size,
-             t.speeds_up, t.fault_cost_ns, t.faults_kept) for t in tiers]
+             t.speeds_up, t.fault_cost_ns, t.faults_kept, t.kind_costs) for t in tiers]
+
+
+def kind_costs(fast: str, cost: float) -> tuple:
+    """The fallback's cost per access kind in front of a fast tier named fast: HBM and
+    MCDRAM speed up streamed accesses only, large pages scattered ones mostly, slower
+    memory both (no bandwidth recorded here: the latency ratio for both)."""
+    if fast in ("hbm", "mcdram"):
+        return (("streaming", cost), ("scattered", 1.0), ("sync", 1.0))
+    if fast == "huge":
+        return (("streaming", 1.05), ("scattered", cost), ("sync", 1.0))
+    return (("streaming", cost), ("scattered", cost), ("sync", 1.0))
 
 
 def first_touch(backend: str, page: int, fallback: bool) -> tuple:
@@ -109,7 +120,9 @@ def first_touch(backend: str, page: int, fallback: bool) -> tuple:
 
 def expected_fields(name: str) -> list[tuple]:
     tiers = EXPECT[name]["tiers"]
-    return [(n, c, b, cost, cost, per, page, *first_touch(b, page, c is None))
+    fast = tiers[0][0]
+    return [(n, c, b, cost, cost, per, page, *first_touch(b, page, c is None),
+             kind_costs(fast, cost) if c is None else ())
             for n, c, b, cost, per, page in tiers]
 
 
