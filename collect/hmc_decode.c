@@ -250,7 +250,7 @@ static void build_ahead(struct hmc_decoder *d, uint64_t rip, int max, struct hmc
 {
     uint8_t b[HMC_AHEAD_BYTES];
     size_t n = rd(d, rip, b, sizeof(b)), off = 0;
-    unsigned written = 0;
+    unsigned written = 0, spin = 0;
     hmc_desc_init(o, rip);
     o->why = n ? HMS_LOOK_NONE : HMS_LOOK_UNREADABLE;
     for (int k = 0; k < max && off < n; k++) {
@@ -285,10 +285,12 @@ static void build_ahead(struct hmc_decoder *d, uint64_t rip, int max, struct hmc
                 return;
             }
             *o = t;
+            o->cls |= (uint8_t)spin;
             o->why = HMS_LOOK_NOT_TRIED;
             o->ahead = (uint8_t)k;
             return;
         }
+        spin |= k == 0 ? (t.cls & HMS_CLS_SPIN) : 0;    /* interrupted at a pause */
         if (t.status != HMC_DEC_NO_MEMOP) {
             o->why = HMS_LOOK_UNKNOWN;
             return;
@@ -320,6 +322,7 @@ static enum hmc_dec eval(const struct hmc_desc *e, const struct hmc_regs *r,
     out->size = e->size;
     out->why = e->why;
     out->ahead = e->ahead;
+    out->cls = e->cls;
     if (e->status != HMC_DEC_OK)
         return (enum hmc_dec)e->status;
     uint64_t a = (uint64_t)e->disp;

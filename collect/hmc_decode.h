@@ -68,6 +68,8 @@ struct hmc_access {
     int size;          /* access bytes when known, else 0 (broadcast: one element) */
     int why;           /* enum hms_why (hmc_decode_prev/at), enum hms_look (ahead) */
     int ahead;         /* hmc_decode_ahead: instructions between rip and insn */
+    unsigned cls;      /* HMS_CLS_* bits of the accessing instruction; hmc_decode_ahead
+                        * adds HMS_CLS_SPIN when the instruction at rip is a pause */
 };
 
 /* The access of the instruction before r->rip, with r holding the registers after it

@@ -250,6 +250,24 @@ static const cs_x86_op *pick_mem(const cs_x86 *x, int *nm, int *mi)
     return m;
 }
 
+/* The HMS_CLS_* bits the instruction has whatever its operands' registers: atomic
+ * (a lock prefix; xchg with memory and cmpxchg are locked without one), a pause, a
+ * string instruction. */
+static uint8_t insn_cls(const cs_insn *in, const struct hmc_raw *rw, int nm)
+{
+    const cs_x86 *x = &in->detail->x86;
+    unsigned c = 0, id = in->id;
+    if (x->prefix[0] == X86_PREFIX_LOCK ||
+        (nm && (id == X86_INS_XCHG || id == X86_INS_CMPXCHG || id == X86_INS_CMPXCHG8B ||
+                id == X86_INS_CMPXCHG16B)))
+        c |= HMS_CLS_ATOMIC;
+    if (id == X86_INS_PAUSE)
+        c |= HMS_CLS_SPIN;
+    if (HMC_STRING_OP(rw))
+        c |= HMS_CLS_STRING;
+    return (uint8_t)c;
+}
+
 /* What the decoded instruction accesses. post: the registers are those after it
  * executed (the sample case); else before (breakpoint, or a rep-string at rip). */
 void hmc_describe(csh cs, const cs_insn *in, const struct hmc_raw *rw, int post,
@@ -287,6 +305,7 @@ void hmc_describe(csh cs, const cs_insn *in, const struct hmc_raw *rw, int post,
         return;
     }
     const cs_x86_op *m = pick_mem(x, &nm, &mi);
+    o->cls = insn_cls(in, rw, nm);
     if (nm > 2)
         return;
     if (!m) {
@@ -324,6 +343,7 @@ void hmc_describe(csh cs, const cs_insn *in, const struct hmc_raw *rw, int post,
     o->disp += m->mem.disp;
     o->addr32 = x->addr_size == 4;
     o->size = m->size;
+    o->cls |= m->size >= 16 ? HMS_CLS_VECTOR : 0;
     int w = m->access & CS_AC_WRITE, r = m->access & CS_AC_READ;
     if (mi == 0 && !w && pfx_in(in->mnemonic, hmc_store_pfx))
         w = 1, r = 0;
@@ -354,6 +374,7 @@ void hmc_describe(csh cs, const cs_insn *in, const struct hmc_raw *rw, int post,
         o->why = HMS_WHY_STRING;
         return;
     }
+    o->cls |= (wm & am) ? HMS_CLS_CHASE : 0;
     o->status = (wm & am) ? HMC_DEC_CLOBBERED : HMC_DEC_OK;
     o->why = (wm & am) ? HMS_WHY_CLOBBERED : HMS_WHY_NONE;
 }

@@ -25,6 +25,7 @@ struct hmc_desc {
     uint8_t why;            /* enum hmc_why (hmc_decode_ahead's cache: enum hmc_ahead_why) */
     uint8_t ahead;          /* hmc_decode_ahead's cache: instructions before the access */
     uint8_t str;            /* a string instruction that ran: base moved by size (DF) */
+    uint8_t cls;            /* HMS_CLS_* bits of the instruction (hmc_stream.h) */
 };
 
 /* Facts read from the bytes themselves. */

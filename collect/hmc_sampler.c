@@ -179,6 +179,8 @@ static void look_ahead(struct samp *s, const struct hmc_regs *regs, unsigned why
         r->addr = acc.addr;
         r->h.aux = HMS_ADDR_OK | HMS_AHEAD | (acc.is_store ? HMS_STORE : 0) | why_bits(why) |
                    (uint32_t)acc.ahead << HMS_LOOK_SHIFT;
+        /* the accessing instruction's class, and a pause sampled before it */
+        r->iclass = acc.cls | (r->iclass & HMS_CLS_SPIN);
     } else {
         r->h.aux |= (uint32_t)acc.why << HMS_LOOK_SHIFT;
     }
@@ -217,6 +219,7 @@ static void soft_sample(struct hmc_thread *t, struct samp *s, const siginfo_t *s
     hmc_regs_from_ucontext(uc, s->fs_base, s->gs_base, &regs);
     enum hmc_dec d = hmc_decode_prev(s->dec, &regs, 0, &acc);
     r.ip = acc.insn ? acc.insn : regs.rip;
+    r.iclass = acc.cls;
     switch (d) {
     case HMC_DEC_OK:
         r.addr = acc.addr;

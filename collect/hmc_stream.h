@@ -255,7 +255,20 @@ struct hmr_sample {
     uint64_t addr;         /* data address (HMS_ADDR_OK) */
     uint64_t weight;       /* PEBS/IBS: latency in cycles; soft: stall ns; fault: faults */
     uint64_t data_src;     /* perf's raw data_src (PEBS/IBS), else 0 */
+    uint64_t iclass;       /* software sampler: HMS_CLS_* bits of the accessing
+                            * instruction; 0 for other samplers. Appended: a record
+                            * of HMR_SAMPLE_V1_BYTES (without it) reads as class 0 */
 };
+#define HMR_SAMPLE_V1_BYTES 48u
+
+/* struct hmr_sample's iclass: what kind of instruction the accessing one is (the
+ * values of event 41000036 are these bits, docs/formats.md §2). */
+#define HMS_CLS_ATOMIC HM_ACCESS_INSN_ATOMIC  /* lock prefix, xchg with memory, cmpxchg */
+#define HMS_CLS_SPIN   HM_ACCESS_INSN_SPIN    /* pause was the sampled (or interrupted) one */
+#define HMS_CLS_VECTOR HM_ACCESS_INSN_VECTOR  /* a memory operand of 16 bytes or more */
+#define HMS_CLS_STRING HM_ACCESS_INSN_STRING  /* movs, stos, lods, cmps, scas */
+#define HMS_CLS_CHASE  HM_ACCESS_INSN_CHASE   /* the load overwrote its own address register */
+#define HMS_CLS_ALL    0x1fu
 
 #define HMR_LEN8(bytes) ((uint16_t)(((bytes) + 7) / 8))
 

@@ -42,6 +42,8 @@
 #define HM_EV_FAULT_OBJECT     41000032  /* hmtune: object of the fault's address (ids as 32000007) */
 #define HM_EV_FAULT_CLASS      41000033  /* hmtune: page-fault address class (the values of 41000023, values in trace_values.tsv) */
 #define HM_EV_LOST_FAULTS      41000034  /* hmtune: page-fault samples the kernel dropped */
+#define HM_EV_ACCESS_KIND      41000035  /* hmtune: sample's access kind, decided per thread and object (values in trace_values.tsv) */
+#define HM_EV_ACCESS_INSN      41000036  /* hmtune: software sampler: the accessing instruction's class, a sum of the bits in trace_values.tsv */
 #define HM_EV_CALL_SCALE       41000040  /* hmtune: small-call sampling: calls an allocation stands for */
 #define HM_EV_SAMPLE_SCALE     41000041  /* hmtune: small-call sampling: blocks the sampled object stands for */
 
@@ -259,6 +261,32 @@
     X(HM_SAMPLE_VERIFIED_SAME, "same", "Same") \
     X(HM_SAMPLE_VERIFIED_DIFFERENT, "different", "Different") \
     X(HM_SAMPLE_VERIFIED_NOT_REACHED, "not_reached", "Not reached")
+
+/* values of HM_EV_ACCESS_KIND (41000035) */
+#define HM_ACCESS_KIND_STREAMING 1
+#define HM_ACCESS_KIND_SCATTERED 2
+#define HM_ACCESS_KIND_SYNC      3
+#define HM_ACCESS_KIND_COMPUTE   4
+#define HM_ACCESS_KIND_MAX       4
+#define HM_ACCESS_KIND_VALUES(X) \
+    X(HM_ACCESS_KIND_STREAMING, "streaming", "Streaming (one direction through the object)") \
+    X(HM_ACCESS_KIND_SCATTERED, "scattered", "Scattered (latency-bound)") \
+    X(HM_ACCESS_KIND_SYNC, "sync", "Synchronization (atomic or spin)") \
+    X(HM_ACCESS_KIND_COMPUTE, "compute", "Compute (no memory operand)")
+
+/* values of HM_EV_ACCESS_INSN (41000036) */
+#define HM_ACCESS_INSN_ATOMIC 1
+#define HM_ACCESS_INSN_SPIN   2
+#define HM_ACCESS_INSN_VECTOR 4
+#define HM_ACCESS_INSN_STRING 8
+#define HM_ACCESS_INSN_CHASE  16
+#define HM_ACCESS_INSN_MAX    16
+#define HM_ACCESS_INSN_VALUES(X) \
+    X(HM_ACCESS_INSN_ATOMIC, "atomic", "Atomic (lock, xchg, cmpxchg)") \
+    X(HM_ACCESS_INSN_SPIN, "spin", "Spin (pause)") \
+    X(HM_ACCESS_INSN_VECTOR, "vector", "Vector (16 bytes or more)") \
+    X(HM_ACCESS_INSN_STRING, "string", "String instruction") \
+    X(HM_ACCESS_INSN_CHASE, "chase", "Pointer chase (overwrote its address register)")
 
 /* The site key's grammar (common/site_key.tsv). */
 #define HM_KEY_SEP         " > "  /* between the frames of a chain, the allocation call's caller first */

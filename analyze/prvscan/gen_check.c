@@ -19,12 +19,13 @@ int gen_check(const char *prv, const char *outdir);
 
 #define MAXT 64
 #define MAXS 4096
-#define NV 15            /* the sites.tsv columns after task and site_id */
+#define NV 18            /* the sites.tsv columns after task and site_id */
 
 static const char *g_names[NV] = { "n_allocs", "max_size", "peak_live_bytes", "total_bytes",
                                    "first_alloc_ns", "last_free_ns", "live_ns", "samples",
                                    "loads", "stores", "misses", "weight", "fault_samples",
-                                   "faults", "sampled_blocks" };
+                                   "faults", "sampled_blocks", "weight_streaming",
+                                   "weight_scattered", "weight_sync" };
 
 struct agg {
     int64_t want[NV], got[NV];

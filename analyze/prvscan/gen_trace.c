@@ -55,6 +55,7 @@ int gen_check(const char *prv, const char *outdir);
 struct exp_site {
     uint64_t n_allocs, bytes, samples, loads, stores, misses, weight, fault_samples, faults;
     uint64_t sampled_blocks, extra, unknown;   /* extra: weight added by scaling */
+    uint64_t kw[HM_ACCESS_KIND_MAX + 1], kextra[HM_ACCESS_KIND_MAX + 1];  /* by 41000035 */
     int has_class;
     uint64_t max_size, peak, first_alloc, last_free, live_ns;
     uint64_t live_bytes, live_blocks, since;   /* the sweep, in time order */
@@ -358,6 +359,9 @@ static void do_sample(unsigned task, unsigned thr, struct gtask *tk)
     }
     pair(HM_EV_SAMPLE_FUNC, 1 + below(10));
     pair(HM_EV_SAMPLE_LINE, 1 + below(10));
+    uint64_t kind = w % (HM_ACCESS_KIND_MAX + 1);    /* 0: none (no new draw: same trace) */
+    if (kind)
+        pair(HM_EV_ACCESS_KIND, kind);
     if (!pebs) {
         pair(HM_EV_SAMPLE_WEIGHT, w);
         pair(HM_EV_SAMPLE_CLASS, cls);
@@ -382,6 +386,8 @@ static void do_sample(unsigned task, unsigned thr, struct gtask *tk)
     }
     x->weight += w * scale;
     x->extra += w * (scale - 1);
+    x->kw[kind] += w * scale;
+    x->kextra[kind] += w * (scale - 1);
     if (site == 0 && !pebs) {
         x->has_class = 1;
         x->unknown += cls == HM_SAMPLE_CLASS_UNKNOWN ? w : 0;
@@ -440,6 +446,7 @@ static void write_side_files(const char *prv)
           EV0(HM_EV_FAULT_CLASS, "hmtune page-fault address class")
           EV0(HM_EV_CALL_SCALE, "hmtune small-call sampling (allocation)")
           EV0(HM_EV_SAMPLE_SCALE, "hmtune small-call sampling (sampled object)")
+          EV0(HM_EV_ACCESS_KIND, "hmtune access kind")
           "\n"
           "EVENT_TYPE\n"
           EV0(HM_EV_SITE, "Allocation object")
@@ -474,6 +481,8 @@ static void write_expected(const char *prv, uint64_t never_freed)
         for (unsigned s = 0; s < NIDS; s++) {
             struct exp_site *x = E(t, s);
             x->weight -= x->extra - (uint64_t)((double)x->extra * f);
+            for (int k = 0; k <= HM_ACCESS_KIND_MAX; k++)
+                x->kw[k] -= x->kextra[k] - (uint64_t)((double)x->kextra[k] * f);
         }
     }
     fprintf(f, "{\"records\":%" PRIu64 ",\"events\":%" PRIu64 ",\"states\":%" PRIu64
@@ -502,10 +511,13 @@ static void write_expected(const char *prv, uint64_t never_freed)
                     ",\"samples\":%" PRIu64 ",\"loads\":%" PRIu64 ",\"stores\":%" PRIu64
                     ",\"misses\":%" PRIu64 ",\"weight\":%" PRIu64
                     ",\"fault_samples\":%" PRIu64 ",\"faults\":%" PRIu64
-                    ",\"sampled_blocks\":%" PRIu64 "}",
+                    ",\"sampled_blocks\":%" PRIu64 ",\"weight_streaming\":%" PRIu64
+                    ",\"weight_scattered\":%" PRIu64 ",\"weight_sync\":%" PRIu64 "}",
                     first ? "" : ",\n", t + 1, s, x->n_allocs, x->max_size, x->peak, x->bytes,
                     x->first_alloc, x->last_free, x->live_ns, x->samples, x->loads, x->stores,
-                    x->misses, x->weight, x->fault_samples, x->faults, x->sampled_blocks);
+                    x->misses, x->weight, x->fault_samples, x->faults, x->sampled_blocks,
+                    x->kw[HM_ACCESS_KIND_STREAMING], x->kw[HM_ACCESS_KIND_SCATTERED],
+                    x->kw[HM_ACCESS_KIND_SYNC]);
             first = 0;
         }
     fputs("\n]}\n", f);

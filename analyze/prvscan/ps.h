@@ -90,6 +90,9 @@ struct ps_site {
     uint64_t unknown_weight;             /* site 0: weight of samples of class 4 */
     int has_class;                       /* site 0: some sample carried 41000023 */
     uint64_t prof_missed;                /* samples the profile found no block of it for */
+    /* sampled weight by access kind (41000035's values; scaled as weight) and the part
+     * scaling added (ps_kinds.c) */
+    uint64_t kind_weight[HM_ACCESS_KIND_MAX + 1], kind_extra[HM_ACCESS_KIND_MAX + 1];
 };
 /* Entries keep their index (the group id) for the whole scan. */
 struct ps_sites {
@@ -203,6 +206,8 @@ struct ps_stats {
     uint64_t fault_samples, faults, lost_fault_samples, fault_classes[HM_SAMPLE_CLASS_MAX + 1];
     uint64_t small_capped;       /* tasks whose scaled weights ps_sites_cap lowered */
     uint64_t profile_unplaced;   /* samples of allocation sites the profile has no block for */
+    /* samples and their weight by access kind (41000035's values; 0: none carried) */
+    uint64_t kind_samples[HM_ACCESS_KIND_MAX + 1], kind_weight[HM_ACCESS_KIND_MAX + 1];
     int has_object_events, has_sampler;
     uint64_t sampler;
     uint32_t threads_seen, tasks_seen;
@@ -232,16 +237,26 @@ struct ps_sample {
     unsigned seen;           /* PS_SA_* bits */
     uint64_t addr, object, weight, latency, hit, cls, recovered;
     uint64_t scale;          /* 41000041: blocks the object it fell in stands for */
+    uint64_t kind;           /* 41000035: the access kind */
     int is_store;
 };
 enum { PS_SA_ADDR = 1, PS_SA_OBJ = 2, PS_SA_W = 4, PS_SA_LAT = 8, PS_SA_HIT = 16,
-       PS_SA_CLS = 32, PS_SA_REC = 64, PS_SA_SCALE = 128 };
+       PS_SA_CLS = 32, PS_SA_REC = 64, PS_SA_SCALE = 128, PS_SA_KIND = 256 };
 /* Count a sample in group grp (its task and the site its address fell in; site 0
  * when unattributed); cls is its address class (41000023's values, 1-5). Its weight
  * counts scale times in the group (a block of small-call sampling stands for scale
  * blocks), once in the trace's total. */
 void ps_sample_count(struct ps_site *g, struct ps_stats *st, const struct ps_sample *x,
                      uint64_t cls, uint64_t scale);
+/* ps_kinds.c: a sample's weight w (x scale in the group) by its access kind; the
+ * kinds' share of ps_sites_cap's scaling (f: the part of the added weight kept); the
+ * sites.tsv columns and scan.json fields of the kinds. */
+void ps_kinds_count(struct ps_site *g, struct ps_stats *st, const struct ps_sample *x,
+                    uint64_t w, uint64_t scale);
+void ps_kinds_cap(struct ps_site *g, double f);
+#define PS_KIND_COLUMNS "\tweight_streaming\tweight_scattered\tweight_sync"
+char *ps_kinds_fmt(char *p, const struct ps_site *g);     /* "\tN\tN\tN" */
+void ps_kinds_json(FILE *out, const struct ps_stats *st); /* "kind_samples":{..},... */
 /* A sample's weight: the tracer's own (41000020) when present, else the PEBS/IBS
  * latency, else 1 so that a trace without costs still ranks sites by sample count. */
 static inline uint64_t ps_sample_weight(const struct ps_sample *x)

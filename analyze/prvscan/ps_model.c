@@ -564,6 +564,7 @@ static void group_samples(struct ps_model *m, struct thr *th)
         case HM_EV_LOST_FAULTS: m->st->lost_fault_samples += v; break;
         case HM_EV_SAMPLE_RECOVERED: SAMPLE_ATTR(PS_SA_REC, recovered); break;
         case HM_EV_SAMPLE_SCALE: SAMPLE_ATTR(PS_SA_SCALE, scale); break;
+        case HM_EV_ACCESS_KIND: SAMPLE_ATTR(PS_SA_KIND, kind); break;
         default: break;
         }
     }

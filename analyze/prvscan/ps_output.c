@@ -44,7 +44,7 @@ int ps_write_sites(const struct ps_sites *s, FILE *out)
     fputs(PS_SITES_VERSION "\n", out);
     fputs("task\tsite_id\tn_allocs\tmax_size\tpeak_live_bytes\ttotal_bytes\tfirst_alloc_ns"
           "\tlast_free_ns\tlive_ns\tsamples\tloads\tstores\tmisses\tweight"
-          "\tfault_samples\tfaults\tsampled_blocks\n", out);
+          "\tfault_samples\tfaults\tsampled_blocks" PS_KIND_COLUMNS "\n", out);
     for (size_t i = 0; i < s->n; i++) {
         const struct ps_site *g = &s->e[ids[i]];
         if (!g->n_allocs && !g->samples && !g->fault_samples)
@@ -53,11 +53,13 @@ int ps_write_sites(const struct ps_sites *s, FILE *out)
                          g->first_alloc, g->last_free, g->live_ns, g->samples, g->loads,
                          g->stores, g->misses, g->weight, g->fault_samples, g->faults,
                          g->sampled_blocks };
-        char line[19 * 24], *p = line;
+        char line[22 * 24], *p = line;
         for (size_t k = 0; k < sizeof(v) / sizeof(*v); k++) {
             p = ps_fmt_u64(p, v[k]);
-            *p++ = k + 1 < sizeof(v) / sizeof(*v) ? '\t' : '\n';
+            *p++ = k + 1 < sizeof(v) / sizeof(*v) ? '\t' : '\0';
         }
+        p = ps_kinds_fmt(p - 1, g);
+        *p++ = '\n';
         fwrite(line, 1, (size_t)(p - line), out);
     }
     free(ids);
@@ -116,6 +118,7 @@ int ps_write_scan_json(FILE *out, const struct ps_header *h, const struct ps_sta
     fprintf(out, "\"fault_samples\":%llu,\"faults\":%llu,", U(st->fault_samples),
             U(st->faults));
     classes_json(out, "fault_classes", st->fault_classes, ",");
+    ps_kinds_json(out, st);
     fprintf(out, "\"lost_fault_samples\":%llu}\n", U(st->lost_fault_samples));
     return ferror(out) ? -1 : 0;
 }

@@ -113,6 +113,7 @@ void ps_sample_count(struct ps_site *c, struct ps_stats *st, const struct ps_sam
         c->misses++;
     c->weight += w * scale;
     c->weight_extra += w * (scale - 1);
+    ps_kinds_count(c, st, x, w, scale);
     if (c->site == 0 && (x->seen & PS_SA_CLS)) {
         c->has_class = 1;
         if (x->cls == HM_SAMPLE_CLASS_UNKNOWN)
@@ -170,6 +171,7 @@ uint64_t ps_sites_cap(struct ps_sites *t)
                 uint64_t keep = (uint64_t)((double)g->weight_extra * f);
                 g->weight -= g->weight_extra - keep;
                 g->weight_extra = keep;
+                ps_kinds_cap(g, f);
             }
             capped++;
         }

@@ -133,6 +133,8 @@ struct fin_ctx {
     int total_threads;
     uint64_t bytes_written;
     int quiet;
+    int planning;                /* the merge's first pass: observe samples, write nothing */
+    uint64_t n_kind[HM_ACCESS_KIND_MAX + 1], w_kind[HM_ACCESS_KIND_MAX + 1];  /* 41000035 */
 };
 
 /* fin_raw.c */
@@ -173,6 +175,23 @@ void fin_recov_json(FILE *f, const struct fin_recov *r);     /* one JSON object 
 void fin_recov_pcf(FILE *f);                                 /* 41000024/26/27/28 */
 /* value of event 41000028 for these flags: 1 same, 2 different, 3 not reached, 0 none */
 unsigned fin_recov_verified(uint32_t flags);
+/* fin_kinds.c: the access kind of each sample (41000035). FIN_KIND_NEAR: smaller
+ * steps between consecutive addresses are no step; FIN_KIND_MIN_STEPS: fewer steps
+ * decide nothing. */
+#define FIN_KIND_NEAR 64
+#define FIN_KIND_MIN_STEPS 4
+/* streaming or scattered for these step counts; 0: too few steps */
+unsigned fin_kind_verdict(uint64_t fwd, uint64_t bwd);
+/* a sample's kind (0: none) from its (task, thread, object)'s verdict, its flags and
+ * its HMS_CLS_* bits */
+unsigned fin_kind_of(unsigned verdict, uint32_t flags, unsigned iclass);
+unsigned fin_sample_iclass(const struct hmr_sample *x);   /* HMS_CLS_* bits */
+void fin_kinds_observe(int task, int thread, uint32_t obj, uint64_t addr);  /* pass 1 */
+void fin_kinds_decide(void);                               /* between the passes */
+unsigned fin_kinds_sample(int task, int thread, uint32_t obj, uint32_t flags,
+                          unsigned iclass);                /* pass 2 */
+void fin_kinds_free(void);
+void fin_kinds_pcf(FILE *f);                               /* 41000035, 41000036 */
 /* fin_pcf.c */
 int fin_write_pcf(struct fin_ctx *c, const char *pcf_path);
 /* A value of an enumerated event type and its .pcf label: arrays of them come from the

@@ -71,9 +71,11 @@ static void advance(struct fin_ctx *c, struct fin_stream *s, struct fin_cur *u)
             }
             break;
         case HMR_SAMPLE:
-            if (len < sizeof(struct hmr_sample))
+            if (len < HMR_SAMPLE_V1_BYTES)
                 break;
-            memcpy(&u->sample, r, sizeof(u->sample));
+            /* a record without iclass (an older tracer's) has class 0 */
+            memset(&u->sample, 0, sizeof(u->sample));
+            memcpy(&u->sample, r, len < sizeof(u->sample) ? len : sizeof(u->sample));
             u->what = NX_SAMPLE;
             u->t_next = fin_rec_ns(s->proc, r);
             return;
@@ -191,6 +193,63 @@ static size_t heap_pop(void)
     return top;
 }
 
+/* One merge of every stream, through fin_prv_emit. */
+static void merge(struct fin_ctx *c, struct fin_out *o, size_t nst)
+{
+    for (size_t i = 0; i < nst; i++) {
+        advance(c, g_all[i], &g_cur[i]);
+        if (g_cur[i].what != NX_DONE)
+            heap_push(i);
+    }
+    while (g_nheap) {
+        size_t i = heap_pop();
+        fin_prv_emit(c, o, g_all[i], &g_cur[i]);
+        advance(c, g_all[i], &g_cur[i]);
+        if (g_cur[i].what != NX_DONE)
+            heap_push(i);
+    }
+}
+
+/* The first pass (c->planning): the same merge, so that samples meet the same live
+ * blocks, writing nothing; it feeds fin_kinds. Then every process and stream is put
+ * back as it was before it (the counters it moved, the cursors), keeping the buffers
+ * it grew, and the live blocks start again empty. */
+static void plan(struct fin_ctx *c, size_t nst)
+{
+    struct fin_proc *saved = fin_xmalloc((c->nprocs + 1) * sizeof(*saved));
+    memcpy(saved, c->procs, c->nprocs * sizeof(*saved));
+    struct fin_stream *ss = fin_xmalloc((nst + 1) * sizeof(*ss));
+    for (size_t i = 0; i < nst; i++)
+        ss[i] = *g_all[i];
+    char scratch[4096];
+    struct fin_out o = { NULL, scratch, 0, sizeof(scratch), 0 };
+    c->planning = 1;
+    merge(c, &o, nst);
+    c->planning = 0;
+    fin_kinds_decide();
+    for (size_t i = 0; i < c->nprocs; i++) {
+        fin_live_free(c->procs[i].live);
+        c->procs[i] = saved[i];
+        c->procs[i].live = fin_live_new();
+    }
+    for (size_t i = 0; i < nst; i++) {
+        struct fin_stream *s = g_all[i];
+        unsigned char *buf = s->buf;
+        uint32_t *stack_site = s->stack_site;
+        size_t nstack = s->nstack;
+        *s = ss[i];
+        s->buf = buf;
+        s->stack_site = stack_site;
+        s->nstack = nstack;
+        s->ci = 0;
+        s->blen = s->bpos = 0;
+    }
+    for (size_t i = 0; i < c->nsites; i++)
+        c->sites[i].n_allocs = 0;
+    free(ss);
+    free(saved);
+}
+
 int fin_write_prv(struct fin_ctx *c, const char *prv_path)
 {
     size_t nst = 0;
@@ -210,23 +269,13 @@ int fin_write_prv(struct fin_ctx *c, const char *prv_path)
             if (p->streams[j].thread > 0)
                 g_all[k++] = &p->streams[j];
     }
+    plan(c, nst);
     struct fin_out o = { fopen(prv_path, "w"), NULL, 0, 1 << 20, 0 };
     if (!o.f)
         return -1;
     o.buf = fin_xmalloc(o.cap);
     fin_prv_header(c, &o);
-    for (size_t i = 0; i < nst; i++) {
-        advance(c, g_all[i], &g_cur[i]);
-        if (g_cur[i].what != NX_DONE)
-            heap_push(i);
-    }
-    while (g_nheap) {
-        size_t i = heap_pop();
-        fin_prv_emit(c, &o, g_all[i], &g_cur[i]);
-        advance(c, g_all[i], &g_cur[i]);
-        if (g_cur[i].what != NX_DONE)
-            heap_push(i);
-    }
+    merge(c, &o, nst);
     fin_out_flush(&o);
     if (fclose(o.f) != 0)
         fin_die("cannot write %s: disk full?", prv_path);

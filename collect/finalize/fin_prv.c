@@ -12,9 +12,9 @@
 
 void fin_out_flush(struct fin_out *o)
 {
-    if (o->len && fwrite(o->buf, 1, o->len, o->f) != o->len)
+    if (o->len && o->f && fwrite(o->buf, 1, o->len, o->f) != o->len)
         fin_die("cannot write the trace: disk full or unwritable output");
-    o->total += o->len;
+    o->total += o->f ? o->len : 0;      /* no file: the merge's first pass */
     o->len = 0;
 }
 
@@ -118,6 +118,8 @@ static void emit_sample(struct fin_ctx *c, struct fin_out *o, struct fin_stream 
     uint32_t flags = x->h.aux;
     out_head(o, 2, s);
     out_u64(o, rel(c, u->t_next));
+    if (c->planning && (x->h.kind == HMS_SRC_FAULT || (flags & HMS_LOST)))
+        return;
     if (x->h.kind == HMS_SRC_FAULT) {
         emit_fault(c, o, p, x);
         return;
@@ -131,6 +133,13 @@ static void emit_sample(struct fin_ctx *c, struct fin_out *o, struct fin_stream 
     uint32_t obj = 0;
     uint64_t weight = 0;
     enum fin_class cls = FC_NOADDR;
+    if (c->planning) {                        /* the first pass: the address sequence */
+        if (flags & HMS_ADDR_OK) {
+            classify(c, p, x->addr, &obj, &weight);
+            fin_kinds_observe(s->task, s->thread, obj, x->addr);
+        }
+        return;
+    }
     if (flags & HMS_ADDR_OK) {
         cls = classify(c, p, x->addr, &obj, &weight);
         out_ev(o, (flags & HMS_STORE) ? HM_EV_SAMPLE_STORE : HM_EV_SAMPLE_LOAD, x->addr);
@@ -165,6 +174,15 @@ static void emit_sample(struct fin_ctx *c, struct fin_out *o, struct fin_stream 
     }
     if (flags >> HMS_WHY_SHIFT)
         out_ev(o, HM_EV_SAMPLE_WHY, flags >> HMS_WHY_SHIFT);
+    unsigned icls = fin_sample_iclass(x);
+    unsigned kind = fin_kinds_sample(s->task, s->thread, obj, flags, icls);
+    if (kind) {
+        out_ev(o, HM_EV_ACCESS_KIND, kind);
+        c->n_kind[kind]++;
+        c->w_kind[kind] += x->weight;
+    }
+    if (icls)
+        out_ev(o, HM_EV_ACCESS_INSN, icls);
     out_ch(o, '\n');
 }
 

@@ -172,7 +172,7 @@ uint64_t fin_rec_ns(const struct fin_proc *p, const struct hmr_hdr *r)
     case HMR_TEND:
         return len >= sizeof(struct hmr_tend) ? fin_ns(p, ((const struct hmr_tend *)r)->t) : 0;
     case HMR_SAMPLE: {
-        if (len < sizeof(struct hmr_sample))
+        if (len < HMR_SAMPLE_V1_BYTES)
             return 0;
         const struct hmr_sample *x = (const void *)r;
         return (x->h.aux & HMS_TIME_NS) ? x->t : fin_ns(p, x->t);

@@ -140,7 +140,8 @@ def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> in
     sites_csv, allocs_csv, profile_csv = out / "sites.csv", out / "allocs.csv", \
         out / "profile.csv"
     try:
-        write_sites(sites_csv, sites, str(trace), sampler, labels.form, tid, split)
+        write_sites(sites_csv, sites, str(trace), sampler, labels.form, tid, split,
+                    scan.kind_samples(events.HM_ACCESS_KIND_COMPUTE))
         install_allocs(work / "allocs.csv", allocs_csv, tid)
         if (work / "profile.csv").exists():
             install_profile(work / "profile.csv", profile_csv, tid)
@@ -164,7 +165,7 @@ def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> in
 def _print_summary(scan: Scan, sites: SiteTable, split: Split | None, form: str,
                    sampler: str, out: Path, elapsed: float, lookahead: bool) -> None:
     from hmtune.analyze.sites import unplaced_weight
-    from hmtune.analyze.sites_io import KIND_COLUMN, KIND_STATIC
+    from hmtune.analyze.sites_io import KIND_COLUMN, KIND_STATIC, describe_kinds, kind_weights
 
     kinds = dict(zip(sites.column("site_id"), sites.column(KIND_COLUMN), strict=True))
     nstatic = sum(1 for k in kinds.values() if k == KIND_STATIC)
@@ -198,6 +199,9 @@ def _print_summary(scan: Scan, sites: SiteTable, split: Split | None, form: str,
              "static variables (stack, untraced memory, no address)")
     else:
         _say("no sampled weight in the trace: the advisor can only rank by size and lifetime")
+    by_kind = kind_weights(scan.meta)
+    if total > 0 and by_kind is not None:
+        _say(f"sampled weight by access kind: {describe_kinds(by_kind, total)}")
     faults = scan.faults
     if faults > 0:
         in_sites = sum(int(r["faults"]) for r in sites.rows)

@@ -5,15 +5,17 @@ directory:
 
 - `sites.tsv`: the version line `# hmtune prvscan sites v1` (SITES_TSV_VERSION; any
   other or none is refused), then one row per (task, site) that allocated or was
-  sampled, tab-separated, header row, sorted by (task, site_id):
-  `task site_id n_allocs max_size peak_live_bytes total_bytes first_alloc_ns
-  last_free_ns live_ns samples loads stores misses weight fault_samples faults
-  sampled_blocks`. The lifetime columns have the meanings of sites.csv (DESIGN.md §4)
-  for that one process, and are 0 when the site allocated nothing there; site 0
-  collects the samples (and sampled page faults) that no allocation site owns (stack,
-  statics without an id, unknown memory, no address); a static variable is a site of
-  its own that allocated nothing. Blocks of small-call sampling are already scaled
-  (counts, bytes, weight), `sampled_blocks` counts them as recorded.
+  sampled, tab-separated, header row, sorted by (task, site_id): `task site_id n_allocs
+  max_size peak_live_bytes total_bytes first_alloc_ns last_free_ns live_ns samples loads
+  stores misses weight fault_samples faults sampled_blocks weight_streaming
+  weight_scattered weight_sync` (the last three, the weight by access kind scaled as
+  weight, are read as 0 when absent). The lifetime columns have the meanings of
+  sites.csv (DESIGN.md §4) for that one process, and are 0 when the site allocated
+  nothing there; site 0 collects the samples (and sampled page faults) that no
+  allocation site owns (stack, statics without an id, unknown memory, no address); a
+  static variable is a site of its own that allocated nothing. Blocks of small-call
+  sampling are already scaled (counts, bytes, weight), `sampled_blocks` counts them as
+  recorded.
 - `allocs.csv`: the per-allocation table in its final form (DESIGN.md §4; written by
   the scanner because it grows with the trace). `hmtune analyze` moves it into place.
 - `profile.csv`: each allocation site's sampled weight by offset bucket in its blocks,
@@ -38,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hmtune.analyze.sites_io import ALLOCS_WRITTEN, SAMPLED_COLUMN
+from hmtune.analyze.sites_io import ACCESS_KIND_COLUMNS, ALLOCS_WRITTEN, SAMPLED_COLUMN
 from hmtune.core import events as ev
 
 Row = dict[str, Any]
@@ -50,7 +52,9 @@ SAMPLE_COLUMNS = ["samples", "loads", "stores", "misses", "weight"]
 FAULT_COLUMNS = ["fault_samples", "faults"]     # sampled minor page faults (41000030-31)
 SITES_TSV_VERSION = "# hmtune prvscan sites v1"   # PS_SITES_VERSION, analyze/prvscan/ps.h
 SITES_TSV_COLUMNS = SITE_KEYS + LIFETIME_COLUMNS + SAMPLE_COLUMNS + FAULT_COLUMNS + [
-    SAMPLED_COLUMN]
+    SAMPLED_COLUMN] + ACCESS_KIND_COLUMNS
+# Columns a sites.tsv may lack (a scanner from before them): read as 0.
+OPTIONAL_TSV_COLUMNS = ACCESS_KIND_COLUMNS
 META_REQUIRED = ("total_weight", "alloc_rows")
 
 
@@ -82,6 +86,12 @@ class Scan:
     def lookahead_samples(self) -> int:
         """Samples with a look-ahead address (0 for scans from before it existed)."""
         return int(self.meta.get("lookahead_samples", 0))
+
+    def kind_samples(self, kind: int) -> int | None:
+        """Samples of access kind `kind` (a value of 41000035); None for a scan from
+        before the kinds."""
+        counts = self.meta.get("kind_samples")
+        return int(counts.get(str(kind), 0)) if isinstance(counts, dict) else None
 
     @property
     def sampler(self) -> str:
@@ -136,16 +146,19 @@ def _read_tsv(path: Path, columns: list[str], version: str) -> list[Row]:
         raise ScanOutputError(f"{path}: {getattr(e, 'strerror', None) or e}") from None
     _check_version(path, lines[0] if lines else "", version)
     header = lines[1].split("\t") if len(lines) > 1 else []
-    if header != columns:
+    absent = [c for c in columns if c in OPTIONAL_TSV_COLUMNS and c not in header]
+    if header != columns and header != [c for c in columns if c not in absent]:
         raise ScanOutputError(f"{path}: header is {' '.join(header)!r}, expected "
                               f"{' '.join(columns)!r}")
     rows: list[Row] = []
     for lineno, line in enumerate(lines[2:], 3):
         fields = line.split("\t")
         try:
-            if len(fields) != len(columns):
-                raise ValueError(f"{len(fields)} fields, expected {len(columns)}")
-            rows.append({c: _number(v) for c, v in zip(columns, fields, strict=True)})
+            if len(fields) != len(header):
+                raise ValueError(f"{len(fields)} fields, expected {len(header)}")
+            row: Row = dict.fromkeys(absent, 0)
+            row.update({c: _number(v) for c, v in zip(header, fields, strict=True)})
+            rows.append(row)
         except ValueError as e:
             raise ScanOutputError(f"{path}:{lineno}: {e}") from None
     return rows

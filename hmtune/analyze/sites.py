@@ -43,6 +43,7 @@ from hmtune.analyze.labels import SiteLabels, StaticObject, looks_static
 from hmtune.analyze.scan_io import Row, Scan
 from hmtune.analyze.shortlabels import short_labels
 from hmtune.analyze.sites_io import (
+    ACCESS_KIND_COLUMNS,
     CLASS_VALUES,
     CLASSES,
     KIND_COLUMN,
@@ -56,7 +57,7 @@ from hmtune.analyze.sites_io import (
 MIB = 1 << 20
 BASE_PAGE = 4096          # bytes one minor fault maps (x86-64's base page)
 SUMMED = ["n_allocs", "total_bytes", "samples", "loads", "stores", "misses", "weight",
-          "fault_samples", "faults", "sampled_blocks"]
+          "fault_samples", "faults", "sampled_blocks", *ACCESS_KIND_COLUMNS]
 MAXED = ["max_size", "peak_live_bytes", "last_free_ns", "live_ns"]
 MINNED = ["first_alloc_ns"]
 PER_OBJECT = ["n_allocs", "total_bytes"]    # a static's: one object per process, not summed

@@ -55,8 +55,35 @@ KIND_HEAP, KIND_STATIC = "heap", "static"
 # readers do not require them (older files are exact: 0 and 1).
 SAMPLED_COLUMN = "sampled_blocks"
 SCALE_COLUMN = "scale"
+# The sampled weight by access kind (event 41000035: streaming, scattered,
+# synchronization), scaled as `weight` is (docs/formats.md §4). Written last; readers
+# do not require them (older files lack them: no kinds).
+ACCESS_KIND_COLUMNS = ["weight_streaming", "weight_scattered", "weight_sync"]
 SITES_WRITTEN = [*SITES_COLUMNS, LABEL_COLUMN, KIND_COLUMN, *FIRST_TOUCH_COLUMNS,
-                 SAMPLED_COLUMN]
+                 SAMPLED_COLUMN, *ACCESS_KIND_COLUMNS]
+
+# The access kinds (the values of 41000035, common/trace_values.tsv), by key, in the
+# order analyze shows them, with the words that show them.
+ACCESS_KIND_VALUES = {key: value for value, key in sorted(ev.HM_ACCESS_KIND_KEYS.items())}
+ACCESS_KINDS = tuple(ACCESS_KIND_VALUES)
+ACCESS_KIND_WORDS = {"streaming": "streaming", "scattered": "scattered",
+                     "sync": "synchronization", "compute": "compute"}
+
+
+def kind_weights(meta: dict[str, object]) -> dict[str, float] | None:
+    """The trace's sampled weight by access kind from scan.json's kind_weight; None
+    when the scanner did not count kinds or no sample carried one."""
+    w = meta.get("kind_weight")
+    if not isinstance(w, dict):
+        return None
+    out = {k: float(w.get(str(v), 0)) for k, v in ACCESS_KIND_VALUES.items()}
+    return out if sum(out.values()) > 0 else None
+
+
+def describe_kinds(weights: dict[str, float], total: float) -> str:
+    """`streaming 40.1%, scattered 30.0%, ...` (shares of the sampled weight total)."""
+    return ", ".join(f"{ACCESS_KIND_WORDS[k]} {100 * weights[k] / total:.1f}%"
+                     for k in ACCESS_KINDS)
 
 # Address classes of the sampled weight: the values of event 41000023 but 0 (none),
 # by key (common/trace_values.tsv, docs/formats.md §3), in the order the split is

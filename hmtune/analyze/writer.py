@@ -44,13 +44,15 @@ def _write(path: Path, first_line: str, table: SiteTable) -> None:
 
 def write_sites(path: str | Path, sites: SiteTable, trace: str, sampler: str,
                 label_form: str, trace_id: str | None = None,
-                split: Split | None = None) -> None:
+                split: Split | None = None, samples_compute: int | None = None) -> None:
     """`# hmtune sites v2 trace=... trace-id=... sampler=... label_form=...
-    samples_CLASS=... weight_CLASS=...` (the split when given), header, rows."""
+    samples_CLASS=... weight_CLASS=...` (the split when given) `samples_compute=N`
+    (when given: samples of access kind compute), header, rows."""
     ids = {FIELD: trace_id} if trace_id else {}
+    compute = {"samples_compute": samples_compute} if samples_compute is not None else {}
     line = version_line("sites", SITES_VERSION, trace=trace, **ids,
                         sampler=_one_word(sampler), label_form=label_form,
-                        **(split.fields() if split is not None else {}))
+                        **(split.fields() if split is not None else {}), **compute)
     _write(Path(path), line, sites)
 
 

@@ -79,6 +79,11 @@ HM_EV_FAULT_OBJECT: Final = 41000032
 HM_EV_FAULT_CLASS: Final = 41000033
 # hmtune: page-fault samples the kernel dropped
 HM_EV_LOST_FAULTS: Final = 41000034
+# hmtune: sample's access kind, decided per thread and object (values in trace_values.tsv)
+HM_EV_ACCESS_KIND: Final = 41000035
+# hmtune: software sampler: the accessing instruction's class, a sum of the bits in
+#   trace_values.tsv
+HM_EV_ACCESS_INSN: Final = 41000036
 # hmtune: small-call sampling: calls an allocation stands for
 HM_EV_CALL_SCALE: Final = 41000040
 # hmtune: small-call sampling: blocks the sampled object stands for
@@ -120,6 +125,8 @@ ALL: Final[dict[str, int]] = {
     "HM_EV_FAULT_OBJECT": HM_EV_FAULT_OBJECT,
     "HM_EV_FAULT_CLASS": HM_EV_FAULT_CLASS,
     "HM_EV_LOST_FAULTS": HM_EV_LOST_FAULTS,
+    "HM_EV_ACCESS_KIND": HM_EV_ACCESS_KIND,
+    "HM_EV_ACCESS_INSN": HM_EV_ACCESS_INSN,
     "HM_EV_CALL_SCALE": HM_EV_CALL_SCALE,
     "HM_EV_SAMPLE_SCALE": HM_EV_SAMPLE_SCALE,
 }
@@ -467,6 +474,51 @@ HM_SAMPLE_VERIFIED_KEYS: Final[dict[int, str]] = {
 """HM_SAMPLE_VERIFIED_LABELS: value -> .pcf label; HM_SAMPLE_VERIFIED_KEYS: value -> key."""
 
 
+# -- values of HM_EV_ACCESS_KIND (41000035)
+
+HM_ACCESS_KIND_STREAMING: Final = 1
+HM_ACCESS_KIND_SCATTERED: Final = 2
+HM_ACCESS_KIND_SYNC: Final = 3
+HM_ACCESS_KIND_COMPUTE: Final = 4
+HM_ACCESS_KIND_LABELS: Final[dict[int, str]] = {
+    HM_ACCESS_KIND_STREAMING: "Streaming (one direction through the object)",
+    HM_ACCESS_KIND_SCATTERED: "Scattered (latency-bound)",
+    HM_ACCESS_KIND_SYNC: "Synchronization (atomic or spin)",
+    HM_ACCESS_KIND_COMPUTE: "Compute (no memory operand)",
+}
+HM_ACCESS_KIND_KEYS: Final[dict[int, str]] = {
+    HM_ACCESS_KIND_STREAMING: "streaming",
+    HM_ACCESS_KIND_SCATTERED: "scattered",
+    HM_ACCESS_KIND_SYNC: "sync",
+    HM_ACCESS_KIND_COMPUTE: "compute",
+}
+"""HM_ACCESS_KIND_LABELS: value -> .pcf label; HM_ACCESS_KIND_KEYS: value -> key."""
+
+
+# -- values of HM_EV_ACCESS_INSN (41000036)
+
+HM_ACCESS_INSN_ATOMIC: Final = 1
+HM_ACCESS_INSN_SPIN: Final = 2
+HM_ACCESS_INSN_VECTOR: Final = 4
+HM_ACCESS_INSN_STRING: Final = 8
+HM_ACCESS_INSN_CHASE: Final = 16
+HM_ACCESS_INSN_LABELS: Final[dict[int, str]] = {
+    HM_ACCESS_INSN_ATOMIC: "Atomic (lock, xchg, cmpxchg)",
+    HM_ACCESS_INSN_SPIN: "Spin (pause)",
+    HM_ACCESS_INSN_VECTOR: "Vector (16 bytes or more)",
+    HM_ACCESS_INSN_STRING: "String instruction",
+    HM_ACCESS_INSN_CHASE: "Pointer chase (overwrote its address register)",
+}
+HM_ACCESS_INSN_KEYS: Final[dict[int, str]] = {
+    HM_ACCESS_INSN_ATOMIC: "atomic",
+    HM_ACCESS_INSN_SPIN: "spin",
+    HM_ACCESS_INSN_VECTOR: "vector",
+    HM_ACCESS_INSN_STRING: "string",
+    HM_ACCESS_INSN_CHASE: "chase",
+}
+"""HM_ACCESS_INSN_LABELS: value -> .pcf label; HM_ACCESS_INSN_KEYS: value -> key."""
+
+
 # -- the site key's grammar (common/site_key.tsv)
 
 # between the frames of a chain, the allocation call's caller first
@@ -501,5 +553,7 @@ VALUES: Final[dict[int, dict[int, str]]] = {
     HM_EV_SAMPLE_RECOVERED: HM_SAMPLE_RECOVERED_LABELS,
     HM_EV_SAMPLE_WHY: HM_SAMPLE_WHY_LABELS,
     HM_EV_SAMPLE_VERIFIED: HM_SAMPLE_VERIFIED_LABELS,
+    HM_EV_ACCESS_KIND: HM_ACCESS_KIND_LABELS,
+    HM_EV_ACCESS_INSN: HM_ACCESS_INSN_LABELS,
 }
 """The labels of each enumerated event type's values, by its code."""

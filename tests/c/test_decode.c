@@ -543,6 +543,47 @@ static void test_ahead_cached_per_rip(void)
     drop(c);
 }
 
+/* ---- the accessing instruction's class (HMS_CLS_*) ------------------------------ */
+
+static void test_instruction_class(void)
+{
+    static const struct { uint8_t b[8]; size_t n; unsigned cls; } cases[] = {
+        {{0xf0, 0x48, 0x0f, 0xc1, 0x02}, 5, HMS_CLS_ATOMIC},     /* lock xadd %rax,(%rdx) */
+        {{0x48, 0x87, 0x02}, 3, HMS_CLS_ATOMIC},                 /* xchg %rax,(%rdx) */
+        {{0xf0, 0x48, 0x0f, 0xb1, 0x0a}, 5, HMS_CLS_ATOMIC},     /* lock cmpxchg %rcx,(%rdx) */
+        {{0xf0, 0x48, 0x83, 0x02, 0x01}, 5, HMS_CLS_ATOMIC},     /* lock addq $1,(%rdx) */
+        {{0x48, 0x87, 0xd0}, 3, 0},                              /* xchg %rdx,%rax: no memory */
+        {{0xf3, 0x90}, 2, HMS_CLS_SPIN},                         /* pause */
+        {{0xf3, 0x0f, 0x6f, 0x07}, 4, HMS_CLS_VECTOR},           /* movdqu (%rdi),%xmm0 */
+        {{0xc5, 0xfe, 0x6f, 0x07}, 4, HMS_CLS_VECTOR},           /* vmovdqu (%rdi),%ymm0 */
+        {{0xf2, 0x0f, 0x10, 0x07}, 4, 0},                        /* movsd (%rdi),%xmm0: 8 B */
+        {{0x48, 0x8b, 0x07}, 3, 0},                              /* mov (%rdi),%rax */
+        {{0x48, 0x8b, 0x5b, 0x08}, 4, HMS_CLS_CHASE},            /* mov 8(%rbx),%rbx */
+        {{0x48, 0xa5}, 2, HMS_CLS_STRING},                       /* movsq */
+        {{0x48, 0xad}, 2, HMS_CLS_STRING},                       /* lodsq */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct code c = put(cases[i].b, cases[i].n);
+        struct hmc_access a;
+        prev(c, regs(), (uint64_t)(uintptr_t)c.buf, &a);
+        if (a.cls != cases[i].cls)
+            fprintf(stderr, "  case %zu: class %#x\n", i, a.cls);
+        CHECK(a.cls == cases[i].cls);
+        drop(c);
+    }
+    /* the look ahead: a pause at rip (the interrupted instruction) marks the access
+     * after it as spinning; the access alone is not */
+    static const uint8_t spin[] = {0xf3, 0x90, 0x48, 0x8b, 0x07};   /* pause; mov (%rdi),%rax */
+    struct hmc_regs r = regs();
+    struct hmc_access a;
+    uint64_t rip;
+    CHECK(ahead(spin, sizeof spin, r, 4, &a, &rip) == HMC_DEC_OK && a.ahead == 1);
+    CHECK(a.cls == HMS_CLS_SPIN && a.addr == r.gpr[HMC_RDI]);
+    CHECK(ahead(spin + 2, sizeof spin - 2, r, 4, &a, &rip) == HMC_DEC_OK && a.cls == 0);
+    static const uint8_t lock[] = {0x48, 0x83, 0xc1, 0x01, 0xf0, 0x48, 0x0f, 0xc1, 0x02};
+    CHECK(ahead(lock, sizeof lock, r, 4, &a, &rip) == HMC_DEC_OK && a.cls == HMS_CLS_ATOMIC);
+}
+
 int main(void)
 {
     RUN(test_base_index_scale_disp);
@@ -566,5 +607,6 @@ int main(void)
     RUN(test_ahead_refuses_unknown_accesses);
     RUN(test_ahead_unreadable_and_page_end);
     RUN(test_ahead_cached_per_rip);
+    RUN(test_instruction_class);
     HMT_END();
 }

@@ -93,6 +93,13 @@ $(TP_OUTDIR)/window_hot: $(TP_SRCDIR)/window_hot.c $(TP_DEPS)
 	@mkdir -p $(@D)
 	$(CC) $(TP_CFLAGS) -o $@ $<
 
+# One site per access kind (streaming, scattered, synchronization: issue 43); -O2
+# like a real application.
+TP_BINS += $(TP_OUTDIR)/kinds
+$(TP_OUTDIR)/kinds: $(TP_SRCDIR)/kinds.c $(TP_DEPS)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g $(WARN) -o $@ $< -pthread
+
 # Small-call sampling (collect/hmc_small.h): a sparse matrix of small row blocks from
 # one site; -O2 like a real application.
 TP_BINS += $(TP_OUTDIR)/sparse_rows

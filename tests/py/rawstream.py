@@ -12,6 +12,8 @@ SAMPLE_STREAM = 0x80000000
 # sample flags
 STORE, ADDR_OK, TIME_NS, BREAKPOINT, REJECTED, NO_MEMOP, LOST = 1, 2, 4, 8, 16, 32, 64
 AHEAD, VERIFY_SAME, VERIFY_DIFF = 0x80, 0x40000, 0x80000
+# instruction class bits of a sample (struct hmr_sample's iclass)
+ATOMIC, SPIN, VECTOR, STRING, CHASE = 1, 2, 4, 8, 16
 
 
 def why(code: int) -> int:
@@ -56,9 +58,11 @@ class Stream:
         return self
 
     def sample(self, t: int, ip: int, addr: int, weight: int = 4_000_000, flags: int = ADDR_OK,
-               src: int = 3, data_src: int = 0) -> Stream:
-        self.recs.append(_rec(SAMPLE, src, flags, struct.pack("<QQQQQ", t, ip, addr, weight,
-                                                               data_src)))
+               src: int = 3, data_src: int = 0, iclass: int | None = None) -> Stream:
+        """A sample record; without iclass in the older, shorter form (no class)."""
+        body = struct.pack("<QQQQQ", t, ip, addr, weight, data_src)
+        body += struct.pack("<Q", iclass) if iclass is not None else b""
+        self.recs.append(_rec(SAMPLE, src, flags, body))
         return self
 
     def tend(self, t: int) -> Stream:

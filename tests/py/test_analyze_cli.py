@@ -12,7 +12,13 @@ from pathlib import Path
 import pytest
 
 from hmtune.analyze.scan_io import SITES_TSV_COLUMNS, SITES_TSV_VERSION
-from hmtune.analyze.sites_io import ALLOCS_WRITTEN, SITES_WRITTEN, read_allocs, read_sites
+from hmtune.analyze.sites_io import (
+    ACCESS_KIND_COLUMNS,
+    ALLOCS_WRITTEN,
+    SITES_WRITTEN,
+    read_allocs,
+    read_sites,
+)
 from hmtune.analyze.traceid import trace_id
 from hmtune.core.sitesfile import release_field
 from hmtune.core.version import version
@@ -36,7 +42,9 @@ sys.stderr.write("hmtune-prvscan: skipped 2 bad lines\\n")
 """
 
 AHEAD = "# hmtune allocs v1 trace=x.prv\nsite_id,rank,thread,ptr,size,t_alloc,t_free,scale\n"
-SHEAD = SITES_TSV_VERSION + "\n" + "\t".join(SITES_TSV_COLUMNS) + "\n"
+# the stand-in scanner writes the columns before the access kinds' (read as 0)
+SHEAD = SITES_TSV_VERSION + "\n" + "\t".join(
+    c for c in SITES_TSV_COLUMNS if c not in ACCESS_KIND_COLUMNS) + "\n"
 PCF = """EVENT_TYPE
 0    32000009    Allocation memory object
 VALUES

@@ -20,6 +20,7 @@ from hmtune.analyze.scan_io import (
 )
 from hmtune.analyze.sites import SiteTable, site_table
 from hmtune.analyze.sites_io import (
+    ACCESS_KIND_COLUMNS,
     ALLOCS_WRITTEN,
     SITES_COLUMNS,
     SITES_WRITTEN,
@@ -140,8 +141,8 @@ def write_scan_files(d: Path, sites: str, meta: dict, allocs: str = AHEAD) -> Pa
 
 def test_read_scan(tmp_path: Path) -> None:
     d = write_scan_files(tmp_path, SHEAD + "1\t3\t1\t100\t100\t100\t5\t99\t94\t2\t2\t0\t0\t50"
-                         "\t3\t183\t0\n"
-                         "1\t0\t0\t0\t0\t0\t0\t0\t0\t1\t1\t0\t0\t5.0\t1\t61\t0\n",
+                         "\t3\t183\t0\t30\t20\t0\n"
+                         "1\t0\t0\t0\t0\t0\t0\t0\t0\t1\t1\t0\t0\t5.0\t1\t61\t0\t0\t0\t5\n",
                          {"end_time_ns": 99, "total_weight": 55, "sampler": 3, "alloc_rows": 1,
                           "faults": 244})
     scan = read_scan(d)
@@ -151,6 +152,20 @@ def test_read_scan(tmp_path: Path) -> None:
     assert scan.sites[0]["faults"] == 183 and scan.sites[1]["fault_samples"] == 1
     assert scan.faults == 244
     assert scan.allocs_csv == d / "allocs.csv"
+    assert [r["weight_streaming"] for r in scan.sites] == [30, 0]
+    assert [r["weight_sync"] for r in scan.sites] == [0, 5]
+
+
+def test_read_scan_without_kind_columns(tmp_path: Path) -> None:
+    # a scanner from before the access kinds: its rows read with the kinds' weights 0
+    old = [c for c in SITES_TSV_COLUMNS if c not in ACCESS_KIND_COLUMNS]
+    d = write_scan_files(tmp_path, SITES_TSV_VERSION + "\n" + "\t".join(old) + "\n"
+                         "1\t3\t1\t100\t100\t100\t5\t99\t94\t2\t2\t0\t0\t50\t3\t183\t0\n",
+                         {"total_weight": 50, "alloc_rows": 1})
+    scan = read_scan(d)
+    assert scan.sites[0]["weight"] == 50
+    assert all(scan.sites[0][c] == 0 for c in ACCESS_KIND_COLUMNS)
+    assert scan.kind_samples(4) is None
 
 
 def test_read_scan_errors(tmp_path: Path) -> None:

@@ -24,7 +24,7 @@ from hmtune.advisor.inputs import load_sites
 from hmtune.advisor.model import MIB, Problem, Tier, ns_weight
 from hmtune.advisor.placement import read_placement
 from hmtune.advisor.tiers import TierFileError, load_machine
-from hmtune.analyze.sites_io import FIRST_TOUCH_COLUMNS, read_sites
+from hmtune.analyze.sites_io import ACCESS_KIND_COLUMNS, FIRST_TOUCH_COLUMNS, read_sites
 
 SRC = ROOT / "tests" / "programs" / "refault.c"
 REFAULT = PROGRAMS / "refault"
@@ -101,8 +101,8 @@ def test_sites_csv_first_touch_columns(traced) -> None:
     d, printed = traced
     sites = read_sites(d / "sites.csv")
     cols = list(sites.columns)
-    k = cols.index("kind")                  # right after kind, then small-call sampling's
-    assert cols[k + 1:] == [*FIRST_TOUCH_COLUMNS, "sampled_blocks"]
+    k = cols.index("kind")      # right after kind, then small-call sampling's, the kinds'
+    assert cols[k + 1:] == [*FIRST_TOUCH_COLUMNS, "sampled_blocks", *ACCESS_KIND_COLUMNS]
     tr, ps = site_of(sites, "transient"), site_of(sites, "persist")
     for row, pages in ((tr, printed["transient_pages"]), (ps, printed["persist_pages"])):
         assert abs(row["faults"] - pages) <= SITE_FACTOR * pages, (row["faults"], pages)

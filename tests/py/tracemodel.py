@@ -53,6 +53,8 @@ class Sample:
     why: int = 0            # 41000026: why the sampled instruction gave no address
     verified: int = 0       # 41000028: 1 same, 2 different, 3 not reached
     scale: int = 0          # 41000041: blocks the object stands for (small-call sampling)
+    kind: int = 0           # 41000035: access kind (1 streaming ... 4 compute), 0 none
+    insn: int = 0           # 41000036: the accessing instruction's class bits
 
 
 @dataclass
@@ -160,7 +162,9 @@ def load(prv: Path) -> Trace:
                                     == hev.HM_SAMPLE_RECOVERED_LOOKAHEAD else None,
                                     ev.get(hev.HM_EV_SAMPLE_WHY, 0),
                                     ev.get(hev.HM_EV_SAMPLE_VERIFIED, 0),
-                                    ev.get(hev.HM_EV_SAMPLE_SCALE, 0)))
+                                    ev.get(hev.HM_EV_SAMPLE_SCALE, 0),
+                                    ev.get(hev.HM_EV_ACCESS_KIND, 0),
+                                    ev.get(hev.HM_EV_ACCESS_INSN, 0)))
         kind = ev.get(hev.HM_EV_CALL_KIND)
         if kind:
             assert key not in open_calls, f"nested call at line {rec.lineno}"
