@@ -204,10 +204,17 @@ def _print_summary(scan: Scan, sites: SiteTable, split: Split | None, form: str,
         _say(f"sampled weight by access kind: {describe_kinds(by_kind, total)}")
     faults = scan.faults
     if faults > 0:
-        in_sites = sum(int(r["faults"]) for r in sites.rows)
+        from hmtune.analyze.sites_io import KIND_COLUMN, KIND_STATIC
+
+        static = [r.get(KIND_COLUMN) == KIND_STATIC for r in sites.rows]
+        in_heap = sum(int(r["faults"]) for r, st in zip(sites.rows, static, strict=True)
+                      if not st)
+        in_static = sum(int(r["faults"]) for r, st in zip(sites.rows, static, strict=True)
+                        if st)
         _say(f"~{faults} minor page faults (from {scan.meta.get('fault_samples', 0)} "
-             f"samples), {100.0 * in_sites / faults:.1f}% of them in allocation sites' "
-             "blocks (first touch)")
+             f"samples), {100.0 * in_heap / faults:.1f}% of them in allocation sites' "
+             f"blocks and {100.0 * in_static / faults:.1f}% in static variables "
+             "(first touch)")
     if (out / "profile.csv").exists():
         _say(_profile_summary(scan, sites, out / "profile.csv"))
     _say(f"wrote {out / 'sites.csv'}, {out / 'allocs.csv'} and {out / 'profile.csv'} in "
