@@ -10,6 +10,7 @@ transient 40 MiB arrays allocated, first touched and freed every iteration, next
 
 from __future__ import annotations
 
+import bisect
 import json
 import re
 import subprocess
@@ -78,13 +79,27 @@ def test_faults_fall_in_the_blocks_that_hold_their_address(traced) -> None:
     t = load(d / "trace.prv")
     assert t.faults and t.lost_faults == 0
     assert {f.faults for f in t.faults} == {61}                   # the default period
-    blocks = [(c.ptr_out, c.ptr_out + c.size, c.t0, c.site) for c in t.allocs() if c.ptr_out]
-    frees = {c.ptr_in: c.t0 for c in t.calls if c.kind == 2}
+    # a block is live from its allocation's return to the entry of its own free (the
+    # first free of its pointer after that): a fault inside malloc (glibc writing an
+    # mmapped chunk's header) is the allocator's, before the block is the program's
+    frees: dict[int, list[int]] = {}
+    for c in t.calls:
+        if c.kind == 2:
+            frees.setdefault(c.ptr_in, []).append(c.t0)
+    for times in frees.values():
+        times.sort()
+
+    def freed_at(ptr: int, t1: int) -> int:
+        times = frees.get(ptr, [])
+        i = bisect.bisect_right(times, t1)
+        return times[i] if i < len(times) else 1 << 62
+
+    blocks = [(c.ptr_out, c.ptr_out + c.size, c.t1, freed_at(c.ptr_out, c.t1), c.site)
+              for c in t.allocs() if c.ptr_out]
     by_site: dict[int, int] = {}
     for f in t.faults:
         assert f.addr is not None
-        live = [s for lo, hi, t0, s in blocks
-                if lo <= f.addr < hi and t0 <= f.time < frees.get(lo, 1 << 62)]
+        live = [s for lo, hi, t1, end, s in blocks if lo <= f.addr < hi and t1 <= f.time < end]
         # the object finalize names is the live block holding the address, or none
         assert f.obj == (live[-1] if live else 0), (hex(f.addr), f.obj, live)
         assert (f.cls == 1) == bool(f.obj)
