@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="df6b9a1b72d908eee65be45b87163854534d59bd5e5cf69c19c6ac2f4f2d86c0")
+    version("0.1.0", sha256="e21d0da7a6662b0b1ed20388e59105df096d68843728703b76982b99f09dd5ab")
 
     variant(
         "memkind",
