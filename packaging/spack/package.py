@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="e21d0da7a6662b0b1ed20388e59105df096d68843728703b76982b99f09dd5ab")
+    version("0.1.0", sha256="67a8b36d83be041894f5a84d893cec6c4b76dfb5ed413dc112e0236c0853081c")
 
     variant(
         "memkind",
