@@ -55,16 +55,13 @@ static int sys_mprotect(void *a, size_t n, int prot)
  * in [*lo, *hi). */
 static int placed_huge(uintptr_t a, uintptr_t *lo, uintptr_t *hi)
 {
+    uint64_t slo, shi;
     if (hmi_backend_hugetlb_at((const void *)a, lo, hi))
         return 1;
-    uint32_t n = 0;
-    const struct hmi_static_result *r = hmi_static_results(&n);
-    for (uint32_t i = 0; r && i < n; i++)
-        if (r[i].state == HMI_STATIC_PLACED && a >= r[i].addr && a < r[i].addr + r[i].len) {
-            *lo = (uintptr_t)r[i].addr, *hi = (uintptr_t)(r[i].addr + r[i].len);
-            return 1;
-        }
-    return 0;
+    if (!hmi_static_placed_at(a, &slo, &shi))
+        return 0;
+    *lo = (uintptr_t)slo, *hi = (uintptr_t)shi;
+    return 1;
 }
 
 static int active(void)

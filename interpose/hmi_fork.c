@@ -46,14 +46,9 @@ static void add(uint64_t *c, uint64_t v)
  * tier, or a placed static array's range. */
 static int ours(uintptr_t a)
 {
-    if (hmi_pagemap_get((const void *)a) & HMI_E_TIER_MASK)
-        return 1;
-    uint32_t n = 0;
-    const struct hmi_static_result *r = hmi_static_results(&n);
-    for (uint32_t i = 0; r && i < n; i++)
-        if (r[i].state == HMI_STATIC_PLACED && a >= r[i].addr && a < r[i].addr + r[i].len)
-            return 1;
-    return 0;
+    uint64_t lo, hi;
+    return (hmi_pagemap_get((const void *)a) & HMI_E_TIER_MASK) ||
+           hmi_static_placed_at(a, &lo, &hi);
 }
 
 static uint64_t hex(const char **s)

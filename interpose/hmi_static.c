@@ -309,3 +309,14 @@ const struct hmi_static_result *hmi_static_results(uint32_t *n)
     return g_res;
 }
 
+int hmi_static_placed_at(uint64_t a, uint64_t *lo, uint64_t *hi)
+{
+    for (uint32_t i = 0; g_res && i < g_nres; i++)
+        if (g_res[i].state == HMI_STATIC_PLACED && a >= g_res[i].addr &&
+            a < g_res[i].addr + g_res[i].len) {
+            *lo = g_res[i].addr, *hi = g_res[i].addr + g_res[i].len;
+            return 1;
+        }
+    return 0;
+}
+

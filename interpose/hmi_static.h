@@ -52,6 +52,9 @@ int hmi_static_place(const struct hmi_placement *pl, const char *exe, int warn) 
 /* The results, one per pl->statics entry, in its order (NULL and 0 before
  * hmi_static_place). */
 const struct hmi_static_result *hmi_static_results(uint32_t *n) HM_HIDDEN;
+/* Whether address a is in the range of a placed static; then [*lo, *hi) is that range.
+ * Lock-free (the results are written once, at start-up). */
+int hmi_static_placed_at(uint64_t a, uint64_t *lo, uint64_t *hi) HM_HIDDEN;
 
 /* The pages libhmalloc binds or remaps a static's range in, for a tier of this kind
  * and whether it maps hugepages: 2 MiB or 4 KiB. */
