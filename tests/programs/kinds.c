@@ -24,14 +24,24 @@ static double cpu_ms(void)
     return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-static uint64_t stream(volatile uint64_t *a, double ms)
+/* s += *p with the load in the add itself: every instruction of the pass but the loop's
+ * own is an access to the streamed array, so a sample's previous instruction is one
+ * on any CPU, wherever its timer lands in the loop (with a separate load and add, the
+ * add is what most samples follow on some: they have no address of their own). */
+#define ADD_MEM(s, p) __asm__ volatile("add (%1), %0" : "+r"(s) : "r"(p) : "memory")
+#define ADD4(s, p) do { ADD_MEM(s, p); ADD_MEM(s, p); ADD_MEM(s, p); ADD_MEM(s, p); } while (0)
+
+static uint64_t stream(uint64_t *a, double ms)
 {
     uint64_t s = 0;
     double t0 = cpu_ms();
     while (cpu_ms() - t0 < ms)
-        for (size_t i = 0; i < N; i++)
-            for (int k = 0; k < 16; k++)    /* each element read 16 times: a pass */
-                s += a[i];                  /* lasts ~40 ms */
+        for (size_t i = 0; i < N; i++) {    /* each element read 16 times: a pass */
+            ADD4(s, &a[i]);                 /* lasts ~40 ms */
+            ADD4(s, &a[i]);
+            ADD4(s, &a[i]);
+            ADD4(s, &a[i]);
+        }
     return s;
 }
 
