@@ -11,11 +11,11 @@ GENTRACE_HDR := $(wildcard $(PRVSCAN_DIR)/gen_*.h) $(PRVSCAN_HDR)
 
 $(BUILD)/bin/hmtune-prvscan: $(PRVSCAN_SRC) $(PRVSCAN_HDR)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_COMMON) -I$(PRVSCAN_DIR) -o $@ $(PRVSCAN_SRC) -lz $(LDSAN)
+	$(CC) $(CFLAGS_COMMON) -I$(PRVSCAN_DIR) -o $@ $(PRVSCAN_SRC) -lz -lm $(LDSAN)
 
 $(BUILD)/bin/hmtune-gentrace: $(GENTRACE_SRC) $(GENTRACE_HDR)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_COMMON) -I$(PRVSCAN_DIR) -o $@ $(GENTRACE_SRC) $(LDSAN)
+	$(CC) $(CFLAGS_COMMON) -I$(PRVSCAN_DIR) -o $@ $(GENTRACE_SRC) -lm $(LDSAN)
 
 BUILD_TARGETS += $(BUILD)/bin/hmtune-prvscan $(BUILD)/bin/hmtune-gentrace
 

@@ -28,11 +28,13 @@
  *
  * Small-call sampling: one allocation in 8 carries 41000040 (it stands for 2..64
  * blocks), and samples in it count that many times for its site (41000041 with the
- * object, else from the block); the expected weights are then bounded per task as the
- * scanner bounds them (ps_sites_cap: the added weight at most the task's class-4
- * weight, each site's added part scaled by one factor). */
+ * object, else from the block); the expected weights are then bounded as the scanner
+ * bounds them (ps_sites_cap: each site's added part by what its samples support, then
+ * a task's added weight at most its class-4 weight, each site's part scaled by one
+ * factor). */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +57,7 @@ int gen_check(const char *prv, const char *outdir);
 struct exp_site {
     uint64_t n_allocs, bytes, samples, loads, stores, misses, weight, fault_samples, faults;
     uint64_t sampled_blocks, extra, unknown;   /* extra: weight added by scaling */
+    uint64_t scaled_samples;                   /* samples in blocks scaled > 1 */
     uint64_t kw[HM_ACCESS_KIND_MAX + 1], kextra[HM_ACCESS_KIND_MAX + 1];  /* by 41000035 */
     int has_class;
     uint64_t max_size, peak, first_alloc, last_free, live_ns;
@@ -386,6 +389,7 @@ static void do_sample(unsigned task, unsigned thr, struct gtask *tk)
     }
     x->weight += w * scale;
     x->extra += w * (scale - 1);
+    x->scaled_samples += scale > 1;
     x->kw[kind] += w * scale;
     x->kextra[kind] += w * (scale - 1);
     if (site == 0 && !pebs) {
@@ -462,6 +466,19 @@ static void write_side_files(const char *prv)
     fclose(f);
 }
 
+/* Keep the share f of x's added weight (and of each kind's), as the scanner does. */
+static void lower(struct exp_site *x, double f)
+{
+    uint64_t keep = (uint64_t)((double)x->extra * f);
+    x->weight -= x->extra - keep;
+    x->extra = keep;
+    for (int k = 0; k <= HM_ACCESS_KIND_MAX; k++) {
+        uint64_t kk = (uint64_t)((double)x->kextra[k] * f);
+        x->kw[k] -= x->kextra[k] - kk;
+        x->kextra[k] = kk;
+    }
+}
+
 static void write_expected(const char *prv, uint64_t never_freed)
 {
     char path[4096];
@@ -471,19 +488,19 @@ static void write_expected(const char *prv, uint64_t never_freed)
         perror(path);
         exit(1);
     }
-    for (unsigned t = 0; t < g_ntasks; t++) {     /* the bound of ps_sites_cap */
+    for (unsigned t = 0; t < g_ntasks; t++) {     /* the bounds of ps_sites_cap */
         uint64_t extra = 0;
-        for (unsigned s = 0; s < NIDS; s++)
-            extra += E(t, s)->extra;
+        for (unsigned s = 0; s < NIDS; s++) {
+            struct exp_site *x = E(t, s);
+            if (x->extra)
+                lower(x, x->scaled_samples ? 1.0 - 1.0 / sqrt((double)x->scaled_samples) : 0.0);
+            extra += x->extra;
+        }
         if (!E(t, 0)->has_class || extra <= E(t, 0)->unknown)
             continue;
         double f = (double)E(t, 0)->unknown / (double)extra;
-        for (unsigned s = 0; s < NIDS; s++) {
-            struct exp_site *x = E(t, s);
-            x->weight -= x->extra - (uint64_t)((double)x->extra * f);
-            for (int k = 0; k <= HM_ACCESS_KIND_MAX; k++)
-                x->kw[k] -= x->kextra[k] - (uint64_t)((double)x->kextra[k] * f);
-        }
+        for (unsigned s = 0; s < NIDS; s++)
+            lower(E(t, s), f);
     }
     fprintf(f, "{\"records\":%" PRIu64 ",\"events\":%" PRIu64 ",\"states\":%" PRIu64
             ",\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"never_freed\":%" PRIu64

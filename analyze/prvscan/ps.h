@@ -87,6 +87,7 @@ struct ps_site {
     uint64_t fault_samples, faults;      /* sampled page faults, the faults they stand for */
     uint64_t sampled_blocks;             /* blocks of small-call sampling (unscaled) */
     uint64_t weight_extra;               /* the part of weight that scaling added */
+    uint64_t scaled_samples;             /* samples in blocks standing for more than one */
     uint64_t unknown_weight;             /* site 0: weight of samples of class 4 */
     int has_class;                       /* site 0: some sample carried 41000023 */
     uint64_t prof_missed;                /* samples the profile found no block of it for */
@@ -106,10 +107,17 @@ uint32_t ps_sites_id(struct ps_sites *s, uint32_t task, uint64_t site);
 static inline struct ps_site *ps_site_at(struct ps_sites *s, uint32_t id) { return &s->e[id]; }
 /* Group ids sorted by (task, site); malloc'ed, n entries. */
 uint32_t *ps_sites_sorted(const struct ps_sites *s);
-/* Bound the scaled weights of each task's sites (small-call sampling) by what the
- * unsampled blocks can have had: the weight of the task's samples in untraced memory
- * (class 4). Returns the number of tasks whose estimates were scaled down. */
-uint64_t ps_sites_cap(struct ps_sites *s);
+/* Bound the scaled weights of each task's sites (small-call sampling): first each
+ * site's added part by what its own samples support (ps_small_support), then a task's
+ * together by what the unsampled blocks can have had: the weight of the task's samples
+ * in untraced memory (class 4). Returns the number of tasks whose estimates the second
+ * bound scaled down; *unsupported (when not NULL) counts the sites the first lowered. */
+uint64_t ps_sites_cap(struct ps_sites *s, uint64_t *unsupported);
+/* The share of the weight scaling added that k samples in a site's scaled blocks
+ * support: the one-sigma lower bound of a count of k (k - sqrt(k)) over k, so that one
+ * sample adds nothing (it says no more than that the block it fell in was accessed)
+ * and a hundred add 90 %. */
+double ps_small_support(uint64_t k);
 void ps_sites_free(struct ps_sites *s);
 
 /* ---- ordered map of live blocks per task (ps_map.c) ---- */
@@ -205,6 +213,7 @@ struct ps_stats {
     uint64_t late_records, time_regressions, max_time;
     uint64_t fault_samples, faults, lost_fault_samples, fault_classes[HM_SAMPLE_CLASS_MAX + 1];
     uint64_t small_capped;       /* tasks whose scaled weights ps_sites_cap lowered */
+    uint64_t small_unsupported;  /* sites whose added weight their samples did not support */
     uint64_t profile_unplaced;   /* samples of allocation sites the profile has no block for */
     /* samples and their weight by access kind (41000035's values; 0: none carried) */
     uint64_t kind_samples[HM_ACCESS_KIND_MAX + 1], kind_weight[HM_ACCESS_KIND_MAX + 1];

@@ -717,5 +717,5 @@ void ps_model_finish(struct ps_model *m, uint64_t end_ns)
         ps_map_each(m->tasks[i].map, end_at_trace_end, &nf);
     ps_life_finish(m->life);
     ps_profile_snapshot(m->prof, m->sites);
-    m->st->small_capped = ps_sites_cap(m->sites);
+    m->st->small_capped = ps_sites_cap(m->sites, &m->st->small_unsupported);
 }

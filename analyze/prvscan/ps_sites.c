@@ -8,6 +8,7 @@
  * table holds one entry per (task, site) seen, never per sample or per block. */
 #include "ps.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -113,6 +114,7 @@ void ps_sample_count(struct ps_site *c, struct ps_stats *st, const struct ps_sam
         c->misses++;
     c->weight += w * scale;
     c->weight_extra += w * (scale - 1);
+    c->scaled_samples += scale > 1;
     ps_kinds_count(c, st, x, w, scale);
     if (c->site == 0 && (x->seen & PS_SA_CLS)) {
         c->has_class = 1;
@@ -142,13 +144,28 @@ void ps_fault_count(struct ps_site *c, struct ps_stats *st, const struct ps_faul
 }
 
 /* A sample in a block of small-call sampling counts scale times for its site: the
- * blocks sampling did not trace are assumed to be accessed as the traced ones are.
- * Their accesses are samples in untraced memory (class 4: not in a traced block, a
+ * blocks sampling did not trace are assumed to be accessed as the traced ones are, as
+ * far as the site's samples support it (ps_small_support: a block sampled once says
+ * nothing about the others). Their accesses are samples in untraced memory (class 4: not in a traced block, a
  * static variable or a stack), so the weight scaling adds to a task's sites cannot
  * be more than the weight of those: when it is, every site's added part is scaled
  * down by one factor, so that together they take exactly that weight. A task whose
  * samples carry no class (not an hmtune trace) is left as it is. */
-uint64_t ps_sites_cap(struct ps_sites *t)
+double ps_small_support(uint64_t k)
+{
+    return k ? 1.0 - 1.0 / sqrt((double)k) : 0.0;
+}
+
+/* Keep the share f of g's added weight (and of each kind's). */
+static void lower(struct ps_site *g, double f)
+{
+    uint64_t keep = (uint64_t)((double)g->weight_extra * f);
+    g->weight -= g->weight_extra - keep;
+    g->weight_extra = keep;
+    ps_kinds_cap(g, f);
+}
+
+uint64_t ps_sites_cap(struct ps_sites *t, uint64_t *unsupported)
 {
     uint32_t *ids = ps_sites_sorted(t);
     uint64_t capped = 0;
@@ -157,7 +174,12 @@ uint64_t ps_sites_cap(struct ps_sites *t)
         uint64_t extra = 0, unknown = 0;
         int has_class = 0;
         for (; j < t->n && t->e[ids[j]].task == t->e[ids[i]].task; j++) {
-            const struct ps_site *g = &t->e[ids[j]];
+            struct ps_site *g = &t->e[ids[j]];
+            if (g->weight_extra) {
+                lower(g, ps_small_support(g->scaled_samples));
+                if (unsupported)
+                    (*unsupported)++;
+            }
             extra += g->weight_extra;
             if (g->site == 0) {
                 unknown = g->unknown_weight;
@@ -166,13 +188,8 @@ uint64_t ps_sites_cap(struct ps_sites *t)
         }
         if (has_class && extra > unknown) {
             double f = (double)unknown / (double)extra;
-            for (size_t k = i; k < j; k++) {
-                struct ps_site *g = &t->e[ids[k]];
-                uint64_t keep = (uint64_t)((double)g->weight_extra * f);
-                g->weight -= g->weight_extra - keep;
-                g->weight_extra = keep;
-                ps_kinds_cap(g, f);
-            }
+            for (size_t k = i; k < j; k++)
+                lower(&t->e[ids[k]], f);
             capped++;
         }
         i = j;

@@ -184,6 +184,9 @@ def _print_summary(scan: Scan, sites: SiteTable, split: Split | None, form: str,
         _say(f"{len({r['site_id'] for r in sampled})} site(s) have blocks of small-call "
              f"sampling ({blocks} recorded, each standing for the calls between them): "
              "their counts, bytes, peaks and weights are estimates (column sampled_blocks)")
+        if scan.meta.get("small_unsupported_sites"):
+            _say("their scaled weights keep only what their samples support (a block sampled "
+                 "once stands for itself alone)")
         if scan.meta.get("small_capped_tasks"):
             _say("their scaled weights were lowered to the weight sampled in untraced memory "
                  f"in {scan.meta['small_capped_tasks']} process(es)")

@@ -6,6 +6,7 @@ sampled site's requests; --reserve-hugepages counts a row's blocks."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from advisefix import APP, LIBC, site, write_sites
@@ -56,20 +57,55 @@ def test_sampled_blocks_are_scaled(tmp_path: Path) -> None:
     # each block stands for 8: counts, bytes and the peak (both live at t=20) scale
     assert (r5["n_allocs"], r5["total_bytes"], r5["max_size"]) == (16, 3200, 300)
     assert r5["peak_live_bytes"] == 3200 and r5["sampled_blocks"] == 2
-    # samples are counted as seen; their weight 8 times (210 added <= 1000 untraced)
-    assert (r5["samples"], r5["loads"], r5["weight"]) == (2, 2, 240)
+    # samples are counted as seen; their weight 8 times as far as two samples support
+    # it (210 added, of which 1 - 1/sqrt(2) kept: 61 <= 1000 untraced)
+    assert (r5["samples"], r5["loads"], r5["weight"]) == (2, 2, 30 + supported(210, 2))
     assert (r6["n_allocs"], r6["weight"], r6["sampled_blocks"]) == (1, 40, 0)
     assert scan.total_weight == 1070 and scan.meta["small_capped_tasks"] == 0
+    assert scan.meta["small_unsupported_sites"] == 1
     rows = [line.split(",") for line in alloc_lines(scan)]
     assert [(r[0], r[4], r[7]) for r in rows] == [("5", "100", "8"), ("5", "300", "8"),
                                                   ("6", "8000", "1")]
 
 
+def supported(extra: int, k: int) -> int:
+    """The part of `extra` added weight that k samples in scaled blocks support (the
+    scanner's ps_small_support: k - sqrt(k) of k)."""
+    return int(extra * (1.0 - 1.0 / math.sqrt(k)))
+
+
+def test_one_sample_supports_no_scaling(tmp_path: Path) -> None:
+    """A block of 64 sampled once: the sample says its block was accessed, nothing about
+    the 63 others, so the site keeps the weight it was seen with."""
+    tr = Trace()
+    sampled_malloc(tr, 10, 1792, 5, 0x1000, 64)
+    tr.malloc(20, 8000, 6, 0x10000)
+    sample(tr, 30, 0x1010, 10, 1, obj=5, scale=64)
+    for i in range(10):
+        sample(tr, 40 + i, 0x10100, 10, 1, obj=6)
+    sample(tr, 60, 0x500000, 10_000, 4)
+    scan = run_scan(tr, tmp_path)
+    assert site_row(scan, 5)["weight"] == 10 and site_row(scan, 6)["weight"] == 100
+
+
+def test_many_samples_support_most_of_the_scaling(tmp_path: Path) -> None:
+    """100 samples in a block of 4: 90 % of the 3 x their weight scaling adds is kept."""
+    tr = Trace()
+    sampled_malloc(tr, 10, 4096, 5, 0x1000, 4)
+    for i in range(100):
+        sample(tr, 30 + i, 0x1010 + 8 * i, 10, 1, obj=5, scale=4)
+    sample(tr, 200, 0x500000, 10_000, 4)
+    scan = run_scan(tr, tmp_path)
+    assert site_row(scan, 5)["weight"] == 1000 + supported(3000, 100) == 3700
+
+
 def test_scaled_weight_is_bounded_by_untraced_weight(tmp_path: Path) -> None:
-    """Unsampled blocks' accesses land in untraced memory: 210 added weight, but only 70
-    sampled there, so the site gets its 30 seen plus those 70."""
-    scan = run_scan(two_sampled_blocks(unknown_weight=70), tmp_path)
-    assert site_row(scan, 5)["weight"] == 100
+    """Unsampled blocks' accesses land in untraced memory: 61 added weight supported by
+    the two samples, but only 40 sampled there, so the site gets its 30 seen plus those
+    40 (the bound scales the added part by 40/61)."""
+    scan = run_scan(two_sampled_blocks(unknown_weight=40), tmp_path)
+    kept = supported(210, 2)
+    assert site_row(scan, 5)["weight"] == 30 + int(kept * (40 / kept)) <= 70
     assert site_row(scan, 6)["weight"] == 40            # a traced site is never touched
     assert scan.meta["small_capped_tasks"] == 1
 
