@@ -14,7 +14,9 @@ variable that was sampled (an object id of its own that allocated nothing; its
 labels say where it is, hmtune.analyze.labels), kind `static`: one object per process, so
 `n_allocs` is 1 and `max_size`, `peak_live_bytes` and `total_bytes` are its size (0
 when the trace does not know it), live from 0 to the end of the trace, in every form
-of the table. Samples outside every site and static (site 0: stack, untraced memory,
+of the table; the statics under a page (no tier can move them: tiers move whole
+pages) are one row, site id 2, whatever their number (FOLDED_STATICS). Samples outside
+every site and static (site 0: stack, untraced memory,
 no address) get no row, but their weight stays in the denominator of `share`
 (scan.json's total_weight).
 
@@ -61,6 +63,10 @@ SUMMED = ["n_allocs", "total_bytes", "samples", "loads", "stores", "misses", "we
 MAXED = ["max_size", "peak_live_bytes", "last_free_ns", "live_ns"]
 MINNED = ["first_alloc_ns"]
 PER_OBJECT = ["n_allocs", "total_bytes"]    # a static's: one object per process, not summed
+# The row of the sampled statics under a page (the trace's id for statics it cannot
+# name, 32000009's value 2): n_allocs counts them, peak_live_bytes and total_bytes are
+# their sizes' sum, max_size the largest; no call stack, so no tier is offered it.
+FOLDED_STATICS = 2
 
 
 @dataclass
@@ -112,17 +118,40 @@ def _static_row(r: Row, size: int, end_ns: int) -> Row:
 
 def per_task_table(scan: Scan, statics: dict[int, StaticObject] | None = None) -> list[Row]:
     """One row per (task, site) that allocated, and per (task, static) sampled there:
-    lifetimes plus sampled accesses."""
+    lifetimes plus sampled accesses; the statics under a page, which no tier can take
+    (a tier moves whole pages), in one row per task (FOLDED_STATICS)."""
     statics = statics or {}
     end = int(scan.meta.get("end_time_ns", 0))
     rows: list[Row] = []
+    folded: dict[int, Row] = {}
     for r in scan.sites:
         sid = int(r["site_id"])
         if r["n_allocs"] > 0:
             rows.append(dict(r) | {KIND_COLUMN: KIND_HEAP})
         elif sid in statics and r["samples"] > 0:
-            rows.append(_static_row(r, statics[sid].size, end))
-    return rows
+            size = statics[sid].size
+            if 0 < size < BASE_PAGE:
+                _fold(folded, r, size, end)
+            else:
+                rows.append(_static_row(r, size, end))
+    return rows + [folded[t] for t in sorted(folded)]
+
+
+def _fold(folded: dict[int, Row], r: Row, size: int, end_ns: int) -> None:
+    """Add the static of row r (size bytes, under a page) to its task's folded row."""
+    acc = folded.get(r["task"])
+    if acc is None:
+        acc = _static_row(r, size, end_ns)
+        acc["site_id"] = FOLDED_STATICS
+        folded[r["task"]] = acc
+        return
+    for k in SUMMED:
+        if k not in PER_OBJECT:
+            acc[k] += r[k]
+    acc["n_allocs"] += 1
+    acc["max_size"] = max(acc["max_size"], size)
+    acc["peak_live_bytes"] += size
+    acc["total_bytes"] += size
 
 
 def _across_tasks(rows: list[Row]) -> list[Row]:
@@ -176,12 +205,15 @@ def site_table(scan: Scan, labels: SiteLabels, per_rank: bool = False,
     heap_ids = {int(r["site_id"]) for r in rows if r[KIND_COLUMN] == KIND_HEAP}
     short = short_labels({sid: labels.chain(sid) for sid in heap_ids})
     short.update(_static_labels(statics, labels, sorted({int(r["site_id"]) for r in rows}
-                                                        - heap_ids)))
+                                                        - heap_ids - {FOLDED_STATICS})))
+    short[FOLDED_STATICS] = "statics under a page [static]"
     for r in rows:
         sid = int(r["site_id"])
         r[LABEL_COLUMN] = short[sid]
-        r["callstack"] = labels.symbolized(sid)
-        r["callstack_raw"] = labels.raw(sid)
+        folded = sid == FOLDED_STATICS
+        r["callstack"] = (f"{r['n_allocs']} static variable(s) under a page [static]"
+                          if folded else labels.symbolized(sid))
+        r["callstack_raw"] = "" if folded else labels.raw(sid)
         r["share"] = r["weight"] / total if total > 0 else 0.0
         peak = float(r["peak_live_bytes"])
         r["density"] = r["weight"] / (peak / MIB) if peak > 0 else 0.0

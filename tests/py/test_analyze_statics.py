@@ -18,8 +18,8 @@ P, Q = 0x7F0000010000, 0x7F0000020000
 APP = "/opt/app"
 LABELS = {3: "app.c:3", 9: "table [static, app]", 10: "buf [static, app]",
           11: "buf [static, app]"}
-RAW = {3: f"{APP}+0x1188", 9: f"{APP}+0x4000 [static 8192]", 10: f"{APP}+0x6000 [static 64]",
-       11: f"{APP}+0x7000 [static 64]"}
+RAW = {3: f"{APP}+0x1188", 9: f"{APP}+0x4000 [static 8192]", 10: f"{APP}+0x6000 [static 4096]",
+       11: f"{APP}+0x7000 [static 4096]"}
 
 
 def trace(tmp: Path, pcf: str, *args: str) -> Path:
@@ -53,6 +53,25 @@ def test_static_rows_across_ranks(tmp_path: Path) -> None:
     # two file-local statics of one name are told apart by where they are
     assert got[10]["label"] != got[11]["label"]
     assert got[10]["label"] == "buf [static, app] @ app+0x6000"
+
+
+def test_statics_under_a_page_are_one_row(tmp_path: Path) -> None:
+    """No tier can take a static under a page (tiers move whole pages): such statics
+    are one row, site id 2, that counts them and sums their samples, with no call stack
+    a placement could carry; per rank, one such row per rank."""
+    raw = {**RAW, 10: f"{APP}+0x6000 [static 64]", 11: f"{APP}+0x7010 [static 4095]"}
+    got = sites(trace(tmp_path, pcf_text(LABELS, raw)))
+    assert sorted(got) == [2, 3, 9]
+    f = got[2]
+    assert (f["kind"], f["n_allocs"], f["max_size"], f["peak_live_bytes"]) == \
+        ("static", 2, 4095, 64 + 4095)
+    assert (f["samples"], f["weight"]) == (4, 6.0)          # 1 + 2 in each rank
+    assert f["callstack_raw"] == "" and "2 static variable(s)" in f["callstack"]
+    assert got[9]["weight"] == 15.0                          # a static of 2 pages stays
+    (tmp_path / "r").mkdir()
+    out = trace(tmp_path / "r", pcf_text(LABELS, raw), "--per-rank")
+    rows = [r for r in read_csv(out / "sites.csv") if r["site_id"] == "2"]
+    assert sorted((r["rank"], r["weight"]) for r in rows) == [("0", "3"), ("1", "3")]
 
 
 def test_static_rows_per_rank(tmp_path: Path) -> None:
