@@ -438,9 +438,13 @@ def run(args: argparse.Namespace) -> int:
     table = sites.table
     problem = build_problem(sites, tiers, allocs, lifetime)
     notes += first_touch_notes(sites, tiers, problem.faults, problem.ns_weight)
+    whole = None
     if not args.whole_objects:
+        whole, whole_sites = problem, sites
         problem, sites = _split(problem, sites, sites_path, notes)
         table = sites.table
+        if problem is whole:
+            whole = None
     for w in _solver_warnings(opts.strategy) if problem.n else []:
         print(f"hmtune advise: warning: {w}", file=sys.stderr)
     if problem.n == 0:
@@ -452,6 +456,16 @@ def run(args: argparse.Namespace) -> int:
                                          threshold_pct=opts.threshold,
                                          time_limit_s=opts.time_limit,
                                          gap_target=opts.gap)
+            if whole is not None:
+                # placing every cut site whole is one choice of the split problem that
+                # its pieces cannot always express (each range costs a mapping)
+                alt = strategies.solve(whole, opts.strategy, threshold_pct=opts.threshold,
+                                       time_limit_s=opts.time_limit, gap_target=opts.gap)
+                if alt.value > placement.value * (1 + 1e-9):
+                    notes.append("the sites' ranges are worth less than the whole objects at "
+                                 "this capacity: objects are placed whole")
+                    problem, sites, table, placement = whole, whole_sites, whole_sites.table, alt
+                    whole = None
         except ValueError as e:
             raise Failure(f"{sites_path}: {e}", 1) from None
         from hmtune.advisor import window
@@ -476,7 +490,7 @@ def run(args: argparse.Namespace) -> int:
     notes += too_large_notes(problem, placement.tier_of)
     forecast = _forecast(sites_path, sites.meta, problem, placement, notes)
     files = outputs.render(args, sites, machine, problem, placement, allocs, notes,
-                           _command(args), out, strategies, forecast)
+                           _command(args), out, strategies, forecast, whole)
     files.placement_text = with_trace_id(files.placement_text, sites.meta)
     outputs.write_all(files)
     print(outputs.summary(files))

@@ -144,14 +144,15 @@ def _placement_file(sites: Sites, problem: Problem, placement: Placement,
         statics=static_lines)
 
 
-def _curve(problem: Problem, strategies: ModuleType) -> Curve:
+def _curve(problem: Problem, strategies: ModuleType, whole: Problem | None = None) -> Curve:
     """The strategies' curve (columns capacity_bytes and weight: the sampled weight the
-    best placement at that capacity captures) as shares of the capturable weight, the
-    most the curve captures, which is what capacity_for_share measures against."""
+    best placement at that capacity captures, of the split problem or of `whole`, the
+    same sites uncut) as shares of the capturable weight, the most the curve captures,
+    which is what capacity_for_share measures against."""
     total = problem.total_weight
     if problem.n == 0:
         return Curve(pd.DataFrame({"capacity": [0], "share": [0.0]}), 0, 0.0)
-    raw = strategies.capacity_curve(problem)
+    raw = strategies.capacity_curve(problem, whole=whole)
     weight = raw["weight"].to_numpy(dtype=float)
     most = float(weight.max()) if len(weight) else 0.0
     table = pd.DataFrame({"capacity": raw["capacity_bytes"].astype(np.int64),
@@ -163,7 +164,7 @@ def _curve(problem: Problem, strategies: ModuleType) -> Curve:
 def render(args: argparse.Namespace, sites: Sites, machine: Machine, problem: Problem,
            placement: Placement, allocs: pd.DataFrame | None, notes: list[str],
            command: str, out: Path, strategies: ModuleType,
-           forecast: list[str] | None = None) -> Files:
+           forecast: list[str] | None = None, whole: Problem | None = None) -> Files:
     pf = _placement_file(sites, problem, placement, allocs, command)
     if allocs is None and len(pf.sites):
         notes = [*notes, "no allocs.csv: size-window starts at 0 (every request is looked up)"]
@@ -182,7 +183,7 @@ def render(args: argparse.Namespace, sites: Sites, machine: Machine, problem: Pr
             notes.append(f"{len(pf.statics)} static variable(s) placed in placement.txt are "
                          "not in FlexMalloc's files: FlexMalloc places allocations only")
     uses = tier_use(sites, problem, placement)
-    curve = _curve(problem, strategies)
+    curve = _curve(problem, strategies, whole)
     header = [("hmtune", version()),
               ("input", f"{sites.path} (trace {sites.meta.get('trace', '?')}, sampler "
                         f"{sites.meta.get('sampler', '?')}, labels "

@@ -97,16 +97,44 @@ CURVE_SHARES = (0.5, 0.8, 0.9, 0.95, 0.99)
 CURVE_GAP = 1e-4        # each point's knapsack: proven within 0.01 % (the report's precision)
 
 
-def capacity_curve(problem: Problem, points: int = 64) -> pd.DataFrame:
+def capacity_curve(problem: Problem, points: int = 64,
+                   whole: Problem | None = None) -> pd.DataFrame:
     """Best placement into tier 0 alone (plus the fallback) as its capacity grows
     from 0 to everything worth placing: one exact knapsack per point.
 
     Capacities are page-rounded cumulative sizes of the sites in value-per-page
     order: half spread evenly over the captured value, half geometrically over
     the capacity, plus the points where the captured weight crosses CURVE_SHARES,
-    0 and the total. Columns: capacity_bytes, value, weight (sampled weight of the
-    placed sites), share (weight / total weight), sites."""
+    0 and the total. With `whole` (the same sites before split.py cut some into
+    ranges, in the same tiers), the points of both, each the better of the two
+    problems' best placements there: placing a site whole is one choice of the split
+    problem, so its curve is never below the whole-object curve. Columns:
+    capacity_bytes, value, weight (sampled weight of the placed sites), share (weight
+    / total weight), sites, whole (the point's placement is the whole-object one)."""
     page = problem.unit(problem.tiers[0])
+    alts = [problem] if whole is None else [problem, whole]
+    caps = sorted(set().union(*(_curve_caps(p, points) for p in alts)))
+    denom = greedy.weight_denominator(problem)
+    rows = []
+    for c in caps:
+        best: dict[str, float | int | bool] = {}
+        for k, p in enumerate(alts):
+            fb = len(p.tiers) - 1
+            v = p.values()[:, 0] - p.values()[:, fb]
+            res = knapsack.solve_knapsack(v, p.units(0), c, gap=CURVE_GAP)
+            if best and res.value <= float(best["value"]) * (1 + CURVE_GAP):
+                continue
+            w = float(p.weights[res.take].sum())
+            best = {"capacity_bytes": c * page, "value": res.value, "weight": w,
+                    "share": w / denom if denom else 0.0, "sites": int(res.take.sum()),
+                    "whole": k == 1}
+        rows.append(best)
+    return pd.DataFrame(rows, columns=["capacity_bytes", "value", "weight", "share", "sites",
+                                       "whole"])
+
+
+def _curve_caps(problem: Problem, points: int) -> set[int]:
+    """capacity_curve's points for one problem, in tier 0's pages."""
     fb = len(problem.tiers) - 1
     v = problem.values()[:, 0] - problem.values()[:, fb]
     pages = problem.units(0)
@@ -125,16 +153,7 @@ def capacity_curve(problem: Problem, points: int = 64) -> pd.DataFrame:
         geo = np.geomspace(lo, max(lo, cum_pages[-1]), max(1, points - half))
         picks.update(np.searchsorted(cum_pages, geo).tolist())
         picks.update(np.searchsorted(cum_w, np.asarray(CURVE_SHARES) * cum_w[-1]).tolist())
-    caps = sorted({int(cum_pages[min(j, m)]) for j in picks})
-    denom = greedy.weight_denominator(problem)
-    rows = []
-    for c in caps:
-        res = knapsack.solve_knapsack(v, pages, c, gap=CURVE_GAP)
-        rows.append({"capacity_bytes": c * page, "value": res.value,
-                     "weight": float(problem.weights[res.take].sum()),
-                     "share": float(problem.weights[res.take].sum()) / denom if denom else 0.0,
-                     "sites": int(res.take.sum())})
-    return pd.DataFrame(rows, columns=["capacity_bytes", "value", "weight", "share", "sites"])
+    return {int(cum_pages[min(j, m)]) for j in picks}
 
 
 def capacity_for_share(curve: pd.DataFrame, share: float = 0.9) -> int:

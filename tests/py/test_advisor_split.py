@@ -179,3 +179,43 @@ def test_compare_predicts_a_split_site_by_the_weight_in_its_ranges() -> None:
     share = split_shares(problem, chains, half, prof)
     assert share[0] == pytest.approx(0.5) and (share[1:] == 1.0).all()
     assert split_shares(problem, chains, half, None)[0] == 0.0
+
+
+def _many_allocs_case(cap: int) -> tuple[Problem, Sites, pd.DataFrame]:
+    """_case with the big object allocated 20000 times and its weight spread flat over
+    it: every range of it pays a mapping per allocation, so its pieces together are
+    worth less than the whole object."""
+    problem, sites, _ = _case(cap)
+    n_allocs = np.array([20000, 1, 1, 1, 1], np.int64)
+    problem = Problem(**{**problem.__dict__, "n_allocs": n_allocs, "ns_weight": 1e-7,
+                         "_charged": {}})
+    offs = np.arange(0, 64 * MIB, 4096 * 64)
+    w = np.where((offs >= HOT[0]) & (offs < HOT[1]), 3.0, 1.0)
+    prof = pd.DataFrame({"site_id": 3, "offset": offs, "weight": 600.0 * w / w.sum(),
+                         "samples": 50})
+    return problem, sites, prof
+
+
+def _best(problem: Problem, cap_bytes: int) -> float:
+    from hmtune.advisor import knapsack
+    v = problem.values()[:, 0] - problem.values()[:, -1]
+    page = problem.unit(problem.tiers[0])
+    return knapsack.solve_knapsack(v, problem.units(0), cap_bytes // page, gap=1e-9).value
+
+
+def test_the_split_curve_is_never_below_the_whole_object_curve() -> None:
+    problem, sites, prof = _many_allocs_case(256 * MIB)
+    ex = split.expand(problem, sites, prof, 4096)
+    assert ex.split_sites == 1
+    whole_curve = strategies.capacity_curve(problem)
+    alone = strategies.capacity_curve(ex.problem)
+    merged = strategies.capacity_curve(ex.problem, whole=problem)
+    # the pieces alone lose where the whole object fits (their mappings cost more)
+    everything = int(whole_curve["capacity_bytes"].max())
+    assert _best(ex.problem, everything) < _best(problem, everything)
+    for c in sorted(set(whole_curve["capacity_bytes"]) | set(alone["capacity_bytes"])):
+        got = merged[merged["capacity_bytes"] == c]["value"]
+        assert len(got) == 1
+        assert float(got.iloc[0]) >= max(_best(problem, c), _best(ex.problem, c)) * (1 - 1e-4)
+    assert bool(merged["whole"].any()) and not bool(merged["whole"].all())
+    assert strategies.capacity_for_share(merged) <= strategies.capacity_for_share(whole_curve)
