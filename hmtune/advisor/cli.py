@@ -452,20 +452,16 @@ def run(args: argparse.Namespace) -> int:
                               ["no placeable site in the input: nothing to place"])
     else:
         try:
-            placement = strategies.solve(problem, opts.strategy,
-                                         threshold_pct=opts.threshold,
-                                         time_limit_s=opts.time_limit,
-                                         gap_target=opts.gap)
-            if whole is not None:
-                # placing every cut site whole is one choice of the split problem that
-                # its pieces cannot always express (each range costs a mapping)
-                alt = strategies.solve(whole, opts.strategy, threshold_pct=opts.threshold,
-                                       time_limit_s=opts.time_limit, gap_target=opts.gap)
-                if alt.value > placement.value * (1 + 1e-9):
+            kw = {"threshold_pct": opts.threshold, "time_limit_s": opts.time_limit,
+                  "gap_target": opts.gap}
+            if whole is None:
+                placement = strategies.solve(problem, opts.strategy, **kw)
+            else:
+                placement, uncut = strategies.solve_split(problem, whole, opts.strategy, **kw)
+                if uncut:
                     notes.append("the sites' ranges are worth less than the whole objects at "
                                  "this capacity: objects are placed whole")
-                    problem, sites, table, placement = whole, whole_sites, whole_sites.table, alt
-                    whole = None
+                    problem, sites, table, whole = whole, whole_sites, whole_sites.table, None
         except ValueError as e:
             raise Failure(f"{sites_path}: {e}", 1) from None
         from hmtune.advisor import window

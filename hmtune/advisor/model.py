@@ -108,6 +108,13 @@ DEFAULT_ALLOC_COST_NS = 100.0
 # a dependent random chase gains 0.986-1.003x at 16-256 KiB in 2 MiB pages, 1.08-1.14x
 # from 16 MiB on. A machine file's access_min_span sets it per tier.
 SMALL_SPAN = 256 * KIB
+# What part of an object in bigger pages gains of the scattered accesses' gain, per
+# share of its bytes (a split piece on a pages_only tier): the 4 KiB pages left keep
+# missing the TLB and evicting the 2 MiB entries. make bench-tlbspan --part
+# (bench/results/tlbspan-part-2026-11-29-vm.txt), a dependent random chase over one
+# object: half of it in 2 MiB pages gains 5-19 % of the whole's gain (0.24 of its
+# share at the middle), three quarters 15-48 % (0.41): 0.3 between the two.
+PART_SCATTERED = 0.3
 
 
 def pages_only(backend: str) -> bool:
@@ -201,6 +208,9 @@ class Problem:
     # [site, kind of KINDS]: the share of a site's weight of each access kind (None:
     # unknown, every access valued by the load/store costs); split pieces: their site's
     kind_shares: np.ndarray | None = None
+    # [site]: the factor on the scattered accesses' gain in a pages_only tier (None: 1;
+    # split pieces, a part of their object: PART_SCATTERED)
+    part_scattered: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -309,7 +319,11 @@ class Problem:
                 gains = np.array([max(0.0, 1.0 - tier.kind_cost(k) / fb.kind_cost(k))
                                   for k in KINDS])
                 rest = np.clip(1.0 - ks.sum(axis=1), 0.0, 1.0)
-                out[:, t] = self.weights * (ks @ gains + rest * legacy)
+                kind_gain = ks @ gains
+                if self.part_scattered is not None and pages_only(tier.backend):
+                    sc = KINDS.index("scattered")
+                    kind_gain = kind_gain - ks[:, sc] * gains[sc] * (1.0 - self.part_scattered)
+                out[:, t] = self.weights * (kind_gain + rest * legacy)
             if tier.min_span > 0:       # a span the TLB holds anyway: no access gain
                 out[self.sizes <= tier.min_span, t] = 0.0
         if self.fraction is not None:

@@ -44,7 +44,7 @@ import pandas as pd
 
 from hmtune.advisor import granularity
 from hmtune.advisor.inputs import Sites
-from hmtune.advisor.model import MIB, Placement, Problem
+from hmtune.advisor.model import MIB, PART_SCATTERED, Placement, Problem
 from hmtune.analyze.profile import flat_counts
 
 UNIT = 2 * MIB              # the smallest range a split places
@@ -120,6 +120,22 @@ def segment_bounds(w: np.ndarray, max_ranges: int) -> tuple[np.ndarray, np.ndarr
             heapq.heappush(heap, (cost(p, i), p, ver[p], ver[i]))
     on = np.asarray(alive)
     return starts[on], ends[on]
+
+
+def part_factor(frac_w: np.ndarray, frac_b: np.ndarray) -> np.ndarray:
+    """What a piece's scattered accesses gain in bigger pages, per share of their
+    object's gain (Problem.part_scattered), for pieces holding frac_w of the object's
+    sampled weight in frac_b of its bytes. The rest of the object stays in 4 KiB pages,
+    whose accesses keep missing the TLB and evict the piece's 2 MiB entries, as far as
+    they are as dense as the piece's: a part of an evenly accessed object gains
+    PART_SCATTERED of its share (as measured), a hot window whose rest is cold all of
+    it."""
+    rest_b = 1.0 - frac_b
+    dens = np.divide(frac_w, frac_b, out=np.zeros_like(frac_w), where=frac_b > 0)
+    rest = np.divide(1.0 - frac_w, rest_b, out=np.zeros_like(frac_w), where=rest_b > 0)
+    cold = np.clip(1.0 - np.divide(rest, dens, out=np.ones_like(dens), where=dens > 0),
+                   0.0, 1.0)
+    return PART_SCATTERED + (1.0 - PART_SCATTERED) * cold
 
 
 def range_unit(profile_granularity: int) -> int:
@@ -269,7 +285,10 @@ def expand(problem: Problem, sites: Sites, profile: pd.DataFrame, gran: int,
         blocks=blocks,
         fraction=None if problem.fraction is None
         else np.concatenate([problem.fraction[keep], problem.fraction[src]]),
-        statics=cat(problem.statics), kind_shares=cat(problem.kind_shares))
+        statics=cat(problem.statics), kind_shares=cat(problem.kind_shares),
+        part_scattered=np.concatenate([
+            np.ones(keep.size) if problem.part_scattered is None
+            else problem.part_scattered[keep], part_factor(frac_w, frac_b)]))
     rows = base.iloc[src].copy()
     rows["site_id"] = pid
     rows["range_start"] = a

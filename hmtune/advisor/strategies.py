@@ -70,6 +70,19 @@ def solve(problem: Problem, strategy: str, threshold_pct: float = 1.0,
     return arena_fit.fit(problem, placement, red.base_tier, red.values)
 
 
+def solve_split(problem: Problem, whole: Problem, strategy: str, threshold_pct: float = 1.0,
+                time_limit_s: float = 30.0, gap_target: float = 1e-4) -> tuple[Placement, bool]:
+    """solve() for a problem whose sites split.py cut into ranges, and for `whole`, the
+    same sites uncut: placing a cut site whole is a choice its pieces cannot always
+    express (each range costs a mapping; in bigger pages part of a scattered object
+    gains less than its share). The better placement, and whether it is `whole`'s."""
+    cut = solve(problem, strategy, threshold_pct, time_limit_s, gap_target)
+    alt = solve(whole, strategy, threshold_pct, time_limit_s, gap_target)
+    if alt.value > cut.value * (1 + 1e-9):
+        return alt, True
+    return cut, False
+
+
 def _solve(problem: Problem, strategy: str, threshold_pct: float, time_limit_s: float,
            gap_target: float, red: Limited) -> Placement:
     deadline = time.monotonic() + max(0.0, time_limit_s)

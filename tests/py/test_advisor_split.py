@@ -219,3 +219,61 @@ def test_the_split_curve_is_never_below_the_whole_object_curve() -> None:
         assert float(got.iloc[0]) >= max(_best(problem, c), _best(ex.problem, c)) * (1 - 1e-4)
     assert bool(merged["whole"].any()) and not bool(merged["whole"].all())
     assert strategies.capacity_for_share(merged) <= strategies.capacity_for_share(whole_curve)
+
+
+def _scattered_case(cap: int, backend: str) -> tuple[Problem, Sites, pd.DataFrame]:
+    """Two objects of scattered accesses, each sampled evenly: A of 64 MiB (weight 640)
+    and B of 24 MiB (weight 200): per byte A is the hotter."""
+    ids = np.array([3, 4], np.int64)
+    sizes = np.array([64 * MIB, 24 * MIB], np.int64)
+    weights = np.array([640.0, 200.0])
+    blocks = pd.DataFrame({"site_id": ids, "rank": 0, "size": sizes, "t_alloc": 0,
+                           "t_free": 100, "scale": 1})
+    tiers = [Tier("fast", cap, backend, 0.7, 0.7, page_size=2 * MIB,
+                  kind_costs=(("streaming", 0.95), ("scattered", 0.65), ("sync", 1.0))),
+             Tier("slow", None, "default", 1.0, 1.0,
+                  kind_costs=(("streaming", 1.0), ("scattered", 1.0), ("sync", 1.0)))]
+    kinds = np.array([[0.0, 1.0, 0.0], [0.0, 1.0, 0.0]])
+    problem = Problem(ids, sizes, weights, np.ones(2, np.int64), np.zeros(2, np.int64),
+                      tiers, total_weight=840.0, allocs=blocks, samples=np.array([640, 200]),
+                      max_sizes=sizes.copy(), n_allocs=np.ones(2, np.int64),
+                      total_bytes=sizes.copy(), blocks=blocks, statics=np.zeros(2, bool),
+                      ns_weight=0.0, kind_shares=kinds)
+    table = pd.DataFrame({"site_id": ids, "label": ["a.c:3", "b.c:4"],
+                          "callstack_raw": ["/app+0x3", "/app+0x4"], "kind": "heap",
+                          "peak_live_bytes": sizes, "max_size": sizes, "weight": weights})
+    sites = Sites(Path("sites.csv"), {}, table, table.iloc[0:0], 840.0)
+    rows = []
+    for sid, size, w in ((3, 64 * MIB, 640.0), (4, 24 * MIB, 200.0)):
+        offs = np.arange(0, size, 4096 * 64)
+        rows.append(pd.DataFrame({"site_id": sid, "offset": offs, "weight": w / offs.size,
+                                  "samples": 10}))
+    return problem, sites, pd.concat(rows)
+
+
+def test_a_part_of_a_scattered_object_in_bigger_pages_is_worth_less_than_its_share() -> None:
+    """32 MiB of 2 MiB pages: half of A would hold 320 of the weight, B 200, but half of an
+    object of scattered accesses in bigger pages gains about 0.3 of its share (the 4 KiB
+    pages left keep missing the TLB): B whole is worth more. In a tier that is not only
+    bigger pages (HBM) a part keeps its share, and half of A is the better choice."""
+    problem, sites, prof = _scattered_case(32 * MIB, "hugetlb")
+    ex = split.expand(problem, sites, prof, 4096)
+    assert ex.split_sites == 2
+    got, uncut = strategies.solve_split(ex.problem, problem, "ilp")
+    assert uncut and list(got.tier_of) == [1, 0]     # B whole, A left out
+    problem, sites, prof = _scattered_case(32 * MIB, "memkind:MEMKIND_HBW")
+    ex = split.expand(problem, sites, prof, 4096)
+    got, uncut = strategies.solve_split(ex.problem, problem, "ilp")
+    placed = {s.parent_id: s for s in split.placed_sites(ex.sites.table, got.tier_of, 1)}
+    assert not uncut and 4 not in placed and placed[3].placed_bytes >= 30 * MIB
+
+
+def test_a_hot_window_in_bigger_pages_keeps_its_gain() -> None:
+    """The part factor: an evenly accessed object's parts gain PART_SCATTERED of their
+    share, a window holding all the weight gains all of it, its cold rest the factor."""
+    from hmtune.advisor.model import PART_SCATTERED
+    got = split.part_factor(np.array([0.5, 0.75, 1.0, 0.0, 0.9]),
+                            np.array([0.5, 0.75, 0.125, 0.875, 0.5]))
+    assert got[:2] == pytest.approx([PART_SCATTERED] * 2)
+    assert got[2] == pytest.approx(1.0) and got[3] == pytest.approx(PART_SCATTERED)
+    assert got[4] == pytest.approx(PART_SCATTERED + (1 - PART_SCATTERED) * (1 - 0.2 / 1.8))
