@@ -301,11 +301,17 @@ class Problem:
 
     def access_values(self) -> np.ndarray:
         """The access part of value[i, t] (0 in tiers that do not speed up access)."""
+        return self.kind_values().sum(axis=2)
+
+    def kind_values(self) -> np.ndarray:
+        """access_values by what gains: [site, tier, j], j the access kinds of KINDS,
+        then the rest (weight of no known kind, valued by the load/store costs; all of
+        it without kind shares or kind costs)."""
         fb = self.tiers[-1]
         acc = (self.loads + self.stores).astype(np.float64)
         f_store = np.divide(self.stores, acc, out=np.zeros(self.n), where=acc > 0)
         f_load = 1.0 - f_store
-        out = np.zeros((self.n, len(self.tiers)))
+        out = np.zeros((self.n, len(self.tiers), len(KINDS) + 1))
         for t, tier in enumerate(self.tiers[:-1]):
             if "access" not in tier.speeds_up:
                 continue
@@ -314,20 +320,20 @@ class Problem:
             legacy = f_load * gain_l + f_store * gain_s
             ks = self.kind_shares
             if ks is None or not (tier.kind_costs or fb.kind_costs):
-                out[:, t] = self.weights * legacy
+                out[:, t, -1] = self.weights * legacy
             else:
                 gains = np.array([max(0.0, 1.0 - tier.kind_cost(k) / fb.kind_cost(k))
                                   for k in KINDS])
-                rest = np.clip(1.0 - ks.sum(axis=1), 0.0, 1.0)
-                kind_gain = ks @ gains
+                per = ks * gains[None, :]
                 if self.part_scattered is not None and pages_only(tier.backend):
-                    sc = KINDS.index("scattered")
-                    kind_gain = kind_gain - ks[:, sc] * gains[sc] * (1.0 - self.part_scattered)
-                out[:, t] = self.weights * (kind_gain + rest * legacy)
+                    per[:, KINDS.index("scattered")] *= self.part_scattered
+                rest = np.clip(1.0 - ks.sum(axis=1), 0.0, 1.0)
+                out[:, t, :-1] = self.weights[:, None] * per
+                out[:, t, -1] = self.weights * rest * legacy
             if tier.min_span > 0:       # a span the TLB holds anyway: no access gain
-                out[self.sizes <= tier.min_span, t] = 0.0
+                out[self.sizes <= tier.min_span, t, :] = 0.0
         if self.fraction is not None:
-            out *= self.fraction
+            out *= self.fraction[:, :, None]
         return out
 
     def first_touch_values(self) -> np.ndarray:

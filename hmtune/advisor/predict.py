@@ -53,7 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hmtune.advisor.model import Problem, Tier
+from hmtune.advisor.model import KINDS, Problem, Tier
 
 MIN_GAIN = 0.02           # a predicted gain below this at the top of its range: not worth it
 Z95 = 1.96
@@ -67,7 +67,16 @@ MIN_SD = 1e-3             # fit(): a point's standard error is at least this
 # the index placed alone where matched placing cost 86 and 39 ns; paired, 40 ns
 # [-75, 130] more than matched. (It was 0.4 while matching unwound every stack.)
 UNMATCHED_SHARE = 1.5
-FORMAT = "hmtune calibration v2"
+FORMAT = "hmtune calibration v3"
+OLDER_FORMAT = "hmtune calibration v2"      # read as v3 without kinds
+# The gains a calibration can scale apart: model.KINDS, then the rest (weight of no
+# known kind, first touch)
+GAIN_KINDS = (*KINDS, "other")
+# fit_kinds(): each kind's k is held towards the one k of fit() with this standard
+# deviation, so a kind the points do not tell apart keeps that k; one is reported
+# (Calibration.kind_k) when the points narrowed it to under KIND_TOLD of the prior's
+KIND_PRIOR_SD = 1.0
+KIND_TOLD = 0.5
 
 
 @dataclass(frozen=True)
@@ -91,6 +100,7 @@ class Point:
     hi: float
     gain: float
     calls: float
+    kinds: tuple[float, ...] = ()   # gain by GAIN_KINDS (summing to gain); () unknown
 
 
 @dataclass(frozen=True)
@@ -112,6 +122,14 @@ class Calibration:
     fallback_cost: float
     rounds: int
     source: str                 # the compare directory it came from
+    # (GAIN_KINDS entry, k, lo, hi) for the kinds the points tell apart (fit_kinds);
+    # the others' gains are scaled by k
+    kind_k: tuple[tuple[str, float, float, float], ...] = ()
+
+    def k_of(self, kind: str) -> tuple[float, float, float]:
+        """k and its interval for the gains of one of GAIN_KINDS."""
+        return next(((x, lo, hi) for n, x, lo, hi in self.kind_k if n == kind),
+                    (self.k, self.k_lo, self.k_hi))
 
 
 def parts(problem: Problem, tier_of: np.ndarray) -> tuple[float, float, float]:
@@ -125,6 +143,17 @@ def parts(problem: Problem, tier_of: np.ndarray) -> tuple[float, float, float]:
     samples = problem.samples if problem.samples is not None else np.ones(problem.n)
     var = float(np.sum(gain * gain / np.maximum(samples, 1)))
     return float(gain.sum()) / total, float(calls.sum()) / total, math.sqrt(var) / total
+
+
+def kind_parts(problem: Problem, tier_of: np.ndarray) -> np.ndarray:
+    """g by GAIN_KINDS for sites in tiers tier_of (first touch in the last, `other`)."""
+    total = problem.total_weight or float(problem.weights.sum())
+    if total <= 0 or problem.n == 0:
+        return np.zeros(len(GAIN_KINDS))
+    idx = np.arange(problem.n)
+    by = problem.kind_values()[idx, tier_of, :].sum(axis=0)
+    by[-1] += float(problem.first_touch_values()[idx, tier_of].sum())
+    return by / total
 
 
 def saved(problem: Problem, tier_of: np.ndarray) -> tuple[float, float]:
@@ -141,6 +170,11 @@ def speedup(f: float, k: float, c: float = 0.0, m: float = 1.0) -> float:
 def predict(problem: Problem, tier_of: np.ndarray, cal: Calibration | None) -> Prediction:
     g, c, sd = parts(problem, tier_of)
     k, k_lo, k_hi = (1.0, 1.0, 1.0) if cal is None else (cal.k, cal.k_lo, cal.k_hi)
+    if cal is not None and cal.kind_k and g > 0:
+        # one k for the placement: the kinds' own, weighted by its gain in each
+        w = kind_parts(problem, tier_of) / g
+        ks = np.array([cal.k_of(n) for n in GAIN_KINDS])
+        k, k_lo, k_hi = (float(w @ ks[:, j]) for j in range(3))
     m, m_lo, m_hi = (1.0, 1.0, 1.0) if cal is None else \
         (cal.call_scale, cal.call_scale_lo, cal.call_scale_hi)
     g_lo, g_hi = max(0.0, g - Z95 * sd), g + Z95 * sd
@@ -221,7 +255,44 @@ def calibration(points: list[Point], trace_id: str, sampler: str, backend: str,
     up = points[0]
     return Calibration(k, k_lo, k_hi, m, m_lo, m_hi, up.measured, up.lo, up.hi,
                        tuple(points), trace_id, sampler, backend, load_cost, fallback_cost,
-                       rounds, source)
+                       rounds, source, fit_kinds(points, k, m))
+
+
+def fit_kinds(points: list[Point] | tuple[Point, ...], k: float,
+              m: float) -> tuple[tuple[str, float, float, float], ...]:
+    """A k per kind of gain where the points tell the kinds apart: weighted least
+    squares of 1 - 1/S = sum_j k_j g_j - m c over the points with their kinds, each k_j
+    held towards k (KIND_PRIOR_SD), m as fit() found it. A kind is given when the points
+    narrowed its interval to under KIND_TOLD of the prior's; none with fewer than two
+    points (one point is fit()'s k exactly)."""
+    pts = [p for p in points if p.lo > 0 and p.hi >= p.lo and p.measured > 0
+           and len(p.kinds) == len(GAIN_KINDS)]
+    if len(pts) < 2:
+        return ()
+    n = len(GAIN_KINDS)
+    rows, rhs = [], []
+    for p in pts:
+        sd = max((1.0 / p.lo - 1.0 / p.hi) / (2 * Z95), MIN_SD)
+        rows.append(np.asarray(p.kinds) / sd)
+        rhs.append((1.0 - 1.0 / p.measured + m * p.calls) / sd)
+    for j in range(n):
+        prior = np.zeros(n)
+        prior[j] = 1.0 / KIND_PRIOR_SD
+        rows.append(prior)
+        rhs.append(k / KIND_PRIOR_SD)
+    a, b = np.asarray(rows), np.asarray(rhs)
+    x, *_ = np.linalg.lstsq(a, b, rcond=None)
+    cost = float(np.sum((a @ x - b) ** 2))
+    dof = len(pts) - 1
+    scale = max(1.0, cost / dof) if dof > 0 else 1.0
+    cov = np.linalg.pinv(a.T @ a) * scale
+    out = []
+    for j, name in enumerate(GAIN_KINDS):
+        sd = math.sqrt(max(0.0, float(cov[j, j])))
+        if sd < KIND_TOLD * KIND_PRIOR_SD:
+            kj = max(0.0, float(x[j]))
+            out.append((name, kj, max(0.0, kj - Z95 * sd), kj + Z95 * sd))
+    return tuple(out)
 
 
 def matches(cal: Calibration, trace_id: str, sampler: str, tiers: list[Tier]) -> str | None:
@@ -249,21 +320,30 @@ def read_calibration(path: Path) -> Calibration:
     if not isinstance(doc, dict) or not str(doc.get("format", "")).startswith(
             "hmtune calibration v"):
         raise ValueError(f"{path}: not an {FORMAT} file")
-    if doc["format"] != FORMAT:
+    if doc["format"] not in (FORMAT, OLDER_FORMAT):
         raise ValueError(f"{path}: {doc['format']}, fitted by an earlier hmtune with "
                          "another model: run hmtune compare again")
     fields = set(Calibration.__dataclass_fields__)
+    if doc["format"] == OLDER_FORMAT:
+        fields.discard("kind_k")
     missing = sorted(fields - set(doc))
     if missing:
         raise ValueError(f"{path}: missing {', '.join(missing)}")
     try:
-        pts = tuple(Point(**p) for p in doc["points"])
-    except TypeError as e:
-        raise ValueError(f"{path}: a point is not one: {e}") from None
-    cal = Calibration(**{k: doc[k] for k in fields if k != "points"}, points=pts)
+        pts = tuple(Point(**{**p, "kinds": tuple(p.get("kinds", ()))}) for p in doc["points"])
+        kind_k = tuple((str(n), float(x), float(lo), float(hi))
+                       for n, x, lo, hi in doc.get("kind_k", ()))
+    except (TypeError, ValueError, AttributeError) as e:
+        raise ValueError(f"{path}: a point or kind is not one: {e}") from None
+    if any(n not in GAIN_KINDS for n, *_ in kind_k):
+        raise ValueError(f"{path}: kind_k names a kind that is none of "
+                         f"{', '.join(GAIN_KINDS)}")
+    cal = Calibration(**{k: doc[k] for k in fields if k not in ("points", "kind_k")},
+                      points=pts, kind_k=kind_k)
     nums = (cal.k, cal.k_lo, cal.k_hi, cal.call_scale, cal.call_scale_lo, cal.call_scale_hi,
             cal.measured, cal.measured_lo, cal.measured_hi,
-            *(x for p in pts for x in (p.measured, p.lo, p.hi, p.gain, p.calls)))
+            *(x for p in pts for x in (p.measured, p.lo, p.hi, p.gain, p.calls, *p.kinds)),
+            *(x for _, *v in kind_k for x in v))
     if not all(isinstance(x, int | float) and math.isfinite(x) for x in nums):
         raise ValueError(f"{path}: a coefficient is not a finite number")
     return cal
@@ -282,7 +362,9 @@ def lines(mine: Prediction, every: Prediction, cal: Calibration | None, fast: st
                    f"fast measured {cal.measured:.2f}x [{cal.measured_lo:.2f}-"
                    f"{cal.measured_hi:.2f}]; gains x k = {cal.k:.2f} [{cal.k_lo:.2f}-"
                    f"{cal.k_hi:.2f}], call costs x m = {cal.call_scale:.2f} "
-                   f"[{cal.call_scale_lo:.2f}-{cal.call_scale_hi:.2f}]")
+                   f"[{cal.call_scale_lo:.2f}-{cal.call_scale_hi:.2f}]"
+                   + "".join(f"; {n} gains x {x:.2f} [{lo:.2f}-{hi:.2f}]"
+                             for n, x, lo, hi in cal.kind_k))
     if not worth_making(mine, every):
         out.append(f"no placement worth making: neither this placement ({mine.text()}) nor "
                    f"every site in tier {fast} ({every.text()}) is predicted to gain "

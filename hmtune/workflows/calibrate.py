@@ -122,7 +122,8 @@ def calibrate(stage: Path, machine: Path, work: Path, summary: list[Summary], up
         if est.lo is None or est.hi is None:
             return None
         g, c, _ = predict.parts(p, tier)
-        return predict.Point(name, est.speedup, est.lo, est.hi, g, c)
+        kinds = tuple(float(x) for x in predict.kind_parts(p, tier))
+        return predict.Point(name, est.speedup, est.lo, est.hi, g, c, kinds)
 
     run = predict.as_run_all_fast(problem)
     first = point(upper, run, predict.all_fast(run))

@@ -236,8 +236,10 @@ def run(args: argparse.Namespace) -> int:
               f"{', '.join(p.variant for p in k.points)}: the placements gain k = {k.k:.2f} "
               f"[{k.k_lo:.2f}-{k.k_hi:.2f}] of what the sampled weight predicts, their calls "
               f"cost m = {k.call_scale:.2f} [{k.call_scale_lo:.2f}-{k.call_scale_hi:.2f}] "
-              "of the model's; each placement predicted from the others' measurements, "
-              "beside its own:")
+              "of the model's"
+              + "".join(f", {n} gains k = {x:.2f} [{lo:.2f}-{hi:.2f}]"
+                        for n, x, lo, hi in k.kind_k)
+              + "; each placement predicted from the others' measurements, beside its own:")
         for n, p in cal.predicted.items():
             print(f"  {n:<14} predicted {p.text():<24} measured "
                   f"{tables.fmt_speedup(next(s.est for s in summary if s.name == n))}")

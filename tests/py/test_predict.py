@@ -268,3 +268,52 @@ def test_calibration_weighs_calls_as_advise_does(tmp_path: Path) -> None:
         f_all[n], _ = predict.saved(predict.as_run_all_fast(problem), predict.all_fast(problem))
     calls = (10**4 - 1) * 1000.0 * predict.UNMATCHED_SHARE
     assert f_all[1] - f_all[10**4] == pytest.approx(calls / (STANDARD_TOTAL * MS))
+
+
+def kpoint(name: str, kinds: tuple[float, ...], ks: tuple[float, ...],
+           halfwidth: float = 0.002) -> predict.Point:
+    """A point measured as the model with a k per kind would give it."""
+    saved = sum(k * g for k, g in zip(ks, kinds, strict=True))
+    s = 1 / (1 - saved)
+    return predict.Point(name, s, s * (1 - halfwidth), s * (1 + halfwidth), sum(kinds), 0.0,
+                         kinds)
+
+
+def test_kinds_the_runs_tell_apart_get_their_own_k() -> None:
+    """Streamed gains really scale by 0.9 and scattered ones by 0.2 (GAIN_KINDS order:
+    streaming, scattered, sync, other): placements that mix the two differently tell
+    them apart; sync and other gains appear in no point, so they keep the one k."""
+    true = (0.9, 0.2, 1.0, 1.0)
+    pts = [kpoint("all-fast", (0.20, 0.20, 0.0, 0.0), true),
+           kpoint("streamed", (0.20, 0.02, 0.0, 0.0), true),
+           kpoint("chased", (0.01, 0.18, 0.0, 0.0), true)]
+    cal = calib(pts)
+    got = {n: (k, lo, hi) for n, k, lo, hi in cal.kind_k}
+    assert set(got) == {"streaming", "scattered"}
+    assert got["streaming"][0] == pytest.approx(0.9, abs=0.05)
+    assert got["scattered"][0] == pytest.approx(0.2, abs=0.05)
+    assert all(lo <= k <= hi for k, lo, hi in got.values())
+    assert cal.k_of("sync") == (cal.k, cal.k_lo, cal.k_hi)
+    # one point alone says nothing about the kinds: fit()'s one k
+    assert calib(pts[:1]).kind_k == ()
+
+
+def test_a_calibration_with_kinds_is_written_and_read_back(tmp_path: Path) -> None:
+    true = (0.9, 0.2, 1.0, 1.0)
+    cal = calib([kpoint("all-fast", (0.2, 0.2, 0.0, 0.0), true),
+                 kpoint("streamed", (0.2, 0.02, 0.0, 0.0), true)])
+    predict.write_calibration(tmp_path / "c.json", cal)
+    assert predict.read_calibration(tmp_path / "c.json") == cal
+    doc = json.loads((tmp_path / "c.json").read_text())
+    doc["kind_k"] = [["bandwidth", 1.0, 0.5, 1.5]]
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    with pytest.raises(ValueError, match="kind_k names a kind"):
+        predict.read_calibration(tmp_path / "bad.json")
+    # a v2 file (before kinds): read, with one k for every gain
+    del doc["kind_k"]
+    doc["format"] = "hmtune calibration v2"
+    for p in doc["points"]:
+        del p["kinds"]
+    (tmp_path / "v2.json").write_text(json.dumps(doc))
+    old = predict.read_calibration(tmp_path / "v2.json")
+    assert old.kind_k == () and old.k == cal.k
