@@ -26,7 +26,7 @@ SMALL_SAMPLE ?=
 DEPTH   ?=
 
 .PHONY: all deps build contract test test-c test-py lint demo trace analyze rerun bench-collect \
-        bench-sampling bench-analyze bench-advise clean
+        bench-sampling bench-analyze bench-advise bench-kinds clean
 all: build
 
 deps:
@@ -208,6 +208,12 @@ BENCH_ARGS ?=
 bench-apps: deps build
 	@bash $(ROOT)/bench/apps/deps.sh
 	@$(PY) $(ROOT)/bench/bench_apps.py $(BENCH_ARGS)
+
+# Access kinds on Debian's HPC Challenge: STREAM's arrays streaming, RandomAccess's
+# tables scattered (bench/bench_kinds.py).
+bench-kinds: deps build
+	@bash $(ROOT)/bench/apps/deps.sh
+	@$(PY) $(ROOT)/bench/bench_kinds.py
 
 # Placement strategies on seeded random instances: time, value, bound, gap per target.
 bench-advise: deps

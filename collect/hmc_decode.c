@@ -131,6 +131,30 @@ static void describe_bytes(struct hmc_decoder *d, const uint8_t *b, size_t n, ui
     }
 }
 
+/* HMS_CLS_STRIDE on a described access whose address registers step by a constant in
+ * its loop (hmc_insn_stride), over HMC_STRIDE_BACK bytes before it and
+ * HMC_STRIDE_FWD from it. */
+#define HMC_STRIDE_BACK 256
+#define HMC_STRIDE_FWD  256
+static void add_stride(struct hmc_decoder *d, struct hmc_desc *o)
+{
+    unsigned regs = (o->base != HMC_NOREG ? 1u << o->base : 0) |
+                    (o->index != HMC_NOREG ? 1u << o->index : 0);
+    if (o->status != HMC_DEC_OK || !regs || (o->cls & (HMS_CLS_CHASE | HMS_CLS_STRING)) ||
+        o->insn < HMC_STRIDE_BACK)
+        return;
+    uint8_t b[HMC_STRIDE_BACK + HMC_STRIDE_FWD];
+    uint64_t lo = o->insn - HMC_STRIDE_BACK;
+    size_t got = rd(d, lo, b, sizeof(b)), skip = 0;
+    if (got < (size_t)HMC_STRIDE_BACK + o->len) {   /* the page before is not mapped: from insn */
+        lo = o->insn;
+        skip = HMC_STRIDE_BACK;
+        got = rd(d, lo, b + skip, sizeof(b) - skip);
+    }
+    if (got && hmc_insn_stride(d->cs, d->insn, b + skip, got, lo, o->insn, o->len, regs))
+        o->cls |= HMS_CLS_STRIDE;
+}
+
 /* Forward from the boundary fs to the instruction that ends at rip; its bytes are
  * left in b. 0 on success. Lengths only: capstone's detail is off meanwhile. */
 static int fwd_prev(struct hmc_decoder *d, uint64_t fs, uint64_t rip, uint64_t *start, uint8_t *b)
@@ -237,9 +261,10 @@ static void build_prev(struct hmc_decoder *d, uint64_t rip, uint64_t fs, int ski
         }
     }
     int st = fs ? fwd_prev(d, fs, rip, &start, b) : back_prev(d, rip, &start, b);
-    if (!st)
+    if (!st) {
         describe_bytes(d, b, rip - start, start, 1, o);
-    else
+        add_stride(d, o);
+    } else
         o->why = st == -2 || !rd(d, rip - 1, b, 1) ? HMS_WHY_UNREADABLE : HMS_WHY_AMBIGUOUS;
 }
 

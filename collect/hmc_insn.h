@@ -57,4 +57,15 @@ unsigned hmc_insn_writes(csh cs, const cs_insn *in) HM_HIDDEN;
  * transactional-memory boundaries, and fs/gs base writes. */
 int hmc_insn_breaks_flow(csh cs, const cs_insn *in) HM_HIDDEN;
 
+/* Whether the access of the instruction at insn (len bytes) walks memory by a
+ * constant step: from it to the first instruction that breaks the flow, which must be
+ * a direct jump back to at most insn (a loop), and from that jump's target to insn,
+ * some of its address registers (mask regs, encoding order) are moved by a constant
+ * (add/sub of an immediate, inc, dec, lea of itself plus a displacement) and none is
+ * written otherwise. code holds the n bytes at code_addr, insn's among them; at most
+ * HMC_STRIDE_INSNS instructions each way. Decodes into in (capstone's buffer). */
+#define HMC_STRIDE_INSNS 64
+int hmc_insn_stride(csh cs, cs_insn *in, const uint8_t *code, size_t n, uint64_t code_addr,
+                    uint64_t insn, unsigned len, unsigned regs) HM_HIDDEN;
+
 #endif

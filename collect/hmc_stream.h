@@ -268,7 +268,8 @@ struct hmr_sample {
 #define HMS_CLS_VECTOR HM_ACCESS_INSN_VECTOR  /* a memory operand of 16 bytes or more */
 #define HMS_CLS_STRING HM_ACCESS_INSN_STRING  /* movs, stos, lods, cmps, scas */
 #define HMS_CLS_CHASE  HM_ACCESS_INSN_CHASE   /* the load overwrote its own address register */
-#define HMS_CLS_ALL    0x1fu
+#define HMS_CLS_STRIDE HM_ACCESS_INSN_STRIDE  /* an address register steps by a constant in its loop */
+#define HMS_CLS_ALL    0x3fu
 
 #define HMR_LEN8(bytes) ((uint16_t)(((bytes) + 7) / 8))
 

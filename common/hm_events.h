@@ -280,13 +280,15 @@
 #define HM_ACCESS_INSN_VECTOR 4
 #define HM_ACCESS_INSN_STRING 8
 #define HM_ACCESS_INSN_CHASE  16
-#define HM_ACCESS_INSN_MAX    16
+#define HM_ACCESS_INSN_STRIDE 32
+#define HM_ACCESS_INSN_MAX    32
 #define HM_ACCESS_INSN_VALUES(X) \
     X(HM_ACCESS_INSN_ATOMIC, "atomic", "Atomic (lock, xchg, cmpxchg)") \
     X(HM_ACCESS_INSN_SPIN, "spin", "Spin (pause)") \
     X(HM_ACCESS_INSN_VECTOR, "vector", "Vector (16 bytes or more)") \
     X(HM_ACCESS_INSN_STRING, "string", "String instruction") \
-    X(HM_ACCESS_INSN_CHASE, "chase", "Pointer chase (overwrote its address register)")
+    X(HM_ACCESS_INSN_CHASE, "chase", "Pointer chase (overwrote its address register)") \
+    X(HM_ACCESS_INSN_STRIDE, "stride", "Strided (its address register steps by a constant in its loop)")
 
 /* The site key's grammar (common/site_key.tsv). */
 #define HM_KEY_SEP         " > "  /* between the frames of a chain, the allocation call's caller first */

@@ -6,8 +6,11 @@
  * samples, steps forward and backward are counted (|delta| < FIN_KIND_NEAR bytes is
  * no step). One direction dominating beyond what a fair coin gives,
  * |fwd - bwd| > 2 sqrt(fwd + bwd), with at least FIN_KIND_MIN_STEPS steps, is
- * streaming; otherwise, with that many steps, scattered. With fewer steps each
- * sample's instruction class decides (vector or string: streaming, else scattered).
+ * streaming; otherwise, with that many steps, scattered, unless the sample's
+ * instruction is strided (its address register steps by a constant in its loop: a
+ * stream whose passes are shorter than two sampling periods looks scattered in its
+ * steps). With fewer steps each sample's instruction class decides (strided, vector
+ * or string: streaming, else scattered).
  * Per sample, an atomic or spinning instruction is synchronization, and a sample
  * without an address whose instruction has no memory operand is compute.
  *
@@ -130,6 +133,13 @@ unsigned fin_kind_of(unsigned verdict, uint32_t flags, unsigned iclass)
     }
     if (iclass & (HMS_CLS_ATOMIC | HMS_CLS_SPIN))
         return HM_ACCESS_KIND_SYNC;
+    if (verdict == HM_ACCESS_KIND_STREAMING)
+        return verdict;
+    /* steps both ways, or too few: a strided instruction is a stream whose passes
+     * are shorter than two sampling periods (consecutive samples fall in different
+     * passes); with too few steps, a vector or string one too */
+    if (iclass & HMS_CLS_STRIDE)
+        return HM_ACCESS_KIND_STREAMING;
     if (verdict)
         return verdict;
     return (iclass & (HMS_CLS_VECTOR | HMS_CLS_STRING)) ? HM_ACCESS_KIND_STREAMING

@@ -502,12 +502,14 @@ HM_ACCESS_INSN_SPIN: Final = 2
 HM_ACCESS_INSN_VECTOR: Final = 4
 HM_ACCESS_INSN_STRING: Final = 8
 HM_ACCESS_INSN_CHASE: Final = 16
+HM_ACCESS_INSN_STRIDE: Final = 32
 HM_ACCESS_INSN_LABELS: Final[dict[int, str]] = {
     HM_ACCESS_INSN_ATOMIC: "Atomic (lock, xchg, cmpxchg)",
     HM_ACCESS_INSN_SPIN: "Spin (pause)",
     HM_ACCESS_INSN_VECTOR: "Vector (16 bytes or more)",
     HM_ACCESS_INSN_STRING: "String instruction",
     HM_ACCESS_INSN_CHASE: "Pointer chase (overwrote its address register)",
+    HM_ACCESS_INSN_STRIDE: "Strided (its address register steps by a constant in its loop)",
 }
 HM_ACCESS_INSN_KEYS: Final[dict[int, str]] = {
     HM_ACCESS_INSN_ATOMIC: "atomic",
@@ -515,6 +517,7 @@ HM_ACCESS_INSN_KEYS: Final[dict[int, str]] = {
     HM_ACCESS_INSN_VECTOR: "vector",
     HM_ACCESS_INSN_STRING: "string",
     HM_ACCESS_INSN_CHASE: "chase",
+    HM_ACCESS_INSN_STRIDE: "stride",
 }
 """HM_ACCESS_INSN_LABELS: value -> .pcf label; HM_ACCESS_INSN_KEYS: value -> key."""
 

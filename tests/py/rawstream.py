@@ -13,7 +13,7 @@ SAMPLE_STREAM = 0x80000000
 STORE, ADDR_OK, TIME_NS, BREAKPOINT, REJECTED, NO_MEMOP, LOST = 1, 2, 4, 8, 16, 32, 64
 AHEAD, VERIFY_SAME, VERIFY_DIFF = 0x80, 0x40000, 0x80000
 # instruction class bits of a sample (struct hmr_sample's iclass)
-ATOMIC, SPIN, VECTOR, STRING, CHASE = 1, 2, 4, 8, 16
+ATOMIC, SPIN, VECTOR, STRING, CHASE, STRIDE = 1, 2, 4, 8, 16, 32
 
 
 def why(code: int) -> int:

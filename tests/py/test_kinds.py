@@ -101,7 +101,22 @@ def test_small_steps_are_no_steps(tmp_path: Path) -> None:
     assert {x.insn for x in t.samples} == {rs.VECTOR}
 
 
+def test_strided_instructions_stream_whatever_the_steps(tmp_path: Path) -> None:
+    """Passes shorter than two sampling periods: consecutive samples fall in different
+    passes and step both ways; a strided instruction (its address register stepped by
+    a constant in its loop) still streams, a scalar one does not, nor a vector one."""
+    zigzag = [0, 90000, 20000, 70000, 5000, 99000, 30000, 60000, 10000, 80000, 40000, 50000]
+    t = finalize(tmp_path, [two_blocks(), samples_at(zigzag, iclass=rs.STRIDE)])
+    assert kinds(t) == [STREAMING] * 12
+    assert {x.insn for x in t.samples} == {rs.STRIDE}
+    for i, iclass in enumerate((0, rs.VECTOR)):
+        (tmp_path / str(i)).mkdir()
+        t = finalize(tmp_path / str(i), [two_blocks(), samples_at(zigzag, iclass=iclass)])
+        assert kinds(t) == [SCATTERED] * 12
+
+
 @pytest.mark.parametrize(("iclass", "want"), [(rs.VECTOR, STREAMING), (rs.STRING, STREAMING),
+                                              (rs.STRIDE, STREAMING),
                                               (rs.CHASE, SCATTERED), (0, SCATTERED)])
 def test_few_steps_go_by_the_instruction(tmp_path: Path, iclass: int, want: int) -> None:
     t = finalize(tmp_path, [two_blocks(), samples_at([0, 4096, 8192], iclass=iclass)])
