@@ -122,7 +122,7 @@ def default_gap(strategy: str) -> float:
 
 
 def _options(args: argparse.Namespace) -> Options:
-    from hmtune.core.units import parse_size
+    from hmtune.core.units import parse_capacity
 
     if args.mem is None and args.machine is None and args.fraction is None:
         raise Failure("give --mem SIZE (e.g. --mem 256M), --fraction F or --machine "
@@ -130,11 +130,9 @@ def _options(args: argparse.Namespace) -> Options:
     mem = None
     if args.mem is not None:
         try:
-            mem = parse_size(args.mem)
+            mem = parse_capacity(args.mem)
         except ValueError as e:
             raise Failure(f"--mem: {e}", 2) from None
-        if mem == 0:
-            raise Failure("--mem: the fast tier needs a size > 0", 2)
     if not 0 <= args.threshold <= 100:
         raise Failure("--threshold is a percentage, 0 to 100", 2)
     if not args.time_limit > 0:

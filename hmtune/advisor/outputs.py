@@ -202,6 +202,29 @@ def render(args: argparse.Namespace, sites: Sites, machine: Machine, problem: Pr
     return files
 
 
+def placed_lines(text: str) -> int:
+    """The objects a placement.txt text places: its site, split and static lines."""
+    return sum(1 for line in text.splitlines() if line.split(" ", 1)[0] in PLACING_KEYWORDS)
+
+
+PLACING_KEYWORDS = ("site", "split", "static")
+
+
+def _keep_previous(files: Files) -> None:
+    """A placement that places nothing does not silently replace one that placed
+    something: the old one moves to placement.txt.prev, and a note says so."""
+    try:
+        old = files.placement.read_text(errors="replace")
+    except OSError:
+        return
+    before = placed_lines(old)
+    if before and not placed_lines(files.placement_text):
+        prev = files.placement.with_name(files.placement.name + ".prev")
+        files.placement.replace(prev)
+        files.notes.append(f"this placement places nothing; the previous {files.placement.name}"
+                           f", which placed {before} object(s), is now {prev}")
+
+
 def write_all(files: Files) -> list[Path]:
     from hmtune.core.files import write_atomic
 
@@ -210,6 +233,7 @@ def write_all(files: Files) -> list[Path]:
         for path, data in files.contents.items():
             write_atomic(path, data)
             written.append(path)
+        _keep_previous(files)
         write_atomic(files.placement, files.placement_text)
     except OSError as e:
         raise Failure(f"cannot write {e.filename or files.placement}: "

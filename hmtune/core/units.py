@@ -22,6 +22,42 @@ def parse_size(text: str) -> int:
     return value
 
 
+_NUMBER = re.compile(r"^\s*([-+]?\d*\.\d*|[-+]\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
+
+
+def parse_capacity(text: str) -> int:
+    """A fast tier's size (--mem): parse_size's, refusing what is surely a slip with
+    a message that says what it would have taken: a number without a unit below
+    1 MiB ("64": 64 bytes; "64B" says bytes on purpose), a fraction of a unit
+    ("0.5G") and a negative size. ValueError."""
+    m = _NUMBER.match(text)
+    if m:
+        num, unit = m.group(1), m.group(2).upper()
+        if num.startswith("-"):
+            raise ValueError(f"'{text}' is negative: a fast tier holds at least one page "
+                             "(e.g. 256M)")
+        whole = round(float(num) * (1 << _SHIFT[unit.lower()])) if num.strip(".+") else 0
+        raise ValueError(f"'{text}' is not a whole number of a unit: give "
+                         f"{human_exact(whole)} instead")
+    value = parse_size(text)
+    if value == 0:
+        raise ValueError(f"'{text}' is 0 B: the fast tier needs a size > 0")
+    plain = _SIZE.match(text)
+    if plain and not plain.group(2) and not plain.group(3) and value < 1 << 20:
+        raise ValueError(f"'{text}' is {value} B: did you mean {text.strip()}M? (a size "
+                         f"without a unit is bytes: give {text.strip()}B to mean bytes)")
+    return value
+
+
+def human_exact(n: int) -> str:
+    """n bytes in the largest unit that holds it whole (parse_size reads it back):
+    536870912 -> '512M'."""
+    for unit, shift in (("T", 40), ("G", 30), ("M", 20), ("K", 10)):
+        if n and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return f"{n}B"
+
+
 def human(n: float) -> str:
     """1536 -> '1.5 KiB'."""
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):

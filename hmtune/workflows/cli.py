@@ -48,9 +48,35 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+# Options whose value may be mistyped negative ("--mem -5M"): argparse would take the
+# value for an option and say only "expected one argument"; glued to its option, the
+# value reaches the option's own check, which says what is wrong with it.
+SIGNED_VALUES = ("--mem", "--fraction")
+
+
+def glue_signed(argv: list[str]) -> list[str]:
+    """argv with `OPT -VALUE` written `OPT=-VALUE` for the options of SIGNED_VALUES
+    (up to a `--`, after which the application's own arguments start)."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--":
+            return out + argv[i:]
+        nxt = argv[i + 1] if i + 1 < len(argv) else ""
+        if a in SIGNED_VALUES and len(nxt) > 1 and nxt[0] == "-" and (nxt[1].isdigit()
+                                                                       or nxt[1] == "."):
+            out.append(f"{a}={nxt}")
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(glue_signed(list(sys.argv[1:] if argv is None else argv)))
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -26,7 +26,7 @@ from hmtune.core.errors import Failure
 from hmtune.core.files import write_atomic
 from hmtune.core.sitesfile import FAST_TIER_UNIT as UNIT
 from hmtune.core.sitesfile import SitesFormatError, fast_tier_bytes, read_rows
-from hmtune.core.units import fraction, human, parse_size
+from hmtune.core.units import fraction, human, parse_capacity
 from hmtune.workflows import hugepages, launch, measure, sitegroups
 
 if TYPE_CHECKING:   # hmtune.advisor.tiers imports pandas: not at every CLI start
@@ -177,7 +177,7 @@ def capacities(args: argparse.Namespace, sites: Path) -> list[int]:
     fracs = args.fraction if isinstance(args.fraction, tuple) else (args.fraction,)
     given = [x.strip() for x in args.mem.split(",")] if args.mem else [str(f) for f in fracs]
     try:
-        mems = [(parse_size(x) + UNIT - 1) // UNIT * UNIT for x in given] if args.mem else \
+        mems = [(parse_capacity(x) + UNIT - 1) // UNIT * UNIT for x in given] if args.mem else \
             [fast_tier_bytes(sites, f) for f in fracs]
     except (ValueError, KeyError) as e:
         raise Failure(f"cannot size the fast tier: {e}", 2) from None
