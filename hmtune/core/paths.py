@@ -103,3 +103,10 @@ def prvscan_bin() -> Path:
 def default_out(app: str) -> Path:
     """DESIGN.md §7: `hmtune-out/<app name>/` under the current directory."""
     return Path("hmtune-out") / (Path(app).name or "app")
+
+
+def newest_stage(holding: str) -> Path | None:
+    """The most recently changed `hmtune-out/*/` under the current directory that holds
+    the file `holding` (sites.csv, trace.prv): the default stage of report and view."""
+    dirs = [d for d in Path("hmtune-out").glob("*/") if (d / holding).is_file()]
+    return max(dirs, key=lambda d: d.stat().st_mtime) if dirs else None

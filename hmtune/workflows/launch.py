@@ -35,7 +35,10 @@ def check_program(program: str, consequence: str) -> Path:
     `consequence` says what that means for this command)."""
     exe = elf.resolve(program)
     if exe is None:
-        raise Failure(f"{program}: no such program", 127)
+        where = (f"in {os.getcwd()}" if "/" in program and not program.startswith("/")
+                 else "" if "/" in program else "in the directories of PATH")
+        raise Failure(f"{program}: no such program{' ' + where if where else ''} (give its "
+                      "path, absolute or from the directory you run in)", 127)
     if elf.is_static_elf(exe):
         raise Failure(f"{program} is statically linked: LD_PRELOAD cannot interpose "
                       f"its malloc, so {consequence}; link it dynamically "

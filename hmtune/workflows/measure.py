@@ -280,24 +280,31 @@ def _stats_files(d: Path, tag: str) -> list[Path]:
     return [d / f"stats.{tag}.json", *sorted(d.glob(f"stats.{tag}.*.json"))]
 
 
+# Thousands separators as programs print them ("2,082,568", "2_082_568", "2 082 568"):
+# a comma, underscore, space or apostrophe between groups of three digits
+_THOUSANDS = re.compile(r"(?<=\d)[,_ '](?=\d{3}(?:\D|$))")
+
+
 def fom_of(patterns: list[re.Pattern], stdout: str) -> float | str:
     """The figure of merit in a run's stdout: the first group (else the whole match) of
     each pattern's first match, their geometric mean when there are several; or why
-    there is none. Every figure must be above 0 (a ratio of FOMs is the speedup)."""
+    there is none. Thousands separators are read (XSBench's "Lookups/s: 2,082,568").
+    Every figure must be above 0 (a ratio of FOMs is the speedup)."""
     logs = []
     for rx in patterns:
         m = rx.search(stdout)
         if not m:
             return f"--fom {rx.pattern!r} matches nothing in its stdout"
+        text = (m.group(1) if m.groups() else m.group(0)).strip()
         try:
-            x = float(m.group(1) if m.groups() else m.group(0))
+            x = float(_THOUSANDS.sub("", text))
         except ValueError:
             return f"--fom {rx.pattern!r} matched {m.group(0)!r}, not a number"
         if not (x > 0 and math.isfinite(x)):
             return (f"--fom {rx.pattern!r} gives {x:g}: speedups are ratios of FOMs, which "
                     f"must be above 0")
         logs.append(math.log(x))
-    return math.exp(sum(logs) / len(logs))
+    return x if len(logs) == 1 else math.exp(sum(logs) / len(logs))
 
 
 def one_run(v: Variant, tag: str, app: list[str], work: Path, fom_re: list[re.Pattern],

@@ -18,6 +18,7 @@ import re
 import sys
 from pathlib import Path
 
+from hmtune.core import paths
 from hmtune.core.errors import Failure
 from hmtune.core.sitesfile import SitesFormatError, read_rows
 from hmtune.core.units import human, human_ranges
@@ -29,16 +30,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "report",
         help="write a one-page Markdown report with plots from a stage directory",
-        description=__doc__.splitlines()[0],
+        description="Write DIR/report/report.md, one page with PNG plots beside it: the "
+                    "top sites of the trace, the advisor's capacity curve and placements, "
+                    "the comparison of placements (hmtune compare) and the exhaustive "
+                    "exploration (hmtune explore) when the stage has them; a section "
+                    "whose inputs are missing says which command makes them.",
     )
     p.add_argument("dir", nargs="?", default=None, metavar="DIR",
                    help="stage directory (default: the newest hmtune-out/*/)")
     p.set_defaults(func=run)
-
-
-def _newest_stage() -> Path | None:
-    dirs = [d for d in Path("hmtune-out").glob("*/") if (d / "sites.csv").is_file()]
-    return max(dirs, key=lambda d: d.stat().st_mtime) if dirs else None
 
 
 def _csv(path: Path) -> list[dict[str, str]]:
@@ -373,7 +373,7 @@ def explore_section(d: Path) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    d = Path(args.dir) if args.dir else _newest_stage()
+    d = Path(args.dir) if args.dir else paths.newest_stage("sites.csv")
     if d is None or not (d / "sites.csv").is_file():
         raise Failure(f"{d or 'hmtune-out/*/'}: no sites.csv (run hmtune trace "
                       "and hmtune analyze first)", 2)

@@ -23,7 +23,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                     "or a stage directory holding trace.prv) and each configuration "
                     "in configs/paraver/.",
     )
-    p.add_argument("trace", metavar="TRACE|DIR", help="trace.prv, or the directory holding it")
+    p.add_argument("trace", metavar="TRACE|DIR", nargs="?", default=None,
+                   help="trace.prv, or the directory holding it (default: the newest "
+                        "hmtune-out/*/ with a trace.prv)")
     p.set_defaults(func=run)
 
 
@@ -37,7 +39,10 @@ def commands(prv: Path) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    t = Path(args.trace)
+    t = Path(args.trace) if args.trace else paths.newest_stage("trace.prv")
+    if t is None:
+        raise Failure("hmtune-out/*/: no trace.prv (run hmtune trace first, or give "
+                      "TRACE|DIR)", 2)
     prv = t / "trace.prv" if t.is_dir() else t
     if not prv.is_file():
         raise Failure(f"{prv}: no trace there (run hmtune trace first)", 2)

@@ -372,6 +372,18 @@ def test_fom_of() -> None:
         assert isinstance(fom_of([re.compile(r"a=([0-9.]+)"), re.compile(bad)], out), str)
 
 
+def test_fom_reads_thousands_separators() -> None:
+    """XSBench prints `Lookups/s:   2,082,568`: the figure is 2082568, and a comma that
+    does not separate thousands is still not a number."""
+    from hmtune.workflows.measure import fom_of
+    rx = [re.compile(r"Lookups/s:\s*([0-9,._ ']+)")]
+    assert fom_of(rx, "Lookups/s:   2,082,568\n") == 2082568.0
+    assert fom_of(rx, "Lookups/s: 1_234_567.5\n") == 1234567.5
+    assert fom_of(rx, "Lookups/s: 1'000\n") == 1000.0
+    assert isinstance(fom_of(rx, "Lookups/s: 12,34\n"), str)
+    assert isinstance(fom_of(rx, "Lookups/s: 1,2345\n"), str)
+
+
 @pytest.mark.skipif(shutil.which("mpirun") is None, reason="Open MPI not installed")
 def test_under_mpirun(stage: Path, tmp_path: Path) -> None:
     """--mpirun: the interposer on each rank, each rank's statistics read."""

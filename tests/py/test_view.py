@@ -54,3 +54,33 @@ def test_refusals(tmp_path: Path) -> None:
     assert view(str(gz)).returncode == 2                            # Paraver reads .prv
     assert view("--help").returncode == 0
     assert view().returncode == 2
+
+
+def test_without_an_argument_the_newest_stage(tmp_path: Path) -> None:
+    """As hmtune report: the newest hmtune-out/*/ holding a trace.prv; none: exit 2."""
+    import os
+    import time
+    for name in ("old", "new"):
+        d = tmp_path / "hmtune-out" / name
+        d.mkdir(parents=True)
+        for suffix in (".prv", ".pcf", ".row"):
+            shutil.copy(EXTRAE / f"malloc_test{suffix}", d / f"trace{suffix}")
+        time.sleep(0.05)
+    old = tmp_path / "hmtune-out" / "old"
+    os.utime(old, (time.time() - 100, time.time() - 100))
+    r = subprocess.run([str(ROOT / "bin" / "hmtune"), "view"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    prvs = {Path(c[1]) for c in commands(r.stdout)}
+    assert prvs == {(tmp_path / "hmtune-out" / "new" / "trace.prv").resolve()}
+    (tmp_path / "empty").mkdir()
+    r = subprocess.run([str(ROOT / "bin" / "hmtune"), "view"], cwd=tmp_path / "empty",
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 2 and not r.stdout
+
+
+def test_a_missing_program_says_where_it_was_looked_for(tmp_path: Path) -> None:
+    r = subprocess.run([str(ROOT / "bin" / "hmtune"), "trace", "--", "./tri"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 127 and str(tmp_path) in r.stderr
+    assert not (tmp_path / "hmtune-out").exists()
