@@ -11,6 +11,7 @@ is there but unreadable or without a site table, or an output could not be writt
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import sys
 import tempfile
@@ -162,6 +163,22 @@ def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> in
     return 0
 
 
+_FILE_LINE = re.compile(r"[\w.+-]+\.\w+:\d+")
+
+
+def shown_form(sites: SiteTable, form: str) -> str:
+    """How the table's call sites read: `file:line` when the labels have lines (debug
+    information), with how many do when not all; else the trace's own label form."""
+    from hmtune.analyze.sites_io import LABEL_COLUMN
+
+    labels = [str(x) for x in sites.column(LABEL_COLUMN)] if len(sites) else []
+    n = sum(1 for x in labels if _FILE_LINE.search(x))
+    if not n:
+        return form
+    return "as file:line" + ("" if n == len(labels) else
+                             f" ({n} of {len(labels)} rows; the others {form})")
+
+
 def _print_summary(scan: Scan, sites: SiteTable, split: Split | None, form: str,
                    sampler: str, out: Path, elapsed: float, lookahead: bool) -> None:
     from hmtune.analyze.sites import unplaced_weight
@@ -172,8 +189,8 @@ def _print_summary(scan: Scan, sites: SiteTable, split: Split | None, form: str,
     ntasks = len({r["task"] for r in scan.sites if r["n_allocs"] > 0})
     nsamples = sum(r["samples"] for r in scan.sites)
     _say(f"{scan.alloc_rows} allocations at {len(kinds) - nstatic} sites in {ntasks} "
-         f"process(es), {nstatic} static variable(s) sampled; labels {form}; sampler "
-         f"{sampler}; {nsamples} samples")
+         f"process(es), {nstatic} static variable(s) sampled; call sites "
+         f"{shown_form(sites, form)}; sampler {sampler}; {nsamples} samples")
     if scan.lookahead_samples and not lookahead:
         _say(f"{scan.lookahead_samples} samples have an address from the look ahead (the "
              "next access after an instruction without one), counted without it; "

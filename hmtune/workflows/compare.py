@@ -69,6 +69,21 @@ def print_table(summary: list[tables.Summary]) -> None:
               f"{s.fast_bytes / 2**20:>8.1f} {g:>10}  {s.est.verdict}")
 
 
+def table_notes(summary: list[tables.Summary]) -> list[str]:
+    """What the tables show that needs a word: shares whose interval says nothing, and
+    max RSS of runs whose fast tier was hugetlb pages (not counted in RSS)."""
+    out = []
+    wide = [s.name for s in summary if tables.fmt_share(s.est).endswith("[too wide]")]
+    if wide:
+        out.append(f"share of gain [too wide] ({', '.join(wide)}): its 95 % interval spans "
+                   "more than 200 points, because all-fast's own gain is not resolved from "
+                   "the noise: it says nothing yet (more rounds narrow it)")
+    if any(s.resources.get("hugepages", 0) > 0 for s in summary):
+        out.append("max RSS does not count hugetlb pages (the kernel leaves them out of RSS; "
+                   "THP pages are in it): the hugepages column has them")
+    return out
+
+
 def versus_json(vs: tables.Versus | None, mem: int | None) -> dict[str, object] | None:
     """result.json's advisor_over_baseline (one capacity's), None without a strategy."""
     if vs is None:
@@ -217,10 +232,14 @@ def run(args: argparse.Namespace) -> int:
     note = tables.method_note(summary[0].runs)
     if note:
         print(note + ".")
-    fom = "FOM" if args.fom else "wall-clock seconds"
+    fom = (f"FOM: {' and '.join(repr(x) for x in args.fom)} in the run's output"
+           + (" (their geometric mean)" if len(args.fom) > 1 else "")
+           if args.fom else "FOM: the run's wall-clock seconds")
     print(f"speedup: how many times faster than all-slow ({fom}, "
           f"{'higher' if plan.higher else 'lower'} is better); share of gain: "
           f"(speedup - 1) / (all-fast's - 1); dFOM/MiB: FOM gained per MiB in the fast tier.")
+    for line in table_notes(summary):
+        print(line)
     up = summary[-1] if top else None
     if up is not None and up.est.share is None and summary[0].runs > 1:
         print(f"no share of gain: {UPPER} itself is {up.est.verdict} "

@@ -41,6 +41,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _number_or_dash(text: str) -> str:
+    """A table cell's number as written, `-` for none (empty, nan: e.g. dFOM/MiB of a
+    variant with nothing in the fast tier)."""
+    return "-" if text.strip().lower() in ("", "nan", "inf", "-inf") else text
+
+
 def _csv(path: Path) -> list[dict[str, str]]:
     with path.open(newline="") as f:
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
@@ -287,7 +293,7 @@ def compare_section(d: Path, out_dir: Path) -> list[str]:
         pred = f"{p[0]:.2f}x [{p[1]:.2f}-{p[2]:.2f}]" if p else ""
         out.append(f"| {g('variant', '?')} | {g('runs', '')} | {g('median_fom', '')} | "
                    f"{g('min_fom', '')}-{g('max_fom', '')} | {_speedup(r)} | {pred} | "
-                   f"{g('fast_mib', '')} MiB | {g('dfom_per_mib', '')} |")
+                   f"{g('fast_mib', '')} MiB | {_number_or_dash(g('dfom_per_mib', ''))} |")
     out += ["", "dFOM/MiB = (median FOM - all-slow's) / MiB in the fast tier."]
     if predicted:
         out += ["predicted: the advisor's model (hmtune/advisor/predict.py) calibrated on "
