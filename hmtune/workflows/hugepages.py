@@ -7,8 +7,9 @@ A pool is the pages of one size, either the machine's (for the default size
 or one NUMA node's (/sys/devices/system/node/nodeN/hugepages/hugepages-<kB>kB/).
 Writing a larger nr_hugepages makes the kernel take that many pages from ordinary
 memory; when memory is too fragmented it gives fewer, and nr_hugepages reads back what
-it got. Writing the old value back returns the pages (pages still in use become
-surplus pages and return when their process ends)."""
+it got. At the end the pages added are given back from the pool's value then (not by
+writing the old value: two jobs sharing a node must not shrink each other's pools);
+pages still in use become surplus pages and return when their process ends."""
 
 from __future__ import annotations
 
@@ -120,7 +121,7 @@ class Want:
 
 @dataclass
 class Change:
-    """One pool setting changed: put back to old at the end."""
+    """One pool setting changed: new - old pages given back at the end."""
     pool: Pool
     path: Path
     old: int
@@ -259,17 +260,26 @@ def _top_up(wants: list[Want], fs: Sysfs, t: Topup) -> None:
 
 
 def _put_back(t: Topup, who: str, quiet: bool) -> None:
+    """Give back what was added, from the pool as it is now: another job on the node
+    that grew or shrank it meanwhile keeps its own pages (writing the old value back
+    would take them)."""
     done: list[str] = []
     for c in reversed(t.changes):
+        added = c.new - c.old
         try:
-            c.path.write_text(f"{c.old}\n")
+            now = int(c.path.read_text())
+        except (OSError, ValueError):
+            now = c.new
+        back = max(0, now - added)
+        try:
+            c.path.write_text(f"{back}\n")
         except OSError as e:
-            print(f"{who}: could not put {c.path} back to {c.old}: {e.strerror or e}",
-                  file=sys.stderr)
+            print(f"{who}: could not give the {added} hugepages back to {c.path} "
+                  f"({now} -> {back}): {e.strerror or e}", file=sys.stderr)
             continue
         what = f" for {c.what}" if c.what else ""
-        done.insert(0, f"{c.new - c.old} of {human(c.pool.page)}{what} "
-                       f"({c.path} {c.old} -> {c.new} -> {c.old})")
+        done.insert(0, f"{added} of {human(c.pool.page)}{what} "
+                       f"({c.path} {c.old} -> {c.new}, then {now} -> {back})")
     if done and not quiet:
         print(f"{who}: hugepages reserved for the run and put back: {'; '.join(done)}",
               file=sys.stderr)
