@@ -240,19 +240,26 @@ def work_files(work: Path, pattern: str) -> list[Path]:
 
 
 def host_machine(work: Path, reserve: bool, who: str) -> Path:
-    """Without --machine: this host's fast tier as `hmtune advise --mem` and `hmtune
-    machine` choose it (hmtune/advisor/machinefile.py choose), hugepages only when the
-    pool has free pages or they will be reserved (--reserve-hugepages, as root), written
-    to work/machine.toml (left as it is when unchanged) and said on stderr."""
+    """Without --machine: this host's fast tier by the rule `hmtune advise --mem` and
+    `hmtune machine` follow (hmtune/advisor/machinefile.py choose: hugepages when the
+    pool has free pages or this user can reserve some), written to work/machine.toml
+    (left as it is when unchanged) and said on stderr. Hugepages with an empty pool and
+    no --reserve-hugepages would measure nothing: refused, saying to give it."""
     from hmtune.advisor.host import HostError, detect, env_root
     from hmtune.advisor.machinefile import choose, machine_toml
 
     try:
         host = detect(env_root())
-        choice = choose(host, reservable=reserve and host.hugepages_reservable)
+        choice = choose(host)
         text = machine_toml(host, choice)
     except HostError as e:
         raise Failure(f"cannot choose a fast tier on this host: {e}", 2) from None
+    if choice.machine.tiers[0].backend == "hugetlb" and not reserve and \
+            host.hugepages_free <= 0:
+        raise Failure("the fast tier here is hugetlb pages (as hmtune advise chooses it) and "
+                      "the pool has no free page: give --reserve-hugepages to reserve what "
+                      "the runs need for the measurement (as root), or --machine "
+                      "FILE.toml for another tier", 2)
     path = work / "machine.toml"
     try:
         if not path.is_file() or path.read_text() != text:

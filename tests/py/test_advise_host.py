@@ -181,3 +181,20 @@ def test_a_per_node_tier_is_shared_by_one_nodes_ranks(tmp_path: Path) -> None:
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert read_placement(d / "placement.txt").tiers[0].capacity == GIB
+
+
+def test_compare_takes_the_tier_advise_takes(tmp_path: Path) -> None:
+    """One rule for advise and compare (issue 44 item 5): where hugepages can be
+    reserved but the pool is empty, advise takes hugetlb; compare takes it too and,
+    without --reserve-hugepages, refuses before measuring anything, saying to give it
+    (it used to fall back to THP, saying only root could reserve pages, to root)."""
+    host = fake_host(tmp_path / "host", [("0-1", 16 * GIB, None)])
+    d = stage(tmp_path)
+    r = advise(host, d, "--mem", "64M")
+    assert r.returncode == 0, r.stderr
+    assert "tier huge hugetlb" in (d / "placement.txt").read_text()
+    env = dict(os.environ, HMTUNE_HOST_ROOT=str(host))
+    r = subprocess.run([str(HMTUNE), "compare", "-o", str(d), "--mem", "64M", "--repeats", "1",
+                        "--", "/bin/true"], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 2 and "--reserve-hugepages" in r.stderr
+    assert not (d / "compare" / "runs.csv").exists()
