@@ -200,8 +200,9 @@ static void look_ahead(struct samp *s, const struct hmc_regs *regs, unsigned why
         r->addr = acc.addr;
         r->h.aux = HMS_ADDR_OK | HMS_AHEAD | (acc.is_store ? HMS_STORE : 0) | why_bits(why) |
                    (uint32_t)acc.ahead << HMS_LOOK_SHIFT;
-        /* the accessing instruction's class, and a pause sampled before it */
-        r->iclass = acc.cls | (r->iclass & HMS_CLS_SPIN);
+        /* the accessing instruction's class, a pause sampled before it, and why the
+         * producer-load rule found none */
+        r->iclass = acc.cls | (r->iclass & (HMS_CLS_SPIN | ~(uint64_t)HMS_CLS_ALL));
     } else {
         r->h.aux |= (uint32_t)acc.why << HMS_LOOK_SHIFT;
     }
