@@ -176,7 +176,7 @@ static void build_behind(struct hmc_decoder *d, uint64_t rip, struct hmc_desc *o
             }
         }
         since |= wr & GPRS;
-        if (dist && !pend)
+        if (!pend)                      /* every register it reads has its producer */
             break;
     }
     if (!dist)
