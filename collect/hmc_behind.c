@@ -6,6 +6,7 @@
 #include "hmc_decode_int.h"
 
 #include <errno.h>
+#include <string.h>
 
 /* Cache key tag: below hmc_decode.c's (bits 60..63; the look ahead's keys always have
  * bit 60), above any user address. */
@@ -104,27 +105,98 @@ static int target_ahead(struct hmc_decoder *d, uint64_t rip, uint64_t lo)
     return 0;
 }
 
+/* The bytes before rip, read once, and the length of the instruction at each of them,
+ * decoded when first needed: every step of the walk votes as hmc_dec_back does, on
+ * the same bytes, without decoding them again. Position i is address rip - WIN + i;
+ * the bytes read are the last n. */
+#define WIN         (HMC_BACK + (HMC_BEHIND_MAX + 1) * 15)
+struct back_win {
+    uint64_t rip;
+    int n;
+    uint8_t w[WIN];
+    uint8_t len[WIN];           /* 0xff: not decoded yet; 0: none, or an odd opcode */
+};
+
+/* The same page first, so that an unreadable page before it only shortens the window. */
+static void win_read(struct hmc_decoder *d, uint64_t rip, struct back_win *b)
+{
+    int near = (int)(rip & (HMC_PAGE - 1));
+    near = near < WIN ? near : WIN;
+    b->rip = rip;
+    b->n = 0;
+    memset(b->len, 0xff, sizeof(b->len));
+    if (near && hmc_dec_read(d, rip - (uint64_t)near, b->w + WIN - near, (size_t)near) !=
+                    (size_t)near)
+        return;
+    b->n = near;
+    if (near < WIN && hmc_dec_read(d, rip - WIN, b->w, (size_t)(WIN - near)) ==
+                          (size_t)(WIN - near))
+        b->n = WIN;
+}
+
+static int len_at(struct hmc_decoder *d, struct back_win *b, int i)
+{
+    if (b->len[i] == 0xff) {
+        struct hmc_raw rw;
+        int avail = WIN - i < 15 ? WIN - i : 15;
+        int l = hmc_dec_one(d, b->w + i, (size_t)avail, b->rip - (uint64_t)(WIN - i), &rw);
+        l = l < 0 ? -l : l;
+        b->len[i] = (uint8_t)(rw.odd ? 0 : l);
+    }
+    return b->len[i];
+}
+
+/* hmc_dec_back's vote (hmc_decode.c) for the instruction that ends at position e: its
+ * length, 0 when the bytes are ambiguous or none were read. Detail off meanwhile. */
+static int vote(struct hmc_decoder *d, struct back_win *b, int e)
+{
+    uint8_t land[HMC_BACK + 1] = { 0 };
+    unsigned votes[HMC_BACK + 1] = { 0 }, v1 = 0, v2 = 0;
+    int n = e - (WIN - b->n), best = 0;
+    n = n < HMC_BACK ? n : HMC_BACK;
+    cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_OFF);
+    for (int s = 1; s <= n; s++) {
+        int l = len_at(d, b, e - s);        /* one that would cross e: none */
+        land[s] = !l || l > s ? 0 : l == s ? (uint8_t)s : land[s - l];
+        votes[land[s]]++;
+    }
+    cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_ON);
+    for (int k = 1; k <= n && k <= 15; k++) {
+        if (votes[k] > v1) {
+            v2 = v1;
+            v1 = votes[k];
+            best = k;
+        } else if (votes[k] > v2) {
+            v2 = votes[k];
+        }
+    }
+    return !v1 || 2 * v1 < 3 * v2 ? 0 : best;
+}
+
 /* The descriptor for a sample at rip: the producer load's, with its distance in
  * ahead and HMS_BEHIND_OK in why; else status HMC_DEC_FAIL and why an enum hms_behind. */
 static void build_behind(struct hmc_decoder *d, uint64_t rip, struct hmc_desc *o)
 {
-    uint8_t b[16];
-    uint64_t start, end = rip, pend = 0, since = 0;
+    struct back_win bw;
+    uint64_t pend = 0, since = 0;
     struct hmc_desc load;
-    int dist = 0;
+    int dist = 0, e = WIN;
     hmc_desc_init(&load, 0);
     hmc_desc_init(o, rip);
     o->why = HMS_BEHIND_NO_LOAD;
-    for (int k = 0; k <= HMC_BEHIND_MAX; end = start, k++) {
+    win_read(d, rip, &bw);
+    for (int k = 0; k <= HMC_BEHIND_MAX; k++) {
         struct hmc_raw rw;
         struct hmc_desc t;
         uint64_t rd, wr;
-        int st = hmc_dec_back(d, end, &start, b);
-        int l = st ? 0 : hmc_dec_one(d, b, (size_t)(end - start), start, &rw);
-        if (st || l != (int)(end - start) || regs_of(d->cs, d->insn, &rd, &wr)) {
-            o->why = dist ? o->why : st ? HMS_BEHIND_AMBIGUOUS : HMS_BEHIND_UNDECODED;
+        int pl = vote(d, &bw, e);
+        uint64_t start = rip - (uint64_t)(WIN - e + pl);
+        int l = pl ? hmc_dec_one(d, bw.w + e - pl, (size_t)pl, start, &rw) : 0;
+        if (!pl || l != pl || regs_of(d->cs, d->insn, &rd, &wr)) {
+            o->why = dist ? o->why : !pl ? HMS_BEHIND_AMBIGUOUS : HMS_BEHIND_UNDECODED;
             break;
         }
+        e -= pl;
         hmc_desc_init(&t, start);
         t.len = (uint8_t)l;
         if (k == 0) {                   /* the sampled instruction, after it executed */

@@ -20,7 +20,6 @@
 /* Decoded instructions remembered, by key (direct-mapped, 40 bytes each). LAMMPS's LJ
  * run samples ~180 distinct rips, and the look ahead adds a key for most: with 256
  * slots a third of the signals decoded afresh (measured 2026-11-26), with 1024 few. */
-#define HMC_BACK        64          /* bytes scanned before rip (see hmc_dec_back) */
 #define HMC_FWD_BYTES   65536u      /* forward decoding from func_start: bounds */
 #define HMC_FWD_INSNS   20000
 /* Cache key tags above any user address (< 2^56 even with 5-level paging). */
@@ -172,7 +171,7 @@ static int fwd_prev(struct hmc_decoder *d, uint64_t fs, uint64_t rip, uint64_t *
  *           0.03 % FAIL          0.015 % FAIL         0.4 % FAIL (dense AVX-512)
  * so the scan reads 64 bytes, not only the 15 an instruction can span. It costs about
  * 25 us per new rip (one read, 64 decodes); the cache answers the next samples. */
-int hmc_dec_back(struct hmc_decoder *d, uint64_t rip, uint64_t *start, uint8_t *b)
+static int hmc_dec_back(struct hmc_decoder *d, uint64_t rip, uint64_t *start, uint8_t *b)
 {
     uint8_t w[HMC_BACK], land[HMC_BACK + 1] = { 0 };
     unsigned votes[HMC_BACK + 1] = { 0 }, v1 = 0, v2 = 0;

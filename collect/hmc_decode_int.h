@@ -1,7 +1,7 @@
 /* hmc_decode_int.h — internal to the software sampler's decoder: the per-thread
  * decoder and the steps hmc_decode.c shares with hmc_behind.c (reading our own code,
- * one decode, the backward step to the previous instruction, the cache, evaluating a
- * descriptor against the registers). Async-signal-safe, like hmc_decode.h. */
+ * one decode, the cache, evaluating a descriptor against the registers; hmc_behind.c
+ * repeats hmc_decode.c's backward vote, hmc_dec_back, over a window read once). Async-signal-safe, like hmc_decode.h. */
 #ifndef HMC_DECODE_INT_H
 #define HMC_DECODE_INT_H
 
@@ -14,6 +14,7 @@
 #define HMC_CACHE_BITS  10
 #define HMC_CACHE       (1u << HMC_CACHE_BITS)
 #define HMC_PAGE        4096u       /* reads split here: every real page edge is one */
+#define HMC_BACK        64          /* bytes scanned before rip (see hmc_dec_back) */
 
 struct hmc_decoder {
     csh cs;
@@ -32,10 +33,6 @@ int hmc_dec_one(struct hmc_decoder *d, const uint8_t *p, size_t n, uint64_t a,
                 struct hmc_raw *rw) HM_HIDDEN;
 /* Copy [addr, addr+len) of our own memory; the bytes copied (stops at an unreadable page). */
 size_t hmc_dec_read(struct hmc_decoder *d, uint64_t addr, void *dst, size_t len) HM_HIDDEN;
-/* The instruction that ends at rip, by the backward vote: 0 with its start and bytes
- * (b: 16 bytes), -1 when ambiguous, -2 when the code cannot be read. Detail is off
- * while it runs and on after. */
-int hmc_dec_back(struct hmc_decoder *d, uint64_t rip, uint64_t *start, uint8_t *b) HM_HIDDEN;
 /* The cache slot of key. */
 struct hmc_desc *hmc_dec_slot(struct hmc_decoder *d, uint64_t key) HM_HIDDEN;
 /* out from descriptor e and the registers r; e's status. */
