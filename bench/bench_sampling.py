@@ -3,9 +3,9 @@ against runs without them (medians; this VM is noisy).
 
 Prints: the software sampler's added kernel time on the latency example (target
 <= 2 %), samples per second per thread, the sampler's own CPU cost per sample, the
-time its handlers take per timer signal with and without the look ahead (measured in
-process, interleaved), and the PEBS/IBS default periods with their overhead
-arithmetic (no PMU here)."""
+time its handlers take per timer signal with and without the look ahead and the
+producer-load rule (measured in process, interleaved), and the PEBS/IBS default
+periods with their overhead arithmetic (no PMU here)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ NAME = "bench-sampling"
 
 FOUR = BUILD / "tests" / "programs" / "four_arrays"
 HOT = BUILD / "tests" / "programs" / "compute_hot"
+CONSUME = BUILD / "tests" / "programs" / "consume_hot"
 STREAM = BUILD / "examples" / "stream"
 
 
@@ -41,14 +42,14 @@ def run(cmd: list[str], sampler: str | None, raw: Path) -> tuple[str, float]:
     return p.stdout.decode(), number(NAME, p.stderr.decode(), "cpu_s")
 
 
-def handler_cost(cmd: list[str], ahead: int, raw: Path) -> tuple[float, int, float]:
+def handler_cost(cmd: list[str], var: str, value: str, raw: Path) -> tuple[float, int, float]:
     """The software sampler's handler time per timer signal (ns; the summary's
     sampler_cost, timed inside the handlers), the signals, and the share of samples
-    with an address, for one traced run with HMTUNE_SAMPLE_AHEAD=ahead."""
+    with an address, for one traced run with the setting var=value."""
     shutil.rmtree(raw, ignore_errors=True)
     raw.mkdir(parents=True)
     env = dict(os.environ, LD_PRELOAD=str(LIB), HMTUNE_OUT=str(raw), HMTUNE_SAMPLER="soft",
-               HMTUNE_SAMPLE_AHEAD=str(ahead))
+               **{var: value})
     if subprocess.run(cmd, capture_output=True, env=env).returncode != 0:
         sys.exit(f"bench-sampling: {' '.join(cmd)} failed")
     r = subprocess.run([str(FIN), str(raw), "-o", str(raw / "t"), "--summary",
@@ -62,38 +63,49 @@ def handler_cost(cmd: list[str], ahead: int, raw: Path) -> tuple[float, int, flo
             (total - n["no_address"]) / max(total, 1))
 
 
-def lookahead_cost(runs: int, raw: Path) -> None:
-    """Handler time per signal, look ahead off (0) and on (the default 4), in rounds
-    that alternate which goes first."""
-    progs = {"compute_hot": [str(HOT), "1.0"], "stream": [str(STREAM), "-s", "256", "-n", "10"],
-             "latency": [str(LATENCY)]}
-    print(f"# look ahead: sampler handler time per timer signal, {runs} interleaved rounds "
+def compare(what: str, var: str, values: tuple[str, str], progs: dict[str, list[str]],
+            runs: int, raw: Path) -> None:
+    """Handler time per signal with the setting var off and on (values), in rounds that
+    alternate which goes first."""
+    print(f"# {what}: sampler handler time per timer signal, {runs} interleaved rounds "
           "(in-process timing; the machine may be shared)")
+    off, on = values
     for name, cmd in progs.items():
-        got: dict[int, list[tuple[float, int, float]]] = {0: [], 4: []}
+        got: dict[str, list[tuple[float, int, float]]] = {off: [], on: []}
         for i in range(runs):
-            for ahead in ((0, 4) if i % 2 == 0 else (4, 0)):
-                got[ahead].append(handler_cost(cmd, ahead, raw))
+            for value in ((off, on) if i % 2 == 0 else (on, off)):
+                got[value].append(handler_cost(cmd, var, value, raw))
         med = {a: statistics.median(x[0] for x in v) for a, v in got.items()}
         addr = {a: statistics.median(x[2] for x in v) for a, v in got.items()}
         sig = sum(x[1] for v in got.values() for x in v)
-        print(f"  {name:11s} off {med[0]:6.0f} ns [{min(x[0] for x in got[0]):.0f}-"
-              f"{max(x[0] for x in got[0]):.0f}]  on {med[4]:6.0f} ns "
-              f"[{min(x[0] for x in got[4]):.0f}-{max(x[0] for x in got[4]):.0f}]  "
-              f"ratio x{med[4] / max(med[0], 1):.2f}; samples with an address "
-              f"{100 * addr[0]:.0f} % -> {100 * addr[4]:.0f} % ({sig} signals)")
+        print(f"  {name:11s} off {med[off]:6.0f} ns [{min(x[0] for x in got[off]):.0f}-"
+              f"{max(x[0] for x in got[off]):.0f}]  on {med[on]:6.0f} ns "
+              f"[{min(x[0] for x in got[on]):.0f}-{max(x[0] for x in got[on]):.0f}]  "
+              f"ratio x{med[on] / max(med[off], 1):.2f}; samples with an address "
+              f"{100 * addr[off]:.0f} % -> {100 * addr[on]:.0f} % ({sig} signals)")
+
+
+def handler_costs(runs: int, raw: Path) -> None:
+    """The look ahead off (0) and on (the default 4), then the producer-load rule off
+    and on (the default), each with the other at its default."""
+    compare("look ahead", "HMTUNE_SAMPLE_AHEAD", ("0", "4"),
+            {"compute_hot": [str(HOT), "1.0"], "stream": [str(STREAM), "-s", "256", "-n", "10"],
+             "latency": [str(LATENCY)]}, runs, raw)
+    compare("producer load", "HMTUNE_SAMPLE_PRODUCER", ("0", "1"),
+            {"consume_hot": [str(CONSUME), "1.0"], "compute_hot": [str(HOT), "1.0"],
+             "latency": [str(LATENCY)]}, runs, raw)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5, help="interleaved runs per configuration")
     ap.add_argument("--only-lookahead", action="store_true",
-                    help="only the look-ahead handler-time comparison")
+                    help="only the handler-time comparisons (look ahead, producer load)")
     args = ap.parse_args()
-    require(NAME, LIB, FIN, RSSWRAP, LATENCY, FOUR, HOT, STREAM)
+    require(NAME, LIB, FIN, RSSWRAP, LATENCY, FOUR, HOT, CONSUME, STREAM)
     raw = Path(tempfile.mkdtemp(prefix="hmtune-bench-"))
     try:
-        lookahead_cost(args.runs, raw)
+        handler_costs(args.runs, raw)
         if args.only_lookahead:
             return 0
         kt: dict[str, list[float]] = {"plain": [], "none": [], "soft": []}

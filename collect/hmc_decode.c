@@ -6,8 +6,8 @@
  * Capstone 4.0.2's first decode allocates a per-handle table: hmc_decoder_new()
  * decodes every kind of input first. It formats operand text with vsnprintf into a
  * fixed buffer, which allocates nothing for those formats. */
-#include "hmc_decode.h"
-#include "hmc_insn.h"
+#include "hmc_decode_int.h"
+#include "hmc_behind.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -20,29 +20,15 @@
 /* Decoded instructions remembered, by key (direct-mapped, 40 bytes each). LAMMPS's LJ
  * run samples ~180 distinct rips, and the look ahead adds a key for most: with 256
  * slots a third of the signals decoded afresh (measured 2026-11-26), with 1024 few. */
-#define HMC_CACHE_BITS  10
-#define HMC_CACHE       (1u << HMC_CACHE_BITS)
-#define HMC_BACK        64          /* bytes scanned before rip (see back_prev) */
 #define HMC_FWD_BYTES   65536u      /* forward decoding from func_start: bounds */
 #define HMC_FWD_INSNS   20000
-#define HMC_PAGE        4096u       /* reads split here: every real page edge is one */
 /* Cache key tags above any user address (< 2^56 even with 5-level paging). */
 #define HMC_TAG_AT      (1ull << 63)
 #define HMC_TAG_FWD     (1ull << 62)
 #define HMC_TAG_BACK    (1ull << 61)
 #define HMC_TAG_AHEAD   (1ull << 60)    /* with the look-ahead's instruction limit at bit 56 */
+/* (hmc_behind.c's producer-load keys: bit 59, without bit 60) */
 #define HMC_AHEAD_BYTES 64              /* bytes decoded forward from rip */
-
-struct hmc_decoder {
-    csh cs;
-    cs_insn *insn;
-    volatile sig_atomic_t busy;
-    int no_pvr;                       /* process_vm_readv refused (seccomp) */
-    uint64_t anchor;                  /* then only this page (being executed) is read */
-    uint64_t builds;                  /* descriptors built (cache misses) */
-    struct hmc_desc cache[HMC_CACHE];
-    uint8_t buf[HMC_PAGE + 16];       /* forward decoding window */
-};
 
 void hmc_regs_from_ucontext(const void *ucv, uint64_t fs_base, uint64_t gs_base,
                             struct hmc_regs *out)
@@ -59,10 +45,9 @@ void hmc_regs_from_ucontext(const void *ucv, uint64_t fs_base, uint64_t gs_base,
     out->gs_base = gs_base;
 }
 
-/* Decode at most n bytes at p (address a) into d->insn, and their raw facts into rw.
- * Returns the length; minus the length when only hmc_raw_parse knows it (capstone 4
- * fails on many AVX-512 forms; decoding must stay aligned); 0 if neither. */
-static int dec1(struct hmc_decoder *d, const uint8_t *p, size_t n, uint64_t a, struct hmc_raw *rw)
+/* capstone 4 fails on many AVX-512 forms: then the length is hmc_raw_parse's, so that
+ * decoding stays aligned. */
+int hmc_dec_one(struct hmc_decoder *d, const uint8_t *p, size_t n, uint64_t a, struct hmc_raw *rw)
 {
     hmc_raw_parse(p, (int)n, rw);
     if (cs_disasm_iter(d->cs, &p, &n, &a, d->insn))
@@ -73,7 +58,7 @@ static int dec1(struct hmc_decoder *d, const uint8_t *p, size_t n, uint64_t a, s
 /* Copy [addr, addr+len) of our own memory; stop at the first unreadable page and
  * return how many bytes were copied. process_vm_readv on ourselves fails with EFAULT
  * instead of faulting; iovecs are split at page edges because it never splits one. */
-static size_t rd(struct hmc_decoder *d, uint64_t addr, void *dst, size_t len)
+size_t hmc_dec_read(struct hmc_decoder *d, uint64_t addr, void *dst, size_t len)
 {
     struct iovec loc = { dst, len }, rem[3];
     uint64_t a = addr, end = addr + len;
@@ -96,7 +81,7 @@ static size_t rd(struct hmc_decoder *d, uint64_t addr, void *dst, size_t len)
     ssize_t got = process_vm_readv(getpid(), &loc, 1, rem, (unsigned long)n, 0);
     if (got < 0 && (errno == ENOSYS || errno == EPERM)) {
         d->no_pvr = 1;
-        return rd(d, addr, dst, len);
+        return hmc_dec_read(d, addr, dst, len);
     }
     return got > 0 ? (size_t)got : 0;
 }
@@ -107,9 +92,9 @@ static int rd_back(struct hmc_decoder *d, uint64_t end, uint8_t *w)
 {
     int n = HMC_BACK, near = (int)(end & (HMC_PAGE - 1));
     near = near < n ? near : n;
-    if (near && rd(d, end - (uint64_t)near, w + n - near, (size_t)near) != (size_t)near)
+    if (near && hmc_dec_read(d, end - (uint64_t)near, w + n - near, (size_t)near) != (size_t)near)
         return 0;
-    if (near == n || rd(d, end - (uint64_t)n, w, (size_t)(n - near)) != (size_t)(n - near))
+    if (near == n || hmc_dec_read(d, end - (uint64_t)n, w, (size_t)(n - near)) != (size_t)(n - near))
         return near;
     return n;
 }
@@ -119,7 +104,7 @@ static void describe_bytes(struct hmc_decoder *d, const uint8_t *b, size_t n, ui
                            int post, struct hmc_desc *o)
 {
     struct hmc_raw rw;
-    int l = dec1(d, b, n, a, &rw);
+    int l = hmc_dec_one(d, b, n, a, &rw);
     hmc_desc_init(o, a);
     o->len = (uint8_t)(l < 0 ? -l : l);
     if (l > 0) {
@@ -145,11 +130,11 @@ static void add_stride(struct hmc_decoder *d, struct hmc_desc *o)
         return;
     uint8_t b[HMC_STRIDE_BACK + HMC_STRIDE_FWD];
     uint64_t lo = o->insn - HMC_STRIDE_BACK;
-    size_t got = rd(d, lo, b, sizeof(b)), skip = 0;
+    size_t got = hmc_dec_read(d, lo, b, sizeof(b)), skip = 0;
     if (got < (size_t)HMC_STRIDE_BACK + o->len) {   /* the page before is not mapped: from insn */
         lo = o->insn;
         skip = HMC_STRIDE_BACK;
-        got = rd(d, lo, b + skip, sizeof(b) - skip);
+        got = hmc_dec_read(d, lo, b + skip, sizeof(b) - skip);
     }
     if (got && hmc_insn_stride(d->cs, d->insn, b + skip, got, lo, o->insn, o->len, regs))
         o->cls |= HMS_CLS_STRIDE;
@@ -173,11 +158,11 @@ static int fwd_prev(struct hmc_decoder *d, uint64_t fs, uint64_t rip, uint64_t *
             off = 0;
             size_t want = sizeof(d->buf) - have;
             want = want < rip - base - have ? want : rip - base - have;
-            have += rd(d, base + have, d->buf + have, want);
+            have += hmc_dec_read(d, base + have, d->buf + have, want);
         }
         /* The buffer ends at rip: an instruction that would cross it fails here. */
         struct hmc_raw rw;
-        int l = dec1(d, d->buf + off, have - off, pos, &rw);
+        int l = hmc_dec_one(d, d->buf + off, have - off, pos, &rw);
         l = l < 0 ? -l : l;
         if (!l)
             break;
@@ -210,7 +195,7 @@ static int fwd_prev(struct hmc_decoder *d, uint64_t fs, uint64_t rip, uint64_t *
  *           0.03 % FAIL          0.015 % FAIL         0.4 % FAIL (dense AVX-512)
  * so the scan reads 64 bytes, not only the 15 an instruction can span. It costs about
  * 25 us per new rip (one read, 64 decodes); the cache answers the next samples. */
-static int back_prev(struct hmc_decoder *d, uint64_t rip, uint64_t *start, uint8_t *b)
+static int hmc_dec_back(struct hmc_decoder *d, uint64_t rip, uint64_t *start, uint8_t *b)
 {
     uint8_t w[HMC_BACK], land[HMC_BACK + 1] = { 0 };
     unsigned votes[HMC_BACK + 1] = { 0 }, v1 = 0, v2 = 0;
@@ -220,7 +205,7 @@ static int back_prev(struct hmc_decoder *d, uint64_t rip, uint64_t *start, uint8
     cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_OFF);
     for (int s = 1; s <= n; s++) {
         struct hmc_raw rw;
-        int l = dec1(d, w + HMC_BACK - s, (size_t)(s < 15 ? s : 15), rip - (uint64_t)s, &rw);
+        int l = hmc_dec_one(d, w + HMC_BACK - s, (size_t)(s < 15 ? s : 15), rip - (uint64_t)s, &rw);
         l = l < 0 ? -l : l;
         land[s] = !l || rw.odd ? 0 : l == s ? (uint8_t)s : land[s - l];
         votes[land[s]]++;
@@ -251,7 +236,7 @@ static void build_prev(struct hmc_decoder *d, uint64_t rip, uint64_t fs, int ski
     hmc_desc_init(o, 0);
     if (!skip_rep) {
         struct hmc_raw rw;
-        size_t n = rd(d, rip, b, 15);
+        size_t n = hmc_dec_read(d, rip, b, 15);
         hmc_raw_parse(b, (int)n, &rw);
         if (rw.rep && HMC_STRING_OP(&rw)) {
             describe_bytes(d, b, n, rip, 0, o);
@@ -260,12 +245,14 @@ static void build_prev(struct hmc_decoder *d, uint64_t rip, uint64_t fs, int ski
             hmc_desc_init(o, 0);
         }
     }
-    int st = fs ? fwd_prev(d, fs, rip, &start, b) : back_prev(d, rip, &start, b);
+    int st = fs ? fwd_prev(d, fs, rip, &start, b) : hmc_dec_back(d, rip, &start, b);
     if (!st) {
         describe_bytes(d, b, rip - start, start, 1, o);
         add_stride(d, o);
-    } else
-        o->why = st == -2 || !rd(d, rip - 1, b, 1) ? HMS_WHY_UNREADABLE : HMS_WHY_AMBIGUOUS;
+    } else {
+        o->why = st == -2 || !hmc_dec_read(d, rip - 1, b, 1) ? HMS_WHY_UNREADABLE
+                                                               : HMS_WHY_AMBIGUOUS;
+    }
 }
 
 /* The look-ahead descriptor for rip (see hmc_decode_ahead): the first access in
@@ -274,7 +261,7 @@ static void build_prev(struct hmc_decoder *d, uint64_t rip, uint64_t fs, int ski
 static void build_ahead(struct hmc_decoder *d, uint64_t rip, int max, struct hmc_desc *o)
 {
     uint8_t b[HMC_AHEAD_BYTES];
-    size_t n = rd(d, rip, b, sizeof(b)), off = 0;
+    size_t n = hmc_dec_read(d, rip, b, sizeof(b)), off = 0;
     unsigned written = 0, spin = 0;
     hmc_desc_init(o, rip);
     o->why = n ? HMS_LOOK_NONE : HMS_LOOK_UNREADABLE;
@@ -282,7 +269,7 @@ static void build_ahead(struct hmc_decoder *d, uint64_t rip, int max, struct hmc
         struct hmc_raw rw;
         struct hmc_desc t;
         uint64_t a = rip + off;
-        int l = dec1(d, b + off, n - off, a, &rw);
+        int l = hmc_dec_one(d, b + off, n - off, a, &rw);
         if (l <= 0) {
             /* cut by the end of the window, or capstone cannot decode it: then its
              * register writes are unknown, and so is its access if it has one */
@@ -333,12 +320,12 @@ static void build_ahead(struct hmc_decoder *d, uint64_t rip, int max, struct hmc
     }
 }
 
-static struct hmc_desc *slot(struct hmc_decoder *d, uint64_t key)
+struct hmc_desc *hmc_dec_slot(struct hmc_decoder *d, uint64_t key)
 {
     return &d->cache[(key * 0x9e3779b97f4a7c15ull) >> (64 - HMC_CACHE_BITS)];
 }
 
-static enum hmc_dec eval(const struct hmc_desc *e, const struct hmc_regs *r,
+enum hmc_dec hmc_dec_eval(const struct hmc_desc *e, const struct hmc_regs *r,
                          struct hmc_access *out)
 {
     out->insn = e->insn;
@@ -361,7 +348,7 @@ static enum hmc_dec eval(const struct hmc_desc *e, const struct hmc_regs *r,
 }
 
 /* A decoder is per thread; busy only refuses a nested signal. */
-static int dec_enter(struct hmc_decoder *d, uint64_t anchor, struct hmc_access *out)
+int hmc_dec_enter(struct hmc_decoder *d, uint64_t anchor, struct hmc_access *out)
 {
     memset(out, 0, sizeof(*out));
     if (!d || d->busy)
@@ -372,7 +359,7 @@ static int dec_enter(struct hmc_decoder *d, uint64_t anchor, struct hmc_access *
     return 0;
 }
 
-static enum hmc_dec dec_leave(struct hmc_decoder *d, enum hmc_dec st, int saved_errno)
+enum hmc_dec hmc_dec_leave(struct hmc_decoder *d, enum hmc_dec st, int saved_errno)
 {
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     d->busy = 0;
@@ -384,12 +371,12 @@ enum hmc_dec hmc_decode_prev(struct hmc_decoder *d, const struct hmc_regs *r,
                              uint64_t func_start, struct hmc_access *out)
 {
     int saved = errno;
-    if (dec_enter(d, r->rip, out)) {
+    if (hmc_dec_enter(d, r->rip, out)) {
         out->why = HMS_WHY_NESTED;
         return HMC_DEC_FAIL;
     }
     uint64_t key = r->rip | (func_start ? HMC_TAG_FWD : HMC_TAG_BACK);
-    struct hmc_desc tmp, *e = slot(d, key);
+    struct hmc_desc tmp, *e = hmc_dec_slot(d, key);
     if (e->key != key) {
         build_prev(d, r->rip, func_start, 0, e);
         e->key = key;
@@ -401,22 +388,22 @@ enum hmc_dec hmc_decode_prev(struct hmc_decoder *d, const struct hmc_regs *r,
         build_prev(d, r->rip, func_start, 1, &tmp);
         e = &tmp;
     }
-    return dec_leave(d, eval(e, r, out), saved);
+    return hmc_dec_leave(d, hmc_dec_eval(e, r, out), saved);
 }
 
 enum hmc_dec hmc_decode_at(struct hmc_decoder *d, const struct hmc_regs *r,
                            uint64_t insn, struct hmc_access *out)
 {
     int saved = errno;
-    if (dec_enter(d, insn, out)) {
+    if (hmc_dec_enter(d, insn, out)) {
         out->why = HMS_WHY_NESTED;
         return HMC_DEC_FAIL;
     }
     uint64_t key = insn | HMC_TAG_AT;
-    struct hmc_desc *e = slot(d, key);
+    struct hmc_desc *e = hmc_dec_slot(d, key);
     if (e->key != key) {
         uint8_t b[16];
-        size_t n = rd(d, insn, b, 15);
+        size_t n = hmc_dec_read(d, insn, b, 15);
         hmc_desc_init(e, insn);
         if (n)
             describe_bytes(d, b, n, insn, 0, e);
@@ -425,26 +412,26 @@ enum hmc_dec hmc_decode_at(struct hmc_decoder *d, const struct hmc_regs *r,
         e->key = key;
         d->builds++;
     }
-    return dec_leave(d, eval(e, r, out), saved);
+    return hmc_dec_leave(d, hmc_dec_eval(e, r, out), saved);
 }
 
 enum hmc_dec hmc_decode_ahead(struct hmc_decoder *d, const struct hmc_regs *r, int max_insns,
                               struct hmc_access *out)
 {
     int saved = errno;
-    if (dec_enter(d, r->rip, out) || max_insns < 1) {
+    if (hmc_dec_enter(d, r->rip, out) || max_insns < 1) {
         out->why = HMS_LOOK_NOT_TRIED;
         return HMC_DEC_FAIL;
     }
     max_insns = max_insns < HMC_AHEAD_MAX ? max_insns : HMC_AHEAD_MAX;
     uint64_t key = r->rip | HMC_TAG_AHEAD | (uint64_t)max_insns << 56;
-    struct hmc_desc *e = slot(d, key);
+    struct hmc_desc *e = hmc_dec_slot(d, key);
     if (e->key != key) {
         build_ahead(d, r->rip, max_insns, e);
         e->key = key;
         d->builds++;
     }
-    return dec_leave(d, eval(e, r, out), saved);
+    return hmc_dec_leave(d, hmc_dec_eval(e, r, out), saved);
 }
 
 struct hmc_decoder *hmc_decoder_new(void)
@@ -482,6 +469,7 @@ struct hmc_decoder *hmc_decoder_new(void)
         r.rip = (uint64_t)(uintptr_t)warm + i;
         hmc_decode_prev(d, &r, 0, &a);
         hmc_decode_prev(d, &r, (uint64_t)(uintptr_t)warm, &a);
+        hmc_decode_behind(d, &r, &a);
         hmc_decode_at(d, &r, r.rip - 1, &a);
         r.rip -= 1;
         hmc_decode_ahead(d, &r, HMC_AHEAD_MAX, &a);

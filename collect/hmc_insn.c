@@ -43,6 +43,11 @@ static int gpr_of(unsigned r)
     return -1;
 }
 
+int hmc_insn_gpr(unsigned r)
+{
+    return gpr_of(r);
+}
+
 /* Legacy prefixes, then either the first legacy opcode byte, or a VEX/EVEX prefix
  * (always one in 64-bit mode: C4/C5/62 are no longer LES/LDS/BOUND) with its map,
  * opcode, ModRM, SIB and length: those encodings are regular (prefix, opcode, ModRM,

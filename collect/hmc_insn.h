@@ -47,6 +47,10 @@ void hmc_desc_init(struct hmc_desc *o, uint64_t a) HM_HIDDEN;
 void hmc_describe(csh cs, const cs_insn *in, const struct hmc_raw *rw, int post,
                   struct hmc_desc *o) HM_HIDDEN;
 
+/* The general register (encoding order) a capstone register is, at any width; -1 if
+ * it is not one. */
+int hmc_insn_gpr(unsigned r) HM_HIDDEN;
+
 /* General registers the instruction writes (bit i: register i in encoding order),
  * explicitly, implicitly or partially, with capstone 4's omissions added; all of
  * them when capstone cannot say. */

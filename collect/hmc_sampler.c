@@ -11,9 +11,9 @@
  * register the address is recovered by a one-shot hardware execute breakpoint on
  * it (perf PERF_TYPE_BREAKPOINT with sigtrap; explicit enable/disable, since
  * PERF_EVENT_IOC_REFRESH(1) left it armed after the first hit). When that instruction
- * has no access of its own, the look ahead gives the next access in straight-line
- * code from rip (hmc_decode_ahead), marked as such. Every sample without an address
- * from its instruction says why (enum hms_why in its flags), and the handlers time
+ * has no access of its own, the load it consumed (hmc_decode_behind), else the look
+ * ahead's next access from rip (hmc_decode_ahead), marked as such. Every sample
+ * without an address from its instruction says why (enum hms_why), and the handlers time
  * themselves (HMR_SCOST). The sample's weight is the CPU time it stands for, in ns.
  *
  * PEBS/IBS: the same per-thread timer, slower, drains the kernel's ring buffers in
@@ -32,6 +32,7 @@
  * in hmc_sampler_cfg.c. */
 #include "hmc_sampler.h"
 #include "hmc_decode.h"
+#include "hmc_behind.h"
 #include "hmc_sampler_perf.h"
 #include "hmc_signal.h"
 #include "hm_fds.h"
@@ -157,6 +158,26 @@ static void bp_failed(struct hmc_thread *t, struct samp *s, unsigned why)
     record(t, &s->pending);
 }
 
+/* The sampled instruction has no memory operand: the address of the load whose result
+ * it consumed, from these registers (hmc_decode_behind refuses whatever would make it
+ * wrong), marked in iclass with its distance; else why none, also in iclass. */
+static void producer_load(struct samp *s, const struct hmc_regs *regs, unsigned why,
+                          struct hmr_sample *r)
+{
+    struct hmc_access acc;
+    if (why != HMS_WHY_INT && why != HMS_WHY_VEC && why != HMS_WHY_X87 && why != HMS_WHY_HINT)
+        return;
+    if (hmc_decode_behind(s->dec, regs, &acc) == HMC_DEC_OK) {
+        r->ip = acc.insn;
+        r->addr = acc.addr;
+        r->h.aux = HMS_ADDR_OK | why_bits(why);
+        r->iclass = acc.cls | (uint64_t)HMS_BEHIND_OK << HMS_BEHIND_SHIFT |
+                    (uint64_t)acc.ahead << HMS_BEHIND_DIST_SHIFT;
+    } else {
+        r->iclass |= (uint64_t)acc.why << HMS_BEHIND_SHIFT;
+    }
+}
+
 /* The sampled instruction gave no address: the next access in straight-line code
  * from rip, which has not executed yet, so its address from these registers is
  * exact (hmc_decode_ahead refuses whatever would make it not). Only where the
@@ -179,8 +200,9 @@ static void look_ahead(struct samp *s, const struct hmc_regs *regs, unsigned why
         r->addr = acc.addr;
         r->h.aux = HMS_ADDR_OK | HMS_AHEAD | (acc.is_store ? HMS_STORE : 0) | why_bits(why) |
                    (uint32_t)acc.ahead << HMS_LOOK_SHIFT;
-        /* the accessing instruction's class, and a pause sampled before it */
-        r->iclass = acc.cls | (r->iclass & HMS_CLS_SPIN);
+        /* the accessing instruction's class, a pause sampled before it, and why the
+         * producer-load rule found none */
+        r->iclass = acc.cls | (r->iclass & (HMS_CLS_SPIN | ~(uint64_t)HMS_CLS_ALL));
     } else {
         r->h.aux |= (uint32_t)acc.why << HMS_LOOK_SHIFT;
     }
@@ -244,7 +266,9 @@ static void soft_sample(struct hmc_thread *t, struct samp *s, const siginfo_t *s
         r.h.aux = HMS_REJECTED | why_bits((unsigned)acc.why);
         break;
     }
-    if (d != HMC_DEC_OK && g_cfg.ahead) {
+    if (d == HMC_DEC_NO_MEMOP && g_cfg.producer)
+        producer_load(s, &regs, (unsigned)acc.why, &r);
+    if (d != HMC_DEC_OK && !(r.h.aux & HMS_ADDR_OK) && g_cfg.ahead) {
         look_ahead(s, &regs, (unsigned)acc.why, &r);
         if ((r.h.aux & HMS_AHEAD) && g_cfg.verify && s->bpfd >= 0 && !hm_in_self(r.ip) &&
             !(r.ip == regs.rip && resume_flag(uc))) {
@@ -394,6 +418,8 @@ int hmc_sampler_init(const struct hmc_sampler_cfg *cfg)
                                 cfg->kind == HMS_SRC_PEBS ? "pebs period " : "ibs period ");
     n += hm_fmt_u64(name + n, cfg->kind == HMS_SRC_SOFT ? cfg->rate_hz : cfg->period);
     n += hm_fmt_str(name + n, cfg->kind == HMS_SRC_SOFT ? " Hz" : "");
+    if (cfg->kind == HMS_SRC_SOFT && cfg->producer)
+        n += hm_fmt_str(name + n, " producer");
     if (cfg->kind == HMS_SRC_SOFT && cfg->ahead) {
         n += hm_fmt_str(name + n, " lookahead ");
         n += hm_fmt_u64(name + n, (uint64_t)cfg->ahead);

@@ -17,13 +17,14 @@ struct hmc_sampler_cfg {
     uint64_t fault_period;   /* minor page faults per fault sample; 0: no fault sampling */
     int ahead;           /* software sampler: instructions looked ahead of rip, 0 = off */
     int verify;          /* software sampler: check look-ahead addresses by breakpoint */
+    int producer;        /* software sampler: the producer-load rule (hmc_behind.h) */
 };
 
 #define HMC_AHEAD_DEFAULT 4
 
 /* Read HMTUNE_SAMPLER (none|soft|pebs|ibs), HMTUNE_SAMPLE_RATE, HMTUNE_SAMPLE_PERIOD,
- * HMTUNE_LDLAT, HMTUNE_SAMPLE_SIGNAL, HMTUNE_SAMPLE_AHEAD and HMTUNE_SAMPLE_VERIFY
- * into cfg; -1 (message printed) when malformed.
+ * HMTUNE_LDLAT, HMTUNE_SAMPLE_SIGNAL, HMTUNE_SAMPLE_AHEAD, HMTUNE_SAMPLE_VERIFY and
+ * HMTUNE_SAMPLE_PRODUCER into cfg; -1 (message printed) when malformed.
  * HMTUNE_FAULT_PERIOD (default HMC_FAULT_DEFAULT_PERIOD, 0 off): page faults sampled
  * alongside the access sampler; a malformed value prints one line and turns only the
  * fault sampling off. */

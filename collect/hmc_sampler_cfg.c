@@ -48,5 +48,8 @@ int hmc_sampler_config(struct hmc_sampler_cfg *cfg)
     if (hm_opt_num(HM_OPT_SAMPLE_VERIFY, &v) != 0)
         return hm_opt_warn(HM_OPT_SAMPLE_VERIFY, "hmtune: "), -1;
     cfg->verify = (int)v;
+    if (hm_opt_num(HM_OPT_SAMPLE_PRODUCER, &v) != 0)
+        return hm_opt_warn(HM_OPT_SAMPLE_PRODUCER, "hmtune: "), -1;
+    cfg->producer = (int)v;
     return 0;
 }

@@ -270,6 +270,29 @@ struct hmr_sample {
 #define HMS_CLS_CHASE  HM_ACCESS_INSN_CHASE   /* the load overwrote its own address register */
 #define HMS_CLS_STRIDE HM_ACCESS_INSN_STRIDE  /* an address register steps by a constant in its loop */
 #define HMS_CLS_ALL    0x3fu
+/* Software sampler, bits 8..11 of iclass: the producer-load rule (hmc_behind.h) for a
+ * sample whose instruction has no memory operand: HMS_BEHIND_OK, the address is the
+ * load's whose result the instruction consumed, bits 12..15 then the instructions from
+ * the load to the sampled one (1..HMC_BEHIND_MAX); else why the rule found none
+ * (enum hms_behind). 0: not tried (other samples, other samplers, older tracers). */
+#define HMS_BEHIND_SHIFT 8
+#define HMS_BEHIND_DIST_SHIFT 12
+#define HMS_BEHIND_OF(iclass) ((unsigned)((iclass) >> HMS_BEHIND_SHIFT) & 15u)
+#define HMS_BEHIND_DIST(iclass) ((unsigned)((iclass) >> HMS_BEHIND_DIST_SHIFT) & 15u)
+enum hms_behind {
+    HMS_BEHIND_NOT_TRIED = 0,
+    HMS_BEHIND_OK = 1,          /* recovered: the producer load's address */
+    HMS_BEHIND_AMBIGUOUS = 2,   /* an instruction before it could not be told (bytes) */
+    HMS_BEHIND_BRANCH = 3,      /* a jump, branch, call or return in between */
+    HMS_BEHIND_WRITTEN = 4,     /* an instruction in between writes the load's address register */
+    HMS_BEHIND_CHASE = 5,       /* the load overwrote its own address register */
+    HMS_BEHIND_NO_LOAD = 6,     /* no register it reads comes from a load within the window */
+    HMS_BEHIND_TWO_LOADS = 7,   /* two loads feed it: which one it waited for is unknown */
+    HMS_BEHIND_UNDECODED = 8,   /* an instruction in between cannot be decoded */
+    HMS_BEHIND_UNKNOWN = 9,     /* the load's address cannot be computed (gather, string) */
+    HMS_BEHIND_TARGET = 10,     /* a direct branch lands between the load and it */
+    HMS_BEHIND_N = 11
+};
 
 #define HMR_LEN8(bytes) ((uint16_t)(((bytes) + 7) / 8))
 

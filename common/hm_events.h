@@ -37,6 +37,7 @@
 #define HM_EV_SAMPLE_WHY       41000026  /* hmtune: software sampler: why the instruction gave no address (values in trace_values.tsv) */
 #define HM_EV_SAMPLE_LOOKAHEAD 41000027  /* hmtune: look ahead: instructions to the access */
 #define HM_EV_SAMPLE_VERIFIED  41000028  /* hmtune: look ahead checked by breakpoint (values in trace_values.tsv) */
+#define HM_EV_SAMPLE_PRODUCER  41000029  /* hmtune: producer load: instructions from the load to the sampled one */
 #define HM_EV_FAULT_ADDR       41000030  /* hmtune: sampled minor page fault: faulting data address */
 #define HM_EV_FAULT_COUNT      41000031  /* hmtune: page faults the fault sample stands for */
 #define HM_EV_FAULT_OBJECT     41000032  /* hmtune: object of the fault's address (ids as 32000007) */
@@ -206,11 +207,13 @@
 #define HM_SAMPLE_RECOVERED_BREAKPOINT 1
 #define HM_SAMPLE_RECOVERED_LOOKAHEAD  2
 #define HM_SAMPLE_RECOVERED_STRING     3
-#define HM_SAMPLE_RECOVERED_MAX        3
+#define HM_SAMPLE_RECOVERED_PRODUCER   4
+#define HM_SAMPLE_RECOVERED_MAX        4
 #define HM_SAMPLE_RECOVERED_VALUES(X) \
     X(HM_SAMPLE_RECOVERED_BREAKPOINT, "breakpoint", "Execute breakpoint") \
     X(HM_SAMPLE_RECOVERED_LOOKAHEAD, "lookahead", "Look ahead (the next access from the interrupted instruction)") \
-    X(HM_SAMPLE_RECOVERED_STRING, "string", "String instruction (its pointer's step undone)")
+    X(HM_SAMPLE_RECOVERED_STRING, "string", "String instruction (its pointer's step undone)") \
+    X(HM_SAMPLE_RECOVERED_PRODUCER, "producer", "Producer load (the load the sampled instruction consumed)")
 
 /* values of HM_EV_SAMPLE_WHY (41000026) */
 #define HM_SAMPLE_WHY_NO_MEMOP_INT            1

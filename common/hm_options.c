@@ -41,6 +41,9 @@ static const struct hm_option g_opts[HM_OPT_N] = {
     [HM_OPT_SAMPLE_VERIFY] = { "HMTUNE_SAMPLE_VERIFY", HM_OPT_INT, 0, 0, 1, NULL, NULL,
         "HMTUNE_SAMPLE_VERIFY must be 0 or 1; not sampling", 0,
         "1: check look-ahead addresses with an execute breakpoint" },
+    [HM_OPT_SAMPLE_PRODUCER] = { "HMTUNE_SAMPLE_PRODUCER", HM_OPT_INT, 1, 0, 1, NULL, NULL,
+        "HMTUNE_SAMPLE_PRODUCER must be 0 or 1; not sampling", 0,
+        "0: no address from the load an instruction without memory operand consumed" },
     [HM_OPT_FAULT_PERIOD] = { "HMTUNE_FAULT_PERIOD", HM_OPT_INT, 61, 0, UINT32_MAX, NULL, NULL,
         "HMTUNE_FAULT_PERIOD must be a number of page faults per sample (0: off); "
         "not sampling page faults", 0,

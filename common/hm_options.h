@@ -32,6 +32,7 @@ typedef enum hm_opt {
     HM_OPT_SAMPLE_SIGNAL,       /* int: the sampler's signal */
     HM_OPT_SAMPLE_AHEAD,        /* int: instructions looked ahead for an address */
     HM_OPT_SAMPLE_VERIFY,       /* int: 1 checks look-ahead addresses by breakpoint */
+    HM_OPT_SAMPLE_PRODUCER,     /* int: 1 recovers the producer load's address */
     HM_OPT_FAULT_PERIOD,        /* int: page faults per fault sample */
     HM_OPT_SYSFS_ROOT,          /* path: where sysfs is (tests) */
     /* the interposer (libhmalloc.so) */

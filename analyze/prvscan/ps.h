@@ -208,6 +208,7 @@ struct ps_stats {
     uint64_t samples, total_weight, lost_samples, classes[HM_SAMPLE_CLASS_MAX + 1],
              class_weight[HM_SAMPLE_CLASS_MAX + 1], class_events;
     uint64_t lookahead_samples;  /* addresses from the software sampler's look ahead */
+    uint64_t producer_samples;   /* addresses of the load the sampled instruction consumed */
     uint64_t allocs, frees, unknown_frees, unknown_realloc_inputs, failed_calls;
     uint64_t evictions, unmatched_ends, unterminated_calls, nested_calls;
     uint64_t late_records, time_regressions, max_time;

@@ -122,6 +122,9 @@ void ps_sample_count(struct ps_site *c, struct ps_stats *st, const struct ps_sam
             c->unknown_weight += w;
     }
     st->samples++;
+    /* the producer load's address is exact and the time the waiting consumer's, which
+     * is that load's: attributed as a direct sample is (docs/formats.md §4) */
+    st->producer_samples += (x->seen & PS_SA_REC) && x->recovered == HM_SAMPLE_RECOVERED_PRODUCER;
     st->total_weight += w;
     st->class_events += (x->seen & PS_SA_CLS) != 0;
     if (cls >= HM_SAMPLE_CLASS_HEAP && cls <= HM_SAMPLE_CLASS_MAX) {

@@ -55,15 +55,19 @@ enum fin_class { FC_NONE = HM_SAMPLE_CLASS_NONE, FC_HEAP = HM_SAMPLE_CLASS_HEAP,
  * recorded); after: those still without one; distance: look-ahead recoveries by
  * instructions between rip and the access; refused: why the look ahead found
  * nothing, for samples still without an address, by enum hms_look; verified: the
- * look-ahead addresses an execute breakpoint checked. */
+ * look-ahead addresses an execute breakpoint checked; pdistance: producer-load
+ * recoveries by instructions from the load to the sampled one; prefused: why the
+ * producer-load rule found none, for samples still without an address, by enum
+ * hms_behind. */
 enum fin_rule { FR_DIRECT = 0, FR_BREAKPOINT = HM_SAMPLE_RECOVERED_BREAKPOINT,
                 FR_AHEAD = HM_SAMPLE_RECOVERED_LOOKAHEAD, FR_STRING = HM_SAMPLE_RECOVERED_STRING,
-                FR_N };
+                FR_PRODUCER = HM_SAMPLE_RECOVERED_PRODUCER, FR_N };
 struct fin_recov {
     uint64_t by_rule[FR_N][4];
     uint64_t before[HMS_WHY_N + 1], after[HMS_WHY_N + 1];
     uint64_t distance[16];
     uint64_t refused[HMS_LOOK_N];
+    uint64_t pdistance[16], prefused[HMS_BEHIND_N];
     uint64_t verified[HM_SAMPLE_VERIFIED_MAX];  /* HMTUNE_SAMPLE_VERIFY: by 41000028's
                                                  * value - 1 (same, different, not reached) */
 };
@@ -167,12 +171,14 @@ void fin_code_labels(FILE *f, int lines);                            /* pcf VALU
 uint32_t fin_key_id(struct fin_ctx *c, const char *key, struct fin_site **created);
 /* fin_merge.c (its records: fin_prv.c) */
 int fin_write_prv(struct fin_ctx *c, const char *prv_path);
-/* fin_recov.c: count one sample (its flags, and its enum fin_class) */
-int fin_recov_rule(uint32_t flags);          /* FR_*: also the value of 41000024 */
-void fin_recov_count(struct fin_recov *r, uint32_t flags, int cls);
+/* fin_recov.c: count one sample (its flags, its iclass as fin_recov_iclass gives it,
+ * and its enum fin_class) */
+uint64_t fin_recov_iclass(const struct hmr_sample *x);  /* the software sampler's, else 0 */
+int fin_recov_rule(uint32_t flags, uint64_t iclass);    /* FR_*: also the value of 41000024 */
+void fin_recov_count(struct fin_recov *r, uint32_t flags, uint64_t iclass, int cls);
 void fin_recov_add(struct fin_recov *dst, const struct fin_recov *src);
 void fin_recov_json(FILE *f, const struct fin_recov *r);     /* one JSON object */
-void fin_recov_pcf(FILE *f);                                 /* 41000024/26/27/28 */
+void fin_recov_pcf(FILE *f);                                 /* 41000024, 41000026-29 */
 /* value of event 41000028 for these flags: 1 same, 2 different, 3 not reached, 0 none */
 unsigned fin_recov_verified(uint32_t flags);
 /* fin_kinds.c: the access kind of each sample (41000035). FIN_KIND_NEAR: smaller

@@ -156,7 +156,8 @@ static void emit_sample(struct fin_ctx *c, struct fin_out *o, struct fin_stream 
             out_ev(o, HM_EV_SAMPLE_SCALE, weight);      /* the block stands for weight blocks */
     }
     p->n_samples[cls]++;
-    fin_recov_count(&p->recov, flags, cls);
+    uint64_t ic = fin_recov_iclass(x);
+    fin_recov_count(&p->recov, flags, ic, cls);
     p->w_samples[cls] += x->weight;
     uint32_t fid, lid;
     fin_sample_code(c, p, x->ip, &fid, &lid);
@@ -164,9 +165,11 @@ static void emit_sample(struct fin_ctx *c, struct fin_out *o, struct fin_stream 
     out_ev(o, HM_EV_SAMPLE_LINE, lid);
     out_ev(o, HM_EV_SAMPLE_WEIGHT, x->weight);
     out_ev(o, HM_EV_SAMPLE_CLASS, cls);
-    int rule = fin_recov_rule(flags);
+    int rule = fin_recov_rule(flags, ic);
     if (rule != FR_DIRECT)
         out_ev(o, HM_EV_SAMPLE_RECOVERED, (uint64_t)rule);
+    if (rule == FR_PRODUCER)
+        out_ev(o, HM_EV_SAMPLE_PRODUCER, HMS_BEHIND_DIST(ic));
     if (rule == FR_AHEAD) {
         out_ev(o, HM_EV_SAMPLE_LOOKAHEAD, (flags >> HMS_LOOK_SHIFT) & 15);
         if (fin_recov_verified(flags))

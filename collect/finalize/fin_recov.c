@@ -1,6 +1,6 @@
 /* fin_recov.c — where the software sampler's addresses came from, and why the rest
  * have none: the counts behind trace.summary.json's "address_recovery" and the
- * labels of events 41000024/41000026/41000027 (docs/formats.md §2 and §3). */
+ * labels of events 41000024/41000026-41000029 (docs/formats.md §2 and §3). */
 #include "fin.h"
 
 #include <string.h>
@@ -23,20 +23,33 @@ static const char *const g_look[HMS_LOOK_N] = {
     "none_in_window", "unreadable",
 };
 
+/* enum hms_behind as JSON keys (0, not tried, and 1, recovered, are never keys) */
+static const char *const g_behind[HMS_BEHIND_N] = {
+    "not_tried", "recovered", "ambiguous", "branch", "register_written", "chase", "no_load",
+    "two_loads", "undecoded", "access_unknown", "branch_target",
+};
+
 /* the address classes' keys, by enum fin_class (the values of 41000023) */
 static const char *const g_cls[] = { HM_SAMPLE_CLASS_VALUES(KEY_AT) };
 
-int fin_recov_rule(uint32_t flags)
+uint64_t fin_recov_iclass(const struct hmr_sample *x)
+{
+    return x->h.kind == HMS_SRC_SOFT ? x->iclass : 0;
+}
+
+int fin_recov_rule(uint32_t flags, uint64_t iclass)
 {
     return (flags & HMS_BREAKPOINT) ? FR_BREAKPOINT : (flags & HMS_AHEAD) ? FR_AHEAD
            : (flags & HMS_ADDR_OK) && flags >> HMS_WHY_SHIFT == HMS_WHY_STRING ? FR_STRING
+           : (flags & HMS_ADDR_OK) && HMS_BEHIND_OF(iclass) == HMS_BEHIND_OK ? FR_PRODUCER
            : FR_DIRECT;
 }
 
-void fin_recov_count(struct fin_recov *r, uint32_t flags, int cls)
+void fin_recov_count(struct fin_recov *r, uint32_t flags, uint64_t iclass, int cls)
 {
     unsigned why = flags >> HMS_WHY_SHIFT, look = (flags >> HMS_LOOK_SHIFT) & 15;
-    int rule = fin_recov_rule(flags);
+    unsigned behind = HMS_BEHIND_OF(iclass);
+    int rule = fin_recov_rule(flags, iclass);
     why = why < HMS_WHY_N ? why : HMS_WHY_N;
     if (cls != FC_NOADDR && cls >= FC_HEAP && cls <= FC_UNKNOWN)
         r->by_rule[rule][cls - FC_HEAP]++;
@@ -47,6 +60,8 @@ void fin_recov_count(struct fin_recov *r, uint32_t flags, int cls)
     r->before[why ? why : HMS_WHY_N]++;
     if (rule == FR_AHEAD)
         r->distance[look]++;
+    if (rule == FR_PRODUCER)
+        r->pdistance[HMS_BEHIND_DIST(iclass)]++;
     if (fin_recov_verified(flags))
         r->verified[fin_recov_verified(flags) - 1]++;
     if (cls != FC_NOADDR)
@@ -54,6 +69,8 @@ void fin_recov_count(struct fin_recov *r, uint32_t flags, int cls)
     r->after[why ? why : HMS_WHY_N]++;
     if (look < HMS_LOOK_N)
         r->refused[look]++;
+    if (behind > HMS_BEHIND_OK && behind < HMS_BEHIND_N)
+        r->prefused[behind]++;
 }
 
 unsigned fin_recov_verified(uint32_t flags)
@@ -88,6 +105,18 @@ static void counts(FILE *f, const char *name, const uint64_t *v, int from, int n
     fputc('}', f);
 }
 
+/* "name": [n0, n1, ...] up to the last nonzero count (16 at most), and ", " */
+static void distances(FILE *f, const char *name, const uint64_t *v)
+{
+    int last = 15;
+    while (last > 0 && !v[last])
+        last--;
+    fprintf(f, "\"%s\": [", name);
+    for (int i = 0; i <= last; i++)
+        fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)v[i]);
+    fputs("], ", f);
+}
+
 void fin_recov_json(FILE *f, const struct fin_recov *r)
 {
     static const char *const rules[FR_N] = {
@@ -98,18 +127,15 @@ void fin_recov_json(FILE *f, const struct fin_recov *r)
         counts(f, rules[k], r->by_rule[k], 0, 4, g_cls + FC_HEAP);
         fputs(", ", f);
     }
-    int last = 15;
-    while (last > 0 && !r->distance[last])
-        last--;
-    fputs("\"lookahead_distance\": [", f);
-    for (int i = 0; i <= last; i++)
-        fprintf(f, "%s%llu", i ? ", " : "", (unsigned long long)r->distance[i]);
-    fputs("], ", f);
+    distances(f, "lookahead_distance", r->distance);
+    distances(f, "producer_distance", r->pdistance);
     counts(f, "before", r->before, 1, HMS_WHY_N + 1, g_why);
     fputs(", ", f);
     counts(f, "after", r->after, 1, HMS_WHY_N + 1, g_why);
     fputs(", ", f);
     counts(f, "lookahead_refused", r->refused, 0, HMS_LOOK_N, g_look);
+    fputs(", ", f);
+    counts(f, "producer_refused", r->prefused, HMS_BEHIND_OK + 1, HMS_BEHIND_N, g_behind);
     static const char *const verified[] = { HM_SAMPLE_VERIFIED_VALUES(KEY_AT) };
     uint64_t checked = 0;
     for (int v = 1; v <= HM_SAMPLE_VERIFIED_MAX; v++)
@@ -136,6 +162,8 @@ void fin_recov_pcf(FILE *f)
     fprintf(f, "\n\nEVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_LOOKAHEAD)
                "    hmtune look-ahead distance (instructions "
                "from the interrupted one to the access)\n\n\n"
+               "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_PRODUCER)
+               "    hmtune producer load: instructions from the load to the sampled one\n\n\n"
                "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_VERIFIED)
                "    hmtune look-ahead address checked by breakpoint\n");
     fin_pcf_values(f, g_verified_pcf, FIN_NVALUES(g_verified_pcf), HM_SAMPLE_VERIFIED_MAX, " ");

@@ -182,7 +182,13 @@ def shown_form(sites: SiteTable, form: str) -> str:
 def _print_summary(scan: Scan, sites: SiteTable, split: Split | None, form: str,
                    sampler: str, out: Path, elapsed: float, lookahead: bool) -> None:
     from hmtune.analyze.sites import unplaced_weight
-    from hmtune.analyze.sites_io import KIND_COLUMN, KIND_STATIC, describe_kinds, kind_weights
+    from hmtune.analyze.sites_io import (
+        KIND_COLUMN,
+        KIND_STATIC,
+        describe_kinds,
+        kind_weights,
+        no_address_weights,
+    )
 
     kinds = dict(zip(sites.column("site_id"), sites.column(KIND_COLUMN), strict=True))
     nstatic = sum(1 for k in kinds.values() if k == KIND_STATIC)
@@ -195,6 +201,9 @@ def _print_summary(scan: Scan, sites: SiteTable, split: Split | None, form: str,
         _say(f"{scan.lookahead_samples} samples have an address from the look ahead (the "
              "next access after an instruction without one), counted without it; "
              "--lookahead attributes them")
+    if scan.producer_samples:
+        _say(f"{scan.producer_samples} samples have the address of the load their instruction "
+             "(one without memory operand) waited for, counted as direct ones")
     sampled = [r for r in sites.rows if r.get("sampled_blocks")]
     if sampled:
         blocks = sum(int(r["sampled_blocks"]) for r in sampled)
@@ -222,6 +231,12 @@ def _print_summary(scan: Scan, sites: SiteTable, split: Split | None, form: str,
     by_kind = kind_weights(scan.meta)
     if total > 0 and by_kind is not None:
         _say(f"sampled weight by access kind: {describe_kinds(by_kind, total)}")
+    unaddressed = no_address_weights(scan.meta)
+    if total > 0 and unaddressed is not None and sum(unaddressed) > 0:
+        compute, memory = (100.0 * w / total for w in unaddressed)
+        _say(f"sampled weight without an address: compute {compute:.1f}% (instructions "
+             f"without memory operand, no load address behind them), other {memory:.1f}% "
+             "(accesses whose address is unknown, time in system calls)")
     faults = scan.faults
     if faults > 0:
         from hmtune.analyze.sites_io import KIND_COLUMN, KIND_STATIC

@@ -87,6 +87,12 @@ class Scan:
         """Samples with a look-ahead address (0 for scans from before it existed)."""
         return int(self.meta.get("lookahead_samples", 0))
 
+    @property
+    def producer_samples(self) -> int:
+        """Samples with the address of the load their instruction (one without memory
+        operand) consumed: attributed like direct ones (0 for scans from before)."""
+        return int(self.meta.get("producer_samples", 0))
+
     def kind_samples(self, kind: int) -> int | None:
         """Samples of access kind `kind` (a value of 41000035); None for a scan from
         before the kinds."""

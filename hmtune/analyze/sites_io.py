@@ -80,6 +80,19 @@ def kind_weights(meta: dict[str, object]) -> dict[str, float] | None:
     return out if sum(out.values()) > 0 else None
 
 
+def no_address_weights(meta: dict[str, object]) -> tuple[float, float] | None:
+    """The sampled weight without a data address from scan.json, split: compute (access
+    kind compute: the sampled instruction had no memory operand, and no load it
+    consumed gave one) and memory (an access whose address is unknown). None when the
+    scanner counted no classes or kinds."""
+    cw, kw = meta.get("class_weight"), meta.get("kind_weight")
+    if not isinstance(cw, dict) or not isinstance(kw, dict):
+        return None
+    none = float(cw.get(str(ev.HM_SAMPLE_CLASS_NO_ADDRESS), 0))
+    compute = min(none, float(kw.get(str(ev.HM_ACCESS_KIND_COMPUTE), 0)))
+    return compute, none - compute
+
+
 def describe_kinds(weights: dict[str, float], total: float) -> str:
     """`streaming 40.1%, scattered 30.0%, ...` (shares of the sampled weight total)."""
     return ", ".join(f"{ACCESS_KIND_WORDS[k]} {100 * weights[k] / total:.1f}%"

@@ -69,6 +69,8 @@ HM_EV_SAMPLE_WHY: Final = 41000026
 HM_EV_SAMPLE_LOOKAHEAD: Final = 41000027
 # hmtune: look ahead checked by breakpoint (values in trace_values.tsv)
 HM_EV_SAMPLE_VERIFIED: Final = 41000028
+# hmtune: producer load: instructions from the load to the sampled one
+HM_EV_SAMPLE_PRODUCER: Final = 41000029
 # hmtune: sampled minor page fault: faulting data address
 HM_EV_FAULT_ADDR: Final = 41000030
 # hmtune: page faults the fault sample stands for
@@ -120,6 +122,7 @@ ALL: Final[dict[str, int]] = {
     "HM_EV_SAMPLE_WHY": HM_EV_SAMPLE_WHY,
     "HM_EV_SAMPLE_LOOKAHEAD": HM_EV_SAMPLE_LOOKAHEAD,
     "HM_EV_SAMPLE_VERIFIED": HM_EV_SAMPLE_VERIFIED,
+    "HM_EV_SAMPLE_PRODUCER": HM_EV_SAMPLE_PRODUCER,
     "HM_EV_FAULT_ADDR": HM_EV_FAULT_ADDR,
     "HM_EV_FAULT_COUNT": HM_EV_FAULT_COUNT,
     "HM_EV_FAULT_OBJECT": HM_EV_FAULT_OBJECT,
@@ -380,15 +383,18 @@ HM_SAMPLE_CLASS_KEYS: Final[dict[int, str]] = {
 HM_SAMPLE_RECOVERED_BREAKPOINT: Final = 1
 HM_SAMPLE_RECOVERED_LOOKAHEAD: Final = 2
 HM_SAMPLE_RECOVERED_STRING: Final = 3
+HM_SAMPLE_RECOVERED_PRODUCER: Final = 4
 HM_SAMPLE_RECOVERED_LABELS: Final[dict[int, str]] = {
     HM_SAMPLE_RECOVERED_BREAKPOINT: "Execute breakpoint",
     HM_SAMPLE_RECOVERED_LOOKAHEAD: "Look ahead (the next access from the interrupted instruction)",
     HM_SAMPLE_RECOVERED_STRING: "String instruction (its pointer's step undone)",
+    HM_SAMPLE_RECOVERED_PRODUCER: "Producer load (the load the sampled instruction consumed)",
 }
 HM_SAMPLE_RECOVERED_KEYS: Final[dict[int, str]] = {
     HM_SAMPLE_RECOVERED_BREAKPOINT: "breakpoint",
     HM_SAMPLE_RECOVERED_LOOKAHEAD: "lookahead",
     HM_SAMPLE_RECOVERED_STRING: "string",
+    HM_SAMPLE_RECOVERED_PRODUCER: "producer",
 }
 """HM_SAMPLE_RECOVERED_LABELS: value -> .pcf label; HM_SAMPLE_RECOVERED_KEYS: value -> key."""
 

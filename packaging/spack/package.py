@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="e5105b6bc426a82d20cb9f094aa09813066c90ac47a3a7d643e9013c65897351")
+    version("0.1.0", sha256="c0e8b3129c61e91c6b717850d4d4e1ae1d5379fb2027898bb33eb8a0297b5d8b")
 
     variant(
         "memkind",

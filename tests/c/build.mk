@@ -30,13 +30,19 @@ $(TEST_C_DIR)/test_perf: $(ROOT)/tests/c/test_perf.c $(HMC_PERF_SRC) $(COMMON_SR
 	$(CC) $(TEST_C_CFLAGS) -o $@ $< $(HMC_PERF_SRC) $(COMMON_SRC) -lunwind -ldl $(LDSAN)
 
 # The software sampler's address decoder on hand-assembled instructions.
-HMC_DEC_SRC := $(ROOT)/collect/hmc_decode.c $(ROOT)/collect/hmc_insn.c $(ROOT)/collect/hmc_stride.c
+HMC_DEC_SRC := $(ROOT)/collect/hmc_decode.c $(ROOT)/collect/hmc_insn.c $(ROOT)/collect/hmc_behind.c \
+               $(ROOT)/collect/hmc_stride.c
 $(TEST_C_DIR)/test_decode: $(ROOT)/tests/c/test_decode.c $(HMC_DEC_SRC) $(COMMON_SRC) $(HMC_LIB_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_C_CFLAGS) -o $@ $< $(HMC_DEC_SRC) $(COMMON_SRC) -lcapstone -lunwind -ldl $(LDSAN)
 
 # The decoder's strided-access class on hand-assembled loops (collect/hmc_stride.c).
 $(TEST_C_DIR)/test_stride: $(ROOT)/tests/c/test_stride.c $(HMC_DEC_SRC) $(COMMON_SRC) $(HMC_LIB_HDR)
+	@mkdir -p $(@D)
+	$(CC) $(TEST_C_CFLAGS) -o $@ $< $(HMC_DEC_SRC) $(COMMON_SRC) -lcapstone -lunwind -ldl $(LDSAN)
+
+# The producer-load rule (collect/hmc_behind.c) on hand-assembled instruction sequences.
+$(TEST_C_DIR)/test_behind: $(ROOT)/tests/c/test_behind.c $(HMC_DEC_SRC) $(COMMON_SRC) $(HMC_LIB_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_C_CFLAGS) -o $@ $< $(HMC_DEC_SRC) $(COMMON_SRC) -lcapstone -lunwind -ldl $(LDSAN)
 
@@ -172,7 +178,8 @@ $(TEST_C_DIR)/test_hmalloc: $(ROOT)/tests/c/test_hmalloc.c $(ROOT)/tests/c/hmall
 	  -DHMT_EXIT_PLUGIN='"$(EXIT_PLUGIN_SO)"' -o $@ $< $(LDSAN)
 
 TEST_C_BINS := $(TEST_C_DIR)/test_util $(TEST_C_DIR)/test_options $(TEST_C_DIR)/test_core $(TEST_C_DIR)/test_perf \
-               $(TEST_C_DIR)/test_decode $(TEST_C_DIR)/test_stride $(TEST_C_DIR)/test_placement \
+               $(TEST_C_DIR)/test_decode $(TEST_C_DIR)/test_stride $(TEST_C_DIR)/test_behind \
+               $(TEST_C_DIR)/test_placement \
                $(PRVSCAN_TESTS)
 TEST_C_BINS += $(TEST_C_DIR)/test_backend $(TEST_C_DIR)/test_keep $(TEST_C_DIR)/test_static
 TEST_C_BINS += $(TEST_C_DIR)/test_arena

@@ -87,6 +87,12 @@ $(TP_OUTDIR)/compute_hot: $(TP_SRCDIR)/compute_hot.c $(TP_DEPS)
 	@mkdir -p $(@D)
 	$(CC) -std=gnu11 -O2 -g $(WARN) -o $@ $<
 
+# The software sampler's producer-load rule: -O2, as compute_hot.
+TP_BINS += $(TP_OUTDIR)/consume_hot
+$(TP_OUTDIR)/consume_hot: $(TP_SRCDIR)/consume_hot.c $(TP_DEPS)
+	@mkdir -p $(@D)
+	$(CC) -std=gnu11 -O2 -g $(WARN) -o $@ $<
+
 # profile.csv: a large array whose hot loop touches a window of it (-O1, the default).
 TP_BINS += $(TP_OUTDIR)/window_hot
 $(TP_OUTDIR)/window_hot: $(TP_SRCDIR)/window_hot.c $(TP_DEPS)

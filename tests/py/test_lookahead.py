@@ -128,7 +128,8 @@ def test_look_ahead_recovers_the_hot_array(tmp_path: Path) -> None:
     rec, n = s_on["address_recovery"], s_on["samples"]
     assert sum(rec["after"].values()) == n["no_address"]
     assert sum(rec["lookahead"].values()) == len(recovered) == sum(rec["lookahead_distance"])
-    gained = sum(sum(rec[k].values()) for k in ("lookahead", "breakpoint", "string"))
+    gained = sum(sum(rec.get(k, {}).values())
+                 for k in ("lookahead", "breakpoint", "string", "producer"))
     assert sum(rec["before"].values()) == sum(rec["after"].values()) + gained
 
 

@@ -55,6 +55,7 @@ class Sample:
     scale: int = 0          # 41000041: blocks the object stands for (small-call sampling)
     kind: int = 0           # 41000035: access kind (1 streaming ... 4 compute), 0 none
     insn: int = 0           # 41000036: the accessing instruction's class bits
+    producer: int | None = None  # 41000029: producer-load distance (41000024 = 4), else None
 
 
 @dataclass
@@ -164,7 +165,10 @@ def load(prv: Path) -> Trace:
                                     ev.get(hev.HM_EV_SAMPLE_VERIFIED, 0),
                                     ev.get(hev.HM_EV_SAMPLE_SCALE, 0),
                                     ev.get(hev.HM_EV_ACCESS_KIND, 0),
-                                    ev.get(hev.HM_EV_ACCESS_INSN, 0)))
+                                    ev.get(hev.HM_EV_ACCESS_INSN, 0),
+                                    ev.get(hev.HM_EV_SAMPLE_PRODUCER)
+                                    if ev.get(hev.HM_EV_SAMPLE_RECOVERED)
+                                    == hev.HM_SAMPLE_RECOVERED_PRODUCER else None))
         kind = ev.get(hev.HM_EV_CALL_KIND)
         if kind:
             assert key not in open_calls, f"nested call at line {rec.lineno}"
