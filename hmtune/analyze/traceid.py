@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import re
+import shutil
 import zlib
 from pathlib import Path
 
@@ -97,12 +98,25 @@ DERIVED = ("sites.csv", "allocs.csv", "profile.csv", "placement.txt", "report.tx
            "capacity_curve.csv", "capacity_curve.png", "calibration.json")
 
 
+# Directories of results derived from a trace (hmtune compare, explore, report), known
+# by a file hmtune writes in each; they record no trace id: a new trace makes any there
+# stale (they measured or showed the placements of the trace before it).
+DERIVED_DIRS = {"compare": ("config.json", "runs.csv"), "explore": ("config.json", "runs.csv"),
+                "report": ("report.md",)}
+
+
 def stale_outputs(directory: Path, new_id: str | None) -> list[Path]:
     """The derived outputs in directory that hmtune wrote and that do not record
-    new_id (made from an earlier trace, or by a hmtune that recorded no id)."""
+    new_id (made from an earlier trace, or by a hmtune that recorded no id), then the
+    result directories of DERIVED_DIRS there."""
     found = [directory / n for n in DERIVED
              if (directory / n).is_file() and written_by_hmtune(directory / n)]
-    return [p for p in found if new_id is None or recorded_id(p) != new_id]
+    files = [p for p in found if new_id is None or recorded_id(p) != new_id]
+    return files + [directory / d for d in DERIVED_DIRS if _results_dir(directory / d)]
+
+
+def _results_dir(d: Path) -> bool:
+    return d.is_dir() and any((d / m).is_file() for m in DERIVED_DIRS.get(d.name, ()))
 
 
 def move_aside(files: list[Path], directory: Path) -> tuple[list[Path], list[Path]]:
@@ -119,10 +133,13 @@ def move_aside(files: list[Path], directory: Path) -> tuple[list[Path], list[Pat
         return moved, list(files)
     for f in files:
         target = dest / f.name
-        if target.exists() and not (target.is_file() and written_by_hmtune(target)):
+        ours = (target.is_file() and written_by_hmtune(target)) or _results_dir(target)
+        if target.exists() and not ours:
             left.append(f)
             continue
         try:
+            if target.is_dir():
+                shutil.rmtree(target)     # an older trace's, set aside before
             f.replace(target)
             moved.append(f)
         except OSError:

@@ -136,14 +136,16 @@ def prepare(args: argparse.Namespace, what: str) -> Setup:
         probe.unlink()
     except OSError as e:
         raise Failure(f"cannot write to {work}: {e.strerror}", 2) from None
-    machine = Path(args.machine) if args.machine else \
-        host_machine(work, args.reserve_hugepages, who)
-    if not machine.is_file():
+    # this host's tiers go to machine.toml only once open_runs has found the runs
+    # there of this configuration (a refusal leaves it as it was): read from HOST_NEW
+    machine = Path(args.machine) if args.machine else work / "machine.toml"
+    source = machine if args.machine else host_machine(work, args.reserve_hugepages, who)
+    if not source.is_file():
         raise Failure(f"--machine {machine}: no such file", 2)
     from hmtune.advisor.tiers import load_machine
 
     try:
-        tiers = load_machine(machine).tiers
+        tiers = load_machine(source).tiers
     except ValueError as e:
         raise Failure(f"--machine: {e}", 2) from None
     mems = capacities(args, sites)
@@ -216,8 +218,10 @@ def open_runs(setup: Setup, what: str, force: bool) -> measure.Rows:
                           "not comparable with new ones; add --force to measure "
                           "again", 2)
         if old != setup.config:
-            raise Failure(f"{runs_path} holds runs of another configuration "
-                          f"({old}); add --force to start over", 2)
+            (setup.work / HOST_NEW).unlink(missing_ok=True)
+            raise Failure(f"{runs_path} holds runs of another configuration: "
+                          f"{config_difference(old, setup.config)}; add --force to start "
+                          "over (or -o another directory)", 2)
     if force:
         runs_path.unlink(missing_ok=True)
         for old in [*work_files(setup.work, "run.*.log"), *work_files(setup.work, "stats.*.json"),
@@ -230,8 +234,35 @@ def open_runs(setup: Setup, what: str, force: bool) -> measure.Rows:
     except (OSError, ValueError, KeyError) as e:
         raise Failure(f"{runs_path} cannot be read ({e}); add --force to measure "
                       "again", 2) from None
+    new_host = setup.work / HOST_NEW
+    if new_host.is_file():
+        new_host.replace(setup.work / "machine.toml")
     cfg_path.write_text(json.dumps(setup.config, indent=1) + "\n")
     return rows
+
+
+HOST_NEW = "machine.toml.new"      # this host's tiers, until open_runs keeps them
+_CONFIG_NAMES = {"app": "the application command", "machine": "the machine file",
+                 "tiers": "the tiers", "mem": "the fast tier's capacity", "fom": "--fom",
+                 "runs_format": "the runs' format"}
+
+
+def config_difference(old: object, new: dict[str, object]) -> str:
+    """What differs between a directory's config.json and this run's, in words."""
+    if not isinstance(old, dict):
+        return "its config.json cannot be read"
+    parts = []
+    for k in sorted(set(old) | set(new), key=lambda k: list(new).index(k) if k in new else 99):
+        if old.get(k) != new.get(k):
+            parts.append(f"{_CONFIG_NAMES.get(k, k)} was {_short(old.get(k))}, "
+                         f"now {_short(new.get(k))}")
+    return "; ".join(parts) or "its config.json differs"
+
+
+def _short(v: object) -> str:
+    """A config value in a sentence: lists as space-joined words, at most 80 characters."""
+    text = "none" if v is None else " ".join(map(str, v)) if isinstance(v, list) else str(v)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def work_files(work: Path, pattern: str) -> list[Path]:
@@ -243,7 +274,8 @@ def host_machine(work: Path, reserve: bool, who: str) -> Path:
     """Without --machine: this host's fast tier by the rule `hmtune advise --mem` and
     `hmtune machine` follow (hmtune/advisor/machinefile.py choose: hugepages when the
     pool has free pages or this user can reserve some), written to work/machine.toml
-    (left as it is when unchanged) and said on stderr. Hugepages with an empty pool and
+    (left as it is when unchanged; first as work/HOST_NEW, which open_runs makes
+    machine.toml) and said on stderr. Hugepages with an empty pool and
     no --reserve-hugepages would measure nothing: refused, saying to give it."""
     from hmtune.advisor.host import HostError, detect, env_root
     from hmtune.advisor.machinefile import choose, machine_toml
@@ -260,13 +292,16 @@ def host_machine(work: Path, reserve: bool, who: str) -> Path:
                       "the pool has no free page: give --reserve-hugepages to reserve what "
                       "the runs need for the measurement (as root), or --machine "
                       "FILE.toml for another tier", 2)
-    path = work / "machine.toml"
+    path, final = work / HOST_NEW, work / "machine.toml"
     try:
-        if not path.is_file() or path.read_text() != text:
+        if final.is_file() and final.read_text() == text:
+            path.unlink(missing_ok=True)
+            path = final                  # unchanged: left as it is
+        else:
             write_atomic(path, text)
     except OSError as e:
         raise Failure(f"cannot write {path}: {e.strerror or e}", 2) from None
-    print(f"{who}: {choice.why} (this host, {path}; --machine FILE.toml for another)",
+    print(f"{who}: {choice.why} (this host, {final}; --machine FILE.toml for another)",
           file=sys.stderr)
     return path
 

@@ -207,3 +207,27 @@ def test_run_stats_on_a_fifo_is_refused_without_blocking(tmp_path: Path) -> None
                        capture_output=True, timeout=60)
     assert (r.returncode, r.stdout) == (2, b"")
     assert stat.S_ISFIFO(fifo.stat().st_mode)
+
+
+@pytest.mark.skipif(not (PROGRAMS / "echo_io").exists(), reason="test programs not built")
+def test_a_new_trace_moves_the_old_results_directories_aside(tmp_path: Path) -> None:
+    """compare/, explore/ and report/ measured or showed the previous trace's
+    placements: a new trace moves them to DIR/stale/ too (replacing an older trace's
+    set aside there), so `make report` never shows them beside the new sites; a
+    directory of the same name hmtune did not write stays."""
+    d = tmp_path / "out"
+    assert trace(d, str(PROGRAMS / "echo_io")).returncode == 7
+    for name, marker in (("compare", "runs.csv"), ("report", "report.md")):
+        (d / name).mkdir()
+        (d / name / marker).write_text(f"{name} of the first trace\n")
+    (d / "explore").mkdir()
+    (d / "explore" / "mine.txt").write_text("not hmtune's\n")
+    assert trace(d, str(PROGRAMS / "crash"), "exit3").returncode == 3
+    assert not (d / "compare").exists() and not (d / "report").exists()
+    assert (d / "stale" / "compare" / "runs.csv").read_text() == "compare of the first trace\n"
+    assert (d / "stale" / "report" / "report.md").read_text() == "report of the first trace\n"
+    assert (d / "explore" / "mine.txt").read_text() == "not hmtune's\n"
+    (d / "compare").mkdir()
+    (d / "compare" / "runs.csv").write_text("compare of the second trace\n")
+    assert trace(d, str(PROGRAMS / "crash"), "exit3").returncode == 3
+    assert (d / "stale" / "compare" / "runs.csv").read_text() == "compare of the second trace\n"
