@@ -19,7 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hmtune.advisor.notes import estimate_notes, first_touch_notes, too_large, too_large_notes
+from hmtune.advisor.notes import (
+    estimate_notes,
+    first_touch_notes,
+    partial_trace_notes,
+    too_large,
+    too_large_notes,
+)
 from hmtune.core.errors import Failure
 from hmtune.core.units import fraction, human
 
@@ -428,7 +434,8 @@ def run(args: argparse.Namespace) -> int:
         raise Failure(str(e), 1) from None
     # --mem alone took this host's own tier: only a machine file's tiers need checking
     notes = [*machine.notes, *(_tier_warnings(machine) if args.machine else []),
-             *sites.notes, *_trace_check(sites_path, sites.meta, allocs)]
+             *sites.notes, *_trace_check(sites_path, sites.meta, allocs),
+             *partial_trace_notes(sites_path)]
     nprocs = allocs.attrs.get("nprocs") if allocs is not None else None
     node_procs, nnodes = _node_processes(sites_path, sites.meta)
     tiers, tier_notes = per_process(machine, nprocs, node_procs, nnodes)

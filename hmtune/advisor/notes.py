@@ -5,6 +5,8 @@ advise prints them; report.txt keeps them)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:                   # pandas loads only when advise runs
@@ -84,3 +86,17 @@ def first_touch_notes(sites: Sites, tiers: list[Tier], faults: np.ndarray | None
                 f"'{sites.meta.get('sampler', '?')}' latency cycles, which the ns of a page "
                 f"fault do not convert to: the first-touch gains of {which} are not counted"]
     return []
+
+
+def partial_trace_notes(sites_csv: Path) -> list[str]:
+    """A note when the trace next to sites.csv is partial: its application was
+    interrupted or killed (trace.summary.json's `app_end`, written by hmtune trace)."""
+    try:
+        end = json.loads((sites_csv.parent / "trace.summary.json").read_text()).get("app_end")
+    except (OSError, ValueError, AttributeError):
+        return []
+    if not isinstance(end, dict) or not end.get("partial"):
+        return []
+    return [f"the trace is partial: its application {end.get('how', 'did not finish')}, so the "
+            "sites, their weights and lifetimes are those of the part that ran; trace a whole "
+            "run to advise on all of it"]

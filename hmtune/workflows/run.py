@@ -22,7 +22,9 @@ import math
 import os
 import re
 import shlex
+import signal
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -334,6 +336,35 @@ def unplaceable(pf: PlacementFile, environ: dict[str, str], nprocs: int = 1) -> 
     return out
 
 
+def _say_stale(stats: Path, before: dict[Path, tuple[int, int] | None],
+               planned: list[Path] | None, rc: int) -> None:
+    """Statistics files of an earlier run that this one did not replace (it ended
+    before the library's exit: interrupted, killed, exec'ed away): kept, and said."""
+    fresh = set(runstats.fresh_stats(stats, before, planned).values())
+    old = [f for f in (planned if planned is not None else list(before))
+           if f in before and before[f] is not None and f not in fresh
+           and runstats.is_hmalloc_stats(f)]
+    if not old:
+        return
+    how = f"ended by {signal.Signals(-rc).name}" if rc < 0 else f"exited with {rc}"
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(old[0].stat().st_mtime))
+    _say(f"the run {how} before writing its statistics: {', '.join(str(f) for f in old)} "
+         f"still hold{'s' if len(old) == 1 else ''} the previous run's (from {when}), kept "
+         "as they were")
+
+
+def _other_program(pf: PlacementFile, program: Path | None) -> str | None:
+    """Why the placement is not for this program (its `program` line names another
+    executable than the ELF the command runs), None when it may be."""
+    if not pf.program or program is None or elf.program_headers(program) is None:
+        return None
+    try:
+        same = os.path.samefile(pf.program, program)
+    except OSError:
+        same = False
+    return None if same else f"the placement was made for {pf.program}, not {program}"
+
+
 def run(args: argparse.Namespace) -> int:
     app = launch.app_command(args.app)
     if not app:
@@ -350,6 +381,10 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else paths.default_out(app[0])
     placement = Path(args.placement) if args.placement else out / "placement.txt"
     pf = load_placement(placement)
+    other = _other_program(pf, program)
+    if other:                   # the library would refuse it: before any pool is reserved
+        raise Failure(f"{other}: trace, analyze and advise this program, or give --placement "
+                      "with its placement", 2)
     launcher = shlex.split(args.mpirun) if args.mpirun else []
     nprocs = (launcher_processes(launcher) if launcher else 1) or 1
     # a tier that cannot place anything here: refused before anything runs (after the
@@ -384,11 +419,8 @@ def run(args: argparse.Namespace) -> int:
         raise Failure(why, 2)
     try:
         stats.parent.mkdir(parents=True, exist_ok=True)
-        # a crashed run must not look fresh: remove the earlier statistics this run
-        # replaces, and only those (never a file hmtune did not write)
-        for old in (planned if planned is not None else runstats.stats_files(stats).values()):
-            if runstats.is_hmalloc_stats(old):
-                old.unlink()
+        # the earlier statistics stay until the library renames new ones over them at
+        # exit; a run that ends before (interrupted, killed) leaves them, and says so
         app_env["HMTUNE_STATS"] = str(stats)
     except OSError as e:
         _say(f"cannot write statistics to {stats.parent} ({e.strerror or e}); running "
@@ -420,6 +452,8 @@ def run(args: argparse.Namespace) -> int:
         for line in dead:
             _say(f"warning: {line}; running anyway (--allow-unplaced)")
         rc = launch.run_foreground(cmd, env, "run")
+        if "HMTUNE_STATS" in app_env:
+            _say_stale(stats, before, planned, rc)
         if not args.quiet and "HMTUNE_STATS" in app_env:
             files = runstats.fresh_stats(stats, before, planned)
             if aggregate:

@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -200,10 +201,49 @@ def run(args: argparse.Namespace) -> int:
     if summary is None:
         print(f"hmtune trace: no trace written in {out} (see the message above)", file=sys.stderr)
     else:
+        end = record_end(out / "trace.summary.json", summary, rc)
         set_aside_stale(out)
         if not args.quiet:
             print_summary(summary, out, wall)
+        if end["partial"]:
+            print(f"hmtune trace: the application {end['how']}: the trace is partial (up to "
+                  "where it stopped); hmtune advise will say so", file=sys.stderr)
     return launch.exit_like(rc)
+
+
+# Signals by which a user or a batch system stops a run (the rest: a crash)
+_STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGKILL, signal.SIGQUIT)
+
+
+def app_end(rc: int) -> dict[str, object]:
+    """How the traced command ended (Popen's status: -SIG for a signal; a launcher such
+    as mpirun reports its ranks' SIGINT as 128 + 2): its status, the signal's name, and
+    whether the trace is partial (stopped or killed by a signal)."""
+    sig = -rc if rc < 0 else rc - 128 if 128 < rc <= 128 + 64 else 0
+    try:
+        name = signal.Signals(sig).name if sig else None
+    except ValueError:
+        name = None
+    if name is None:
+        return {"status": rc, "signal": None, "partial": False, "how": f"exited with {rc}"}
+    stopped = sig in _STOPS
+    how = (f"was interrupted ({name})" if stopped else f"was killed by {name}") + \
+        ("" if rc < 0 else f" (status {rc})")
+    return {"status": rc, "signal": name, "partial": True, "how": how}
+
+
+def record_end(path: Path, summary: dict, rc: int) -> dict[str, object]:
+    """Add how the application ended to trace.summary.json (`app_end`)."""
+    from hmtune.core.files import write_atomic
+
+    end = app_end(rc)
+    summary["app_end"] = end
+    try:
+        write_atomic(path, json.dumps(summary, indent=1) + "\n")
+    except OSError as e:
+        print(f"hmtune trace: warning: cannot record how the application ended in {path}: "
+              f"{e.strerror or e}", file=sys.stderr)
+    return end
 
 
 def set_aside_stale(out: Path) -> None:

@@ -200,10 +200,13 @@ def test_exit_status_and_crash(programs: Programs, tmp_path: Path) -> None:
     fast = tier(stats(tmp_path))
     assert fast["placed_blocks"] == 2 and fast["placed_bytes"] == 300000
     assert fast["freed_blocks"] == 0 and fast["used_bytes_at_exit"] >= 300000
-    # a crash: the same signal, and no statistics (not the previous run's file either)
+    # a crash: the same signal, and no new statistics: the previous run's file is kept
+    # as it was until a run completes one, and the run says so
+    before = (tmp_path / "run-stats.json").read_bytes()
     r = hmtune_run(tmp_path, app("crash", "segv"), "-q", "--placement", str(pl))
     assert r.returncode == -signal.SIGSEGV
-    assert not (tmp_path / "run-stats.json").exists()
+    assert (tmp_path / "run-stats.json").read_bytes() == before
+    assert b"previous run" in r.stderr
 
 
 # ---- --stats: only the files this run writes, never the user's ----
