@@ -38,8 +38,8 @@ from hmtune.advisor.placement import (
     format_placement,
     frames,
     static_line,
-    traced_program,
 )
+from hmtune.advisor.program_line import traced_program
 from hmtune.advisor.report import (
     Curve,
     curve_csv,
