@@ -36,8 +36,9 @@ scaled, like a whole static's, by the share of its bytes in the pages libhmalloc
 move there (hmtune.advisor.model.static_fraction over the piece's extent: exact on 4 KiB
 pages; on 2 MiB pages, whose boundaries depend on the load address, its expected share
 (L - 2 MiB) / L). That loses a page per piece where libhmalloc loses one per run of
-adjacent placed pieces, so on 2 MiB tiers a static is cut into fewer, longer pieces
-(one per 8 units or so, at least 2), which keeps the undervaluation small.
+adjacent placed pieces, so on 2 MiB tiers a static is split only when the tier cannot
+hold it whole (whole, its value is exact), into fewer, longer pieces (one per 16 units
+or so, at least 2), which keeps the undervaluation small.
 
 Splitting needs one limited tier (a site's ranges go to one tier, the rest to the
 fallback); with more, sites are placed whole and a note says so.
@@ -202,9 +203,12 @@ def expand(problem: Problem, sites: Sites, profile: pd.DataFrame, gran: int,
     statics = problem.statics if problem.statics is not None else np.zeros(problem.n, bool)
     mxs = problem.max_sizes.astype(np.int64)
     nbs = -(-mxs // unit)
-    cand = np.flatnonzero((hi > lo) & (nbs >= 2) & (problem.weights > 0))
-    # a static's pieces on 2 MiB pages each lose a page: fewer, longer ones there
+    # a static's pieces on 2 MiB pages each lose a page: fewer, longer ones there, and
+    # only for a static the tier cannot hold whole (whole, it is valued exactly)
     coarse = static_granularity(tier) > granularity.SMALL_PAGE
+    assert tier.capacity is not None
+    whole_fits = statics & coarse & (mxs <= int(tier.capacity))
+    cand = np.flatnonzero((hi > lo) & (nbs >= 2) & (problem.weights > 0) & ~whole_fits)
     src_l, u_l, v_l, fw_l, smp_l = [], [], [], [], []
     for i in cand.tolist():
         nb = int(nbs[i])
@@ -214,16 +218,16 @@ def expand(problem: Problem, sites: Sites, profile: pd.DataFrame, gran: int,
         wsum = float(w.sum())
         if wsum <= 0:
             continue
+        most = max_ranges if not (statics[i] and coarse) else max(2, min(max_ranges, nb // 16))
         if flat_counts(zip(p_off[sl].tolist(), p_n[sl].tolist(), strict=True),
                        int(mxs[i])) is True:
-            u, v, fw = _flat_pieces(nb, int(mxs[i]), unit, max_ranges)
+            u, v, fw = _flat_pieces(nb, int(mxs[i]), unit, most)
             src_l.append(np.full(u.size, i, np.int64))
             u_l.append(u)
             v_l.append(v)
             fw_l.append(fw)
             smp_l.append(fw * float(p_n[sl].sum()))
             continue
-        most = max_ranges if not (statics[i] and coarse) else max(2, min(max_ranges, nb // 8))
         u, v = segment_bounds(w, most)
         if u.size < 2:
             continue
