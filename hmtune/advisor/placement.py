@@ -49,6 +49,22 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hmtune.advisor.placement_ranges import (
+    BAD_SPLIT,
+    BAD_STATIC_SPLIT,
+    NUMBER_MAX,
+    RANGE_ALIGN,
+    format_ranges,
+    parse_ranges,
+    ranges_problem,
+)
+from hmtune.advisor.placement_ranges import (
+    MAX_RANGES as MAX_RANGES,  # the grammar's limits, re-exported
+)
+from hmtune.advisor.placement_ranges import (
+    RANGE_END_MAX as RANGE_END_MAX,
+)
+from hmtune.advisor.placement_ranges import dec as _dec
 from hmtune.advisor.tiers import backend_problem
 from hmtune.core.files import write_atomic
 from hmtune.core.sitekey import FRAME, MAX_FRAMES, OFFSET_LIMIT, WS, frames
@@ -64,10 +80,6 @@ LINE_MAX = 65536               # HMI_LINE_MAX: bytes in a line, without its line
 MAX_TIERS = 16                 # HMI_MAX_TIER_LINES: tier lines
 INPUT_MAX = 0xFFFFFFFE         # HMI_INPUT_MAX: bytes in the file
 PROGRAM_MAX = 4095             # HMI_PROGRAM_MAX: bytes in the program path
-NUMBER_MAX = (1 << 64) - 1     # capacities, depth, size-window
-MAX_RANGES = 64                # HMI_MAX_RANGES: ranges of a split line
-RANGE_ALIGN = 4096             # HMI_RANGE_ALIGN: range starts and ends are multiples of it
-RANGE_END_MAX = 1 << 48        # HMI_RANGE_END_MAX: range ends at most this
 
 _WS = WS                                    # hmi_is_ws: str.strip()'s white space in ASCII
 _WSC = re.escape(_WS)
@@ -75,17 +87,11 @@ _BREAK = re.compile(r"\r\n|[\n\r\x0b\x0c\x1c-\x1e]")   # str.splitlines()'s in A
 _VERSION_LINE = re.compile(rf"# hmtune placement v([0-9]+)[{_WSC}]*")
 _FRAME = FRAME                              # the site key's frame (hmtune.core.sitekey)
 _TIER_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-_DIGITS = re.compile(r"[0-9]+")
 _COMMENT = re.compile(rf"[{_WSC}]#")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")   # not in a comment
 _UNWRITABLE = re.compile(r"[\x00\n\r\x0b\x0c\x1c-\x1e]")      # not in any field
 BAD_CHAIN = "is not module+0xHEX frames joined by ' > '"
 BAD_STATIC = "expected 'static TIER SIZE module+0xHEX' (SIZE 1 or more, the object below 2^48)"
-BAD_STATIC_SPLIT = ("expected 'static-split TIER SIZE START-END[,START-END...] module+0xHEX': "
-                    "byte offsets in the object, multiples of 4096, START < END <= SIZE "
-                    "rounded up to 4096, increasing and not touching")
-BAD_SPLIT = ("expected 'split TIER START-END[,START-END...] CHAIN': byte offsets, multiples "
-             "of 4096, START < END <= 2^48, increasing and not touching")
 # The longest chain a site line holds with any tier name (1-64 bytes) and no comment;
 # the longest frame a static line holds with any tier name and size (20 digits).
 CHAIN_MAX = LINE_MAX - len("site ") - 64 - 1
@@ -267,56 +273,6 @@ def program_ok(path: str) -> bool:
     raw = _bytes(path)
     return (raw is not None and raw == raw.strip(_WS) and not _UNWRITABLE.search(raw)
             and _program_problem(raw) is None)
-
-
-def ranges_problem(ranges: Iterable[tuple[int, int]], end_max: int = RANGE_END_MAX,
-                   bad: str = BAD_SPLIT) -> str | None:
-    """Why a split (or static-split) line cannot carry ranges (the readers refuse them),
-    or None: 1 to MAX_RANGES (start, end) pairs, multiples of RANGE_ALIGN, start < end
-    <= end_max, each starting after the previous one's end."""
-    rs = list(ranges)
-    if not rs:
-        return "a split line needs at least one range"
-    if len(rs) > MAX_RANGES:
-        return f"split line has {len(rs)} ranges, more than {MAX_RANGES}"
-    prev = -1
-    for r in rs:
-        if (not isinstance(r, tuple) or len(r) != 2
-                or not all(isinstance(v, int) and not isinstance(v, bool) for v in r)):
-            return bad
-        a, b = r
-        if not (0 <= a < b <= end_max) or a % RANGE_ALIGN or b % RANGE_ALIGN or a <= prev:
-            return bad
-        prev = b
-    return None
-
-
-def format_ranges(ranges: Iterable[tuple[int, int]]) -> str:
-    """RANGES as a split line writes them: `START-END,START-END`."""
-    return ",".join(f"{a}-{b}" for a, b in ranges)
-
-
-def _parse_ranges(text: str, end_max: int = RANGE_END_MAX) -> tuple[tuple[int, int], ...] | None:
-    """A split line's RANGES field as the C reader takes it, or None."""
-    items = text.split(",")
-    if len(items) > MAX_RANGES:
-        return None
-    out = []
-    for item in items:
-        a, sep, b = item.partition("-")
-        lo, hi = _dec(a), _dec(b)
-        if not sep or lo is None or hi is None:
-            return None
-        out.append((lo, hi))
-    return tuple(out) if ranges_problem(out, end_max) is None else None
-
-
-def _dec(field: str) -> int | None:
-    """A decimal field the C reader takes (ASCII digits, at most 2^64 - 1), or None."""
-    if not _DIGITS.fullmatch(field):
-        return None
-    digits = field.lstrip("0") or "0"
-    return int(digits) if len(digits) <= 20 and int(digits) <= NUMBER_MAX else None
 
 
 def _clean(text: str) -> str:
@@ -583,7 +539,7 @@ def parse_placement_bytes(data: bytes, where: str = "<placement>") -> PlacementF
                 fail(f"split in undeclared tier {_text(tier)[:64]!r}")
             if tier == names[-1]:
                 fail(f"split in the fallback (last) tier {_text(tier)[:64]!r}")
-            ranges = _parse_ranges(ranges_text)
+            ranges = parse_ranges(ranges_text)
             if ranges is None:
                 fail(f"{BAD_SPLIT}: {_text(ranges_text)[:200]!r}")
             add_site("split", tier, chain, comment, ranges or (), lineno)
@@ -609,7 +565,7 @@ def parse_placement_bytes(data: bytes, where: str = "<placement>") -> PlacementF
                      f"{BAD_STATIC_SPLIT if split and problem == BAD_STATIC else problem}")
             ranges: tuple[tuple[int, int], ...] | None = ()
             if split:
-                ranges = _parse_ranges(ranges_text, -(-int(size or 0) // RANGE_ALIGN)
+                ranges = parse_ranges(ranges_text, -(-int(size or 0) // RANGE_ALIGN)
                                        * RANGE_ALIGN)
                 if ranges is None:
                     fail(f"{BAD_STATIC_SPLIT}: {_text(ranges_text)[:200]!r}")
