@@ -1,7 +1,8 @@
 """Parts of statics end to end (issue 43, item 3): tests/programs/static_half's 64 MiB
 .bss array whose first half is hot. Traced and analyzed, profile.csv has the static's
 rows, nearly all of their samples in the first half; advised with a fast tier of half
-the array, placement.txt has a `static-split` line with ranges in that half and the
+the array, placement.txt has a `static-split` line with ranges in that half (but for
+the cold units samples fell in) and the
 capacity curve rises before the whole array fits (no longer a step at 64 MiB); the
 re-run binds (numa:0) or remaps (hugetlb) exactly the whole pages inside those ranges,
 by the interposer's report and by the kernel's numa_maps/smaps, with the program's
@@ -108,8 +109,13 @@ def test_half_the_static_is_placed_by_ranges(stage: Path, tmp_path: Path) -> Non
     assert line.ranges, "placed whole in a tier of half its size"
     assert line.size == SIZE and line.frame == big_row(stage)["callstack_raw"].split(" [")[0]
     covered = sum(b - a for a, b in line.ranges)
-    assert all(b <= HALF for _, b in line.ranges), line.ranges       # the hot half only
-    assert 0.75 * HALF <= covered <= HALF
+    assert 0.75 * HALF <= covered <= HALF, line.ranges
+    # the hot half, but for the 2 MiB units of the cold half that samples fell in (an
+    # access of its fill or its one pass: they may outweigh a hot unit without samples)
+    prof = [r for r in rows(stage / "profile.csv") if r["site_id"] == big_row(stage)["site_id"]]
+    cold_units = {int(r["offset"]) // (2 * MIB) for r in prof if int(r["offset"]) >= HALF}
+    cold = sum(max(0, b - max(a, HALF)) for a, b in line.ranges)
+    assert cold <= 2 * MIB * len(cold_units), (line.ranges, cold_units)
     curve = rows(tmp_path / "capacity_curve.csv")
     share = {int(r["capacity_bytes"]): float(r["share_of_capturable"]) for r in curve}
     assert share[0] == 0.0
