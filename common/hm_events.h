@@ -47,6 +47,7 @@
 #define HM_EV_ACCESS_INSN      41000036  /* hmtune: software sampler: the accessing instruction's class, a sum of the bits in trace_values.tsv */
 #define HM_EV_CALL_SCALE       41000040  /* hmtune: small-call sampling: calls an allocation stands for */
 #define HM_EV_SAMPLE_SCALE     41000041  /* hmtune: small-call sampling: blocks the sampled object stands for */
+#define HM_EV_STATIC_OFFSET    41000042  /* hmtune: a sample in a static variable: its byte offset from the start of the object (32000007) */
 
 /* The code as a string literal: "6    " HM_EV_STR(HM_EV_CALL) "    ...". */
 #define HM_EV_STR_(x) #x

@@ -1,7 +1,8 @@
 # interpose/: the placement interposer (libhmalloc.so, DESIGN.md §6): a PIC core
 # archive (parser, matcher, backends) that tests link, and the preload library.
 HMI_DIR      := $(BUILD)/interpose
-HMI_CORE_SRC := $(ROOT)/interpose/hmi_placement.c $(ROOT)/interpose/hmi_fields.c
+HMI_CORE_SRC := $(ROOT)/interpose/hmi_placement.c $(ROOT)/interpose/hmi_placement_load.c \
+                $(ROOT)/interpose/hmi_fields.c
 HMI_CORE_HDR := $(ROOT)/interpose/hmi_placement.h $(ROOT)/interpose/hmi_fields.h
 # The site matcher: placement chains -> tier, with a per-thread cache (hmi_match.h).
 HMI_CORE_SRC += $(ROOT)/interpose/hmi_match.c

@@ -25,6 +25,9 @@
 #define BAD_STATIC "expected 'static TIER SIZE module+0xHEX' (SIZE 1 or more)"
 #define BAD_SPLIT "expected 'split TIER START-END[,START-END...] CHAIN': byte offsets, " \
                   "multiples of 4096, START < END <= 2^48, increasing and not touching"
+#define BAD_STATIC_SPLIT "expected 'static-split TIER SIZE START-END[,START-END...] " \
+                  "module+0xHEX': byte offsets in the object, multiples of 4096, START < " \
+                  "END <= SIZE rounded up to 4096, increasing and not touching"
 
 /* Open-addressing set of byte strings; slot holds key index + 1, 0 when empty. */
 struct strset {
@@ -344,81 +347,111 @@ static int do_site(struct parser *ps, struct span rest)
     return add_site(ps, ti, chain, NULL, 0);
 }
 
-/* `split TIER RANGES CHAIN` (v2 only): RANGES 1..HMI_MAX_RANGES comma-separated
- * START-END decimal byte offsets, multiples of HMI_RANGE_ALIGN, START < END <=
- * HMI_RANGE_END_MAX, each range starting after the previous one's end; TIER declared
- * and not the fallback (last) tier; CHAIN as a site line's. */
-static int do_split(struct parser *ps, struct span rest)
+/* RANGES: 1..HMI_MAX_RANGES comma-separated START-END decimal byte offsets, multiples
+ * of HMI_RANGE_ALIGN, START < END <= max, each range starting after the previous one's
+ * end; written to ps->ranges (not yet kept: the caller adds *n to ps->nranges). */
+static int parse_ranges(struct parser *ps, struct span rs, uint64_t max, const char *bad,
+                        uint32_t *n)
 {
-    struct hmi_placement *o = ps->out;
-    if (o->version < 2)
-        return fail(ps, "split lines need '# hmtune placement v2' as the first line", NONE);
-    const char *sp = memchr(rest.p, ' ', rest.n);
-    struct span tier = { rest.p, sp ? (size_t)(sp - rest.p) : rest.n };
-    struct span after = sp ? (struct span){ sp + 1, rest.n - tier.n - 1 } : NONE;
-    const char *sp2 = after.n ? memchr(after.p, ' ', after.n) : NULL;
-    struct span rs = { after.p, sp2 ? (size_t)(sp2 - after.p) : after.n };
-    struct span chain = strip(sp2 ? (struct span){ sp2 + 1, after.n - rs.n - 1 } : NONE);
-    size_t where;
-    uint32_t ti = set_find(&ps->tiers, tier, hm_fnv1a(tier.p, tier.n, FNV_SEED), &where);
-    if (ti == NOT_FOUND)
-        return fail(ps, "split in undeclared tier", tier);
-    if (ti + 1 == o->ntiers)
-        return fail(ps, "split in the fallback (last) tier", tier);
     struct hmi_range *r = ps->ranges + ps->nranges;
-    uint32_t n = 0;
     const char *p = rs.p, *end = rs.p + rs.n;
-    for (;;) {                         /* RANGES.split(","), each START-END */
+    for (*n = 0;;) {                   /* RANGES.split(","), each START-END */
         const char *q = p ? memchr(p, ',', (size_t)(end - p)) : NULL;
         struct span item = { p, (size_t)((q ? q : end) - p) };
         const char *dash = item.n ? memchr(item.p, '-', item.n) : NULL;
         uint64_t a, b;
-        if (n >= HMI_MAX_RANGES)
+        if (*n >= HMI_MAX_RANGES)
             return fail_at(ps, ps->lineno, "split line has more ranges than", NONE, 1,
                            HMI_MAX_RANGES);
         if (!dash || hmi_dec((struct span){ item.p, (size_t)(dash - item.p) }, &a) != 0 ||
             hmi_dec((struct span){ dash + 1, item.n - (size_t)(dash - item.p) - 1 }, &b) != 0 ||
-            a >= b || a % HMI_RANGE_ALIGN || b % HMI_RANGE_ALIGN || b > HMI_RANGE_END_MAX ||
-            (n && a <= r[n - 1].end))
-            return fail(ps, BAD_SPLIT, item);
-        r[n].start = a;
-        r[n].end = b;
-        n++;
+            a >= b || a % HMI_RANGE_ALIGN || b % HMI_RANGE_ALIGN || b > max ||
+            (*n && a <= r[*n - 1].end))
+            return fail(ps, bad, item);
+        r[*n].start = a;
+        r[*n].end = b;
+        (*n)++;
         if (!q)
-            break;
+            return 0;
         p = q + 1;
     }
-    if (add_site(ps, ti, chain, r, n))
+}
+
+/* The first field of s as *f, the rest (after one space) as the return value. */
+static struct span field1(struct span s, struct span *f)
+{
+    const char *sp = s.n ? memchr(s.p, ' ', s.n) : NULL;
+    *f = (struct span){ s.p, sp ? (size_t)(sp - s.p) : s.n };
+    return sp ? (struct span){ sp + 1, s.n - f->n - 1 } : NONE;
+}
+
+/* A tier of a split or static-split line: declared, and not the fallback (last). */
+static int split_tier(struct parser *ps, struct span tier, const char *what, uint32_t *ti)
+{
+    size_t where;
+    *ti = set_find(&ps->tiers, tier, hm_fnv1a(tier.p, tier.n, FNV_SEED), &where);
+    int split = strcmp(what, "split") == 0;
+    if (*ti == NOT_FOUND)
+        return fail(ps, split ? "split in undeclared tier" : "static-split in undeclared tier",
+                    tier);
+    if (*ti + 1 == ps->out->ntiers)
+        return fail(ps, split ? "split in the fallback (last) tier"
+                              : "static-split in the fallback (last) tier", tier);
+    return 0;
+}
+
+/* `split TIER RANGES CHAIN` (v2 only): RANGES as parse_ranges's, ends at most
+ * HMI_RANGE_END_MAX; TIER declared and not the fallback (last) tier; CHAIN as a site
+ * line's. */
+static int do_split(struct parser *ps, struct span rest)
+{
+    if (ps->out->version < 2)
+        return fail(ps, "split lines need '# hmtune placement v2' as the first line", NONE);
+    struct span tier, rs, chain;
+    chain = strip(field1(field1(rest, &tier), &rs));
+    uint32_t ti, n;
+    if (split_tier(ps, tier, "split", &ti) || parse_ranges(ps, rs, HMI_RANGE_END_MAX,
+                                                           BAD_SPLIT, &n))
+        return -1;
+    if (add_site(ps, ti, chain, ps->ranges + ps->nranges, n))
         return -1;
     ps->nranges += n;
     return 0;
 }
 
-/* `static TIER SIZE FRAME`: FRAME (one module+0xHEX frame, the rest of the line up to
- * a comment, stripped) at most once, SIZE >= 1 and the object below 2^48. */
-static int do_static(struct parser *ps, struct span rest)
+/* `static TIER SIZE FRAME`, and in v2 `static-split TIER SIZE RANGES FRAME` (TIER not
+ * the fallback; RANGES as parse_ranges's, ends at most SIZE rounded up to
+ * HMI_RANGE_ALIGN): FRAME (one module+0xHEX frame, the rest of the line up to a
+ * comment, stripped) at most once over both, SIZE >= 1 and the object below 2^48. */
+static int do_static(struct parser *ps, struct span rest, int split)
 {
     struct hmi_placement *o = ps->out;
-    const char *sp = memchr(rest.p, ' ', rest.n);
-    struct span tier = { rest.p, sp ? (size_t)(sp - rest.p) : rest.n };
-    struct span after = sp ? (struct span){ sp + 1, rest.n - tier.n - 1 } : NONE;
-    const char *sp2 = after.n ? memchr(after.p, ' ', after.n) : NULL;
-    struct span size = { after.p, sp2 ? (size_t)(sp2 - after.p) : after.n };
-    struct span frame = strip(sp2 ? (struct span){ sp2 + 1, after.n - size.n - 1 } : NONE);
-    struct span mod;
+    if (split && o->version < 2)
+        return fail(ps, "static-split lines need '# hmtune placement v2' as the first line",
+                    NONE);
+    struct span tier, size, rs = NONE, frame, mod;
+    frame = field1(field1(rest, &tier), &size);
+    if (split)
+        frame = field1(frame, &rs);
+    frame = strip(frame);
     uint64_t sz = 0, off = 0;
     size_t where;
-    uint32_t ti = set_find(&ps->tiers, tier, hm_fnv1a(tier.p, tier.n, FNV_SEED), &where);
-    if (ti == NOT_FOUND)
+    uint32_t ti = set_find(&ps->tiers, tier, hm_fnv1a(tier.p, tier.n, FNV_SEED), &where), n = 0;
+    if (!split && ti == NOT_FOUND)
         return fail(ps, "static in undeclared tier", tier);
+    if (split && split_tier(ps, tier, "static-split", &ti))
+        return -1;
     if (hmi_dec(size, &sz) != 0 || sz == 0 || !frame.n || memchr(frame.p, '#', frame.n) ||
         memmem(frame.p, frame.n, " > ", 3))
-        return fail(ps, BAD_STATIC, frame.n ? frame : size);
+        return fail(ps, split ? BAD_STATIC_SPLIT : BAD_STATIC, frame.n ? frame : size);
     int r = hmi_frame_parse(frame, &mod, &off);
     if (r == -1)
-        return fail(ps, BAD_STATIC, frame);
+        return fail(ps, split ? BAD_STATIC_SPLIT : BAD_STATIC, frame);
     if (r == -2 || sz > (1ull << HM_FRAME_MODSHIFT) - off)
         return fail(ps, "static object does not end below 2^48 (offset + size)", frame);
+    if (split && parse_ranges(ps, rs, (sz + HMI_RANGE_ALIGN - 1) / HMI_RANGE_ALIGN *
+                              HMI_RANGE_ALIGN, BAD_STATIC_SPLIT, &n))
+        return -1;
     uint64_t h = hm_fnv1a(frame.p, frame.n, FNV_SEED);
     uint32_t dup = set_find(&ps->objects, frame, h, &where);
     if (dup != NOT_FOUND)
@@ -432,6 +465,9 @@ static int do_static(struct parser *ps, struct span rest)
     s->module_len = (uint32_t)mod.n;
     s->offset = off;
     s->size = sz;
+    s->nranges = n;
+    s->ranges = n ? ps->ranges + ps->nranges : NULL;
+    ps->nranges += n;
     return 0;
 }
 
@@ -474,7 +510,9 @@ static int do_line(struct parser *ps, struct span raw)
     if (span_is(key, "split"))
         return do_split(ps, rest);
     if (span_is(key, "static"))
-        return do_static(ps, rest);
+        return do_static(ps, rest, 0);
+    if (span_is(key, "static-split"))
+        return do_static(ps, rest, 1);
     if (span_is(key, "program"))
         return do_program(ps, rest);
     if (span_is(key, "depth")) {
@@ -531,7 +569,7 @@ static int check_version(struct parser *ps, struct span l)
 
 /* Upper bounds for the arena: lines starting "tier", lines starting "site" or
  * "split", the '+' in the latter (every frame holds one), the '-' in split lines
- * (every range holds one), and lines starting "static". */
+ * and static(-split) lines (every range holds one), and lines starting "static". */
 static void prescan(const char *t, size_t len, size_t *nt, size_t *ns, size_t *np,
                     size_t *nst, size_t *nr)
 {
@@ -543,6 +581,8 @@ static void prescan(const char *t, size_t len, size_t *nt, size_t *ns, size_t *n
             (*nt)++;
         } else if (l.n >= 6 && memcmp(l.p, "static", 6) == 0) {
             (*nst)++;
+            for (const char *p = l.p; (p = memchr(p, '-', l.n - (size_t)(p - l.p))); p++)
+                (*nr)++;
         } else if ((l.n >= 4 && memcmp(l.p, "site", 4) == 0) ||
                    (l.n >= 5 && memcmp(l.p, "split", 5) == 0)) {
             (*ns)++;
@@ -649,78 +689,4 @@ void hmi_placement_free(struct hmi_placement *p)
     if (p->arena)
         munmap(p->arena, p->arena_size);
     memset(p, 0, sizeof *p);
-}
-
-static int load_fail(const char *path, const char *why, int e, char *err, size_t errlen)
-{
-    size_t k = 0;
-    if (err && errlen) {
-        errcat(err, errlen, &k, path, strlen(path));
-        errcat(err, errlen, &k, ": ", 2);
-        errcat(err, errlen, &k, why, strlen(why));
-        if (e) {
-            errcat(err, errlen, &k, " (errno ", 8);
-            errnum(err, errlen, &k, (uint64_t)e);
-            errcat(err, errlen, &k, ")", 1);
-        }
-    }
-    return -1;
-}
-
-/* O_NONBLOCK: opening a FIFO for reading blocks until a writer comes (fifo(7)), which
- * would hang the program in the library's constructor; a regular file ignores it. */
-int hmi_placement_load(const char *path, struct hmi_placement *out, char *err, size_t errlen)
-{
-    struct stat st;
-    size_t got = 0, cap, map;
-    int fd, rc;
-    memset(out, 0, sizeof *out);
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0)
-        return load_fail(path, "cannot open", errno, err, errlen);
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
-        close(fd);
-        return load_fail(path, "cannot stat", e, err, errlen);
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return load_fail(path, "not a regular file (a FIFO, device or directory)", 0, err,
-                         errlen);
-    }
-    if (st.st_size < 0 || (uint64_t)st.st_size > HMI_INPUT_MAX) {
-        close(fd);
-        return load_fail(path, "4 GiB - 1 bytes or more", 0, err, errlen);
-    }
-    cap = (size_t)st.st_size + 1;          /* one more byte notices a growing file */
-    map = (cap + 4095) & ~(size_t)4095;
-    char *buf = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (buf == MAP_FAILED) {
-        int e = errno;
-        close(fd);
-        return load_fail(path, "cannot mmap a read buffer", e, err, errlen);
-    }
-    while (got < cap) {
-        ssize_t r = read(fd, buf + got, cap - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            if (r < 0) {
-                int e = errno;
-                close(fd);
-                munmap(buf, map);
-                return load_fail(path, "read failed", e, err, errlen);
-            }
-            break;
-        }
-        got += (size_t)r;
-    }
-    close(fd);
-    if (got == cap) {
-        munmap(buf, map);
-        return load_fail(path, "changed size while being read", 0, err, errlen);
-    }
-    rc = hmi_placement_parse(buf, got, out, err, errlen);
-    munmap(buf, map);
-    return rc;
 }

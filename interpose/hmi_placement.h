@@ -69,7 +69,9 @@ struct hmi_site {
 };
 
 /* `static TIER SIZE MODULE+0xOFF`: a static variable of SIZE bytes at OFF from the
- * module's load base (offset + size <= 2^48). Its module is kept apart from the
+ * module's load base (offset + size <= 2^48); or (v2) `static-split TIER SIZE RANGES
+ * MODULE+0xOFF`: only the byte ranges RANGES of it (offsets from the object's start,
+ * ends at most SIZE rounded up to HMI_RANGE_ALIGN). Its module is kept apart from the
  * sites' (hmi_placement.modules): a static whose module is not loaded is skipped on
  * its own (hmi_static.c), it does not make the placement another program's. */
 struct hmi_static {
@@ -78,6 +80,8 @@ struct hmi_static {
     const char *module;     /* NUL-terminated copy of the module path */
     uint32_t module_len;
     uint64_t offset, size;
+    uint32_t nranges;       /* 0: a static line (the whole object) */
+    const struct hmi_range *ranges;
 };
 
 struct hmi_placement {

@@ -115,10 +115,28 @@ static const struct hmi_residency *static_residency(const struct hmi_placement *
     if (m == MAP_FAILED)
         return NULL;
     res = m;
-    for (uint32_t i = 0; i < n; i++)
-        if (r[i].state == HMI_STATIC_PLACED)
-            hmi_report_residency((int)pl->statics[i].tier, (void *)(uintptr_t)r[i].addr,
-                                 (size_t)r[i].len, &res[i]);
+    for (uint32_t i = 0; i < n; i++) {
+        if (r[i].state != HMI_STATIC_PLACED)
+            continue;
+        int t = (int)pl->statics[i].tier;
+        if (!r[i].nparts) {
+            hmi_report_residency(t, (void *)(uintptr_t)r[i].addr, (size_t)r[i].len, &res[i]);
+            continue;
+        }
+        for (uint32_t k = 0; k < r[i].nparts; k++) {    /* its placed ranges, as one */
+            struct hmi_residency one;
+            if (!r[i].part[k].len)
+                continue;
+            hmi_report_residency(t, (void *)(uintptr_t)r[i].part[k].addr,
+                                 (size_t)r[i].part[k].len, &one);
+            res[i].blocks_checked |= one.blocks_checked;
+            res[i].blocks_unchecked |= one.blocks_unchecked && !one.blocks_checked;
+            res[i].bytes_checked += one.bytes_checked;
+            res[i].bytes_intended += one.bytes_intended;
+            res[i].bytes_elsewhere += one.bytes_elsewhere;
+            res[i].bytes_absent += one.bytes_absent;
+        }
+    }
     return res;
 }
 
@@ -157,6 +175,8 @@ static void static_lines(struct out *o, const char *who, const struct hmi_placem
         }
         outf(o, "hmalloc%s:   static line %u -> %s: %s of its %s placed", who, s->line, tier,
              human(r[k].len, a, sizeof a), human(s->size, b, sizeof b));
+        if (r[k].nparts)
+            outf(o, " (%u of %u ranges)", r[k].nparts - r[k].parts_left, r[k].nparts);
         if (res && res[k].blocks_checked)
             outf(o, "; %s as intended, %s elsewhere, %s never touched",
                  human(res[k].bytes_intended, a, sizeof a),
@@ -236,8 +256,22 @@ static void static_json(struct out *o, const struct hmi_placement *pl,
              "\"address\": %llu, \"why\": \"", (unsigned long long)s->offset,
              (unsigned long long)s->size, placed ? "true" : "false",
              (unsigned long long)r[i].len, (unsigned long long)r[i].addr);
-        out_json_str(o, placed ? "" : r[i].why);
-        outf(o, "\", \"residency\": ");
+        out_json_str(o, placed && !r[i].parts_left ? "" : r[i].why);
+        outf(o, "\", ");
+        if (s->nranges) {       /* static-split: per range, what was placed where */
+            outf(o, "\"ranges\": [");
+            for (uint32_t k = 0; k < s->nranges; k++) {
+                const struct hmi_static_part *q = &r[i].part[k];
+                outf(o, "%s{\"start\": %llu, \"end\": %llu, \"address\": %llu, "
+                     "\"placed_bytes\": %llu}", k ? ", " : "",
+                     (unsigned long long)s->ranges[k].start,
+                     (unsigned long long)s->ranges[k].end,
+                     (unsigned long long)(k < r[i].nparts ? q->addr : 0),
+                     (unsigned long long)(k < r[i].nparts ? q->len : 0));
+            }
+            outf(o, "], ");
+        }
+        outf(o, "\"residency\": ");
         struct hmi_residency none = { 0 };
         out_residency(o, placed && res ? &res[i] : &none);
         outf(o, "}");

@@ -183,6 +183,41 @@ static int place_range(unsigned char *a, uint64_t len, const struct hmi_backend_
     return 0;
 }
 
+/* Place the whole pages of granule g inside [start + lo, start + hi) (offsets in the
+ * static s, hi <= its size): charged to the tier, then bound or remapped (read_only:
+ * refused, the range cannot take hugepages). 0 with the range placed in *addr, *len;
+ * -1 with why filled. */
+static int place_part(const struct hmi_static *s, uint64_t start, uint64_t lo, uint64_t hi,
+                      uint64_t g, const struct hmi_backend_policy *pol, const char *tier,
+                      int read_only, struct line *why, uint64_t *addr, uint64_t *len)
+{
+    uint64_t a = (start + lo + g - 1) & ~(g - 1), b = (start + hi) & ~(g - 1);
+    if (b <= a) {
+        put(why, g == PAGE_2M ? "no whole 2 MiB page inside the object"
+                              : "no whole 4 KiB page inside the object");
+        if (s->nranges)
+            put(why, "'s range");
+        return -1;
+    }
+    if (read_only) {
+        put(why, "read-only data: not remapped to hugepages");
+        return -1;
+    }
+    if (hmi_backend_charge(s->tier, b - a) != 0) {
+        put(why, "tier ");
+        put(why, tier);
+        put(why, " is full");
+        return -1;
+    }
+    if (place_range((unsigned char *)(uintptr_t)a, b - a, pol, why) != 0) {
+        hmi_backend_uncharge(s->tier, b - a);
+        return -1;
+    }
+    *addr = a;
+    *len = b - a;
+    return 0;
+}
+
 /* Check and place one static; 0 placed, -1 refused (r->why says why). */
 static int place_one(const struct hmi_placement *pl, const struct hmi_static *s, const char *exe,
                      struct hmi_static_result *r)
@@ -231,31 +266,37 @@ static int place_one(const struct hmi_placement *pl, const struct hmi_static *s,
         }
         return -1;
     }
+    int ro = pol.map_huge && (!(flags & PF_W) || relro);
     uint64_t g = hmi_static_granule(pol.kind, pol.map_huge);
-    uint64_t start = m.base + s->offset, end = start + s->size;
-    uint64_t a = (start + g - 1) & ~(g - 1), b = end & ~(g - 1);
-    if (b <= a) {
-        put(&why, g == PAGE_2M ? "no whole 2 MiB page inside the object"
-                               : "no whole 4 KiB page inside the object");
-        return -1;
+    uint64_t start = m.base + s->offset;
+    if (!s->nranges)
+        return place_part(s, start, 0, s->size, g, &pol, t->name, ro, &why, &r->addr, &r->len);
+    /* static-split: each range's whole pages inside the object, on their own */
+    r->nparts = s->nranges;
+    struct line first = { r->why, sizeof r->why, 0 };
+    char tmp[HMI_REASON_MAX];
+    for (uint32_t i = 0; i < s->nranges; i++) {
+        struct line w = { tmp, sizeof tmp, 0 };
+        uint64_t end = s->ranges[i].end < s->size ? s->ranges[i].end : s->size;
+        struct hmi_static_part *q = &r->part[i];
+        if (place_part(s, start, s->ranges[i].start, end, g, &pol, t->name, ro, &w, &q->addr,
+                       &q->len) != 0) {
+            q->addr = q->len = 0;
+            if (!r->parts_left++) {
+                put(&first, "range ");
+                put_u64(&first, s->ranges[i].start);
+                put(&first, "-");
+                put_u64(&first, s->ranges[i].end);
+                put(&first, ": ");
+                put(&first, tmp);
+            }
+            continue;
+        }
+        if (!r->len)
+            r->addr = q->addr;
+        r->len += q->len;
     }
-    if (pol.map_huge && (!(flags & PF_W) || relro)) {
-        put(&why, "read-only data: not remapped to hugepages");
-        return -1;
-    }
-    if (hmi_backend_charge(s->tier, b - a) != 0) {
-        put(&why, "tier ");
-        put(&why, t->name);
-        put(&why, " is full");
-        return -1;
-    }
-    if (place_range((unsigned char *)(uintptr_t)a, b - a, &pol, &why) != 0) {
-        hmi_backend_uncharge(s->tier, b - a);
-        return -1;
-    }
-    r->addr = a;
-    r->len = b - a;
-    return 0;
+    return r->len ? 0 : -1;
 }
 
 int hmi_static_place(const struct hmi_placement *pl, const char *exe, int warn)
@@ -276,7 +317,8 @@ int hmi_static_place(const struct hmi_placement *pl, const char *exe, int warn)
         const struct hmi_static *s = &pl->statics[i];
         struct hmi_static_result *r = &g_res[i];
         r->state = place_one(pl, s, exe, r) == 0 ? HMI_STATIC_PLACED : HMI_STATIC_REFUSED;
-        if (r->state == HMI_STATIC_PLACED || !warn || refused++ >= WARN_LINES)
+        int partly = r->state == HMI_STATIC_PLACED && r->parts_left;
+        if ((r->state == HMI_STATIC_PLACED && !partly) || !warn || refused++ >= WARN_LINES)
             continue;
         char msg[HMI_REASON_MAX + 4400];
         struct line l = { msg, sizeof msg, 0 };
@@ -288,7 +330,15 @@ int hmi_static_place(const struct hmi_placement *pl, const char *exe, int warn)
         put_hex(&l, s->offset);
         put(&l, " (");
         put_u64(&l, s->size);
-        put(&l, " bytes) left where it is: ");
+        if (partly) {
+            put(&l, " bytes): ");
+            put_u64(&l, r->parts_left);
+            put(&l, " of its ");
+            put_u64(&l, r->nparts);
+            put(&l, " ranges left where they are: ");
+        } else {
+            put(&l, " bytes) left where it is: ");
+        }
         put(&l, r->why);
         hm_log("hmalloc: ", msg, NULL);
     }
@@ -311,12 +361,20 @@ const struct hmi_static_result *hmi_static_results(uint32_t *n)
 
 int hmi_static_placed_at(uint64_t a, uint64_t *lo, uint64_t *hi)
 {
-    for (uint32_t i = 0; g_res && i < g_nres; i++)
-        if (g_res[i].state == HMI_STATIC_PLACED && a >= g_res[i].addr &&
-            a < g_res[i].addr + g_res[i].len) {
-            *lo = g_res[i].addr, *hi = g_res[i].addr + g_res[i].len;
+    for (uint32_t i = 0; g_res && i < g_nres; i++) {
+        const struct hmi_static_result *r = &g_res[i];
+        if (r->state != HMI_STATIC_PLACED)
+            continue;
+        if (!r->nparts && a >= r->addr && a < r->addr + r->len) {
+            *lo = r->addr, *hi = r->addr + r->len;
             return 1;
         }
+        for (uint32_t k = 0; k < r->nparts; k++)
+            if (r->part[k].len && a >= r->part[k].addr && a < r->part[k].addr + r->part[k].len) {
+                *lo = r->part[k].addr, *hi = r->part[k].addr + r->part[k].len;
+                return 1;
+            }
+    }
     return 0;
 }
 

@@ -12,6 +12,10 @@
  *                             reserves them before it replaces anything), and only in
  *                             a writable segment outside RELRO.
  *
+ * A static-split line's ranges are placed the same way each, by the whole pages
+ * inside both the range and the object (offsets from the object's start); a range
+ * that does not fit or whose mapping fails is left as it was, the others placed.
+ *
  * The pages at the object's ends that it shares with its neighbours stay where they
  * are. Each placed range is charged to its tier's capacity. A static is refused —
  * left as it is, one warning line, counted with its reason — when its tier cannot
@@ -35,11 +39,23 @@
 
 enum { HMI_STATIC_REFUSED = 0, HMI_STATIC_PLACED = 1 };
 
+/* What became of one range of a static-split line: the whole pages placed (len 0:
+ * none, the range left where it was). */
+struct hmi_static_part {
+    uint64_t addr, len;
+};
+
 /* What became of one static line. */
 struct hmi_static_result {
     int state;                      /* HMI_STATIC_* */
-    uint64_t addr, len;             /* the range placed: whole pages inside the object */
-    char why[HMI_REASON_MAX];       /* refused: why (one line, no newline) */
+    uint64_t addr, len;             /* the range placed: whole pages inside the object;
+                                       static-split: the first part placed, and the
+                                       bytes of all the parts placed */
+    char why[HMI_REASON_MAX];       /* refused: why (one line, no newline); static-split
+                                       placed: why the first range left was left */
+    uint32_t nparts;                /* static-split: its ranges (0: a static line) */
+    uint32_t parts_left;            /* static-split: ranges left where they were */
+    struct hmi_static_part part[HMI_MAX_RANGES];   /* per range, in its line's order */
 };
 
 /* Place every static of pl (the placement's tiers already opened with
@@ -52,7 +68,8 @@ int hmi_static_place(const struct hmi_placement *pl, const char *exe, int warn) 
 /* The results, one per pl->statics entry, in its order (NULL and 0 before
  * hmi_static_place). */
 const struct hmi_static_result *hmi_static_results(uint32_t *n) HM_HIDDEN;
-/* Whether address a is in the range of a placed static; then [*lo, *hi) is that range.
+/* Whether address a is in the range of a placed static (a placed part of a
+ * static-split's); then [*lo, *hi) is that range.
  * Lock-free (the results are written once, at start-up). */
 int hmi_static_placed_at(uint64_t a, uint64_t *lo, uint64_t *hi) HM_HIDDEN;
 

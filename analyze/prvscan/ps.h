@@ -248,10 +248,12 @@ struct ps_sample {
     uint64_t addr, object, weight, latency, hit, cls, recovered;
     uint64_t scale;          /* 41000041: blocks the object it fell in stands for */
     uint64_t kind;           /* 41000035: the access kind */
+    uint64_t soff;           /* 41000042: bytes from the start of its static variable */
     int is_store;
 };
 enum { PS_SA_ADDR = 1, PS_SA_OBJ = 2, PS_SA_W = 4, PS_SA_LAT = 8, PS_SA_HIT = 16,
-       PS_SA_CLS = 32, PS_SA_REC = 64, PS_SA_SCALE = 128, PS_SA_KIND = 256 };
+       PS_SA_CLS = 32, PS_SA_REC = 64, PS_SA_SCALE = 128, PS_SA_KIND = 256,
+       PS_SA_SOFF = 512 };
 /* Count a sample in group grp (its task and the site its address fell in; site 0
  * when unattributed); cls is its address class (41000023's values, 1-5). Its weight
  * counts scale times in the group (a block of small-call sampling stands for scale

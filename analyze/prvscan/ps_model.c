@@ -381,10 +381,15 @@ static uint32_t attribute(struct ps_model *m, struct task *tk, int has_obj, uint
 
 /* The sample's place in its group's block, for profile.csv: the block found by
  * address, else (the trace named the object) the live block at the address when it is
- * that object's; a sample of a site without such a block is counted as not placed. */
+ * that object's, else the offset the trace gives in a static (41000042); a sample of a
+ * site without such a block is counted as not placed. */
 static void profile_sample(struct ps_model *m, struct task *tk, const struct ps_sample *x,
                            uint32_t grp, int found, uint64_t start, uint64_t scale)
 {
+    if (!found && (x->seen & (PS_SA_SOFF | PS_SA_OBJ)) == (PS_SA_SOFF | PS_SA_OBJ)) {
+        ps_profile_add(m->prof, grp, x->soff, ps_sample_weight(x), scale);
+        return;
+    }
     if (!found) {
         if (!(x->seen & PS_SA_ADDR)) {
             ps_site_at(m->sites, grp)->prof_missed++;
@@ -420,7 +425,8 @@ static void sample_done(struct ps_model *m, struct thr *th, const struct ps_samp
             /* the look ahead's address is the next access, not the one the sampled
              * time was spent on: counted as it was before (docs/formats.md §4) */
             set_aside = *xs;
-            set_aside.seen = (xs->seen & ~(unsigned)(PS_SA_ADDR | PS_SA_OBJ | PS_SA_SCALE))
+            set_aside.seen = (xs->seen & ~(unsigned)(PS_SA_ADDR | PS_SA_OBJ | PS_SA_SCALE |
+                                                PS_SA_SOFF))
                              | PS_SA_CLS;
             set_aside.cls = HM_SAMPLE_CLASS_NO_ADDRESS;
             x = &set_aside;
@@ -565,6 +571,7 @@ static void group_samples(struct ps_model *m, struct thr *th)
         case HM_EV_SAMPLE_RECOVERED: SAMPLE_ATTR(PS_SA_REC, recovered); break;
         case HM_EV_SAMPLE_SCALE: SAMPLE_ATTR(PS_SA_SCALE, scale); break;
         case HM_EV_ACCESS_KIND: SAMPLE_ATTR(PS_SA_KIND, kind); break;
+        case HM_EV_STATIC_OFFSET: SAMPLE_ATTR(PS_SA_SOFF, soff); break;
         default: break;
         }
     }

@@ -161,8 +161,11 @@ uint32_t fin_live_take(struct fin_live *t, uint64_t ptr, int remove);   /* 0: no
  * weight in *weight when they are not NULL. */
 uint32_t fin_live_find(const struct fin_live *t, uint64_t addr, uint64_t *base,
                        uint64_t *weight);
-/* fin_objects.c: static variables, sampled instructions */
-uint32_t fin_static_object(struct fin_ctx *c, struct fin_proc *p, uint64_t addr);
+/* fin_objects.c: static variables, sampled instructions. fin_static_object: the id of
+ * the static holding addr (0: none), and where that object starts in the process in
+ * *start when start is not NULL. */
+uint32_t fin_static_object(struct fin_ctx *c, struct fin_proc *p, uint64_t addr,
+                           uint64_t *start);
 int fin_module_of(const struct fin_proc *p, uint64_t addr);          /* id or 0 */
 void fin_sample_code(struct fin_ctx *c, struct fin_proc *p, uint64_t ip, uint32_t *fid,
                      uint32_t *lid);

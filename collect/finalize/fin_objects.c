@@ -16,7 +16,8 @@ int fin_module_of(const struct fin_proc *p, uint64_t addr)
     return 0;
 }
 
-uint32_t fin_static_object(struct fin_ctx *c, struct fin_proc *p, uint64_t addr)
+uint32_t fin_static_object(struct fin_ctx *c, struct fin_proc *p, uint64_t addr,
+                           uint64_t *start)
 {
     int id = fin_module_of(p, addr);
     if (!id)
@@ -25,6 +26,8 @@ uint32_t fin_static_object(struct fin_ctx *c, struct fin_proc *p, uint64_t addr)
     const char *sym = fin_data_symbol(p->mod_path[id], off, &sym_off, &size);
     if (!sym)
         return 0;
+    if (start)
+        *start = p->mod_base[id] + sym_off;
     /* The key is the object's 41000010 label: where the symbol starts and how big it
      * is, what libhmalloc needs to find and check it (docs/formats.md §3); without an
      * ELF size, "[static]" alone. */

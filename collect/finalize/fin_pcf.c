@@ -124,7 +124,9 @@ int fin_write_pcf(struct fin_ctx *c, const char *path)
                "    hmtune page-fault samples lost by the kernel\n"
                "0    " HM_EV_STR(HM_EV_SAMPLE_SCALE)
                "    hmtune small-call sampling: blocks the sampled object "
-               "stands for\n\n\n"
+               "stands for\n"
+               "0    " HM_EV_STR(HM_EV_STATIC_OFFSET)
+               "    hmtune sampled address: bytes from the start of its static variable\n\n\n"
                "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_LEVEL)
                "    Sampled address memory level\n");
     fin_pcf_values(f, g_level, FIN_NVALUES(g_level), HM_SAMPLE_LEVEL_MAX, " ");

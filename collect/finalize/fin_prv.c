@@ -67,14 +67,16 @@ static int extrae_kind(int k)
 
 static uint64_t rel(const struct fin_ctx *c, uint64_t t) { return t > c->t_zero ? t - c->t_zero : 0; }
 
+/* The class of addr and the object holding it; *start: a static's start (where a
+ * static holds it, when start is not NULL). */
 static enum fin_class classify(struct fin_ctx *c, struct fin_proc *p, uint64_t addr,
-                               uint32_t *obj, uint64_t *weight)
+                               uint32_t *obj, uint64_t *weight, uint64_t *start)
 {
     *weight = 0;
     *obj = fin_live_find(p->live, addr, NULL, weight);
     if (*obj)
         return FC_HEAP;
-    *obj = fin_static_object(c, p, addr);
+    *obj = fin_static_object(c, p, addr, start);
     if (*obj)
         return FC_STATIC;
     for (size_t k = 0; k < p->nstreams; k++)
@@ -98,7 +100,7 @@ static void emit_fault(struct fin_ctx *c, struct fin_out *o, struct fin_proc *p,
     enum fin_class cls = FC_NOADDR;
     if (x->h.aux & HMS_ADDR_OK) {
         uint64_t scale;                 /* faults are not scaled: they are counted once */
-        cls = classify(c, p, x->addr, &obj, &scale);
+        cls = classify(c, p, x->addr, &obj, &scale, NULL);
         out_ev(o, HM_EV_FAULT_ADDR, x->addr);
         if (obj)
             out_ev(o, HM_EV_FAULT_OBJECT, obj);
@@ -135,13 +137,14 @@ static void emit_sample(struct fin_ctx *c, struct fin_out *o, struct fin_stream 
     enum fin_class cls = FC_NOADDR;
     if (c->planning) {                        /* the first pass: the address sequence */
         if (flags & HMS_ADDR_OK) {
-            classify(c, p, x->addr, &obj, &weight);
+            classify(c, p, x->addr, &obj, &weight, NULL);
             fin_kinds_observe(s->task, s->thread, obj, x->addr);
         }
         return;
     }
     if (flags & HMS_ADDR_OK) {
-        cls = classify(c, p, x->addr, &obj, &weight);
+        uint64_t start = 0;
+        cls = classify(c, p, x->addr, &obj, &weight, &start);
         out_ev(o, (flags & HMS_STORE) ? HM_EV_SAMPLE_STORE : HM_EV_SAMPLE_LOAD, x->addr);
         unsigned lvl = (flags >> HMS_LEVEL_SHIFT) & 0xff, hit = (flags >> HMS_HIT_SHIFT) & 3;
         if (lvl)
@@ -154,6 +157,8 @@ static void emit_sample(struct fin_ctx *c, struct fin_out *o, struct fin_stream 
             out_ev(o, HM_EV_SAMPLE_OBJECT, obj);
         if (weight)
             out_ev(o, HM_EV_SAMPLE_SCALE, weight);      /* the block stands for weight blocks */
+        if (cls == FC_STATIC)           /* where in the static: its start is per process */
+            out_ev(o, HM_EV_STATIC_OFFSET, x->addr - start);
     }
     p->n_samples[cls]++;
     uint64_t ic = fin_recov_iclass(x);

@@ -10,16 +10,16 @@ of the placed sites, so an interposer may skip the call-stack lookup outside it:
 the largest `max_size` (largest single request) of a placed site, MIN the smallest
 request of a placed site in allocs.csv — or 0 without allocs.csv, since sites.csv holds
 no smallest request. `peak_live_bytes` is not a request size and is not used for it.
-Placed static variables are `static` lines; they take no part in `depth` and
-`size-window`, which are about allocation calls. FlexMalloc's files cannot name a
-static variable: they are left out of them, with a note.
+Placed static variables are `static` lines (`static-split` for parts of one); they take
+no part in `depth` and `size-window`, which are about allocation calls. FlexMalloc's
+files cannot name a static variable: they are left out of them, with a note.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import ModuleType
 
@@ -38,8 +38,8 @@ from hmtune.advisor.placement import (
     format_placement,
     frames,
     static_line,
-    traced_program,
 )
+from hmtune.advisor.program_line import traced_program
 from hmtune.advisor.report import (
     Curve,
     curve_csv,
@@ -117,12 +117,15 @@ def _placement_file(sites: Sites, problem: Problem, placement: Placement,
         site_lines.append(SiteLine(problem.tiers[s.tier].name,
                                    str(table["callstack_raw"].iloc[s.row]), label, s.ranges))
     static_lines: list[StaticLine] = []
-    for i in placed_all[static[placed_all]]:
-        line = static_line(problem.tiers[int(placement.tier_of[i])].name,
-                           str(table["callstack_raw"].iloc[i]),
-                           f"{table['label'].iloc[i]} (site {int(table['site_id'].iloc[i])})")
+    static_tier = np.where(static, placement.tier_of, last)
+    for s in split.placed_sites(table, static_tier, last):
+        label = f"{s.label(table)} (site {s.parent_id})"
+        if s.ranges:                        # parts of it: a static-split line
+            label += f" {human(s.placed_bytes)} of {human(s.object_bytes)}"
+        line = static_line(problem.tiers[s.tier].name, str(table["callstack_raw"].iloc[s.row]),
+                           label)
         if line is not None:                # load_sites placed only well-formed ones
-            static_lines.append(line)
+            static_lines.append(replace(line, ranges=s.ranges))
     depth_of = [len(frames(c)) for c, s in zip(table["callstack_raw"], static, strict=True)
                 if not s]
     heap_index = np.cumsum(~static) - 1                 # row -> index into depth_of

@@ -27,7 +27,10 @@ v2 (`# hmtune placement v2`) adds `split TIER RANGES CHAIN`: of every object the
 site allocates, the byte ranges RANGES (`START-END,...`, offsets from the object's
 start, multiples of 4096, increasing, not touching) go to TIER and the rest to the
 fallback. In memory a split line is a SiteLine with `ranges`; the writer writes v2
-only when some site has ranges, so files without them stay v1 byte for byte.
+only when some site or static has ranges, so files without them stay v1 byte for byte.
+v2 also has `static-split TIER SIZE RANGES FRAME`: only the byte ranges RANGES of the
+static (offsets from its start, ends at most SIZE rounded up to 4096) go to TIER, a
+StaticLine with `ranges`.
 
 One grammar: the interposer's C reader (interpose/hmi_placement.c) refuses exactly what
 this reader refuses, limits included (the constants below are hmi_placement.h's), so
@@ -39,7 +42,6 @@ any other byte is an ordinary path byte (non-UTF-8 paths come back surrogate-esc
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -47,6 +49,22 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hmtune.advisor.placement_ranges import (
+    BAD_SPLIT,
+    BAD_STATIC_SPLIT,
+    NUMBER_MAX,
+    RANGE_ALIGN,
+    format_ranges,
+    parse_ranges,
+    ranges_problem,
+)
+from hmtune.advisor.placement_ranges import (
+    MAX_RANGES as MAX_RANGES,  # the grammar's limits, re-exported
+)
+from hmtune.advisor.placement_ranges import (
+    RANGE_END_MAX as RANGE_END_MAX,
+)
+from hmtune.advisor.placement_ranges import dec as _dec
 from hmtune.advisor.tiers import backend_problem
 from hmtune.core.files import write_atomic
 from hmtune.core.sitekey import FRAME, MAX_FRAMES, OFFSET_LIMIT, WS, frames
@@ -62,10 +80,6 @@ LINE_MAX = 65536               # HMI_LINE_MAX: bytes in a line, without its line
 MAX_TIERS = 16                 # HMI_MAX_TIER_LINES: tier lines
 INPUT_MAX = 0xFFFFFFFE         # HMI_INPUT_MAX: bytes in the file
 PROGRAM_MAX = 4095             # HMI_PROGRAM_MAX: bytes in the program path
-NUMBER_MAX = (1 << 64) - 1     # capacities, depth, size-window
-MAX_RANGES = 64                # HMI_MAX_RANGES: ranges of a split line
-RANGE_ALIGN = 4096             # HMI_RANGE_ALIGN: range starts and ends are multiples of it
-RANGE_END_MAX = 1 << 48        # HMI_RANGE_END_MAX: range ends at most this
 
 _WS = WS                                    # hmi_is_ws: str.strip()'s white space in ASCII
 _WSC = re.escape(_WS)
@@ -73,14 +87,11 @@ _BREAK = re.compile(r"\r\n|[\n\r\x0b\x0c\x1c-\x1e]")   # str.splitlines()'s in A
 _VERSION_LINE = re.compile(rf"# hmtune placement v([0-9]+)[{_WSC}]*")
 _FRAME = FRAME                              # the site key's frame (hmtune.core.sitekey)
 _TIER_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-_DIGITS = re.compile(r"[0-9]+")
 _COMMENT = re.compile(rf"[{_WSC}]#")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")   # not in a comment
 _UNWRITABLE = re.compile(r"[\x00\n\r\x0b\x0c\x1c-\x1e]")      # not in any field
 BAD_CHAIN = "is not module+0xHEX frames joined by ' > '"
 BAD_STATIC = "expected 'static TIER SIZE module+0xHEX' (SIZE 1 or more, the object below 2^48)"
-BAD_SPLIT = ("expected 'split TIER START-END[,START-END...] CHAIN': byte offsets, multiples "
-             "of 4096, START < END <= 2^48, increasing and not touching")
 # The longest chain a site line holds with any tier name (1-64 bytes) and no comment;
 # the longest frame a static line holds with any tier name and size (20 digits).
 CHAIN_MAX = LINE_MAX - len("site ") - 64 - 1
@@ -122,6 +133,16 @@ class StaticLine:
     frame: str                      # module+0xoffset
     size: int                       # bytes, the symbol's size
     comment: str = ""
+    ranges: tuple[tuple[int, int], ...] = ()    # v2 static-split: offsets in the object
+
+    @property
+    def keyword(self) -> str:
+        return "static-split" if self.ranges else "static"
+
+    @property
+    def range_end_max(self) -> int:
+        """The largest range end a static-split line of this static may have."""
+        return -(-self.size // RANGE_ALIGN) * RANGE_ALIGN
 
     @property
     def raw(self) -> str:
@@ -254,56 +275,6 @@ def program_ok(path: str) -> bool:
             and _program_problem(raw) is None)
 
 
-def ranges_problem(ranges: Iterable[tuple[int, int]]) -> str | None:
-    """Why a split line cannot carry ranges (the readers refuse them), or None: 1 to
-    MAX_RANGES (start, end) pairs, multiples of RANGE_ALIGN, start < end <=
-    RANGE_END_MAX, each starting after the previous one's end."""
-    rs = list(ranges)
-    if not rs:
-        return "a split line needs at least one range"
-    if len(rs) > MAX_RANGES:
-        return f"split line has {len(rs)} ranges, more than {MAX_RANGES}"
-    prev = -1
-    for r in rs:
-        if (not isinstance(r, tuple) or len(r) != 2
-                or not all(isinstance(v, int) and not isinstance(v, bool) for v in r)):
-            return BAD_SPLIT
-        a, b = r
-        if not (0 <= a < b <= RANGE_END_MAX) or a % RANGE_ALIGN or b % RANGE_ALIGN \
-                or a <= prev:
-            return BAD_SPLIT
-        prev = b
-    return None
-
-
-def format_ranges(ranges: Iterable[tuple[int, int]]) -> str:
-    """RANGES as a split line writes them: `START-END,START-END`."""
-    return ",".join(f"{a}-{b}" for a, b in ranges)
-
-
-def _parse_ranges(text: str) -> tuple[tuple[int, int], ...] | None:
-    """A split line's RANGES field as the C reader takes it, or None."""
-    items = text.split(",")
-    if len(items) > MAX_RANGES:
-        return None
-    out = []
-    for item in items:
-        a, sep, b = item.partition("-")
-        lo, hi = _dec(a), _dec(b)
-        if not sep or lo is None or hi is None:
-            return None
-        out.append((lo, hi))
-    return tuple(out) if ranges_problem(out) is None else None
-
-
-def _dec(field: str) -> int | None:
-    """A decimal field the C reader takes (ASCII digits, at most 2^64 - 1), or None."""
-    if not _DIGITS.fullmatch(field):
-        return None
-    digits = field.lstrip("0") or "0"
-    return int(digits) if len(digits) <= 20 and int(digits) <= NUMBER_MAX else None
-
-
 def _clean(text: str) -> str:
     """One line of printable text for a comment: control characters, NUL and line
     breaks become spaces, runs of white space one space; encodable as UTF-8."""
@@ -321,7 +292,7 @@ def format_placement(pf: PlacementFile) -> str:
     """The file's text. Refuses content the format cannot carry (ValueError); comments
     are cut so that every line fits the reader's LINE_MAX."""
     _check(pf, "<placement>")
-    out = [HEADER_SPLIT if any(s.ranges for s in pf.sites) else HEADER]
+    out = [HEADER_SPLIT if any(s.ranges for s in [*pf.sites, *pf.statics]) else HEADER]
     if pf.generated_by:
         out.append(_fit(f"# generated by: {_clean(pf.generated_by)}", LINE_MAX))
     if pf.program:
@@ -339,7 +310,9 @@ def format_placement(pf: PlacementFile) -> str:
         else:
             out.append(_with_comment(f"site {s.tier} {s.chain}", s.comment))
     for st in pf.statics:
-        out.append(_with_comment(f"static {st.tier} {st.size} {st.frame}", st.comment))
+        rs = f" {format_ranges(st.ranges)}" if st.ranges else ""
+        out.append(_with_comment(f"{st.keyword} {st.tier} {st.size}{rs} {st.frame}",
+                                 st.comment))
     for i, line in enumerate(out, 1):
         if len(line.encode("utf-8")) > LINE_MAX:
             raise PlacementFormatError(f"<placement>:{i}: line longer than {LINE_MAX} bytes")
@@ -350,51 +323,6 @@ def _with_comment(line: str, comment: str) -> str:
     room = LINE_MAX - len(line.encode("utf-8")) - len("   # ")
     text = _fit(_clean(comment), room)
     return f"{line}   # {text}" if text else line
-
-
-HELPER_SHARE = 0.05     # heap samples a program beside the traced one may have
-
-
-def traced_program(sites: Path, trace: str = "") -> str:
-    """The program whose allocations a trace holds, for the `program` line: the one
-    executable among the traced processes that allocated (the trace's summary,
-    NAME.summary.json next to the trace, or trace.summary.json next to sites.csv), or
-    when several did, the one whose processes hold all but HELPER_SHARE of their
-    sampled heap accesses (a script's shell and checksum tools beside its application);
-    "" when there is no summary (an Extrae trace), or several such programs (a
-    script that runs two), or a path the line cannot carry."""
-    names = ["trace.summary.json"]
-    if trace:
-        stem = Path(trace).name.removesuffix(".gz").removesuffix(".prv")
-        names.insert(0, f"{stem}.summary.json")
-    dirs = [sites.parent]
-    if trace and Path(trace).is_file():          # as analyze was given it
-        dirs.insert(0, Path(trace).parent)
-    for d in dirs:
-        for name in names:
-            try:
-                summary = json.loads((d / name).read_text())
-            except (OSError, ValueError):
-                continue
-            procs = summary.get("processes") if isinstance(summary, dict) else None
-            alloc = [p for p in procs or [] if isinstance(p, dict)
-                     and isinstance(p.get("allocs"), int) and p["allocs"] > 0]
-            exes = {p.get("exe") for p in alloc}
-            exe = exes.pop() if len(exes) == 1 else _dominant(alloc)
-            return exe if isinstance(exe, str) and program_ok(exe) else ""
-    return ""
-
-
-def _dominant(procs: list[dict]) -> object:
-    """The exe whose processes hold all but HELPER_SHARE of the heap samples, or None."""
-    heap: dict[object, int] = {}
-    for p in procs:
-        samples = p.get("samples")
-        n = samples.get("heap") if isinstance(samples, dict) else 0
-        heap[p.get("exe")] = heap.get(p.get("exe"), 0) + (n if isinstance(n, int) else 0)
-    total = sum(heap.values())
-    top = max(heap, key=lambda e: heap[e]) if heap else None
-    return top if total > 0 and heap[top] >= (1 - HELPER_SHARE) * total else None
 
 
 def write_placement(path: str | Path, pf: PlacementFile) -> None:
@@ -465,6 +393,14 @@ def _check(pf: PlacementFile, where: str, writing: bool = True) -> None:
         if st.frame in objects:
             fail(f"static object listed twice: {st.frame}")
         objects.add(st.frame)
+        if st.ranges or not isinstance(st.ranges, tuple):
+            why = (ranges_problem(st.ranges, st.range_end_max, BAD_STATIC_SPLIT)
+                   if isinstance(st.ranges, tuple) else BAD_STATIC_SPLIT)
+            if why:
+                fail(f"static-split {st.frame[:200]!r} size {st.size}: {why}")
+            if st.tier == names[-1]:
+                fail(f"static-split {st.frame[:200]!r} in the fallback (last) tier "
+                     f"{st.tier!r}")
 
 
 def read_placement(path: str | Path) -> PlacementFile:
@@ -603,23 +539,41 @@ def parse_placement_bytes(data: bytes, where: str = "<placement>") -> PlacementF
                 fail(f"split in undeclared tier {_text(tier)[:64]!r}")
             if tier == names[-1]:
                 fail(f"split in the fallback (last) tier {_text(tier)[:64]!r}")
-            ranges = _parse_ranges(ranges_text)
+            ranges = parse_ranges(ranges_text)
             if ranges is None:
                 fail(f"{BAD_SPLIT}: {_text(ranges_text)[:200]!r}")
             add_site("split", tier, chain, comment, ranges or (), lineno)
-        elif key == "static":
+        elif key in ("static", "static-split"):
+            split = key == "static-split"
+            if split and version < VERSION_SPLIT:
+                fail(f"static-split lines need '{HEADER_SPLIT}' as the first line")
             tier, _, rest2 = rest.partition(" ")
             size_text, _, frame = rest2.partition(" ")
+            ranges_text = ""
+            if split:
+                ranges_text, _, frame = frame.partition(" ")
             frame = frame.strip(_WS)
-            if tier not in {t.name for t in pf.tiers}:
-                fail(f"static in undeclared tier {_text(tier)[:64]!r}")
-            problem = _static_problem(_dec(size_text), frame)
+            names = [t.name for t in pf.tiers]
+            if tier not in names:
+                fail(f"{key} in undeclared tier {_text(tier)[:64]!r}")
+            if split and tier == names[-1]:
+                fail(f"static-split in the fallback (last) tier {_text(tier)[:64]!r}")
+            size = _dec(size_text)
+            problem = _static_problem(size, frame)
             if problem:
-                fail(f"static {_text(frame)[:200]!r}: {problem}")
+                fail(f"{key} {_text(frame)[:200]!r}: "
+                     f"{BAD_STATIC_SPLIT if split and problem == BAD_STATIC else problem}")
+            ranges: tuple[tuple[int, int], ...] | None = ()
+            if split:
+                ranges = parse_ranges(ranges_text, -(-int(size or 0) // RANGE_ALIGN)
+                                       * RANGE_ALIGN)
+                if ranges is None:
+                    fail(f"{BAD_STATIC_SPLIT}: {_text(ranges_text)[:200]!r}")
             if frame in objects:
                 fail(f"static object already listed at line {objects[frame]}")
             objects[frame] = lineno
-            pf.statics.append(StaticLine(tier, _text(frame), int(size_text), comment))
+            pf.statics.append(StaticLine(tier, _text(frame), int(size_text), comment,
+                                         ranges or ()))
         elif key == "program":
             path = rest.strip(_WS)
             problem = _program_problem(path)

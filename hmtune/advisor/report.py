@@ -134,9 +134,12 @@ def reach(sites: Sites, problem: Problem) -> Reach:
     static = (sites.table["kind"] == "static").to_numpy()
     w = problem.weights
     un = float(sites.unplaceable["weight"].sum())
+    # split sites and statics count once, not per piece
+    ids = sites.table["parent_id" if "parent_id" in sites.table.columns else "site_id"]
+    ids = ids.to_numpy()
     return Reach(float(w[~static].sum()) / total if total > 0 else 0.0,
                  float(w[static].sum()) / total if total > 0 else 0.0,
-                 int((~static).sum()), int(static.sum()),
+                 len(set(ids[~static].tolist())), len(set(ids[static].tolist())),
                  un / total if total > 0 else 0.0,
                  sites.split.describe() if sites.split is not None else "")
 

@@ -30,6 +30,16 @@ test) is cut into equal contiguous pieces weighted by their bytes instead, the e
 ones a millionth heavier: its sampled ranges would differ only by noise, and a strategy
 that takes part of it then takes one range from the object's start.
 
+Static variables are split the same way (placement.txt's `static-split` lines): their
+profile's offsets are from the object's start, and each piece's value in a tier is
+scaled, like a whole static's, by the share of its bytes in the pages libhmalloc will
+move there (hmtune.advisor.model.static_fraction over the piece's extent: exact on 4 KiB
+pages; on 2 MiB pages, whose boundaries depend on the load address, its expected share
+(L - 2 MiB) / L). That loses a page per piece where libhmalloc loses one per run of
+adjacent placed pieces, so on 2 MiB tiers a static is split only when the tier cannot
+hold it whole (whole, its value is exact), into fewer, longer pieces (one per 16 units
+or so, at least 2), which keeps the undervaluation small.
+
 Splitting needs one limited tier (a site's ranges go to one tier, the rest to the
 fallback); with more, sites are placed whole and a note says so.
 """
@@ -44,7 +54,15 @@ import pandas as pd
 
 from hmtune.advisor import granularity
 from hmtune.advisor.inputs import Sites
-from hmtune.advisor.model import MIB, PART_SCATTERED, Placement, Problem
+from hmtune.advisor.model import (
+    MIB,
+    PART_SCATTERED,
+    Placement,
+    Problem,
+    static_fraction,
+    static_granularity,
+)
+from hmtune.advisor.placement import static_line
 from hmtune.analyze.profile import flat_counts
 
 UNIT = 2 * MIB              # the smallest range a split places
@@ -176,8 +194,8 @@ def expand(problem: Problem, sites: Sites, profile: pd.DataFrame, gran: int,
            max_ranges: int = MAX_RANGES) -> Expanded:
     """Cut every splittable site of `problem` (aligned with sites.table) into pieces by
     profile rows (site_id, offset, weight, samples at `gran` bytes; ids as sites.csv's,
-    merged ids already renamed). Sites without profile rows, statics and sites whose
-    largest object is under two range units stay whole."""
+    merged ids already renamed). Sites and statics without profile rows, and those whose
+    largest object is under two range units, stay whole."""
     table = sites.table.reset_index(drop=True)
     base = table.assign(parent_id=table["site_id"].to_numpy(np.int64),
                         range_start=np.int64(-1), range_end=np.int64(-1))
@@ -202,7 +220,12 @@ def expand(problem: Problem, sites: Sites, profile: pd.DataFrame, gran: int,
     statics = problem.statics if problem.statics is not None else np.zeros(problem.n, bool)
     mxs = problem.max_sizes.astype(np.int64)
     nbs = -(-mxs // unit)
-    cand = np.flatnonzero(~statics & (hi > lo) & (nbs >= 2) & (problem.weights > 0))
+    # a static's pieces on 2 MiB pages each lose a page: fewer, longer ones there, and
+    # only for a static the tier cannot hold whole (whole, it is valued exactly)
+    coarse = static_granularity(tier) > granularity.SMALL_PAGE
+    assert tier.capacity is not None
+    whole_fits = statics & coarse & (mxs <= int(tier.capacity))
+    cand = np.flatnonzero((hi > lo) & (nbs >= 2) & (problem.weights > 0) & ~whole_fits)
     src_l, u_l, v_l, fw_l, smp_l = [], [], [], [], []
     for i in cand.tolist():
         nb = int(nbs[i])
@@ -212,16 +235,17 @@ def expand(problem: Problem, sites: Sites, profile: pd.DataFrame, gran: int,
         wsum = float(w.sum())
         if wsum <= 0:
             continue
+        most = max_ranges if not (statics[i] and coarse) else max(2, min(max_ranges, nb // 16))
         if flat_counts(zip(p_off[sl].tolist(), p_n[sl].tolist(), strict=True),
                        int(mxs[i])) is True:
-            u, v, fw = _flat_pieces(nb, int(mxs[i]), unit, max_ranges)
+            u, v, fw = _flat_pieces(nb, int(mxs[i]), unit, most)
             src_l.append(np.full(u.size, i, np.int64))
             u_l.append(u)
             v_l.append(v)
             fw_l.append(fw)
             smp_l.append(fw * float(p_n[sl].sum()))
             continue
-        u, v = segment_bounds(w, max_ranges)
+        u, v = segment_bounds(w, most)
         if u.size < 2:
             continue
         cw = np.concatenate([[0.0], np.cumsum(w)])
@@ -284,7 +308,8 @@ def expand(problem: Problem, sites: Sites, profile: pd.DataFrame, gran: int,
                         else np.round(problem.total_bytes[src] * frac_b)),
         blocks=blocks,
         fraction=None if problem.fraction is None
-        else np.concatenate([problem.fraction[keep], problem.fraction[src]]),
+        else np.concatenate([problem.fraction[keep],
+                             _piece_fractions(problem, table, src, a, b)]),
         statics=cat(problem.statics), kind_shares=cat(problem.kind_shares),
         part_scattered=np.concatenate([
             np.ones(keep.size) if problem.part_scattered is None
@@ -305,6 +330,26 @@ def expand(problem: Problem, sites: Sites, profile: pd.DataFrame, gran: int,
         f"split objects keep their unplaced ranges in ordinary memory, not in the "
         f"fallback tier '{fb.name}' ({fb.backend})"]
     return Expanded(ep, replace(sites, table=out_table), int(split_idx.size), notes)
+
+
+def _piece_fractions(problem: Problem, table: pd.DataFrame, src: np.ndarray, a: np.ndarray,
+                     b: np.ndarray) -> np.ndarray:
+    """[piece, tier]: the share of each piece's weight a placement there captures: its
+    parent's (1 for a heap site) or, for a static's piece, the share of the piece's
+    bytes in the whole pages libhmalloc moves in that tier (static_fraction over the
+    piece's extent in the module)."""
+    assert problem.fraction is not None
+    out = problem.fraction[src].copy()
+    statics = problem.statics if problem.statics is not None else np.zeros(problem.n, bool)
+    raw = table["callstack_raw"].astype(str).to_numpy()
+    for k in np.flatnonzero(statics[src]).tolist():
+        line = static_line("t", str(raw[src[k]]))
+        if line is None:
+            continue
+        for t, tier in enumerate(problem.tiers):
+            out[k, t] = static_fraction(line.offset + int(a[k]), int(b[k] - a[k]),
+                                        static_granularity(tier))
+    return out
 
 
 def merge_ranges(ranges: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:

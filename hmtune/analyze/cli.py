@@ -257,15 +257,13 @@ def _print_summary(scan: Scan, sites: SiteTable, split: Split | None, form: str,
 
 
 def _profile_summary(scan: Scan, sites: SiteTable, profile_csv: Path) -> str:
-    """One line: of the heap sites whose largest object spans 4 or more huge-page
-    buckets, how many have a concentrated profile, how many a flat one, how many too
+    """One line: of the sites (heap sites and statics) whose largest object spans 4 or
+    more huge-page buckets, how many have a concentrated profile, how many a flat one, how many too
     few samples to tell (hmtune.analyze.profile.flatness)."""
     from hmtune.analyze.profile import flat_counts, is_large, read_counts
-    from hmtune.analyze.sites_io import KIND_COLUMN, KIND_HEAP
-
     size: dict[int, int] = {}
     for r in sites.rows:
-        if r[KIND_COLUMN] == KIND_HEAP and is_large(int(r["max_size"])):
+        if is_large(int(r["max_size"])):
             size[int(r["site_id"])] = max(size.get(int(r["site_id"]), 0), int(r["max_size"]))
     verdicts = [flat_counts(rows, size[sid])
                 for sid, rows in read_counts(profile_csv, set(size)).items()]

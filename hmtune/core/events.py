@@ -90,6 +90,8 @@ HM_EV_ACCESS_INSN: Final = 41000036
 HM_EV_CALL_SCALE: Final = 41000040
 # hmtune: small-call sampling: blocks the sampled object stands for
 HM_EV_SAMPLE_SCALE: Final = 41000041
+# hmtune: a sample in a static variable: its byte offset from the start of the object (32000007)
+HM_EV_STATIC_OFFSET: Final = 41000042
 
 ALL: Final[dict[str, int]] = {
     "HM_EV_SAMPLE_FUNC": HM_EV_SAMPLE_FUNC,
@@ -132,6 +134,7 @@ ALL: Final[dict[str, int]] = {
     "HM_EV_ACCESS_INSN": HM_EV_ACCESS_INSN,
     "HM_EV_CALL_SCALE": HM_EV_CALL_SCALE,
     "HM_EV_SAMPLE_SCALE": HM_EV_SAMPLE_SCALE,
+    "HM_EV_STATIC_OFFSET": HM_EV_STATIC_OFFSET,
 }
 """Every event type above by name."""
 

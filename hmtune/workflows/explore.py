@@ -75,6 +75,8 @@ def advisor_bytes(placement: Path, groups: list[Group]) -> tuple[int, int | None
     pf = read_placement(placement)
     placed = {s.chain for s in pf.sites} | {s.raw for s in pf.statics}
     split = {s.chain: sum(b - a for a, b in s.ranges) for s in pf.sites if s.ranges}
+    split |= {s.raw: sum(min(b, s.size) - a for a, b in s.ranges)    # parts of statics
+              for s in pf.statics if s.ranges}
     nbytes = sum(min(n, split.get(c, n)) for g in groups
                  for c, n in zip(g.chains, g.sizes, strict=True) if c in placed)
     if split:                   # ranges of objects: not one of the explored placements

@@ -416,8 +416,9 @@ def targets(variants: list[Variant], app: list[str],
             stage: Path | None = None) -> dict[str, str | None]:
     """HMTUNE_TARGET per placed variant, as `hmtune run` sets it (hmtune/workflows/run.py);
     for a script, a placement without a program line (all-fast, the baselines') takes
-    the program the stage's trace names (hmtune.advisor.placement.traced_program)."""
-    from hmtune.advisor.placement import read_placement, traced_program
+    the program the stage's trace names (hmtune.advisor.program_line.traced_program)."""
+    from hmtune.advisor.placement import read_placement
+    from hmtune.advisor.program_line import traced_program
     from hmtune.workflows import run as hrun
 
     exe = elf.resolve(app[0])

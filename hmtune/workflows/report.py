@@ -194,7 +194,8 @@ def advisor_section(d: Path) -> list[str]:
                 f"{', '.join(tiers)}; {len(pf.sites)} site(s){statics} placed"]
         placed = [(x.tier, x.chain, x.comment) for x in pf.sites] + \
             [(x.tier, x.raw, x.comment) for x in pf.statics]
-        ranges = {x.chain: x.ranges for x in pf.sites if x.ranges}
+        ranges = {x.chain: x.ranges for x in pf.sites if x.ranges} | \
+            {x.raw: x.ranges for x in pf.statics if x.ranges}
         key = frozenset((t, c, ranges.get(c, ())) for t, c, _ in placed)
         if key in shown:
             out[-1] += f": the same as `{shown[key]}`."

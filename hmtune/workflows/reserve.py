@@ -19,7 +19,8 @@ Per tier of the placement that maps hugepages and has sites:
   (in whole pages). Without allocs.csv (which objects are packed is then unknown), or
   for a site found in neither file, the tier counts as its whole capacity.
 - Static variables (`static` lines) on a hugepage tier: libhmalloc remaps the whole
-  2 MiB pages inside each (at most SIZE // 2 MiB of them, however it is aligned),
+  2 MiB pages inside each (at most SIZE // 2 MiB of them, however it is aligned; for a
+  `static-split` line, inside each of its ranges clipped to the object),
   2 MiB pages whatever the default size; they come on top of the sites' pages.
 - How many processes place: 1, or under an MPI launcher its ranks on this node
   (`--npernode N`, else `-np N`); each needs the largest traced rank's pages (the
@@ -270,7 +271,10 @@ def tier_needs(pf: PlacementFile, sizes: dict[str, SiteSizes], processes: int,
     for t in pf.tiers:
         page = tier_page(t.backend, default_page)
         sites = [s for s in pf.sites if s.tier == t.name]
-        fixed = static_pages([s.size for s in pf.statics if s.tier == t.name], page or CHARGE)
+        # a static-split line's ranges each on their own (clipped to the object)
+        extents = [n for s in pf.statics if s.tier == t.name
+                   for n in ([min(b, s.size) - a for a, b in s.ranges] or [s.size])]
+        fixed = static_pages(extents, page or CHARGE)
         if page is None or not (sites or fixed):
             continue
         cap = capacity_pages(t.capacity, t.backend, page)

@@ -8,10 +8,14 @@
  * that is not the symbol's, an absurd size, an offset where no symbol starts, an
  * object smaller than a page, a full tier, the default tier, read-only data for
  * hugetlb, no hugepage in the pool) leave the range as it was, each with its reason.
+ * static-split lines place the whole pages inside each range of the object only, the
+ * rest of it where it was; a range that does not fit is left, the others placed; a
+ * fork child copies the hugetlb parts to ordinary pages.
  * The hugetlb cases reserve pages through /proc/sys/vm/nr_hugepages when they can
  * and put the old value back. */
 #include "hmt.h"
 #include "hmi_backend.h"
+#include "hmi_fork.h"
 #include "hmi_placement.h"
 #include "hmi_static.h"
 
@@ -20,6 +24,7 @@
 #include <limits.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define MiB (1ull << 20)
@@ -29,6 +34,8 @@ char mk_arr[4 * MiB];
 char thp_arr[8 * MiB];
 char huge_arr[8 * MiB];
 char bad_arr[1 * MiB];
+char split_arr[16 * MiB];                        /* static-split lines: parts of it */
+char hsplit_arr[16 * MiB];
 char small_arr[100];
 char big_arr[512 * MiB];                         /* never touched but for a few pages */
 char data_arr[4 * MiB] = { 1, 2, 3 };            /* .data: file-backed, copied on write */
@@ -81,7 +88,7 @@ static const struct hmi_static_result *place(const char *backend, uint64_t cap,
     hmi_backend_close(0);
     hmi_backend_close(1);
     hmi_placement_free(&g_pl);
-    snprintf(text, sizeof text, "# hmtune placement v1\ntier fast %s %llu\n"
+    snprintf(text, sizeof text, "# hmtune placement v2\ntier fast %s %llu\n"
              "tier slow default unlimited\ndepth 1\nsize-window 0 0\n%s", backend,
              (unsigned long long)cap, lines);
     *n = 0;
@@ -241,6 +248,57 @@ static void test_bad_inputs(void)
     CHECK(r && n == 1 && r[0].state == HMI_STATIC_REFUSED && strstr(r[0].why, "default"));
 }
 
+/* `static-split fast SIZE RANGES EXE+0xOFF` */
+static void split_line(char *dst, size_t cap, const char *arr, uint64_t size, const char *rs)
+{
+    snprintf(dst, cap, "static-split fast %llu %s %s+0x%llx\n", (unsigned long long)size, rs,
+             exe, (unsigned long long)off_of(arr));
+}
+
+static void test_split_numa(void)
+{
+    char lines[8192], m[8192];
+    uint32_t n;
+    uint64_t at = (uint64_t)(uintptr_t)split_arr;
+    fill(split_arr, sizeof split_arr, 4);
+    split_line(lines, sizeof lines, split_arr, sizeof split_arr, "0-4194304,8388608-12582912");
+    const struct hmi_static_result *r = place("numa:0", 64 * MiB, lines, &n);
+    CHECK(r && n == 1 && r[0].state == HMI_STATIC_PLACED && r[0].nparts == 2);
+    if (!r || n != 1 || r[0].nparts != 2)
+        return;
+    uint64_t len = 0;
+    for (uint32_t i = 0; i < 2; i++) {   /* the whole 4 KiB pages inside each range */
+        uint64_t a = (at + i * 8 * MiB + 4095) & ~4095ull;
+        uint64_t b = (at + i * 8 * MiB + 4 * MiB) & ~4095ull;
+        CHECK(r[0].part[i].addr == a && r[0].part[i].len == b - a);
+        CHECK(maps_at("numa_maps", a, m, sizeof m) == 0 && strstr(m, " bind:0 "));
+        uint64_t lo, hi;
+        CHECK(hmi_static_placed_at(a + 4096, &lo, &hi) && lo == a && hi == b);
+        len += b - a;
+    }
+    /* the gap between the ranges is where it was */
+    uint64_t gap = r[0].part[0].addr + r[0].part[0].len, lo, hi;
+    CHECK(maps_at("numa_maps", gap, m, sizeof m) == 0 && !strstr(m, "bind:"));
+    CHECK(!hmi_static_placed_at(gap + 4096, &lo, &hi));
+    CHECK(r[0].len == len && r[0].addr == r[0].part[0].addr && r[0].parts_left == 0);
+    CHECK(same(split_arr, sizeof split_arr, 4));
+    struct hmi_backend_stats s;
+    hmi_backend_stats(0, &s);
+    CHECK(s.used == len);
+    /* a tier with room for one range: the first placed, the second left with why */
+    r = place("numa:0", 5 * MiB, lines, &n);
+    CHECK(r && n == 1 && r[0].state == HMI_STATIC_PLACED && r[0].parts_left == 1);
+    CHECK(r && r[0].part[0].len && !r[0].part[1].len && strstr(r[0].why, "full") &&
+          strstr(r[0].why, "range 8388608-12582912"));
+    /* a range with no whole page inside the object: refused, nothing charged */
+    split_line(lines, sizeof lines, small_arr, sizeof small_arr, "0-4096");
+    r = place("numa:0", 64 * MiB, lines, &n);
+    CHECK(r && n == 1 && r[0].state == HMI_STATIC_REFUSED && strstr(r[0].why, "range"));
+    hmi_backend_stats(0, &s);
+    CHECK(s.used == 0);
+    CHECK(same(split_arr, sizeof split_arr, 4));
+}
+
 static long huge_free(void)
 {
     return hmt_read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages");
@@ -299,6 +357,64 @@ static void test_hugetlb(void)
     hmt_write_long(nr, old);
 }
 
+/* hugetlb parts, then a fork: the child copies both parts to ordinary pages and sees
+ * the contents; the parent keeps its hugepages */
+static void test_split_hugetlb(void)
+{
+    static const char *nr = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
+    char lines[8192], m[8192];
+    uint32_t n;
+    /* test_hugetlb's pages, still in use, count in nr_hugepages as surplus: not ours */
+    long old = hmt_read_long(nr) -
+               hmt_read_long("/sys/kernel/mm/hugepages/hugepages-2048kB/surplus_hugepages");
+    fill(hsplit_arr, sizeof hsplit_arr, 6);
+    split_line(lines, sizeof lines, hsplit_arr, sizeof hsplit_arr, "0-8388608,12582912-16777216");
+    /* at most 4 + 2 pages for the parts, one for the tier's probe */
+    if (old < 0 || geteuid() != 0 || hmt_write_long(nr, hmt_read_long(nr) + 7) != 0 ||
+        huge_free() < 7) {
+        fprintf(stderr, "  cannot reserve hugepages: hugetlb static-split not exercised\n");
+        if (old >= 0 && geteuid() == 0)
+            hmt_write_long(nr, old);
+        return;
+    }
+    uint64_t at = (uint64_t)(uintptr_t)hsplit_arr;
+    const struct hmi_static_result *r = place("hugetlb", 64 * MiB, lines, &n);
+    CHECK(r && n == 1 && r[0].state == HMI_STATIC_PLACED && r[0].nparts == 2);
+    if (r && n == 1 && r[0].nparts == 2) {
+        uint64_t ends[2][2] = { { 0, 8 * MiB }, { 12 * MiB, 16 * MiB } };
+        for (uint32_t i = 0; i < 2; i++) {
+            uint64_t a = (at + ends[i][0] + 2 * MiB - 1) & ~(2 * MiB - 1);
+            uint64_t b = (at + ends[i][1]) & ~(2 * MiB - 1);
+            CHECK(r[0].part[i].addr == a && r[0].part[i].len == b - a && b > a);
+            CHECK(maps_at("smaps", a, m, sizeof m) == 0 &&
+                  strstr(m, "KernelPageSize:     2048 kB"));
+        }
+        CHECK(same(hsplit_arr, sizeof hsplit_arr, 6));
+        hmi_fork_prepare(1);
+        pid_t pid = fork();
+        if (pid == 0) {
+            hmi_fork_child();
+            int ok = same(hsplit_arr, sizeof hsplit_arr, 6);
+            for (uint32_t i = 0; i < 2; i++)
+                ok &= maps_at("smaps", r[0].part[i].addr, m, sizeof m) != 0 ||
+                      !strstr(m, "KernelPageSize:     2048 kB");
+            hsplit_arr[r[0].part[1].addr - at] = 1;     /* a write costs no hugepage */
+            _exit(ok ? 0 : 1);
+        }
+        hmi_fork_parent();
+        int st = -1;
+        CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0);
+        struct hmi_fork_stats fs;
+        hmi_fork_stats(&fs);
+        CHECK(fs.copied_maps >= 2 && fs.left_bytes == 0);
+        CHECK(same(hsplit_arr, sizeof hsplit_arr, 6));
+        CHECK(maps_at("smaps", r[0].part[0].addr, m, sizeof m) == 0 &&
+              strstr(m, "KernelPageSize:     2048 kB"));
+    }
+    hmi_backend_close(0);
+    hmt_write_long(nr, old);
+}
+
 int main(void)
 {
     ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -309,6 +425,8 @@ int main(void)
     RUN(test_thp);
     RUN(test_bad_inputs);
     RUN(test_hugetlb);
+    RUN(test_split_numa);
+    RUN(test_split_hugetlb);
     hmi_placement_free(&g_pl);
     HMT_END();
 }

@@ -21,9 +21,9 @@ from hmtune.advisor.placement import (
     format_placement,
     parse_placement,
     read_placement,
-    traced_program,
     write_placement,
 )
+from hmtune.advisor.program_line import traced_program
 from hmtune.core.files import write_atomic
 
 A = "/opt/app+0x1294 > /lib/x86_64-linux-gnu/libc.so.6+0x2724a"

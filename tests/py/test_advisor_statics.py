@@ -153,3 +153,66 @@ def test_per_rank_statics_fold_to_one_object(tmp_path: Path) -> None:
     assert (t.loc[4, "n_allocs"], t.loc[4, "total_bytes"], t.loc[4, "weight"]) == \
         (1, 4 * MIB, 60.0 * MS)
     assert t.loc[3, "n_allocs"] == 2
+
+
+def write_profile(d: Path, rows: list[tuple[int, int, float, int]]) -> None:
+    """profile.csv next to sites.csv: (site, offset, weight in sites.csv units, samples)."""
+    lines = ["# hmtune profile v1 trace=t.prv granularity=4096",
+             "site_id,offset,weight,samples"]
+    lines += [f"{s},{o},{int(w * MS)},{n}" for s, o, w, n in rows]
+    (d / "profile.csv").write_text("\n".join(lines) + "\n")
+
+
+def test_a_static_is_split_by_its_profile(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture) -> None:
+    """A 64 MiB static whose samples are in its first 16 MiB, with 16 MiB of fast
+    memory: placed by its hot range (a static-split line, v2), not left out whole; and
+    with room for all of it, a plain static line."""
+    rows = [static_site(4, 64 * MIB, 400.0, 0x5010), site(3, 4 * MIB, 1.0)]
+    d = stage(tmp_path, rows, 1000.0)
+    write_profile(d, [(4, k * MIB, 50.0, 5) for k in range(0, 16, 2)])
+    rc, _, err = advise(capsys, str(d), "--mem", "16M")
+    assert rc == 0, err
+    assert (d / "placement.txt").read_text().startswith("# hmtune placement v2\n")
+    pf = read_placement(d / "placement.txt")
+    (st,) = pf.statics
+    assert st.frame == f"{APP}+0x5010" and st.size == 64 * MIB
+    assert st.ranges == ((0, 16 * MIB),)
+    assert "16.0 MiB of 64.0 MiB" in st.comment
+    rc, _, err = advise(capsys, str(d), "--mem", "80M")
+    assert rc == 0, err
+    (st,) = read_placement(d / "placement.txt").statics
+    assert st.ranges == () and st.size == 64 * MIB
+    # --whole-objects: the static does not fit whole in 16 MiB, nothing of it is placed
+    rc, _, err = advise(capsys, str(d), "--mem", "16M", "--whole-objects")
+    assert rc == 0, err
+    assert read_placement(d / "placement.txt").statics == []
+
+
+def test_static_split_lines_are_written_and_checked(tmp_path: Path) -> None:
+    from hmtune.advisor.placement import (
+        PlacementFile,
+        PlacementFormatError,
+        StaticLine,
+        TierLine,
+        format_placement,
+        parse_placement_bytes,
+    )
+
+    tiers = [TierLine("fast", "numa:0", 1 << 30), TierLine("slow", "default", None)]
+    line = StaticLine("fast", f"{APP}+0x5010", 10000, "x", ((0, 4096), (8192, 12288)))
+    text = format_placement(PlacementFile(tiers, 1, (0, 0), [], statics=[line]))
+    assert text.startswith("# hmtune placement v2\n")
+    assert f"static-split fast 10000 0-4096,8192-12288 {APP}+0x5010   # x\n" in text
+    assert parse_placement_bytes(text.encode()).statics == [line]
+    for bad in (((0, 16384),),                       # past the object (10000 -> 12288)
+                ((0, 4096), (4096, 8192)),           # touching
+                ((100, 4096),)):                     # not a multiple of 4096
+        with pytest.raises(PlacementFormatError, match="static-split"):
+            format_placement(PlacementFile(tiers, 1, (0, 0), [],
+                                           statics=[StaticLine("fast", line.frame, 10000,
+                                                               "", bad)]))
+    with pytest.raises(PlacementFormatError, match="fallback"):
+        format_placement(PlacementFile(tiers, 1, (0, 0), [],
+                                       statics=[StaticLine("slow", line.frame, 10000, "",
+                                                           ((0, 4096),))]))

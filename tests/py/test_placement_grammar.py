@@ -60,6 +60,13 @@ def split(rs: bytes, tier: bytes = b"fast", frames: int = 1) -> bytes:
         + chain(frames) + b"   # s\n"
 
 
+def sstatic(rs: bytes, size: bytes = b"8192", tier: bytes = b"fast", head: bytes = H2,
+            frame: bytes = b"/x+0x40") -> bytes:
+    """A file with one static-split line (v2)."""
+    return head + T + TAIL + b"static-split " + tier + b" " + size + b" " + rs + b" " + frame \
+        + b"   # s\n"
+
+
 def comment_line(length: int) -> bytes:
     return b"#" + b"x" * (length - 1) + b"\n"
 
@@ -190,6 +197,27 @@ CASES: dict[str, tuple[bytes, bool]] = {
                     b"8192-12288 " + chain(1) + b"\n", False),
     "split-and-site": (H2 + T + TAIL + b"site fast " + chain(1) + b"\nsplit fast 0-4096 "
                        + chain(1, first=0x20) + b"\n", True),
+    # v2: static-split TIER SIZE RANGES FRAME
+    "static-split": (sstatic(b"0-4096"), True),
+    "static-split-in-v1": (sstatic(b"0-4096", head=H), False),
+    "static-split-end-size": (sstatic(b"4096-8192"), True),
+    "static-split-end-rounded-up": (sstatic(b"0-8192", size=b"5000"), True),
+    "static-split-end-past-size": (sstatic(b"0-12288"), False),
+    "static-split-unaligned": (sstatic(b"100-4096"), False),
+    "static-split-touching": (sstatic(b"0-4096,4096-8192", size=b"16384"), False),
+    "static-split-two": (sstatic(b"0-4096,8192-12288", size=b"16384"), True),
+    "static-split-65": (sstatic(ranges(65), size=b"1048576"), False),
+    "static-split-64": (sstatic(ranges(64), size=b"1048576"), True),
+    "static-split-fallback": (sstatic(b"0-4096", tier=b"slow"), False),
+    "static-split-undeclared": (sstatic(b"0-4096", tier=b"mid"), False),
+    "static-split-no-ranges": (sstatic(b""), False),
+    "static-split-no-frame": (H2 + T + TAIL + b"static-split fast 8192 0-4096\n", False),
+    "static-split-size-0": (sstatic(b"0-4096", size=b"0"), False),
+    "static-split-bad-frame": (sstatic(b"0-4096", frame=b"/x"), False),
+    "static-split-past-2^48": (sstatic(b"0-4096", frame=b"/x+0xffffffffffff"), False),
+    "static-split-and-static": (sstatic(b"0-4096") + b"static fast 64 /x+0x40\n", False),
+    "static-split-and-other-static": (sstatic(b"0-4096") + b"static fast 64 /x+0x4000\n",
+                                      True),
     "split-then-tier": (H2 + b"tier fast thp 1048576\ntier mid thp 4096\nsplit fast 0-4096 "
                         + chain(1) + b"\ntier slow default unlimited\n" + TAIL, False),
 }
@@ -256,7 +284,9 @@ SEEDS = [H + b"program /bin/x\ntier fast thp 1048576\ntier mid numa:0-3,8 4096\n
           b"size-window 1 1\nsite f a+0x1 > b+0x2\n").replace(b"\n", b"\r\n"),
          H2 + b"tier fast hugetlb 8388608\ntier slow default unlimited\ndepth 2\n"
          b"size-window 0 100\nsplit fast 0-2097152,6291456-10485760 /a+0x1 > /b+0x2   # s\n"
-         b"site fast /c+0x3\n"]
+         b"site fast /c+0x3\n",
+         H2 + b"tier fast numa:0 8388608\ntier slow default unlimited\ndepth 1\n"
+         b"size-window 0 0\nstatic-split fast 16384 0-4096,8192-16384 /x+0x40   # s\n"]
 TOKENS = [b" ", b"\t", b"\r", b"\n", b"\r\n", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e",
           b"\x1f", b"\x85", b"\xc2\x85", b"\xa0", b"\xc2\xa0", b"\xe2\x80\xa8", b"\0", b"#",
           b" #", b">", b" > ", b"+0x", b"+", b"0", b"1", b"9", b"a", b"F", b"x", b"-", b",",
