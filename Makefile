@@ -234,7 +234,7 @@ fuzz: $(HMI_FUZZ_BIN)
 
 # Libraries, helpers, CLI, configurations and examples into PREFIX (DESTDIR stages them);
 # PYTHON=INTERPRETER that has the requirements, else a virtualenv under PREFIX.
-# Layout: workflows/install.sh; README.md "Installing".
+# Layout: workflows/install.sh; docs/guide.md "Installing".
 PREFIX  ?= /usr/local
 DESTDIR ?=
 PYTHON  ?=
@@ -250,7 +250,7 @@ install: $(INSTALL_BUILT)
 clean:
 	rm -rf build build-san hmtune-out
 
-# --- Releases and packaging (packaging/, README.md "Installing") ---------------------
+# --- Releases and packaging (packaging/, docs/guide.md "Installing") ---------------------
 # The release: `version` in pyproject.toml, set there only. The C programs that write it
 # (hmtune-finalize: the .pcf and the summary; libhmalloc.so: the statistics JSON) get it
 # as HMTUNE_VERSION (common/hm_version.h) and are rebuilt when pyproject.toml changes.

@@ -11,7 +11,7 @@
 #                                           workflows)
 #   PREFIX/lib/hmtune/venv/                 their requirements (only without PYTHON=)
 #   PREFIX/share/hmtune/configs/            machines/*.toml, paraver/*.cfg
-#   PREFIX/share/doc/hmtune/                README.md, formats.md
+#   PREFIX/share/doc/hmtune/                README.md, guide.md, formats.md
 #   PREFIX/share/modulefiles/hmtune/VERSION     a Tcl modulefile (Environment Modules,
 #                                               Lmod): PATH only
 #   PREFIX/share/modulefiles/hmtune/VERSION.lua the same for Lmod, which prefers it
@@ -81,7 +81,7 @@ done
 rm -rf "$dest/share/hmtune/configs"
 cp -R "$root/configs" "$dest/share/hmtune/configs"
 chmod -R u+rwX,go+rX,go-w "$dest/share/hmtune/configs"
-install -m 644 "$root/README.md" "$root/docs/formats.md" "$dest/share/doc/hmtune/"
+install -m 644 "$root/README.md" "$root/docs/guide.md" "$root/docs/formats.md" "$dest/share/doc/hmtune/"
 
 # The Python package: only the .py files of hmtune/ and its subpackages.
 pydir=$dest/lib/hmtune/python
