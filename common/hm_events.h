@@ -48,6 +48,7 @@
 #define HM_EV_CALL_SCALE       41000040  /* hmtune: small-call sampling: calls an allocation stands for */
 #define HM_EV_SAMPLE_SCALE     41000041  /* hmtune: small-call sampling: blocks the sampled object stands for */
 #define HM_EV_STATIC_OFFSET    41000042  /* hmtune: a sample in a static variable: its byte offset from the start of the object (32000007) */
+#define HM_EV_AHEAD_OBJECT     41000043  /* hmtune: a look-ahead sample (41000024 = 2): the object its address fell in (ids as 32000007), apart from 32000007 because hmtune analyze attributes it only with --lookahead */
 
 /* The code as a string literal: "6    " HM_EV_STR(HM_EV_CALL) "    ...". */
 #define HM_EV_STR_(x) #x

@@ -550,6 +550,7 @@ static void group_samples(struct ps_model *m, struct thr *th)
         case HM_EV_SAMPLE_HIT: SAMPLE_ATTR(PS_SA_HIT, hit); break;
         case HM_EV_SAMPLE_LATENCY: SAMPLE_ATTR(PS_SA_LAT, latency); break;
         case HM_EV_SAMPLE_OBJECT:
+        case HM_EV_AHEAD_OBJECT:        /* a look-ahead sample's: counted as --lookahead says */
             SAMPLE_ATTR(PS_SA_OBJ, object);
             m->st->has_object_events = 1;
             break;

@@ -151,7 +151,9 @@ int fin_write_pcf(struct fin_ctx *c, const char *path)
                "    Memory object referenced by sampled address\n"
                "0    " HM_EV_STR(HM_EV_SITE) "    Allocation memory object\n"
                "0    " HM_EV_STR(HM_EV_FAULT_OBJECT)
-               "    hmtune memory object of a sampled page fault\n");
+               "    hmtune memory object of a sampled page fault\n"
+               "0    " HM_EV_STR(HM_EV_AHEAD_OBJECT)
+               "    hmtune memory object of a look-ahead address\n");
     site_labels(c, f, 0);
     fprintf(f, "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SITE_RAW)
                "    hmtune allocation site (module+offset chain)\n");

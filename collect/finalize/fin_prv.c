@@ -153,8 +153,10 @@ static void emit_sample(struct fin_ctx *c, struct fin_out *o, struct fin_stream 
             out_ev(o, HM_EV_SAMPLE_HIT, hit);
         if (x->h.kind == HMS_SRC_PEBS || x->h.kind == HMS_SRC_IBS)
             out_ev(o, HM_EV_SAMPLE_LATENCY, x->weight);
+        /* a look-ahead address's object under a type of its own: 32000007 is what
+         * hmtune analyze attributes by default, and what Paraver's configurations count */
         if (obj)
-            out_ev(o, HM_EV_SAMPLE_OBJECT, obj);
+            out_ev(o, (flags & HMS_AHEAD) ? HM_EV_AHEAD_OBJECT : HM_EV_SAMPLE_OBJECT, obj);
         if (weight)
             out_ev(o, HM_EV_SAMPLE_SCALE, weight);      /* the block stands for weight blocks */
         if (cls == FC_STATIC)           /* where in the static: its start is per process */

@@ -36,7 +36,7 @@ __all__ = ["RULES", "CheckResult", "Problem", "check_trace", "companion_paths", 
 EV_CALL, EV_SIZE, EV_RET = ev.HM_EV_CALL, ev.HM_EV_SIZE, ev.HM_EV_OUT_PTR
 EV_SITE, EV_SAMPLE_OBJECT, EV_RAW_SITE = ev.HM_EV_SITE, ev.HM_EV_SAMPLE_OBJECT, ev.HM_EV_SITE_RAW
 EV_FAULT_OBJECT = ev.HM_EV_FAULT_OBJECT      # object of a sampled page fault: ids as 32000007
-OBJECT_TYPES = frozenset({EV_SITE, EV_SAMPLE_OBJECT, EV_FAULT_OBJECT})
+OBJECT_TYPES = frozenset({EV_SITE, EV_SAMPLE_OBJECT, EV_FAULT_OBJECT, ev.HM_EV_AHEAD_OBJECT})
 REQUIRED_TYPES = frozenset({EV_SITE, EV_SAMPLE_OBJECT, EV_RAW_SITE, ev.HM_EV_SITE_FUNC})
 SIZED_KINDS = frozenset({ev.HM_CALL_MALLOC, ev.HM_CALL_REALLOC, ev.HM_CALL_CALLOC,
                          ev.HM_CALL_POSIX_MEMALIGN})

@@ -92,6 +92,9 @@ HM_EV_CALL_SCALE: Final = 41000040
 HM_EV_SAMPLE_SCALE: Final = 41000041
 # hmtune: a sample in a static variable: its byte offset from the start of the object (32000007)
 HM_EV_STATIC_OFFSET: Final = 41000042
+# hmtune: a look-ahead sample (41000024 = 2): the object its address fell in (ids as 32000007),
+#   apart from 32000007 because hmtune analyze attributes it only with --lookahead
+HM_EV_AHEAD_OBJECT: Final = 41000043
 
 ALL: Final[dict[str, int]] = {
     "HM_EV_SAMPLE_FUNC": HM_EV_SAMPLE_FUNC,
@@ -135,6 +138,7 @@ ALL: Final[dict[str, int]] = {
     "HM_EV_CALL_SCALE": HM_EV_CALL_SCALE,
     "HM_EV_SAMPLE_SCALE": HM_EV_SAMPLE_SCALE,
     "HM_EV_STATIC_OFFSET": HM_EV_STATIC_OFFSET,
+    "HM_EV_AHEAD_OBJECT": HM_EV_AHEAD_OBJECT,
 }
 """Every event type above by name."""
 

@@ -152,7 +152,9 @@ def load(prv: Path) -> Trace:
             addr = ev.get(hev.HM_EV_SAMPLE_LOAD, ev.get(hev.HM_EV_SAMPLE_STORE))
             t.samples.append(Sample(rec.task, rec.thread, rec.time, addr,
                                     hev.HM_EV_SAMPLE_STORE in ev,
-                                    ev.get(hev.HM_EV_SAMPLE_OBJECT, 0), ev[hev.HM_EV_SAMPLE_CLASS],
+                                    ev.get(hev.HM_EV_SAMPLE_OBJECT,
+                                           ev.get(hev.HM_EV_AHEAD_OBJECT, 0)),
+                                    ev[hev.HM_EV_SAMPLE_CLASS],
                                     ev.get(hev.HM_EV_SAMPLE_WEIGHT, 0),
                                     funcs.get(ev.get(hev.HM_EV_SAMPLE_FUNC, 0), "??"),
                                     lines.get(ev.get(hev.HM_EV_SAMPLE_LINE, 0), "??"),
