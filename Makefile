@@ -259,12 +259,14 @@ CFLAGS_COMMON  += -DHMTUNE_VERSION='"$(HMTUNE_VERSION)"'
 $(BUILD)/bin/hmtune-finalize $(HMALLOC_SO): $(ROOT)/pyproject.toml
 
 # hmtune-VERSION.tar.gz and .sha256 in DIST (default build/dist), reproducible byte for
-# byte (packaging/dist.sh); dist-record also writes the checksum into the Spack recipe
-# and the easyconfig.
+# byte (packaging/dist.sh); MIRROR=DIR also puts it where a Spack mirror holds it
+# (Spack 1.x's _source-cache layout and the older one); dist-record also writes the
+# checksum into the Spack recipe and the easyconfig.
 DIST    ?=
 .PHONY: dist dist-record check-packaging
+MIRROR  ?=
 dist:
-	@DIST="$(DIST)" $(ROOT)/packaging/dist.sh
+	@DIST="$(DIST)" MIRROR="$(MIRROR)" $(ROOT)/packaging/dist.sh
 dist-record:
 	@DIST="$(DIST)" RECORD=1 $(ROOT)/packaging/dist.sh
 

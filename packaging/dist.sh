@@ -65,6 +65,17 @@ echo "$sum  $name.tar.gz" > "$tarball.sha256"
 echo "make dist: $tarball ($(wc -l < "$list") files from $from, $(stat -c %s "$tarball") bytes)"
 echo "make dist: sha256 $sum"
 
+# MIRROR=DIR (make dist MIRROR=DIR): the tarball also where a Spack mirror holds it:
+# Spack 1.x reads DIR/_source-cache/archive/<sha256[:2]>/<sha256>.tar.gz, older Spack
+# DIR/hmtune/hmtune-VERSION.tar.gz (packaging/spack/README.md, the offline route).
+if [ -n "${MIRROR:-}" ]; then
+  cache=$MIRROR/_source-cache/archive/${sum:0:2}
+  mkdir -p "$cache" "$MIRROR/hmtune" || die "cannot write the mirror $MIRROR"
+  cp "$tarball" "$cache/$sum.tar.gz"
+  cp "$tarball" "$MIRROR/hmtune/$name.tar.gz"
+  echo "make dist: Spack mirror $MIRROR: _source-cache/archive/${sum:0:2}/$sum.tar.gz and hmtune/$name.tar.gz"
+fi
+
 # The recipe's version("VERSION", sha256="...") and the easyconfig's checksums.
 named() {   # the sha256 FILE names for this version ("" when none)
   case $1 in

@@ -112,9 +112,13 @@ SMALL_SPAN = 256 * KIB
 # share of its bytes (a split piece on a pages_only tier): the 4 KiB pages left keep
 # missing the TLB and evicting the 2 MiB entries. make bench-tlbspan --part
 # (bench/results/tlbspan-part-2026-11-29-vm.txt), a dependent random chase over one
-# object: half of it in 2 MiB pages gains 5-19 % of the whole's gain (0.24 of its
-# share at the middle), three quarters 15-48 % (0.41): 0.3 between the two.
-PART_SCATTERED = 0.3
+# object: half of it in 2 MiB pages gains 5-19 % of the whole's gain (12 % at the
+# middle), three quarters 15-48 % (31 %): the gain of a part f is about f^PART_POWER
+# (0.5^3 = 0.125, 0.75^3 = 0.42), so f^(PART_POWER - 1) of its share, f the part of the
+# object the tier can hold (split.part_factor). The demo's latency pool, 74 % of it
+# placed (bench-apps 2026-11-29b), gained 49 % of every site fast's: 0.66 of its share
+# against 0.55 by this rule.
+PART_POWER = 3.0
 
 
 def pages_only(backend: str) -> bool:
@@ -209,7 +213,7 @@ class Problem:
     # unknown, every access valued by the load/store costs); split pieces: their site's
     kind_shares: np.ndarray | None = None
     # [site]: the factor on the scattered accesses' gain in a pages_only tier (None: 1;
-    # split pieces, a part of their object: PART_SCATTERED)
+    # split pieces, a part of their object: split.part_factor)
     part_scattered: np.ndarray | None = None
 
     @property

@@ -56,7 +56,7 @@ from hmtune.advisor import granularity
 from hmtune.advisor.inputs import Sites
 from hmtune.advisor.model import (
     MIB,
-    PART_SCATTERED,
+    PART_POWER,
     Placement,
     Problem,
     static_fraction,
@@ -140,20 +140,22 @@ def segment_bounds(w: np.ndarray, max_ranges: int) -> tuple[np.ndarray, np.ndarr
     return starts[on], ends[on]
 
 
-def part_factor(frac_w: np.ndarray, frac_b: np.ndarray) -> np.ndarray:
+def part_factor(frac_w: np.ndarray, frac_b: np.ndarray, held: np.ndarray) -> np.ndarray:
     """What a piece's scattered accesses gain in bigger pages, per share of their
     object's gain (Problem.part_scattered), for pieces holding frac_w of the object's
-    sampled weight in frac_b of its bytes. The rest of the object stays in 4 KiB pages,
-    whose accesses keep missing the TLB and evict the piece's 2 MiB entries, as far as
-    they are as dense as the piece's: a part of an evenly accessed object gains
-    PART_SCATTERED of its share (as measured), a hot window whose rest is cold all of
-    it."""
+    sampled weight in frac_b of its bytes, of an object of which the tier can hold the
+    part `held` (capacity / size, at most 1). The rest of the object stays in 4 KiB
+    pages, whose accesses keep missing the TLB and evict the pieces' 2 MiB entries, as
+    far as they are as dense as the piece's: a part f of an evenly accessed object gains
+    f^PART_POWER of its gain (measured), so held^(PART_POWER - 1) of its share; a hot
+    window whose rest is cold all of it; an object the tier holds whole, all of it."""
     rest_b = 1.0 - frac_b
     dens = np.divide(frac_w, frac_b, out=np.zeros_like(frac_w), where=frac_b > 0)
     rest = np.divide(1.0 - frac_w, rest_b, out=np.zeros_like(frac_w), where=rest_b > 0)
     cold = np.clip(1.0 - np.divide(rest, dens, out=np.ones_like(dens), where=dens > 0),
                    0.0, 1.0)
-    return PART_SCATTERED + (1.0 - PART_SCATTERED) * cold
+    base = np.clip(held, 0.0, 1.0) ** (PART_POWER - 1.0)
+    return base + (1.0 - base) * cold
 
 
 def range_unit(profile_granularity: int) -> int:
@@ -313,7 +315,8 @@ def expand(problem: Problem, sites: Sites, profile: pd.DataFrame, gran: int,
         statics=cat(problem.statics), kind_shares=cat(problem.kind_shares),
         part_scattered=np.concatenate([
             np.ones(keep.size) if problem.part_scattered is None
-            else problem.part_scattered[keep], part_factor(frac_w, frac_b)]))
+            else problem.part_scattered[keep],
+            part_factor(frac_w, frac_b, float(tier.capacity or 0) / np.maximum(mx, 1))]))
     rows = base.iloc[src].copy()
     rows["site_id"] = pid
     rows["range_start"] = a

@@ -110,3 +110,18 @@ def test_from_the_unpacked_tarball(tarball: Path, tmp_path: Path) -> None:
     assert f'version("{version()}", sha256="{digest}")' in recipe
     assert f"checksums = ['{digest}']" in (tree / NAMING[1].format(v=version())).read_text()
     assert r.stdout.count("checksum recorded") == 2
+
+
+def test_dist_writes_the_spack_mirror_layouts(tmp_path: Path) -> None:
+    """make dist MIRROR=DIR: the tarball where Spack 1.x reads a mirror
+    (_source-cache/archive/<sha[:2]>/<sha>.tar.gz) and where older Spack does
+    (hmtune/hmtune-VERSION.tar.gz), both the tarball byte for byte."""
+    out, mirror = tmp_path / "dist", tmp_path / "mirror"
+    make_dist(ROOT, out, f"MIRROR={mirror}")
+    tar = out / f"hmtune-{version()}.tar.gz"
+    data = tar.read_bytes()
+    sha = hashlib.sha256(data).hexdigest()
+    assert (out / f"hmtune-{version()}.tar.gz.sha256").read_text().split()[0] == sha
+    cached = mirror / "_source-cache" / "archive" / sha[:2] / f"{sha}.tar.gz"
+    assert cached.read_bytes() == data
+    assert (mirror / "hmtune" / f"hmtune-{version()}.tar.gz").read_bytes() == data
