@@ -63,7 +63,7 @@ from hmtune.advisor.model import (
     static_granularity,
 )
 from hmtune.advisor.placement import static_line
-from hmtune.analyze.profile import flat_counts
+from hmtune.analyze.profile import LARGE_BUCKETS, buckets_of, flat_counts
 
 UNIT = 2 * MIB              # the smallest range a split places
 MAX_RANGES = 64             # ranges per site (placement.txt's limit per split line)
@@ -229,6 +229,7 @@ def expand(problem: Problem, sites: Sites, profile: pd.DataFrame, gran: int,
     whole_fits = statics & coarse & (mxs <= int(tier.capacity))
     cand = np.flatnonzero((hi > lo) & (nbs >= 2) & (problem.weights > 0) & ~whole_fits)
     src_l, u_l, v_l, fw_l, smp_l = [], [], [], [], []
+    flat_why: dict[int, str] = {}       # site index -> why it is cut evenly
     for i in cand.tolist():
         nb = int(nbs[i])
         sl = slice(int(lo[i]), int(hi[i]))
@@ -238,8 +239,13 @@ def expand(problem: Problem, sites: Sites, profile: pd.DataFrame, gran: int,
         if wsum <= 0:
             continue
         most = max_ranges if not (statics[i] and coarse) else max(2, min(max_ranges, nb // 16))
-        if flat_counts(zip(p_off[sl].tolist(), p_n[sl].tolist(), strict=True),
-                       int(mxs[i])) is True:
+        verdict = flat_counts(zip(p_off[sl].tolist(), p_n[sl].tolist(), strict=True),
+                              int(mxs[i]))
+        if verdict is True or (verdict is None and
+                               buckets_of(int(mxs[i])) >= LARGE_BUCKETS):
+            # flat, or too few samples to tell: no hot range to pick, so the part that
+            # fits is one range from the start, never pieces where noise fell
+            flat_why[i] = "flat" if verdict else "too few samples to tell"
             u, v, fw = _flat_pieces(nb, int(mxs[i]), unit, most)
             src_l.append(np.full(u.size, i, np.int64))
             u_l.append(u)
@@ -332,6 +338,12 @@ def expand(problem: Problem, sites: Sites, profile: pd.DataFrame, gran: int,
     notes = [] if fb.backend == "default" else [
         f"split objects keep their unplaced ranges in ordinary memory, not in the "
         f"fallback tier '{fb.name}' ({fb.backend})"]
+    hot = int(split_idx.size) - len(flat_why)
+    if flat_why:
+        whys = sorted(set(flat_why.values()))
+        notes.append(f"{len(flat_why)} site(s) whose profile shows no hot range "
+                     f"({', '.join(whys)}) are cut evenly: the part of each that fits is one "
+                     f"range from its start; {hot} cut at the hot ranges their samples show")
     return Expanded(ep, replace(sites, table=out_table), int(split_idx.size), notes)
 
 

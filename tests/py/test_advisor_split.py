@@ -291,3 +291,18 @@ def test_a_hot_window_in_bigger_pages_keeps_its_gain() -> None:
     assert got[4] == pytest.approx(base + (1 - base) * (1 - 0.2 / 1.8))
     assert split.part_factor(fw, fb, np.ones(5)) == pytest.approx(np.ones(5))
     assert split.part_factor(fw[:1], fb[:1], np.array([0.75]))[0] == pytest.approx(0.5625)
+
+
+def test_too_few_samples_to_tell_are_cut_evenly() -> None:
+    """A 64 MiB object with 5 samples at scattered offsets: its profile cannot tell a
+    hot range from noise, so the part that fits is one range from its start, not the
+    2 MiB pieces where the samples fell; a note says why."""
+    problem, sites, _ = _case(32 * MIB)              # the warm objects, and 16 MiB more
+    offs = np.array([3, 17, 29, 41, 58]) * MIB + 4096
+    prof = pd.DataFrame({"site_id": 3, "offset": offs, "weight": 120.0, "samples": 1})
+    ex = split.expand(problem, sites, prof, 4096)
+    assert ex.split_sites == 1
+    assert any("too few samples to tell" in n for n in ex.notes)
+    got = split.complete(ex.problem, ex.sites.table, strategies.solve(ex.problem, "ilp"))
+    big = [s for s in split.placed_sites(ex.sites.table, got.tier_of, 1) if s.parent_id == 3]
+    assert big and len(big[0].ranges) == 1 and big[0].ranges[0][0] == 0
