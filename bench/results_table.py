@@ -39,8 +39,8 @@ def sections(text: str) -> dict[str, list[list[str]]]:
 def latest() -> dict[str, tuple[Path, list[list[str]]]]:
     """code -> (the newest run file with rows for it, its rows)."""
     runs = sorted(RESULTS.glob("apps-*.md"),
-                  key=lambda p: (_DATE.search(p.name).groups() if _DATE.search(p.name)
-                                 else ("", "")))
+                  key=lambda p: (*(_DATE.search(p.name).groups() if _DATE.search(p.name)
+                                   else ("", "")), p.name))
     out: dict[str, tuple[Path, list[list[str]]]] = {}
     for p in runs:                              # oldest first: later runs replace
         for code, rows in sections(p.read_text()).items():
