@@ -92,8 +92,11 @@ def tier_use(sites: Sites, problem: Problem, placement: Placement) -> list[TierU
         weight = problem.weights[idx]
         if problem.fraction is not None and t != last:
             weight = weight * problem.fraction[idx, t]
+        parents = (table["parent_id"] if "parent_id" in table.columns
+                   else table["site_id"]).to_numpy()
         rows = pd.DataFrame({
             "site_id": problem.site_ids[idx],
+            "parent": parents[idx],
             "label": table["label"].to_numpy()[idx],
             "weight": weight,
             "share": weight / total,
@@ -111,6 +114,17 @@ def tier_use(sites: Sites, problem: Problem, placement: Placement) -> list[TierU
         out.append(TierUse(tier, rows.reset_index(drop=True), int(sizes.sum()),
                            float(weight.sum() / total), at_once, charged))
     return out
+
+
+def count_text(rows: pd.DataFrame) -> str:
+    """How many sites rows hold, each counted once however many ranges of it are
+    there: `3 site(s)`, `3 site(s) (2 of them by ranges of their objects, 9 ranges)`."""
+    n = int(rows["parent"].nunique()) if len(rows) else 0
+    pieces = rows[rows["parent"] != rows["site_id"]] if len(rows) else rows
+    if not len(pieces):
+        return f"{n} site(s)"
+    return (f"{n} site(s) ({int(pieces['parent'].nunique())} of them by ranges of their "
+            f"objects, {len(pieces)} ranges)")
 
 
 @dataclass
@@ -227,7 +241,7 @@ def report_text(sites: Sites, problem: Problem, placement: Placement, uses: list
                f"(proven gap {_pct(placement.gap)})")
     r = reach(sites, problem)
     out.append(f"{'weight:':<16}{total:.6g} sampled in the trace; {_pct(r.total)} of it "
-               f"in {problem.n} placeable site(s), {_pct(curve.capturable)} capturable "
+               f"in {r.nheap + r.nstatic} placeable site(s), {_pct(curve.capturable)} capturable "
                "(in sites that gain from a faster tier)")
     out += [f"{k + ':':<16}{v}" for k, _, v in (x.partition(": ") for x in forecast)]
     first = problem.first_touch_values()
@@ -253,7 +267,7 @@ def report_text(sites: Sites, problem: Problem, placement: Placement, uses: list
         cap = _cap(u.tier) + ("" if u.tier.capacity is None else " per process")
         out += ["", f"tier {u.tier.name}  [{u.tier.backend}, {cap}]"
                 + ("  (fallback)" if fb else "")]
-        out.append(f"  {len(u.rows)} site(s)" + (f" ({zero} without weight)" if zero else "")
+        out.append(f"  {count_text(u.rows)}" + (f" ({zero} without weight)" if zero else "")
                    + f", {u.occupancy()}, {_pct(u.share)} of the weight "
                    + ("stays here" if fb else "captured"))
         if values:                      # sites that gain by first touch alone count too
@@ -300,10 +314,10 @@ def terminal_summary(uses: list[TierUse], placement: Placement, curve: Curve,
     out = list(forecast) + ([f"acts on {reach_text(r)}"] if r is not None else [])
     for i, u in enumerate(uses):
         if i == len(uses) - 1:
-            out.append(f"tier {u.tier.name} (fallback): {len(u.rows)} site(s), "
+            out.append(f"tier {u.tier.name} (fallback): {count_text(u.rows)}, "
                        f"{_pct(u.share)} of the weight")
         else:
-            out.append(f"tier {u.tier.name}: {len(u.rows)} site(s), {u.occupancy()}, "
+            out.append(f"tier {u.tier.name}: {count_text(u.rows)}, {u.occupancy()}, "
                        f"{_pct(u.share)} of the weight captured")
     placed = [u.rows for u in uses[:-1]]
     value = sum(float(r["value"].sum()) for r in placed)

@@ -1,0 +1,16 @@
+"""Counts that agree (issue 44 item 1): the advisor's report and terminal lines count a
+split site once, however many ranges of it a tier holds, and say the ranges apart."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from hmtune.advisor.report import count_text
+
+
+def test_a_split_site_is_one_site_and_its_ranges_are_ranges() -> None:
+    rows = pd.DataFrame({"site_id": [3, 4, 10, 11, 12], "parent": [3, 4, 5, 5, 5]})
+    assert count_text(rows) == "3 site(s) (1 of them by ranges of their objects, 3 ranges)"
+    whole = pd.DataFrame({"site_id": [3, 4], "parent": [3, 4]})
+    assert count_text(whole) == "2 site(s)"
+    assert count_text(whole.iloc[0:0]) == "0 site(s)"
