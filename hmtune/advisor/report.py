@@ -94,9 +94,15 @@ def tier_use(sites: Sites, problem: Problem, placement: Placement) -> list[TierU
             weight = weight * problem.fraction[idx, t]
         parents = (table["parent_id"] if "parent_id" in table.columns
                    else table["site_id"]).to_numpy()
+        starts = (table["range_start"].to_numpy() if "range_start" in table.columns
+                  else np.full(len(table), -1))
+        ends = (table["range_end"].to_numpy() if "range_end" in table.columns
+                else np.full(len(table), -1))
         rows = pd.DataFrame({
             "site_id": problem.site_ids[idx],
             "parent": parents[idx],
+            "range_start": starts[idx],
+            "range_end": ends[idx],
             "label": table["label"].to_numpy()[idx],
             "weight": weight,
             "share": weight / total,
@@ -118,13 +124,20 @@ def tier_use(sites: Sites, problem: Problem, placement: Placement) -> list[TierU
 
 def count_text(rows: pd.DataFrame) -> str:
     """How many sites rows hold, each counted once however many ranges of it are
-    there: `3 site(s)`, `3 site(s) (2 of them by ranges of their objects, 9 ranges)`."""
+    there, and the ranges as placement.txt writes them (touching pieces joined): `3
+    site(s)`, `3 site(s) (2 of them by ranges of their objects, 3 range(s))`."""
     n = int(rows["parent"].nunique()) if len(rows) else 0
     pieces = rows[rows["parent"] != rows["site_id"]] if len(rows) else rows
     if not len(pieces):
         return f"{n} site(s)"
+    ranges = 0                     # touching pieces are one range, as placement.txt writes
+    for _, g in pieces.groupby("parent"):
+        end = None
+        for a, b in sorted(zip(g["range_start"], g["range_end"], strict=True)):
+            ranges += end is None or a > end
+            end = b if end is None else max(end, b)
     return (f"{n} site(s) ({int(pieces['parent'].nunique())} of them by ranges of their "
-            f"objects, {len(pieces)} ranges)")
+            f"objects, {ranges} range(s))")
 
 
 @dataclass
