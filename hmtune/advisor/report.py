@@ -98,9 +98,11 @@ def tier_use(sites: Sites, problem: Problem, placement: Placement) -> list[TierU
                   else np.full(len(table), -1))
         ends = (table["range_end"].to_numpy() if "range_end" in table.columns
                 else np.full(len(table), -1))
+        npieces = pd.Series(parents).map(pd.Series(parents).value_counts()).to_numpy()
         rows = pd.DataFrame({
             "site_id": problem.site_ids[idx],
             "parent": parents[idx],
+            "pieces": npieces[idx],          # the parent's pieces over every tier
             "range_start": starts[idx],
             "range_end": ends[idx],
             "label": table["label"].to_numpy()[idx],
@@ -127,7 +129,10 @@ def count_text(rows: pd.DataFrame) -> str:
     there, and the ranges as placement.txt writes them (touching pieces joined): `3
     site(s)`, `3 site(s) (2 of them by ranges of their objects, 3 range(s))`."""
     n = int(rows["parent"].nunique()) if len(rows) else 0
-    pieces = rows[rows["parent"] != rows["site_id"]] if len(rows) else rows
+    here = rows.groupby("parent")["site_id"].transform("size") if len(rows) else []
+    # a site with only some of its pieces here (all of them: the whole object)
+    pieces = rows[(rows["parent"] != rows["site_id"]) & (here < rows["pieces"])] \
+        if len(rows) else rows
     if not len(pieces):
         return f"{n} site(s)"
     ranges = 0                     # touching pieces are one range, as placement.txt writes
