@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="0c2d9ac3a4838b5ac35205f9ceeb96ec24540d234576984d26d21a85a9da26be")
+    version("0.1.0", sha256="7f2e92601dff773dbf02cfc5948ec8b4dc9ae865b857098613cabce7915c552a")
 
     variant(
         "memkind",
