@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="7f2e92601dff773dbf02cfc5948ec8b4dc9ae865b857098613cabce7915c552a")
+    version("0.1.0", sha256="2f75ec2fe7db64fbe46eb1e0415f106e956f9f269d1cfd6a86aaac176fd241de")
 
     variant(
         "memkind",
