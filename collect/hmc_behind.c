@@ -151,8 +151,8 @@ static int len_at(struct hmc_decoder *d, struct back_win *b, int i)
 static int vote(struct hmc_decoder *d, struct back_win *b, int e)
 {
     uint8_t land[HMC_BACK + 1] = { 0 };
-    unsigned votes[HMC_BACK + 1] = { 0 }, v1 = 0, v2 = 0;
-    int n = e - (WIN - b->n), best = 0;
+    unsigned votes[HMC_BACK + 1] = { 0 };
+    int n = e - (WIN - b->n);
     n = n < HMC_BACK ? n : HMC_BACK;
     cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_OFF);
     for (int s = 1; s <= n; s++) {
@@ -161,16 +161,7 @@ static int vote(struct hmc_decoder *d, struct back_win *b, int e)
         votes[land[s]]++;
     }
     cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_ON);
-    for (int k = 1; k <= n && k <= 15; k++) {
-        if (votes[k] > v1) {
-            v2 = v1;
-            v1 = votes[k];
-            best = k;
-        } else if (votes[k] > v2) {
-            v2 = votes[k];
-        }
-    }
-    return !v1 || 2 * v1 < 3 * v2 ? 0 : best;
+    return hmc_dec_vote_best(votes, n);
 }
 
 /* The descriptor for a sample at rip: the producer load's, with its distance in

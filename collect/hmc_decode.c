@@ -198,8 +198,8 @@ static int fwd_prev(struct hmc_decoder *d, uint64_t fs, uint64_t rip, uint64_t *
 static int hmc_dec_back(struct hmc_decoder *d, uint64_t rip, uint64_t *start, uint8_t *b)
 {
     uint8_t w[HMC_BACK], land[HMC_BACK + 1] = { 0 };
-    unsigned votes[HMC_BACK + 1] = { 0 }, v1 = 0, v2 = 0;
-    int n = rd_back(d, rip, w), best = 0;
+    unsigned votes[HMC_BACK + 1] = { 0 };
+    int n = rd_back(d, rip, w);
     if (!n)
         return -2;
     cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_OFF);
@@ -211,16 +211,8 @@ static int hmc_dec_back(struct hmc_decoder *d, uint64_t rip, uint64_t *start, ui
         votes[land[s]]++;
     }
     cs_option(d->cs, CS_OPT_DETAIL, CS_OPT_ON);
-    for (int k = 1; k <= n && k <= 15; k++) {
-        if (votes[k] > v1) {
-            v2 = v1;
-            v1 = votes[k];
-            best = k;
-        } else if (votes[k] > v2) {
-            v2 = votes[k];
-        }
-    }
-    if (!v1 || 2 * v1 < 3 * v2)
+    int best = hmc_dec_vote_best(votes, n);
+    if (!best)
         return -1;
     memcpy(b, w + HMC_BACK - best, (size_t)best);
     *start = rip - (uint64_t)best;

@@ -42,4 +42,23 @@ enum hmc_dec hmc_dec_eval(const struct hmc_desc *e, const struct hmc_regs *r,
 int hmc_dec_enter(struct hmc_decoder *d, uint64_t anchor, struct hmc_access *out) HM_HIDDEN;
 enum hmc_dec hmc_dec_leave(struct hmc_decoder *d, enum hmc_dec st, int saved_errno) HM_HIDDEN;
 
+/* The backward vote's verdict: the instruction length (1..15, at most n) most start
+ * offsets land on, 0 when none did or the runner-up has more than two thirds of its
+ * votes (the bytes are ambiguous). votes[k]: the offsets landing on length k. */
+static inline int hmc_dec_vote_best(const unsigned *votes, int n)
+{
+    unsigned v1 = 0, v2 = 0;
+    int best = 0;
+    for (int k = 1; k <= n && k <= 15; k++) {
+        if (votes[k] > v1) {
+            v2 = v1;
+            v1 = votes[k];
+            best = k;
+        } else if (votes[k] > v2) {
+            v2 = votes[k];
+        }
+    }
+    return !v1 || 2 * v1 < 3 * v2 ? 0 : best;
+}
+
 #endif
