@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="2f75ec2fe7db64fbe46eb1e0415f106e956f9f269d1cfd6a86aaac176fd241de")
+    version("0.1.0", sha256="0b31277c4da00bc892586fae7b91f5d31315fa57da0c56318bb4d14694c8e1ab")
 
     variant(
         "memkind",
