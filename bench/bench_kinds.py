@@ -5,7 +5,9 @@ each STREAM array and RandomAccess table found by its size as hpcc itself prints
 RandomAccess tables of 2^k words). Prints one row per site of those sizes (samples,
 weight by kind) and, per object class, the weight-weighted share of its expected kind;
 exits 1 when STREAM's arrays are not mostly streaming or RandomAccess's tables not
-mostly scattered. Needs the hpcc package (bench/apps/deps.sh installs it)."""
+mostly scattered, or when under 70 % of the samples that may wait on memory (all but
+compute) carry an address (look-ahead ones included). Needs the hpcc package
+(bench/apps/deps.sh installs it)."""
 
 from __future__ import annotations
 
@@ -20,8 +22,11 @@ from pathlib import Path
 from bench_apps import hpcc_input
 from benchlib import HMTUNE, LIB, require
 
+from hmtune.core.sitesfile import VERSIONS, parse_version_line
+
 NAME = "bench-kinds"
 MOSTLY = 0.8            # share of an object class's weight that must be of its kind
+ADDRESSED = 0.7         # share of the samples that may wait on memory with an address
 KINDS = ("weight_streaming", "weight_scattered", "weight_sync")
 
 
@@ -38,6 +43,21 @@ def rows(sites_csv: Path) -> list[dict[str, str]]:
     with sites_csv.open(newline="") as f:
         f.readline()
         return list(csv.DictReader(f))
+
+
+def first_line(sites_csv: Path) -> dict[str, str]:
+    with sites_csv.open() as f:
+        return parse_version_line(f.readline(), "sites", VERSIONS["sites"], sites_csv)
+
+
+def addressed(meta: dict[str, str]) -> tuple[int, int, int]:
+    """(samples that may wait on memory, those with an address from the split, those
+    with one from the look ahead) from sites.csv's first line."""
+    counts = {k.removeprefix("samples_"): int(v) for k, v in meta.items()
+              if k.startswith("samples_")}
+    compute, ahead = counts.pop("compute", 0), counts.pop("lookahead", 0)
+    total = sum(counts.values())
+    return total - compute, total - counts.get("no_address", 0), ahead
 
 
 def main() -> int:
@@ -61,6 +81,7 @@ def main() -> int:
         if a.returncode != 0:
             sys.exit(f"{NAME}: hmtune analyze failed: {a.stderr[-400:]}")
         table = rows(out / "sites.csv")
+        meta = first_line(out / "sites.csv")
     classes = {"STREAM array": (stream_b, "weight_streaming"),
                "RandomAccess table": (table_b, "weight_scattered")}
     print(f"{'object':<20} {'site':>6} {'bytes':>10} {'samples':>8} {'streaming':>10} "
@@ -79,6 +100,13 @@ def main() -> int:
         ok &= verdict == "ok"
         print(f"{name}s: {len(got)} site(s), {100 * share:.1f} % of their weight "
               f"{want.removeprefix('weight_')} (at least {100 * MOSTLY:.0f} % wanted): {verdict}")
+    memory, direct, ahead = addressed(meta)
+    share = (direct + ahead) / memory if memory > 0 else 0.0
+    verdict = "ok" if share >= ADDRESSED else "WRONG"
+    ok &= verdict == "ok"
+    print(f"samples that may wait on memory: {memory}, {100 * share:.1f} % with an address "
+          f"({direct} direct or producer load, {ahead} look ahead; at least "
+          f"{100 * ADDRESSED:.0f} % wanted): {verdict}")
     return 0 if ok else 1
 
 

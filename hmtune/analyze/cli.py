@@ -142,7 +142,8 @@ def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> in
         out / "profile.csv"
     try:
         write_sites(sites_csv, sites, str(trace), sampler, labels.form, tid, split,
-                    scan.kind_samples(events.HM_ACCESS_KIND_COMPUTE))
+                    scan.kind_samples(events.HM_ACCESS_KIND_COMPUTE),
+                    0 if args.lookahead else scan.lookahead_samples)
         install_allocs(work / "allocs.csv", allocs_csv, tid)
         if (work / "profile.csv").exists():
             install_profile(work / "profile.csv", profile_csv, tid)
@@ -187,6 +188,7 @@ def _print_summary(scan: Scan, sites: SiteTable, split: Split | None, form: str,
         KIND_STATIC,
         describe_kinds,
         kind_weights,
+        memory_addressed,
         no_address_weights,
     )
 
@@ -237,6 +239,13 @@ def _print_summary(scan: Scan, sites: SiteTable, split: Split | None, form: str,
         _say(f"sampled weight without an address: compute {compute:.1f}% (instructions "
              f"without memory operand, no load address behind them), other {memory:.1f}% "
              "(accesses whose address is unknown, time in system calls)")
+    mem = memory_addressed(split, scan.kind_samples(events.HM_ACCESS_KIND_COMPUTE),
+                           0 if lookahead else scan.lookahead_samples) if split else None
+    if mem is not None:
+        memory, direct, ahead = mem
+        more = f", {100.0 * ahead / memory:.1f}% more from the look ahead" if ahead else ""
+        _say(f"{100.0 * direct / memory:.1f}% of the {memory} samples that may wait on memory "
+             f"(all but compute) carry an address{more}")
     faults = scan.faults
     if faults > 0:
         from hmtune.analyze.sites_io import KIND_COLUMN, KIND_STATIC

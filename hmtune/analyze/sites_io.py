@@ -93,6 +93,22 @@ def no_address_weights(meta: dict[str, object]) -> tuple[float, float] | None:
     return compute, none - compute
 
 
+def memory_addressed(split: Split, compute: int | None,
+                     lookahead_aside: int = 0) -> tuple[int, int, int] | None:
+    """Of the samples that may wait on memory (all but those of access kind compute):
+    (how many, how many the split gives an address, how many more have one from the
+    look ahead that the split counts as no_address). None without a count of compute
+    samples or without such samples."""
+    if compute is None:
+        return None
+    total = sum(split.samples.values())
+    memory = total - compute
+    if memory <= 0:
+        return None
+    aside = min(lookahead_aside, split.samples["no_address"])
+    return memory, total - split.samples["no_address"], aside
+
+
 def describe_kinds(weights: dict[str, float], total: float) -> str:
     """`streaming 40.1%, scattered 30.0%, ...` (shares of the sampled weight total)."""
     return ", ".join(f"{ACCESS_KIND_WORDS[k]} {100 * weights[k] / total:.1f}%"

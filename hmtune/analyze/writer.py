@@ -44,12 +44,16 @@ def _write(path: Path, first_line: str, table: SiteTable) -> None:
 
 def write_sites(path: str | Path, sites: SiteTable, trace: str, sampler: str,
                 label_form: str, trace_id: str | None = None,
-                split: Split | None = None, samples_compute: int | None = None) -> None:
+                split: Split | None = None, samples_compute: int | None = None,
+                samples_lookahead: int = 0) -> None:
     """`# hmtune sites v2 trace=... trace-id=... sampler=... label_form=...
     samples_CLASS=... weight_CLASS=...` (the split when given) `samples_compute=N`
-    (when given: samples of access kind compute), header, rows."""
+    (when given: samples of access kind compute) `samples_lookahead=N` (when some:
+    look-ahead samples the split counts as no_address), header, rows."""
     ids = {FIELD: trace_id} if trace_id else {}
     compute = {"samples_compute": samples_compute} if samples_compute is not None else {}
+    if samples_lookahead:
+        compute["samples_lookahead"] = samples_lookahead
     line = version_line("sites", SITES_VERSION, trace=trace, **ids,
                         sampler=_one_word(sampler), label_form=label_form,
                         **(split.fields() if split is not None else {}), **compute)
