@@ -34,6 +34,7 @@
 #include "hmc_decode.h"
 #include "hmc_behind.h"
 #include "hmc_sampler_perf.h"
+#include "hmc_sampler_rec.h"
 #include "hmc_signal.h"
 #include "hm_fds.h"
 #include "hm_unwind.h"
@@ -75,17 +76,26 @@ struct samp {
     struct hmc_decoder *dec;
     struct hmr_sample pending;    /* waiting for the breakpoint */
     int pending_on;
+    int check;                    /* enum check: what the breakpoint checks, if anything */
+    uint64_t check_rip;           /* CHECK_LOAD: the interrupted rip the rule ran at */
+    uint64_t check_addr;          /* CHECK_USE: the address the load computed */
     struct hmc_perf_thread perf;
     struct hmc_perf_ring fault;   /* minor page faults (fault_on) */
     int fault_on;
     uint64_t handler_tk, n_timer, n_trap;   /* the sampler's own cost (HMR_SCOST) */
 };
 
+/* HMTUNE_SAMPLE_VERIFY=1: a recovered address checked by execute breakpoints. The
+ * look ahead's access runs a few instructions after the sample (CHECK_AHEAD: its
+ * address then is compared). The producer load ran before it: at its next execution
+ * (CHECK_LOAD) the breakpoint gives the address it computes, then a breakpoint on the
+ * sample's rip (CHECK_USE, reached through the same straight-line code) applies the
+ * rule there, which must give that load and that address. */
+enum check { CHECK_NONE, CHECK_AHEAD, CHECK_LOAD, CHECK_USE };
+
 static struct hmc_sampler_cfg g_cfg;
 static uint64_t g_period_ns;
 static int g_ready;
-static _Atomic int g_fault_said;      /* the page-fault sampler's record is written */
-static _Atomic int g_fault_refused;   /* a thread could not open the fault event */
 
 static void record(struct hmc_thread *t, const struct hmr_sample *r)
 {
@@ -146,15 +156,16 @@ static void arm_breakpoint(struct samp *s, uint64_t insn)
 
 static uint32_t why_bits(unsigned why) { return (uint32_t)why << HMS_WHY_SHIFT; }
 
-/* A pending sample whose breakpoint did not give the address: why. A look-ahead
+/* A pending sample whose breakpoint did not give the address: why. A recovered
  * sample being checked keeps its address; it says the instruction was not reached. */
 static void bp_failed(struct hmc_thread *t, struct samp *s, unsigned why)
 {
-    if (s->pending.h.aux & HMS_AHEAD)
+    if (s->check != CHECK_NONE)
         s->pending.h.aux |= why == HMS_WHY_BP_MISSED ? HMS_VERIFY_SAME | HMS_VERIFY_DIFF : 0;
     else
         s->pending.h.aux = (s->pending.h.aux & ~(0xffu << HMS_WHY_SHIFT)) | HMS_REJECTED |
                            why_bits(why);
+    s->check = CHECK_NONE;
     record(t, &s->pending);
 }
 
@@ -217,6 +228,22 @@ static int resume_flag(const void *uc)
     return (((const ucontext_t *)uc)->uc_mcontext.gregs[REG_EFL] & 0x10000) != 0;
 }
 
+/* HMTUNE_SAMPLE_VERIFY=1: r waits for its check's first breakpoint (enum check); 1
+ * when it is armed, 0 when r is to be recorded unchecked. Never a breakpoint in this
+ * library (its code runs inside the handlers). */
+static int check(struct samp *s, const struct hmr_sample *r, enum check what, uint64_t rip)
+{
+    if (!g_cfg.verify || s->bpfd < 0 || hm_in_self(r->ip) || (rip && hm_in_self(rip)))
+        return 0;
+    s->pending = *r;
+    s->check = what;
+    s->check_rip = rip;
+    arm_breakpoint(s, r->ip);
+    if (!s->pending_on)
+        s->check = CHECK_NONE;
+    return s->pending_on;
+}
+
 static void soft_sample(struct hmc_thread *t, struct samp *s, const siginfo_t *si, void *uc)
 {
     if (s->pending_on) {
@@ -266,19 +293,18 @@ static void soft_sample(struct hmc_thread *t, struct samp *s, const siginfo_t *s
         r.h.aux = HMS_REJECTED | why_bits((unsigned)acc.why);
         break;
     }
-    if (d == HMC_DEC_NO_MEMOP && g_cfg.producer)
+    if (d == HMC_DEC_NO_MEMOP && g_cfg.producer) {
         producer_load(s, &regs, (unsigned)acc.why, &r);
+        if ((r.h.aux & HMS_ADDR_OK) && check(s, &r, CHECK_LOAD, regs.rip))
+            return;
+    }
     if (d != HMC_DEC_OK && !(r.h.aux & HMS_ADDR_OK) && g_cfg.ahead) {
         look_ahead(s, &regs, (unsigned)acc.why, &r);
-        if ((r.h.aux & HMS_AHEAD) && g_cfg.verify && s->bpfd >= 0 && !hm_in_self(r.ip) &&
-            !(r.ip == regs.rip && resume_flag(uc))) {
-            /* checking: the breakpoint fires when the instruction runs, a few
-             * instructions after this handler returns (on_trap compares) */
-            s->pending = r;
-            arm_breakpoint(s, r.ip);
-            if (s->pending_on)
-                return;
-        }
+        /* the breakpoint fires when the instruction runs, a few instructions after
+         * this handler returns (on_trap compares) */
+        if ((r.h.aux & HMS_AHEAD) && !(r.ip == regs.rip && resume_flag(uc)) &&
+            check(s, &r, CHECK_AHEAD, 0))
+            return;
     }
     record(t, &r);
 }
@@ -355,11 +381,31 @@ static int on_trap(int sig, siginfo_t *si, void *uc)
         struct hmc_access acc;
         memset(&acc, 0, sizeof(acc));
         hmc_regs_from_ucontext(uc, s->fs_base, s->gs_base, &regs);
-        int ok = !(perf_flags(si) & TRAP_PERF_FLAG_ASYNC) &&
+        int sync = !(perf_flags(si) & TRAP_PERF_FLAG_ASYNC);
+        int ok = sync && s->check != CHECK_USE &&
                  hmc_decode_at(s->dec, &regs, s->pending.ip, &acc) == HMC_DEC_OK;
-        if (s->pending.h.aux & HMS_AHEAD) {
+        if (s->check == CHECK_USE) {
+            /* the rule where the sample ran, with the load's own address known */
+            if (sync && hmc_decode_behind(s->dec, &regs, &acc) == HMC_DEC_OK)
+                s->pending.h.aux |= acc.addr == s->check_addr && acc.insn == s->pending.ip
+                                    ? HMS_VERIFY_SAME : HMS_VERIFY_DIFF;
+            s->check = CHECK_NONE;
+            record(t, &s->pending);
+        } else if (s->check == CHECK_LOAD) {
+            s->check = CHECK_NONE;
+            if (ok) {
+                s->check_addr = acc.addr;
+                s->check = CHECK_USE;
+                arm_breakpoint(s, s->check_rip);
+            }
+            if (!s->pending_on) {
+                s->check = CHECK_NONE;
+                record(t, &s->pending);
+            }
+        } else if (s->check == CHECK_AHEAD) {
             if (ok)
                 s->pending.h.aux |= acc.addr == s->pending.addr ? HMS_VERIFY_SAME : HMS_VERIFY_DIFF;
+            s->check = CHECK_NONE;
             record(t, &s->pending);
         } else if (ok) {
             s->pending.addr = acc.addr;
@@ -374,31 +420,15 @@ static int on_trap(int sig, siginfo_t *si, void *uc)
     return 1;
 }
 
-static void write_sampler_record(int kind, const char *name)
-{
-    unsigned char buf[1024];
-    struct hmr_hdr *h = (struct hmr_hdr *)buf;
-    size_t n = strlen(name);
-    if (n > sizeof(buf) - sizeof(*h) - 8)
-        n = sizeof(buf) - sizeof(*h) - 8;
-    uint32_t bytes = (uint32_t)((sizeof(*h) + n + 8) & ~7u);
-    memset(buf, 0, bytes);
-    h->type = HMR_SAMPLER;
-    h->kind = (uint8_t)kind;
-    h->len8 = HMR_LEN8(bytes);
-    memcpy(buf + sizeof(*h), name, n);
-    hmc_write_process_record(buf, bytes);
-}
-
 int hmc_sampler_init(const struct hmc_sampler_cfg *cfg)
 {
     g_cfg = *cfg;
     if (cfg->kind == HMS_SRC_NONE) {
-        write_sampler_record(HMS_SRC_NONE, "none");
+        hmc_sampler_record(HMS_SRC_NONE, "none");
         return 0;
     }
     if (cfg->kind != HMS_SRC_SOFT && hmc_perf_process_init(cfg) != 0) {
-        write_sampler_record(HMS_SRC_NONE, "none (the PMU could not be opened)");
+        hmc_sampler_record(HMS_SRC_NONE, "none (the PMU could not be opened)");
         g_cfg.kind = HMS_SRC_NONE;
         return -1;
     }
@@ -425,7 +455,7 @@ int hmc_sampler_init(const struct hmc_sampler_cfg *cfg)
         n += hm_fmt_u64(name + n, (uint64_t)cfg->ahead);
     }
     name[n] = 0;
-    write_sampler_record(g_cfg.kind, name);
+    hmc_sampler_record(g_cfg.kind, name);
     g_ready = 1;
     return 0;
 }
@@ -443,40 +473,6 @@ static void stack_range(uint64_t *lo, uint64_t *hi)
         *hi = *lo + size;
     }
     pthread_attr_destroy(&a);
-}
-
-/* The thread's page-fault ring. The process's fault sampler record says what the
- * first thread got; a refusal is said once per process, and sampling goes on
- * without it. */
-static void fault_open(struct hmc_thread *t, struct samp *s, uint64_t stack_lo,
-                       uint64_t stack_hi)
-{
-    int rc = hmc_perf_open_faults(g_cfg.fault_period, (pid_t)syscall(SYS_gettid),
-                                  HMC_FAULT_RING_PAGES, &s->fault);
-    s->fault_on = rc == 0;
-    if (rc == 0)
-        hmc_faults_begin(t, stack_lo, stack_hi);
-    int z = 0;
-    if (atomic_compare_exchange_strong(&g_fault_said, &z, 1)) {
-        char name[128];
-        size_t n = hm_fmt_str(name, rc == 0 ? "faults period " : "none (perf_event_open: ");
-        if (rc == 0) {
-            n += hm_fmt_u64(name + n, g_cfg.fault_period);
-        } else {
-            const char *why = strerror(-rc);
-            size_t wl = strlen(why) < 80 ? strlen(why) : 80;
-            memcpy(name + n, why, wl);
-            n += wl;
-            name[n++] = ')';
-        }
-        name[n] = 0;
-        write_sampler_record(HMS_SRC_FAULT, name);
-    }
-    z = 0;
-    if (rc != 0 && atomic_compare_exchange_strong(&g_fault_refused, &z, 1))
-        hm_log("hmtune: page faults are not sampled (perf_event_open(page-faults): ",
-               strerror(-rc), "); the access sampler goes on (HMTUNE_FAULT_PERIOD=0 "
-               "turns fault sampling off)");
 }
 
 void hmc_sampler_thread_start(void)
@@ -517,7 +513,7 @@ void hmc_sampler_thread_start(void)
         return;
     }
     if (g_cfg.fault_period)
-        fault_open(t, s, lo, hi);
+        s->fault_on = hmc_sampler_fault_open(t, g_cfg.fault_period, &s->fault, lo, hi);
     hmc_thread_set_sampler(t, s);
     struct sigevent sev;
     memset(&sev, 0, sizeof(sev));

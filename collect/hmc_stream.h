@@ -64,10 +64,10 @@ _Static_assert(HMS_SRC_FAULT > HM_SAMPLER_MAX, "the page-fault source is no samp
                                 * interrupted rip (software sampler's look ahead) */
 #define HMS_LEVEL_SHIFT 8      /* bits 8..15: enum hms_level */
 #define HMS_HIT_SHIFT  16      /* bits 16..17: HM_SAMPLE_HIT_* (0 unknown, 1 hit, 2 miss) */
-/* HMS_AHEAD samples checked by an execute breakpoint on the accessing instruction
- * (HMTUNE_SAMPLE_VERIFY=1): the address it computed when the instruction ran was
- * the same, or different; both bits: the instruction was not reached before the
- * next sample. Neither: not checked. */
+/* HMS_AHEAD and producer-load samples checked by execute breakpoints
+ * (HMTUNE_SAMPLE_VERIFY=1; hmc_sampler.c, enum check): the address the accessing
+ * instruction computed when it ran was the same, or different; both bits: it was not
+ * reached before the next sample. Neither: not checked. */
 #define HMS_VERIFY_SAME 0x40000u
 #define HMS_VERIFY_DIFF 0x80000u
 #define HMS_LOOK_SHIFT 20      /* bits 20..23: see enum hms_look */

@@ -36,7 +36,7 @@
 #define HM_EV_LOST_SAMPLES     41000025  /* hmtune: samples the kernel dropped */
 #define HM_EV_SAMPLE_WHY       41000026  /* hmtune: software sampler: why the instruction gave no address (values in trace_values.tsv) */
 #define HM_EV_SAMPLE_LOOKAHEAD 41000027  /* hmtune: look ahead: instructions to the access */
-#define HM_EV_SAMPLE_VERIFIED  41000028  /* hmtune: look ahead checked by breakpoint (values in trace_values.tsv) */
+#define HM_EV_SAMPLE_VERIFIED  41000028  /* hmtune: look-ahead or producer-load address checked by breakpoint (values in trace_values.tsv) */
 #define HM_EV_SAMPLE_PRODUCER  41000029  /* hmtune: producer load: instructions from the load to the sampled one */
 #define HM_EV_FAULT_ADDR       41000030  /* hmtune: sampled minor page fault: faulting data address */
 #define HM_EV_FAULT_COUNT      41000031  /* hmtune: page faults the fault sample stands for */

@@ -70,6 +70,7 @@ struct fin_recov {
     uint64_t pdistance[16], prefused[HMS_BEHIND_N];
     uint64_t verified[HM_SAMPLE_VERIFIED_MAX];  /* HMTUNE_SAMPLE_VERIFY: by 41000028's
                                                  * value - 1 (same, different, not reached) */
+    uint64_t pverified[HM_SAMPLE_VERIFIED_MAX]; /* the same, of producer-load samples */
 };
 
 struct fin_proc {
@@ -182,8 +183,9 @@ void fin_recov_count(struct fin_recov *r, uint32_t flags, uint64_t iclass, int c
 void fin_recov_add(struct fin_recov *dst, const struct fin_recov *src);
 void fin_recov_json(FILE *f, const struct fin_recov *r);     /* one JSON object */
 void fin_recov_pcf(FILE *f);                                 /* 41000024, 41000026-29 */
-/* value of event 41000028 for these flags: 1 same, 2 different, 3 not reached, 0 none */
-unsigned fin_recov_verified(uint32_t flags);
+/* value of event 41000028 for a look-ahead or producer-load sample's flags: 1 same,
+ * 2 different, 3 not reached, 0 none (or another rule) */
+unsigned fin_recov_verified(uint32_t flags, uint64_t iclass);
 /* fin_kinds.c: the access kind of each sample (41000035). FIN_KIND_NEAR: smaller
  * steps between consecutive addresses are no step; FIN_KIND_MIN_STEPS: fewer steps
  * decide nothing. */

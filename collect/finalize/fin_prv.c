@@ -177,11 +177,10 @@ static void emit_sample(struct fin_ctx *c, struct fin_out *o, struct fin_stream 
         out_ev(o, HM_EV_SAMPLE_RECOVERED, (uint64_t)rule);
     if (rule == FR_PRODUCER)
         out_ev(o, HM_EV_SAMPLE_PRODUCER, HMS_BEHIND_DIST(ic));
-    if (rule == FR_AHEAD) {
+    if (rule == FR_AHEAD)
         out_ev(o, HM_EV_SAMPLE_LOOKAHEAD, (flags >> HMS_LOOK_SHIFT) & 15);
-        if (fin_recov_verified(flags))
-            out_ev(o, HM_EV_SAMPLE_VERIFIED, fin_recov_verified(flags));
-    }
+    if (fin_recov_verified(flags, ic))
+        out_ev(o, HM_EV_SAMPLE_VERIFIED, fin_recov_verified(flags, ic));
     if (flags >> HMS_WHY_SHIFT)
         out_ev(o, HM_EV_SAMPLE_WHY, flags >> HMS_WHY_SHIFT);
     unsigned icls = fin_sample_iclass(x);

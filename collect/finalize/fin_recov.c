@@ -62,8 +62,9 @@ void fin_recov_count(struct fin_recov *r, uint32_t flags, uint64_t iclass, int c
         r->distance[look]++;
     if (rule == FR_PRODUCER)
         r->pdistance[HMS_BEHIND_DIST(iclass)]++;
-    if (fin_recov_verified(flags))
-        r->verified[fin_recov_verified(flags) - 1]++;
+    unsigned v = fin_recov_verified(flags, iclass);
+    if (v)
+        (rule == FR_PRODUCER ? r->pverified : r->verified)[v - 1]++;
     if (cls != FC_NOADDR)
         return;
     r->after[why ? why : HMS_WHY_N]++;
@@ -73,10 +74,11 @@ void fin_recov_count(struct fin_recov *r, uint32_t flags, uint64_t iclass, int c
         r->prefused[behind]++;
 }
 
-unsigned fin_recov_verified(uint32_t flags)
+unsigned fin_recov_verified(uint32_t flags, uint64_t iclass)
 {
     unsigned same = (flags & HMS_VERIFY_SAME) != 0, diff = (flags & HMS_VERIFY_DIFF) != 0;
-    if (!(flags & HMS_AHEAD) || !(same || diff))
+    int rule = fin_recov_rule(flags, iclass);
+    if ((rule != FR_AHEAD && rule != FR_PRODUCER) || !(same || diff))
         return 0;
     return same && diff ? HM_SAMPLE_VERIFIED_NOT_REACHED
            : same ? HM_SAMPLE_VERIFIED_SAME : HM_SAMPLE_VERIFIED_DIFFERENT;
@@ -117,6 +119,21 @@ static void distances(FILE *f, const char *name, const uint64_t *v)
     fputs("], ", f);
 }
 
+/* ", \"name\": {\"same\": n, \"different\": n, \"not_reached\": n}" when any was checked */
+static void verified(FILE *f, const char *name, const uint64_t *v)
+{
+    static const char *const keys[] = { HM_SAMPLE_VERIFIED_VALUES(KEY_AT) };
+    uint64_t checked = 0;
+    for (int i = 1; i <= HM_SAMPLE_VERIFIED_MAX; i++)
+        checked += v[i - 1];
+    if (!checked)
+        return;
+    fprintf(f, ", \"%s\": {", name);
+    for (int i = 1; i <= HM_SAMPLE_VERIFIED_MAX; i++)
+        fprintf(f, "%s\"%s\": %llu", i > 1 ? ", " : "", keys[i], (unsigned long long)v[i - 1]);
+    fputc('}', f);
+}
+
 void fin_recov_json(FILE *f, const struct fin_recov *r)
 {
     static const char *const rules[FR_N] = {
@@ -136,17 +153,8 @@ void fin_recov_json(FILE *f, const struct fin_recov *r)
     counts(f, "lookahead_refused", r->refused, 0, HMS_LOOK_N, g_look);
     fputs(", ", f);
     counts(f, "producer_refused", r->prefused, HMS_BEHIND_OK + 1, HMS_BEHIND_N, g_behind);
-    static const char *const verified[] = { HM_SAMPLE_VERIFIED_VALUES(KEY_AT) };
-    uint64_t checked = 0;
-    for (int v = 1; v <= HM_SAMPLE_VERIFIED_MAX; v++)
-        checked += r->verified[v - 1];
-    if (checked) {
-        fputs(", \"lookahead_verified\": {", f);
-        for (int v = 1; v <= HM_SAMPLE_VERIFIED_MAX; v++)
-            fprintf(f, "%s\"%s\": %llu", v > 1 ? ", " : "", verified[v],
-                    (unsigned long long)r->verified[v - 1]);
-        fputc('}', f);
-    }
+    verified(f, "lookahead_verified", r->verified);
+    verified(f, "producer_verified", r->pverified);
     fputc('}', f);
 }
 
@@ -165,7 +173,7 @@ void fin_recov_pcf(FILE *f)
                "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_PRODUCER)
                "    hmtune producer load: instructions from the load to the sampled one\n\n\n"
                "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_VERIFIED)
-               "    hmtune look-ahead address checked by breakpoint\n");
+               "    hmtune look-ahead or producer-load address checked by breakpoint\n");
     fin_pcf_values(f, g_verified_pcf, FIN_NVALUES(g_verified_pcf), HM_SAMPLE_VERIFIED_MAX, " ");
     fputs("\n\n", f);
 }

@@ -67,7 +67,7 @@ HM_EV_LOST_SAMPLES: Final = 41000025
 HM_EV_SAMPLE_WHY: Final = 41000026
 # hmtune: look ahead: instructions to the access
 HM_EV_SAMPLE_LOOKAHEAD: Final = 41000027
-# hmtune: look ahead checked by breakpoint (values in trace_values.tsv)
+# hmtune: look-ahead or producer-load address checked by breakpoint (values in trace_values.tsv)
 HM_EV_SAMPLE_VERIFIED: Final = 41000028
 # hmtune: producer load: instructions from the load to the sampled one
 HM_EV_SAMPLE_PRODUCER: Final = 41000029

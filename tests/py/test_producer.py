@@ -89,9 +89,11 @@ def scan_json(prv: Path, out: Path) -> dict:
     return json.loads((out / "scan.json").read_text())
 
 
-def run_hot(tmp: Path, producer: bool) -> tuple[object, dict, range]:
+def run_hot(tmp: Path, producer: bool, verify: bool = False) -> tuple[object, dict, range]:
     env = dict(os.environ)
     env["HMTUNE_SAMPLE_PRODUCER"] = "1" if producer else "0"
+    if verify:
+        env["HMTUNE_SAMPLE_VERIFY"] = "1"
     r = trace(tmp, str(APP), "0.6", extra=("--sampler", "soft"), env=env)
     assert r.returncode == 0, r.stderr
     m = re.search(rb"hot=0x([0-9a-f]+) size=(\d+)", r.stdout)
@@ -152,3 +154,18 @@ def test_producer_load_recovers_the_hot_array(tmp_path: Path) -> None:
     assert a.returncode == 0, a.stderr
     first = (out / "sites.csv").read_text().splitlines()[0]
     assert f"samples_compute={compute}" in first.split(), first
+
+
+def test_producer_addresses_are_the_executed_ones(tmp_path: Path) -> None:
+    """HMTUNE_SAMPLE_VERIFY=1: at the producer load's next execution a breakpoint gives
+    the address it computes, and a second one at the sample's rip applies the rule
+    there: it must name that load and that address."""
+    t, s, hot = run_hot(tmp_path, True, verify=True)
+    v = s["address_recovery"]["producer_verified"]
+    assert v["different"] == 0 and v["same"] >= 20, v
+    checked = [x for x in t.samples if x.verified and x.producer is not None]
+    assert checked and all(x.verified in (1, 3) for x in checked)
+    assert sum(x.verified == 1 for x in checked) == v["same"]
+    assert all(x.addr in hot for x in checked)
+    # and the look-ahead ones are still counted apart
+    assert "producer_verified" not in run_hot(tmp_path / "plain", True)[1]["address_recovery"]
