@@ -31,7 +31,8 @@
 struct hmi_site_stats {
     uint64_t matches;       /* calls whose chain matched the site */
     uint64_t placed;        /* of those, served by the site's tier */
-    uint64_t bytes;         /* bytes requested by the placed ones */
+    uint64_t bytes;         /* bytes requested by the placed ones (a split site's:
+                             * the bytes of its ranges, in its tier) */
     uint64_t fell_back;     /* tier full, refused or unavailable: default allocator */
 };
 

@@ -422,10 +422,11 @@ static void write_summary(int fd, const struct hmi_placement *pl, const char *pa
         if (!st->matches)
             continue;
         shown++;
-        outf(&o, "hmalloc%s:   site line %u -> %s: %llu matches, %llu placed (%s), %llu fell back\n",
-             who, pl->sites[i].line, pl->tiers[pl->sites[i].tier].name,
-             (unsigned long long)st->matches, (unsigned long long)st->placed,
-             human(st->bytes, a, sizeof a), (unsigned long long)st->fell_back);
+        outf(&o, "hmalloc%s:   %s line %u -> %s: %llu matches, %llu placed (%s%s), %llu fell "
+             "back\n", who, pl->sites[i].nranges ? "split" : "site", pl->sites[i].line,
+             pl->tiers[pl->sites[i].tier].name, (unsigned long long)st->matches,
+             (unsigned long long)st->placed, human(st->bytes, a, sizeof a),
+             pl->sites[i].nranges ? " in their ranges" : "", (unsigned long long)st->fell_back);
     }
     if (matched > shown)
         outf(&o, "hmalloc%s:   ... %u more matched sites (HMTUNE_STATS=FILE lists all)\n", who,

@@ -98,14 +98,17 @@ static int tier_of(int site)
 }
 
 /* A split site's object (placement v2): its ranges in the tier, the rest ordinary
- * memory, one mapping (hmi_backend_alloc_split). */
-static HM_NOINLINE void *place_split(int site, int tier, size_t size, size_t align, int zero)
+ * memory, one mapping (hmi_backend_alloc_split); *in_tier the bytes of its ranges. */
+static HM_NOINLINE void *place_split(int site, int tier, size_t size, size_t align, int zero,
+                                     uint64_t *in_tier)
 {
     const struct hmi_site *si = &hmi_pl.sites[site];
     uint64_t placed[HMI_MAX_RANGES], mask = 0;
     void *p = hmi_backend_alloc_split((uint32_t)tier, size, align, zero, si->ranges,
                                       si->nranges, placed, &mask);
     if (p) {
+        for (uint32_t i = 0; i < si->nranges; i++)
+            *in_tier += placed[i];
         hmi_report_split(site, placed, si->nranges);
         if (!hmi_backend_reused())
             hmi_report_placed_split(tier, p, size, site, mask);
@@ -120,11 +123,12 @@ static void *place(int site, size_t size, size_t align, int zero)
     int tier = tier_of(site);
     void *p = NULL;
     if (hm_unlikely(hmi_pl.nsplit != 0) && site < (int)hmi_pl.nsites && hmi_pl.sites[site].nranges) {
+        uint64_t in_tier = 0;              /* a split object's bytes: those in the tier */
         if (hmi_backend_available((uint32_t)tier))
-            p = place_split(site, tier, size, align, zero);
+            p = place_split(site, tier, size, align, zero, &in_tier);
         if (p) {
             hm_stripe_add(&st->placed, 1);
-            hm_stripe_add(&st->bytes, size);
+            hm_stripe_add(&st->bytes, in_tier);
         } else {
             hm_stripe_add(&st->fell_back, 1);
         }

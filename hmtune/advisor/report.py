@@ -124,10 +124,13 @@ def tier_use(sites: Sites, problem: Problem, placement: Placement) -> list[TierU
     return out
 
 
-def count_text(rows: pd.DataFrame) -> str:
+def count_text(rows: pd.DataFrame, rest: bool = False) -> str:
     """How many sites rows hold, each counted once however many ranges of it are
     there, and the ranges as placement.txt writes them (touching pieces joined): `3
-    site(s)`, `3 site(s) (2 of them by ranges of their objects, 3 range(s))`."""
+    site(s)`, `3 site(s) (2 of them by ranges of their objects, 3 range(s))`. With
+    `rest` (the fallback tier, which holds what the split sites' ranges leave): `2
+    site(s), and the rest of 1 split site(s)`, so that the tiers' counts add up to the
+    sites."""
     n = int(rows["parent"].nunique()) if len(rows) else 0
     here = rows.groupby("parent")["site_id"].transform("size") if len(rows) else []
     # a site with only some of its pieces here (all of them: the whole object)
@@ -135,6 +138,9 @@ def count_text(rows: pd.DataFrame) -> str:
         if len(rows) else rows
     if not len(pieces):
         return f"{n} site(s)"
+    if rest:
+        k = int(pieces["parent"].nunique())
+        return f"{n - k} site(s), and the rest of {k} split site(s)"
     ranges = 0                     # touching pieces are one range, as placement.txt writes
     for _, g in pieces.groupby("parent"):
         end = None
@@ -285,7 +291,8 @@ def report_text(sites: Sites, problem: Problem, placement: Placement, uses: list
         cap = _cap(u.tier) + ("" if u.tier.capacity is None else " per process")
         out += ["", f"tier {u.tier.name}  [{u.tier.backend}, {cap}]"
                 + ("  (fallback)" if fb else "")]
-        out.append(f"  {count_text(u.rows)}" + (f" ({zero} without weight)" if zero else "")
+        out.append(f"  {count_text(u.rows, rest=fb)}"
+                   + (f" ({zero} without weight)" if zero else "")
                    + f", {u.occupancy()}, {_pct(u.share)} of the weight "
                    + ("stays here" if fb else "captured"))
         if values:                      # sites that gain by first touch alone count too
@@ -332,7 +339,7 @@ def terminal_summary(uses: list[TierUse], placement: Placement, curve: Curve,
     out = list(forecast) + ([f"acts on {reach_text(r)}"] if r is not None else [])
     for i, u in enumerate(uses):
         if i == len(uses) - 1:
-            out.append(f"tier {u.tier.name} (fallback): {count_text(u.rows)}, "
+            out.append(f"tier {u.tier.name} (fallback): {count_text(u.rows, rest=True)}, "
                        f"{_pct(u.share)} of the weight")
         else:
             out.append(f"tier {u.tier.name}: {count_text(u.rows)}, {u.occupancy()}, "

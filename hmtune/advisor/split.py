@@ -341,9 +341,11 @@ def expand(problem: Problem, sites: Sites, profile: pd.DataFrame, gran: int,
     hot = int(split_idx.size) - len(flat_why)
     if flat_why:
         whys = sorted(set(flat_why.values()))
-        notes.append(f"{len(flat_why)} site(s) whose profile shows no hot range "
-                     f"({', '.join(whys)}) are cut evenly: the part of each that fits is one "
-                     f"range from its start; {hot} cut at the hot ranges their samples show")
+        notes.append(f"{int(split_idx.size)} site(s) could be placed by ranges of their "
+                     f"objects; {len(flat_why)} of them show no hot range in their profile "
+                     f"({', '.join(whys)}), so what the tier takes of one is one range from "
+                     f"its start, and {hot} would be cut at the hot ranges their samples "
+                     "show (the split lines of placement.txt are those placed)")
     return Expanded(ep, replace(sites, table=out_table), int(split_idx.size), notes)
 
 

@@ -85,7 +85,7 @@ def sites_section(d: Path) -> list[str]:
         s = load_sites(d / "sites.csv")
     except InputError as e:
         return ["## Top sites", "", f"sites.csv cannot be read: {e}", ""]
-    t = s.table.sort_values("weight", ascending=False).head(TOP)
+    t = s.table.sort_values("weight", ascending=False, kind="stable").head(TOP)
     total = s.total_weight
     static = s.table["kind"] == "static"
 

@@ -87,9 +87,12 @@ def test_the_window_is_placed_and_only_its_ranges_are_in_the_tier(stage: Path,
     for (a, b), x in got.items():
         assert x["objects"] == 1
         assert x["placed_bytes"] == min(b, 64 * MIB) - a
+    # the site and its tier count the bytes in the tier, not the whole object's
+    assert site["placed_bytes"] == sum(x["placed_bytes"] for x in got.values())
     fast = s["tiers"][0]
     assert fast["split_placed"] >= 1 and fast["split_bytes"] >= covered
     assert fast["high_water_bytes"] <= 12 * MIB
+    assert fast["placed_bytes"] <= 12 * MIB
     assert fast["residency"]["bytes_elsewhere"] == 0
 
 
