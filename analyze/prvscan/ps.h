@@ -6,9 +6,9 @@
  * map of live blocks per task (ps_map.c), count samples and sweep the lifetime facts
  * per (task, site) in time order as blocks start and end (ps_sites.c, ps_life.c), and
  * write allocs.csv, sites.tsv, profile.csv (ps_profile.c) and scan.json (ps_rows.c,
- * ps_output.c). Memory is bounded by live blocks, threads, sites and the profile's
- * sampled (task, site, offset bucket)s, plus fixed buffers; the per-allocation table
- * goes through a file in sorted runs. */
+ * ps_output.c; ps_fmt.c writes their numbers). Memory is bounded by live blocks,
+ * threads, sites and the profile's sampled (task, site, offset bucket)s, plus fixed
+ * buffers; the per-allocation table goes through a file in sorted runs. */
 #ifndef PS_H
 #define PS_H
 
@@ -302,10 +302,12 @@ struct ps_fault {
 enum { PS_FA_ADDR = 1, PS_FA_OBJ = 2, PS_FA_N = 4, PS_FA_CLS = 8 };
 void ps_fault_count(struct ps_site *g, struct ps_stats *st, const struct ps_fault *f);
 
-/* ---- outputs (ps_output.c) ---- */
+/* ---- numbers in the tables (ps_fmt.c) ---- */
 char *ps_fmt_u64(char *p, uint64_t v);   /* decimal digits at p; returns the end */
 char *ps_fmt_i64(char *p, int64_t v);
 char *ps_fmt_hex(char *p, uint64_t v);   /* 0x and lowercase hex digits */
+
+/* ---- outputs (ps_output.c) ---- */
 /* sites.tsv: its version line (docs/formats.md §4; hmtune/analyze/scan_io.py checks
  * it: a change of columns or meanings is a new version), then the header row and one
  * row per (task, site) that allocated or was sampled. */
