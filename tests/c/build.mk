@@ -30,8 +30,8 @@ $(TEST_C_DIR)/test_perf: $(ROOT)/tests/c/test_perf.c $(HMC_PERF_SRC) $(COMMON_SR
 	$(CC) $(TEST_C_CFLAGS) -o $@ $< $(HMC_PERF_SRC) $(COMMON_SRC) -lunwind -ldl $(LDSAN)
 
 # The software sampler's address decoder on hand-assembled instructions.
-HMC_DEC_SRC := $(ROOT)/collect/hmc_decode.c $(ROOT)/collect/hmc_insn.c $(ROOT)/collect/hmc_behind.c \
-               $(ROOT)/collect/hmc_stride.c
+HMC_DEC_SRC := $(ROOT)/collect/hmc_decode.c $(ROOT)/collect/hmc_dec.c $(ROOT)/collect/hmc_insn.c \
+               $(ROOT)/collect/hmc_behind.c $(ROOT)/collect/hmc_stride.c
 $(TEST_C_DIR)/test_decode: $(ROOT)/tests/c/test_decode.c $(HMC_DEC_SRC) $(COMMON_SRC) $(HMC_LIB_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_C_CFLAGS) -o $@ $< $(HMC_DEC_SRC) $(COMMON_SRC) -lcapstone -lunwind -ldl $(LDSAN)
