@@ -14,9 +14,10 @@ $(TEST_C_DIR)/test_options: $(ROOT)/tests/c/test_options.c $(COMMON_SRC) $(COMMO
 	$(CC) $(TEST_C_CFLAGS) -o $@ $< $(COMMON_SRC) -lunwind -ldl $(LDSAN)
 
 # The tracer core: the process stream and lifecycle (hmc_core.c), the per-thread
-# buffers (hmc_buffers.c), the records and stack table (hmc_records.c).
+# buffers (hmc_buffers.c), the records and stack table (hmc_records.c), the stream
+# file (hmc_file.c).
 HMC_CORE_SRC := $(ROOT)/collect/hmc_core.c $(ROOT)/collect/hmc_buffers.c \
-                $(ROOT)/collect/hmc_records.c
+                $(ROOT)/collect/hmc_records.c $(ROOT)/collect/hmc_file.c
 $(TEST_C_DIR)/test_core: $(ROOT)/tests/c/test_core.c $(HMC_CORE_SRC) \
     $(ROOT)/collect/finalize/fin_raw.c $(COMMON_SRC) $(HMC_LIB_HDR) $(HMC_FIN_HDR)
 	@mkdir -p $(@D)
