@@ -1,7 +1,7 @@
 /* hmi_arena.c — size classes, free lists, slabs and chunk carving for placed objects
  * of up to 1 MiB (see hmi_arena.h for why and how). */
 #include "hmi_arena.h"
-#include "hmi_backend.h"
+#include "hmi_tiers.h"
 #include "hmi_pagemap.h"
 
 #include <pthread.h>

@@ -9,7 +9,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "hmi_backend.h"
+#include "hm_util.h"
+#include "hmi_tiers.h"
 
 #define HMI_MAX_NODES 1024u                 /* numa:LIST node ids are < this */
 #define HMI_NODE_WORDS (HMI_MAX_NODES / (8 * sizeof(unsigned long)))
@@ -35,7 +36,7 @@ struct hmi_bk {
     uint64_t high_water;
 };
 
-/* Why a request did not fit (enum hmi_why, hmi_backend.h): the calling thread's
+/* Why a request did not fit (enum hmi_why, hmi_tiers.h): the calling thread's
  * hmi_why, set where the request was refused, cleared when the next request comes
  * (request_tier in hmi_backend.c) and read when the refusal is counted (hmi_count). */
 extern __thread uint8_t hmi_why __attribute__((tls_model("initial-exec"))) HM_HIDDEN;

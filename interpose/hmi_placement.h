@@ -20,7 +20,7 @@
 
 #define HMI_MAX_FRAMES  ((unsigned)HM_KEY_MAX_FRAMES) /* frames in a site chain */
 #define HMI_LINE_MAX    65536u        /* bytes in a line, without its line break */
-#define HMI_MAX_TIER_LINES 16u        /* tier lines: HMI_MAX_TIERS (hmi_backend.h) */
+#define HMI_MAX_TIER_LINES 16u        /* tier lines: HMI_MAX_TIERS (hmi_tiers.h) */
 #define HMI_INPUT_MAX   0xfffffffeu   /* bytes in the file (4 GiB - 2) */
 #define HMI_PROGRAM_MAX 4095u         /* bytes in the program path (PATH_MAX - 1) */
 #define HMI_VERSION_MAX 2u            /* placement versions read: 1 and 2 (split lines) */
