@@ -13,14 +13,15 @@ HMI_CORE_LIB := $(HMI_DIR)/libhmi_core.a
 # blocks and chunks (hmi_mmap.c), split objects (hmi_split.c), freed blocks kept for
 # reuse (hmi_keep.c), dlopen'ed memkind
 # (hmi_backend_memkind.c), the small-object arena (hmi_arena.c) and its size classes
-# (hmi_classes.c), and dlopen'ed UMF's pools (hmi_backend_umf.c); what a tier is to
+# (hmi_classes.c), NUMA node lists (hmi_nodes.c), and dlopen'ed UMF's pools
+# (hmi_backend_umf.c; its providers and opening hmi_umf_providers.c); what a tier is to
 # all of them: hmi_tiers.h. Users link -ldl -lpthread.
 HMI_CORE_SRC += $(ROOT)/interpose/hmi_backend.c $(ROOT)/interpose/hmi_spec.c \
                 $(ROOT)/interpose/hmi_capacity.c $(ROOT)/interpose/hmi_msg.c \
                 $(ROOT)/interpose/hmi_pagemap.c $(ROOT)/interpose/hmi_mmap.c \
                 $(ROOT)/interpose/hmi_split.c $(ROOT)/interpose/hmi_backend_memkind.c \
                 $(ROOT)/interpose/hmi_arena.c $(ROOT)/interpose/hmi_keep.c \
-                $(ROOT)/interpose/hmi_classes.c
+                $(ROOT)/interpose/hmi_classes.c $(ROOT)/interpose/hmi_nodes.c
 HMI_CORE_HDR += $(ROOT)/interpose/hmi_backend.h $(ROOT)/interpose/hmi_backend_int.h \
                 $(ROOT)/interpose/hmi_pagemap.h $(ROOT)/interpose/hmi_mmap.h \
                 $(ROOT)/interpose/hmi_arena.h $(ROOT)/interpose/hmi_umf.h \

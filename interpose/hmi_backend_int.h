@@ -157,6 +157,8 @@ void hmi_umf_close(struct hmi_bk *b) HM_HIDDEN;
 void hmi_umf_atfork_prepare(void) HM_HIDDEN;
 void hmi_umf_atfork_release(void) HM_HIDDEN;
 
+/* ---- node lists (hmi_nodes.c) ---- */
+
 /* "0,2,4-7" into mask (HMI_NODE_WORDS words): 0, or -1 with the reason appended. */
 int hmi_parse_nodes(const char *s, unsigned long *mask, struct hmi_msg *why) HM_HIDDEN;
 /* Every node of mask present (/sys/devices/system/node/nodeN): 0, or -1 with why. */
