@@ -9,23 +9,25 @@ HMI_CORE_SRC += $(ROOT)/interpose/hmi_match.c
 HMI_CORE_HDR += $(ROOT)/interpose/hmi_match.h
 HMI_CORE_LIB := $(HMI_DIR)/libhmi_core.a
 # Tier backends: entry points and dispatch (hmi_backend.c), spec parsing (hmi_spec.c),
-# capacity (hmi_capacity.c), reasons (hmi_msg.c), the page map (hmi_pagemap.c), mmap
-# blocks and chunks (hmi_mmap.c), split objects (hmi_split.c), freed blocks kept for
-# reuse (hmi_keep.c), dlopen'ed memkind
-# (hmi_backend_memkind.c), the small-object arena (hmi_arena.c) and its size classes
-# (hmi_classes.c), NUMA node lists (hmi_nodes.c), and dlopen'ed UMF's pools
-# (hmi_backend_umf.c; its providers and opening hmi_umf_providers.c); what a tier is to
-# all of them: hmi_tiers.h. Users link -ldl -lpthread.
+# the tier table and its counters (hmi_capacity.c), charging a block (hmi_charge.c),
+# reasons (hmi_msg.c), NUMA node lists (hmi_nodes.c), the page map (hmi_pagemap.c),
+# mmap blocks and chunks (hmi_mmap.c), split objects (hmi_split.c), freed blocks kept
+# for reuse (hmi_keep.c), dlopen'ed memkind (hmi_backend_memkind.c), the small-object
+# arena (hmi_arena.c) and its size classes (hmi_classes.c), and dlopen'ed UMF's pools
+# (hmi_backend_umf.c; its providers and the tiers' opening: hmi_umf_providers.c); what
+# a tier is to all of them: hmi_tiers.h. Users link -ldl -lpthread.
 HMI_CORE_SRC += $(ROOT)/interpose/hmi_backend.c $(ROOT)/interpose/hmi_spec.c \
                 $(ROOT)/interpose/hmi_capacity.c $(ROOT)/interpose/hmi_msg.c \
                 $(ROOT)/interpose/hmi_pagemap.c $(ROOT)/interpose/hmi_mmap.c \
                 $(ROOT)/interpose/hmi_split.c $(ROOT)/interpose/hmi_backend_memkind.c \
                 $(ROOT)/interpose/hmi_arena.c $(ROOT)/interpose/hmi_keep.c \
-                $(ROOT)/interpose/hmi_classes.c $(ROOT)/interpose/hmi_nodes.c
+                $(ROOT)/interpose/hmi_classes.c $(ROOT)/interpose/hmi_nodes.c \
+                $(ROOT)/interpose/hmi_charge.c
 HMI_CORE_HDR += $(ROOT)/interpose/hmi_backend.h $(ROOT)/interpose/hmi_backend_int.h \
                 $(ROOT)/interpose/hmi_pagemap.h $(ROOT)/interpose/hmi_mmap.h \
                 $(ROOT)/interpose/hmi_arena.h $(ROOT)/interpose/hmi_umf.h \
-                $(ROOT)/interpose/hmi_tiers.h $(ROOT)/interpose/hmi_classes.h
+                $(ROOT)/interpose/hmi_tiers.h $(ROOT)/interpose/hmi_classes.h \
+                $(ROOT)/interpose/hmi_capacity.h $(ROOT)/interpose/hmi_charge.h
 # Static variables of placement.txt's static lines, bound or remapped at start-up
 # (hmi_static.c) once their module's segments and symbol tables vouch for them
 # (hmi_static_elf.c).

@@ -8,6 +8,7 @@
  * placed small object. */
 #include "hmi_backend.h"
 #include "hmi_arena.h"
+#include "hmi_charge.h"
 #include "hmi_mmap.h"
 #include "hmi_pagemap.h"
 #include "hm_options.h"

@@ -57,6 +57,7 @@
  * Re-entrance: UMF's OS provider calls hwloc, which calls malloc; the interposer calls
  * every backend entry point with its busy flag set, so those calls go to glibc. */
 #include "hmi_umf.h"
+#include "hmi_charge.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
