@@ -85,16 +85,17 @@ $(HMI_CORE_LIB): $(patsubst $(ROOT)/interpose/%.c,$(HMI_DIR)/%.o,$(HMI_CORE_SRC)
 BUILD_TARGETS += $(HMI_CORE_LIB)
 
 # The preload library: the malloc family (hmi_shim.c), its bootstrap and options
-# (hmi_boot.c), the run's counters (hmi_report.c) and exit report (hmi_report_exit.c),
-# the checks that a placement is this process's (hmi_accept.c), and madvise and
-# mprotect over placed hugetlb memory (hmi_advise.c).
+# (hmi_boot.c), what every entry point reads (hmi_entry.c), the run's counters
+# (hmi_report.c) and exit report (hmi_report_exit.c), the checks that a placement is
+# this process's (hmi_accept.c), madvise and mprotect over placed hugetlb memory
+# (hmi_advise.c), and the descriptor wrappers (hmi_fdshim.c).
 HMI_SHIM_SRC := $(ROOT)/interpose/hmi_shim.c $(ROOT)/interpose/hmi_boot.c \
                 $(ROOT)/interpose/hmi_report.c $(ROOT)/interpose/hmi_report_exit.c \
                 $(ROOT)/interpose/hmi_accept.c $(ROOT)/interpose/hmi_advise.c \
-                $(ROOT)/interpose/hmi_fdshim.c
-HMI_SHIM_HDR := $(ROOT)/interpose/hmi_boot.h $(ROOT)/interpose/hmi_report.h \
-                $(ROOT)/interpose/hmi_report_int.h $(ROOT)/interpose/hmi_accept.h \
-                $(ROOT)/interpose/hmi_advise.h
+                $(ROOT)/interpose/hmi_fdshim.c $(ROOT)/interpose/hmi_entry.c
+HMI_SHIM_HDR := $(ROOT)/interpose/hmi_boot.h $(ROOT)/interpose/hmi_entry.h \
+                $(ROOT)/interpose/hmi_report.h $(ROOT)/interpose/hmi_report_int.h \
+                $(ROOT)/interpose/hmi_accept.h $(ROOT)/interpose/hmi_advise.h
 HMALLOC_SO   := $(BUILD)/lib/libhmalloc.so
 $(HMALLOC_SO): $(HMI_SHIM_SRC) $(HMI_SHIM_HDR) $(HMI_CORE_LIB) $(HMI_CORE_HDR) $(COMMON_SRC) $(COMMON_HDR)
 	@mkdir -p $(@D)
