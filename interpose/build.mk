@@ -2,8 +2,11 @@
 # archive (parser, matcher, backends) that tests link, and the preload library.
 HMI_DIR      := $(BUILD)/interpose
 HMI_CORE_SRC := $(ROOT)/interpose/hmi_placement.c $(ROOT)/interpose/hmi_placement_load.c \
+                $(ROOT)/interpose/hmi_placement_lines.c $(ROOT)/interpose/hmi_reader.c \
                 $(ROOT)/interpose/hmi_fields.c
-HMI_CORE_HDR := $(ROOT)/interpose/hmi_placement.h $(ROOT)/interpose/hmi_fields.h
+HMI_CORE_HDR := $(ROOT)/interpose/hmi_placement.h $(ROOT)/interpose/hmi_fields.h \
+                $(ROOT)/interpose/hmi_placement_data.h $(ROOT)/interpose/hmi_placement_lines.h \
+                $(ROOT)/interpose/hmi_reader.h
 # The site matcher: placement chains -> tier, with a per-thread cache (hmi_match.h).
 HMI_CORE_SRC += $(ROOT)/interpose/hmi_match.c
 HMI_CORE_HDR += $(ROOT)/interpose/hmi_match.h
