@@ -2,9 +2,10 @@
  *
  * One pass over a Paraver trace (.prv or .prv.gz): read lines (ps_input.c), parse
  * the header and records by hand (ps_parse.c), fuse the event lines of one thread at
- * one time and apply the allocation/sample semantics (ps_model.c) over an ordered
- * map of live blocks per task (ps_map.c), count samples and sweep the lifetime facts
- * per (task, site) in time order as blocks start and end (ps_sites.c, ps_life.c), and
+ * one time and apply the allocation/sample semantics (ps_model.c; the samples':
+ * ps_samples.c) over an ordered map of live blocks per task (ps_map.c), count samples
+ * and sweep the lifetime facts per (task, site) in time order as blocks start and end
+ * (ps_sites.c, ps_life.c), and
  * write allocs.csv, sites.tsv, profile.csv (ps_profile.c) and scan.json (ps_rows.c,
  * ps_output.c; ps_fmt.c writes their numbers). Memory is bounded by live blocks,
  * threads, sites and the profile's sampled (task, site, offset bucket)s, plus fixed
@@ -223,7 +224,7 @@ struct ps_stats {
     uint32_t threads_seen, tasks_seen;
 };
 
-/* ---- the model: fusion + semantics (ps_model.c) ---- */
+/* ---- the model: fusion + semantics (ps_model.c; a group's samples ps_samples.c) ---- */
 struct ps_model;
 /* use_lookahead: attribute samples whose address came from the software sampler's
  * look ahead (41000024 = 2) to the object they fell in; else they count as samples
