@@ -3,7 +3,7 @@
  * time by hmc_decode.c's backward vote, to the nearest writer of each register it
  * reads. Part of the decoder; runs in signal handlers: no malloc, no locks, no stdio. */
 #include "hmc_behind.h"
-#include "hmc_decode_int.h"
+#include "hmc_dec.h"
 
 #include <errno.h>
 #include <string.h>

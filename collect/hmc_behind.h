@@ -27,7 +27,10 @@
 #ifndef HMC_BEHIND_H
 #define HMC_BEHIND_H
 
-#include "hmc_decode.h"
+#include "hm_util.h"
+#include "hmc_access.h"
+
+struct hmc_decoder;             /* hmc_decode.h */
 
 #define HMC_BEHIND_MAX 8        /* instructions searched before the sampled one */
 

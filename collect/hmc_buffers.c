@@ -2,7 +2,8 @@
  * written): each thread's record buffer, flushed with one write(2) and no lock; the
  * two buffers its signal handlers write (sampled accesses, sampled page faults); the
  * registry of buffers, reused by later threads; and a thread's start and end. */
-#include "hmc_core_int.h"
+#include "hmc_buffers.h"
+#include "hmc_file.h"
 #include "hm_modmap.h"
 #include "hm_proc.h"
 
@@ -15,7 +16,6 @@
 __thread int hmc_busy __attribute__((tls_model("initial-exec")));
 __thread struct hmc_thread *hmc_t_self __attribute__((tls_model("initial-exec")));
 struct hmc_config hmc_cfg;
-int hmc_fd = -1;
 _Atomic int hmc_active;
 _Atomic int hmc_exiting;
 _Atomic int hmc_broken;

@@ -1,7 +1,7 @@
 /* hmc_core.c — see hmc_core.h. This file: the process stream (its header records
  * and module records), start-up, and what happens at exit, on a crash signal, before
  * exec and at fork; the per-thread buffers are in hmc_buffers.c, the records and the
- * stack table in hmc_records.c.
+ * stack table in hmc_records.c, the stream file itself in hmc_file.c.
  *
  * Each thread owns a buffer of whole records (64 KiB) and a table of the call
  * stacks it has already written (so a stack costs one small id per call). A full
@@ -15,7 +15,8 @@
  * buffers its signal handlers write: sampled accesses and sampled page faults, each
  * its own stream so that each is in time order by itself (the faults come out of the
  * kernel's ring a tick late, between access samples taken at the tick). */
-#include "hmc_core_int.h"
+#include "hmc_buffers.h"
+#include "hmc_file.h"
 #include "hm_env.h"
 #include "hm_fds.h"
 #include "hm_modmap.h"
@@ -39,51 +40,9 @@ static void (*g_finish_hook)(void);
 void hmc_set_finish_hook(void (*fn)(void)) { g_finish_hook = fn; }
 static void (*g_thread_finish_hook)(struct hmc_thread *);
 void hmc_set_thread_finish_hook(void (*fn)(struct hmc_thread *)) { g_thread_finish_hook = fn; }
-static char g_path[PATH_MAX];
 static char g_host[256];
 
-const char *hmc_stream_path(void) { return g_path; }
 int hmc_core_active(void) { return atomic_load_explicit(&hmc_active, memory_order_relaxed); }
-
-/* The stream file closed behind the tracer's back (hmc_fdshim.c keeps the
- * application's close and dup2 off it; a raw close_range system call is not seen):
- * opened again by its path, kept high, and made the stream's descriptor unless
- * another thread did so first. Async-signal-safe. The descriptor to use, or -1. */
-static int reopen_stream(int bad)
-{
-    int fd = hm_fd_raise(open(g_path, O_WRONLY | O_APPEND | O_CLOEXEC));
-    if (fd < 0)
-        return -1;
-    int expect = bad;
-    if (!__atomic_compare_exchange_n(&hmc_fd, &expect, fd, 0, __ATOMIC_ACQ_REL,
-                                     __ATOMIC_ACQUIRE)) {
-        syscall(SYS_close, fd);
-        return expect;
-    }
-    if (hm_fd_is(bad, &hmc_fd))
-        hm_fd_release(bad);
-    hm_fd_register(fd, &hmc_fd, HM_FD_FILE);
-    return fd;
-}
-
-int hmc_stream_write(const void *buf, size_t len)
-{
-    if (hm_unlikely(!hm_proc_mine()))
-        return 0;                     /* a child the tracer does not follow: not its file */
-    int fd = __atomic_load_n(&hmc_fd, __ATOMIC_ACQUIRE);
-    if (fd < 0)
-        return EBADF;
-    if (hm_unlikely(!hm_fd_is(fd, &hmc_fd)) && g_path[0])
-        fd = reopen_stream(fd);       /* its number is another tracer descriptor's now */
-    if (fd < 0)
-        return EBADF;
-    int err = hm_write_all(fd, buf, len);
-    if (hm_unlikely(err == EBADF) && g_path[0]) {
-        fd = reopen_stream(fd);
-        err = fd < 0 ? EBADF : hm_write_all(fd, buf, len);
-    }
-    return err;
-}
 
 /* A chunk of the process stream (stream 0): header records written at once. */
 static void write_proc_chunk(const void *rec, uint32_t bytes)
@@ -169,37 +128,6 @@ static void emit_proc(void)
     write_proc_chunk(buf, bytes);
 }
 
-static int open_stream(void)
-{
-    char num[24];
-    size_t dl = strlen(hmc_cfg.outdir);
-    for (unsigned k = 0; k < 1000; k++) {
-        size_t n = 0;
-        if (dl + strlen(g_host) + 64 >= sizeof(g_path))
-            return ENAMETOOLONG;
-        memcpy(g_path, hmc_cfg.outdir, dl);
-        n = dl;
-        g_path[n++] = '/';
-        n += hm_fmt_str(g_path + n, g_host);
-        g_path[n++] = '.';
-        n += hm_fmt_u64(g_path + n, (uint64_t)getpid());
-        g_path[n++] = '.';
-        size_t kl = hm_fmt_u64(num, k);
-        memcpy(g_path + n, num, kl);
-        n += kl;
-        n += hm_fmt_str(g_path + n, ".hmr");
-        g_path[n] = '\0';
-        int fd = open(g_path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
-        if (fd >= 0) {
-            hm_fd_keep(fd, &hmc_fd, HM_FD_FILE);   /* above the application's numbers */
-            return 0;
-        }
-        if (errno != EEXIST)
-            return errno;
-    }
-    return EEXIST;
-}
-
 static void thread_exit_cb(void *arg) { (void)arg; hmc_thread_exit(); }
 
 int hmc_core_init(const struct hmc_config *cfg)
@@ -216,7 +144,7 @@ int hmc_core_init(const struct hmc_config *cfg)
         if (*c == '/' || *c == '.')
             *c = '_';
     hm_proc_claim();                  /* the state set up from here on is this process's */
-    int err = open_stream();
+    int err = hmc_file_open(hmc_cfg.outdir, g_host);
     if (err) {
         hm_log("hmtune: cannot write the trace in ", hmc_cfg.outdir, "; tracing is off for this process");
         return -1;
@@ -324,7 +252,7 @@ void hmc_atfork_child(void)
     hm_fd_drop(&hmc_fd);              /* the parent's stream */
     atomic_store(&g_proc_seq, 0);
     atomic_store(&hmc_next_stream, 1);
-    if (open_stream() != 0) {
+    if (hmc_file_open(hmc_cfg.outdir, g_host) != 0) {
         atomic_store(&hmc_active, 0);
         return;
     }

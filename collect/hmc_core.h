@@ -7,17 +7,8 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include "hm_util.h"
+#include "hmc_config.h"
 #include "hmc_stream.h"
-
-#define HMC_BUF_BYTES   (64u * 1024u)   /* per-thread record buffer */
-#define HMC_STACK_SLOTS 1024u           /* per-thread interned call stacks */
-#define HMC_SBUF_BYTES  (16u * 1024u)   /* per-thread sample buffer */
-
-struct hmc_config {
-    const char *outdir;   /* directory for the raw stream files */
-    uint64_t min_size;    /* smallest traced request */
-    int depth;            /* call-site frames kept */
-};
 
 struct hmc_thread;
 
@@ -71,7 +62,6 @@ void hmc_set_finish_hook(void (*fn)(void)) HM_HIDDEN;
 void hmc_set_thread_finish_hook(void (*fn)(struct hmc_thread *)) HM_HIDDEN;
 /* One record on the process stream (stream 0), written at once. */
 void hmc_write_process_record(const void *rec, uint32_t bytes) HM_HIDDEN;
-/* Path of this process's stream file (for tests). */
-const char *hmc_stream_path(void) HM_HIDDEN;
+/* The stream file itself, its path included: hmc_file.h. */
 
 #endif

@@ -20,17 +20,9 @@
 #include <stdint.h>
 
 #include "hm_util.h"
-#include "hmc_stream.h"   /* enum hms_why, enum hms_look: the reasons, as the stream has them */
+#include "hmc_access.h"   /* the registers, the verdicts (enum hmc_dec), struct hmc_access */
 
-/* General registers in x86 encoding order (the ModRM/SIB register numbers). */
-enum { HMC_RAX, HMC_RCX, HMC_RDX, HMC_RBX, HMC_RSP, HMC_RBP, HMC_RSI, HMC_RDI,
-       HMC_R8, HMC_R9, HMC_R10, HMC_R11, HMC_R12, HMC_R13, HMC_R14, HMC_R15 };
-
-struct hmc_regs {
-    uint64_t gpr[16];   /* rax rcx rdx rbx rsp rbp rsi rdi r8..r15 */
-    uint64_t rip, fs_base, gs_base;
-    uint64_t flags;     /* rflags: DF (0x400) gives a string instruction's direction */
-};
+struct hmc_decoder;   /* per thread, opaque, memory from mmap (hmc_dec.h) */
 
 /* Fill *out from a ucontext_t (the third argument of an SA_SIGINFO handler). The
  * segment bases are not in the context: pass the thread's own (fs_base is its
@@ -39,8 +31,6 @@ struct hmc_regs {
 void hmc_regs_from_ucontext(const void *uc, uint64_t fs_base, uint64_t gs_base,
                             struct hmc_regs *out) HM_HIDDEN;
 
-struct hmc_decoder;   /* per thread, opaque, memory from mmap */
-
 /* Opens capstone (x86-64, detail on), allocates its instruction buffer and warms it
  * up (capstone allocates on its first decode). Call outside signal handlers, in the
  * thread that will use it, before arming its timer. NULL on failure. */
@@ -48,29 +38,6 @@ struct hmc_decoder *hmc_decoder_new(void) HM_HIDDEN;
 void hmc_decoder_free(struct hmc_decoder *d) HM_HIDDEN;
 /* Descriptors built (cache misses) since hmc_decoder_new. */
 uint64_t hmc_decoder_builds(const struct hmc_decoder *d) HM_HIDDEN;
-
-enum hmc_dec {
-    HMC_DEC_OK,         /* out->addr is the accessed address */
-    HMC_DEC_NO_MEMOP,   /* the instruction accesses no data (lea, nop, prefetch, alu) */
-    HMC_DEC_CLOBBERED,  /* it overwrote an address register: out->insn set, addr not */
-    HMC_DEC_REJECTED,   /* it accesses memory in a way we cannot compute safely
-                         * (gather/scatter, xlat, enter, undecodable by capstone 4) */
-    HMC_DEC_FAIL        /* no trustworthy previous instruction (ambiguous bytes,
-                         * rip is a branch target, unreadable code, nested call) */
-};
-
-struct hmc_access {
-    uint64_t insn;     /* address of the accessing instruction */
-    uint64_t addr;     /* data address (HMC_DEC_OK only) */
-    int is_store;      /* 1: pure store; 0: load or read-modify-write (the load part is
-                        * what stalls retirement) */
-    int len;           /* instruction length in bytes */
-    int size;          /* access bytes when known, else 0 (broadcast: one element) */
-    int why;           /* enum hms_why (hmc_decode_prev/at), enum hms_look (ahead) */
-    int ahead;         /* hmc_decode_ahead: instructions between rip and insn */
-    unsigned cls;      /* HMS_CLS_* bits of the accessing instruction; hmc_decode_ahead
-                        * adds HMS_CLS_SPIN when the instruction at rip is a pause */
-};
 
 /* The access of the instruction before r->rip, with r holding the registers after it
  * executed; or of the instruction AT rip when that is a rep-string instruction with

@@ -9,7 +9,7 @@
  * libunwind during an unwind) closes pass through and pipes become the tracer's. A
  * descriptor closed behind the wrappers' back (a raw close_range system call) is
  * noticed when it is next used: the stream file is opened again by its path
- * (hmc_core.c); a perf event's ring keeps working without its descriptor; libunwind
+ * (hmc_file.c); a perf event's ring keeps working without its descriptor; libunwind
  * makes its pipe again, which becomes the tracer's. */
 #include "hmc_core.h"
 #include "hm_fdwrap.h"

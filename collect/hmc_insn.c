@@ -19,7 +19,7 @@
  *    have a memory operand;
  *  - xlat and enter come with no operands: REJECTED; frstor is marked a store. */
 #include "hmc_insn.h"
-#include "hmc_decode.h"
+#include "hmc_access.h"
 
 #include <string.h>
 
@@ -370,7 +370,7 @@ void hmc_describe(csh cs, const cs_insn *in, const struct hmc_raw *rw, int post,
                   (o->index != HMC_NOREG ? 1u << o->index : 0);
     /* A string instruction without rep accessed one element and moved its pointer by
      * exactly that much (down when DF is set): the address is recovered by undoing
-     * the step (hmc_decode.c's eval). With rep the count may have been 0, when
+     * the step (hmc_dec.c's hmc_dec_eval). With rep the count may have been 0, when
      * nothing was accessed: the breakpoint handles those. */
     if (post && HMC_STRING_OP(rw) && !rw->rep && o->base != HMC_NOREG && o->index == HMC_NOREG &&
         o->size && !o->seg && (wm & am) == (1u << o->base)) {

@@ -1,5 +1,5 @@
 /* hmc_perf_detect.c — find PEBS and IBS in sysfs and turn named events into raw
- * perf_event_attr configs (see hmc_perf.h).
+ * perf_event_attr configs (hmc_perf_detect.h; hmc_perf.h says how the steps fit).
  *
  * The sysfs ABI (Documentation/ABI/testing/sysfs-bus-event_source-devices-format
  * and -events): every PMU is a directory bus/event_source/devices/<pmu>/ with
@@ -21,7 +21,7 @@
  *
  * Runs at tracer start-up inside the application: open/read/close only, no stdio,
  * no malloc. */
-#include "hmc_perf.h"
+#include "hmc_perf_detect.h"
 #include "hm_options.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* hmc_perf_ring.c — drain a perf ring buffer into struct hmr_sample records, and
- * decode perf's data_src (see hmc_perf.h).
+ * decode perf's data_src (hmc_perf_ring.h; hmc_perf.h says how the steps fit).
  *
  * The ring (perf_event_open(2), "MMAP layout"; include/uapi/linux/perf_event.h,
  * struct perf_event_mmap_page): a metadata page, then data_size bytes (a power of
@@ -14,7 +14,7 @@
  * same pairing is used by the kernel's own tools/include/linux/ring_buffer.h.
  *
  * Runs in the application's threads: no stdio, no malloc, no locks. */
-#include "hmc_perf.h"
+#include "hmc_perf_ring.h"
 
 #include <errno.h>
 #include <linux/perf_event.h>

@@ -3,7 +3,7 @@
  * id) and each call then carries the id. The table is a fixed open-addressing hash
  * of (2 + depth) words per slot, forgotten when a library goes away or it is 3/4
  * full. */
-#include "hmc_core_int.h"
+#include "hmc_buffers.h"
 #include "hm_modmap.h"
 #include "hm_unwind.h"
 

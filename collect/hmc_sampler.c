@@ -1,8 +1,10 @@
 /* hmc_sampler.c — per-thread sampling of data addresses.
  *
- * One file of over 500 lines on purpose: the handlers, their per-thread state and the
- * set-up that arms them share static state that must stay async-signal-safe; the
- * decoder (hmc_decode.c) and the PEBS/IBS rings (hmc_sampler_perf.c) are apart.
+ * This file: the handlers, their per-thread state and the set-up that arms them, which
+ * share static state that must stay async-signal-safe. Apart: the decoder
+ * (hmc_decode.c), the PEBS/IBS rings (hmc_sampler_perf.c), the breakpoint's perf
+ * attributes and siginfo fields (hmc_sampler_bp.c) and the sampler's records
+ * (hmc_sampler_rec.c).
  *
  * Software sampler (no PMU: VMs, CI): a CPU-time timer per thread
  * (timer_create(CLOCK_THREAD_CPUTIME_ID) + SIGEV_THREAD_ID; the kernel tick caps it
@@ -33,6 +35,7 @@
 #include "hmc_sampler.h"
 #include "hmc_decode.h"
 #include "hmc_behind.h"
+#include "hmc_sampler_bp.h"
 #include "hmc_sampler_perf.h"
 #include "hmc_sampler_rec.h"
 #include "hmc_signal.h"
@@ -41,7 +44,6 @@
 
 #include <asm/prctl.h>
 #include <errno.h>
-#include <linux/hw_breakpoint.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <signal.h>
@@ -54,13 +56,6 @@
 #include <ucontext.h>
 #include <unistd.h>
 
-#ifndef TRAP_PERF
-#define TRAP_PERF 6
-#endif
-#define BP_COOKIE 0x686d74756e65ull   /* "hmtune": our breakpoint's si_perf_data */
-#ifndef TRAP_PERF_FLAG_ASYNC
-#define TRAP_PERF_FLAG_ASYNC 1u         /* delivered late: SIGTRAP was blocked (5.18+) */
-#endif
 /* Our timers' sigev_value: the (page-aligned) per-thread state plus this tag, so a
  * timer signal still queued when its thread's sampler is gone is known as ours. */
 #define TIMER_TAG 0x5a3u
@@ -121,31 +116,13 @@ static void record_cost(struct hmc_thread *t, const struct samp *s)
     hmc_record_sample(t, &c, sizeof(c));
 }
 
-static int bp_attr(struct perf_event_attr *a, uint64_t addr)
-{
-    memset(a, 0, sizeof(*a));
-    a->type = PERF_TYPE_BREAKPOINT;
-    a->size = sizeof(*a);
-    a->bp_type = HW_BREAKPOINT_X;
-    a->bp_addr = addr;
-    a->bp_len = sizeof(long);
-    a->sample_period = 1;
-    a->exclude_kernel = 1;
-    a->exclude_hv = 1;
-    a->disabled = 1;
-    a->sigtrap = 1;
-    a->remove_on_exec = 1;
-    a->sig_data = BP_COOKIE;
-    return 0;
-}
-
 static void arm_breakpoint(struct samp *s, uint64_t insn)
 {
     /* A hot loop is sampled at the same instruction again and again: reprogram the
      * debug register only when the address changes (one syscall saved per sample). */
     if (insn != s->bp_addr) {
         struct perf_event_attr a;
-        bp_attr(&a, insn);
+        hmc_bp_attr(&a, insn);
         if (ioctl(s->bpfd, PERF_EVENT_IOC_MODIFY_ATTRIBUTES, &a) != 0)
             return;
         s->bp_addr = insn;
@@ -342,29 +319,12 @@ static int on_timer(int sig, siginfo_t *si, void *uc)
     return 1;
 }
 
-/* The kernel's siginfo for TRAP_PERF carries si_perf_data right after si_addr
- * (union _sigfault: _addr, then _perf { unsigned long _data; u32 _type; u32 _flags; });
- * glibc 2.36's siginfo_t does not name them yet. */
-static unsigned long perf_data(const siginfo_t *si)
-{
-    unsigned long v;
-    memcpy(&v, (const char *)&si->si_addr + sizeof(void *), sizeof(v));
-    return v;
-}
-
-static uint32_t perf_flags(const siginfo_t *si)
-{
-    uint32_t v;
-    memcpy(&v, (const char *)&si->si_addr + 2 * sizeof(void *) + 4, sizeof(v));
-    return v;
-}
-
 /* SIGTRAP: 1 for our breakpoint (TRAP_PERF with our cookie), 0 for any other trap
  * (the application's int3 or raise, a debugger's, another perf user's). */
 static int on_trap(int sig, siginfo_t *si, void *uc)
 {
     (void)sig;
-    if (si->si_code != TRAP_PERF || perf_data(si) != BP_COOKIE)
+    if (!hmc_bp_ours(si))
         return 0;
     struct hmc_thread *t = hmc_thread_self();
     struct samp *s = t ? hmc_thread_sampler(t) : NULL;
@@ -381,7 +341,7 @@ static int on_trap(int sig, siginfo_t *si, void *uc)
         struct hmc_access acc;
         memset(&acc, 0, sizeof(acc));
         hmc_regs_from_ucontext(uc, s->fs_base, s->gs_base, &regs);
-        int sync = !(perf_flags(si) & TRAP_PERF_FLAG_ASYNC);
+        int sync = !hmc_bp_late(si);
         int ok = sync && s->check != CHECK_USE &&
                  hmc_decode_at(s->dec, &regs, s->pending.ip, &acc) == HMC_DEC_OK;
         if (s->check == CHECK_USE) {
@@ -443,19 +403,7 @@ int hmc_sampler_init(const struct hmc_sampler_cfg *cfg)
     if (cfg->kind == HMS_SRC_SOFT &&
         hmc_sig_claim(SIGTRAP, on_trap, HMC_SIG_KEEP | HMC_SIG_NODEFER) != 0)
         return -1;
-    char name[128];
-    size_t n = hm_fmt_str(name, cfg->kind == HMS_SRC_SOFT ? "soft " :
-                                cfg->kind == HMS_SRC_PEBS ? "pebs period " : "ibs period ");
-    n += hm_fmt_u64(name + n, cfg->kind == HMS_SRC_SOFT ? cfg->rate_hz : cfg->period);
-    n += hm_fmt_str(name + n, cfg->kind == HMS_SRC_SOFT ? " Hz" : "");
-    if (cfg->kind == HMS_SRC_SOFT && cfg->producer)
-        n += hm_fmt_str(name + n, " producer");
-    if (cfg->kind == HMS_SRC_SOFT && cfg->ahead) {
-        n += hm_fmt_str(name + n, " lookahead ");
-        n += hm_fmt_u64(name + n, (uint64_t)cfg->ahead);
-    }
-    name[n] = 0;
-    hmc_sampler_record(g_cfg.kind, name);
+    hmc_sampler_record_cfg(cfg);
     g_ready = 1;
     return 0;
 }
@@ -499,7 +447,7 @@ void hmc_sampler_thread_start(void)
         s->dec = hmc_decoder_new();           /* capstone allocates here, not in the handler */
         struct perf_event_attr a;
         s->bp_addr = (uint64_t)(uintptr_t)&hmc_sampler_thread_start;
-        bp_attr(&a, s->bp_addr);
+        hmc_bp_attr(&a, s->bp_addr);
         s->bpfd = hm_fd_keep((int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC),
                              &s->bpfd, HM_FD_PERF);
     } else if (hmc_perf_thread_open(&s->perf, &g_cfg) <= 0) {

@@ -1,6 +1,6 @@
-/* hmc_sampler_cfg.c — the sampler's HMTUNE_* settings (hmc_sampler.h); the sampler
- * itself is hmc_sampler.c. */
-#include "hmc_sampler.h"
+/* hmc_sampler_cfg.c — the sampler's HMTUNE_* settings (hmc_sampler_cfg.h); the
+ * sampler itself is hmc_sampler.c. */
+#include "hmc_sampler_cfg.h"
 #include "hmc_perf.h"
 #include "hm_options.h"
 

@@ -1,6 +1,6 @@
 /* hmc_sampler_perf.c — see hmc_sampler_perf.h. */
 #include "hmc_sampler_perf.h"
-#include "hmc_sampler.h"
+#include "hmc_sampler_cfg.h"
 
 #include <string.h>
 #include <sys/syscall.h>

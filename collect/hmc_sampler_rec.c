@@ -27,6 +27,23 @@ void hmc_sampler_record(int kind, const char *name)
     hmc_write_process_record(buf, bytes);
 }
 
+void hmc_sampler_record_cfg(const struct hmc_sampler_cfg *cfg)
+{
+    char name[128];
+    size_t n = hm_fmt_str(name, cfg->kind == HMS_SRC_SOFT ? "soft " :
+                                cfg->kind == HMS_SRC_PEBS ? "pebs period " : "ibs period ");
+    n += hm_fmt_u64(name + n, cfg->kind == HMS_SRC_SOFT ? cfg->rate_hz : cfg->period);
+    n += hm_fmt_str(name + n, cfg->kind == HMS_SRC_SOFT ? " Hz" : "");
+    if (cfg->kind == HMS_SRC_SOFT && cfg->producer)
+        n += hm_fmt_str(name + n, " producer");
+    if (cfg->kind == HMS_SRC_SOFT && cfg->ahead) {
+        n += hm_fmt_str(name + n, " lookahead ");
+        n += hm_fmt_u64(name + n, (uint64_t)cfg->ahead);
+    }
+    name[n] = 0;
+    hmc_sampler_record(cfg->kind, name);
+}
+
 /* The thread's page-fault ring. The process's fault sampler record says what the
  * first thread got; a refusal is said once per process, and sampling goes on
  * without it. */

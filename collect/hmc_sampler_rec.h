@@ -6,9 +6,13 @@
 
 #include "hmc_core.h"
 #include "hmc_perf.h"
+#include "hmc_sampler_cfg.h"
 
 /* One HMR_SAMPLER record of this kind and name (cut to fit). */
 void hmc_sampler_record(int kind, const char *name) HM_HIDDEN;
+/* The HMR_SAMPLER record of the sampler cfg sets up: its kind, its rate or period, and
+ * the software sampler's producer-load rule and look ahead. */
+void hmc_sampler_record_cfg(const struct hmc_sampler_cfg *cfg) HM_HIDDEN;
 
 /* The calling thread's page-fault ring, one sample per `period` minor faults: 1 when
  * it is open (and the thread's fault stream begun), 0 when the kernel refused it. The

@@ -12,6 +12,7 @@
 #include "hmc_core.h"
 #include "hmc_sampler.h"
 #include "hmc_signal.h"
+#include "hmc_signal_compat.h"
 #include "hmc_small.h"
 #include "hm_options.h"
 #include "hm_modmap.h"

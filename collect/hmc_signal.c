@@ -1,9 +1,10 @@
 /* hmc_signal.c — the tracer's signals stay the tracer's, whatever the application
  * installs or blocks (issue 13, "Nothing lost, nothing killed").
  *
- * One file of over 500 lines on purpose: the dispatcher, the interposed calls and the
- * per-thread virtual mask share the tables the delivery path reads, and a tenth of
- * the length is this comment.
+ * This file: the dispatcher, the interposed calls and the per-thread virtual mask,
+ * which share the tables the delivery path reads. The real calls under them, a
+ * signal's default action and the synchronous faults are hmc_signal_real.c's;
+ * signal() and siginterrupt on top of sigaction are hmc_signal_compat.c's.
  *
  * Why: gfortran's default -fbacktrace makes libgfortran call signal() for SIGTRAP,
  * SIGSEGV, SIGBUS, ... when main starts, after the tracer's constructor. The software
@@ -60,8 +61,8 @@
  * Everything on the delivery path is async-signal-safe: fixed tables, atomics,
  * thread-locals, no locks, no allocation. */
 #include "hmc_signal.h"
+#include "hmc_sigset.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -72,18 +73,11 @@
 #ifndef SA_RESTORER
 #define SA_RESTORER 0x04000000   /* glibc sets it on every action; the kernel reports it */
 #endif
-#ifndef TRAP_PERF
-#define TRAP_PERF 6
-#endif
 
-#define NSIG_K 65                /* the kernel's signals are 1..64 */
 #define NSLOT 8                  /* versions of an application action (see store) */
-#define BIT(sig) (1ull << ((sig) - 1))
 /* Flags the kernel keeps (do_sigaction clears the others, UAPI_SA_FLAGS). */
 #define KFLAGS (SA_NOCLDSTOP | SA_NOCLDWAIT | SA_SIGINFO | SA_ONSTACK | SA_RESTART | \
                 SA_NODEFER | SA_RESETHAND | SA_RESTORER)
-
-extern int __sigaction(int, const struct sigaction *, struct sigaction *);
 
 /* An application's action as it set it. */
 struct app {
@@ -107,66 +101,13 @@ static _Atomic uint64_t g_claimed;
 static _Atomic uint64_t g_keep;                  /* the kept signals */
 static int g_keep_sig[2];                        /* their numbers (held[] index) */
 static _Atomic uint64_t g_tmask[NSIG_K];         /* unclaimed: kept bits taken out of sa_mask */
-static _Atomic uint64_t g_intr;                  /* siginterrupt(sig, 1) */
-static void (*g_fatal)(int);
-static int (*real_sigaction)(int, const struct sigaction *, struct sigaction *);
-static int (*real_sigmask)(int, const sigset_t *, sigset_t *);
 
 /* The application's mask for the kept signals, and foreign ones held while blocked. */
 static __thread volatile uint64_t t_vblocked __attribute__((tls_model("initial-exec")));
 static __thread volatile uint64_t t_vpending __attribute__((tls_model("initial-exec")));
 static __thread siginfo_t t_held[2] __attribute__((tls_model("initial-exec")));
 
-static uint64_t bits_of(const sigset_t *s)
-{
-    uint64_t m;
-    memcpy(&m, s, sizeof(m));
-    return m;
-}
-
-/* Only the first 64 bits: what the kernel and glibc's sigaction copy. */
-static void set_bits(sigset_t *s, uint64_t m) { memcpy(s, &m, sizeof(m)); }
-
 static int claimed(int sig) { return sig >= 1 && sig < NSIG_K && (atomic_load(&g_claimed) & BIT(sig)); }
-
-/* ---- the real calls ------------------------------------------------------ */
-
-static int r_action(int sig, const struct sigaction *act, struct sigaction *old)
-{
-    return real_sigaction ? real_sigaction(sig, act, old) : __sigaction(sig, act, old);
-}
-
-/* glibc's pthread_sigmask, for the time before hmc_sig_resolve: it never lets its
- * two internal signals (32, 33: cancellation, setxid) be blocked. */
-static int sys_sigmask(int how, const sigset_t *set, sigset_t *old)
-{
-    sigset_t s;
-    if (set && how != SIG_UNBLOCK) {
-        s = *set;
-        set_bits(&s, bits_of(&s) & ~(BIT(32) | BIT(33)));
-        set = &s;
-    }
-    int saved = errno;
-    long r = syscall(SYS_rt_sigprocmask, how, set, old, (size_t)8);
-    int err = r == 0 ? 0 : errno;
-    errno = saved;
-    return err;
-}
-
-static int r_mask(int how, const sigset_t *set, sigset_t *old)
-{
-    return real_sigmask ? real_sigmask(how, set, old) : sys_sigmask(how, set, old);
-}
-
-void hmc_sig_resolve(void)
-{
-    void *a = dlsym(RTLD_NEXT, "sigaction");
-    void *m = dlsym(RTLD_NEXT, "pthread_sigmask");
-    if (a)
-        memcpy(&real_sigaction, &a, sizeof(a));
-    if (m)
-        memcpy(&real_sigmask, &m, sizeof(m));
-}
 
 /* ---- the application's actions ----------------------------------------- */
 
@@ -254,41 +195,6 @@ static void flush_held(void)
     errno = saved;
 }
 
-static void default_action(int sig)
-{
-    switch (sig) {
-    case SIGCHLD: case SIGCONT: case SIGURG: case SIGWINCH:
-        return;                                     /* default: ignore */
-    case SIGTSTP: case SIGTTIN: case SIGTTOU:
-        raise(SIGSTOP);                             /* default: stop */
-        return;
-    default:
-        break;
-    }
-    static _Atomic int once;
-    if (g_fatal && !atomic_exchange(&once, 1))
-        g_fatal(sig);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = SIG_DFL;
-    sigemptyset(&sa.sa_mask);
-    r_action(sig, &sa, NULL);
-    sigset_t s;
-    sigemptyset(&s);
-    sigaddset(&s, sig);
-    r_mask(SIG_UNBLOCK, &s, NULL);
-    raise(sig);          /* dies here; a fault also dies when its instruction runs again */
-}
-
-/* A fault or a trap the kernel raised for the instruction itself (si_code > 0),
- * which it cannot hold while blocked. A foreign perf event's trap is queued instead. */
-static int synchronous(int sig, const siginfo_t *si)
-{
-    if (si->si_code <= 0 || (sig == SIGTRAP && si->si_code == TRAP_PERF))
-        return 0;
-    return sig == SIGTRAP || sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE;
-}
-
 static void reset_to_default(int sig, unsigned i)
 {
     /* SA_RESETHAND: the kernel resets the handler only (flags and mask stay) */
@@ -304,8 +210,8 @@ static void deliver(int sig, siginfo_t *si, void *uc)
 {
     uint64_t keep = atomic_load_explicit(&g_keep, memory_order_relaxed);
     if ((keep & BIT(sig)) && (t_vblocked & BIT(sig))) {
-        if (synchronous(sig, si)) {
-            default_action(sig);
+        if (hmc_sig_synchronous(sig, si)) {
+            hmc_sig_default(sig);
             return;
         }
         t_held[keep_index(sig)] = *si;
@@ -317,7 +223,7 @@ static void deliver(int sig, siginfo_t *si, void *uc)
     if (a.u.h == SIG_IGN)
         return;
     if (a.u.h == SIG_DFL) {
-        default_action(sig);
+        hmc_sig_default(sig);
         return;
     }
     if (a.flags & SA_RESETHAND)
@@ -353,8 +259,6 @@ static void dispatch(int sig, siginfo_t *si, void *uc)
 
 /* ---- set-up -------------------------------------------------------------- */
 
-void hmc_sig_set_fatal(void (*fn)(int)) { g_fatal = fn; }
-
 /* Take the kept signals out of every installed action's mask. */
 static void strip_kept_everywhere(void)
 {
@@ -366,14 +270,14 @@ static void strip_kept_everywhere(void)
         if (claimed(sig)) {
             struct app a = load(sig, NULL);
             real_action(sig, &a, &sa);
-            r_action(sig, &sa, NULL);
+            hmc_sig_real_action(sig, &sa, NULL);
             continue;
         }
-        if (r_action(sig, NULL, &sa) != 0 || !(bits_of(&sa.sa_mask) & keep))
+        if (hmc_sig_real_action(sig, NULL, &sa) != 0 || !(bits_of(&sa.sa_mask) & keep))
             continue;
         atomic_fetch_or(&g_tmask[sig], bits_of(&sa.sa_mask) & keep);
         set_bits(&sa.sa_mask, bits_of(&sa.sa_mask) & ~keep);
-        r_action(sig, &sa, NULL);
+        hmc_sig_real_action(sig, &sa, NULL);
     }
 }
 
@@ -392,7 +296,7 @@ int hmc_sig_claim(int sig, hmc_sig_own_fn own, unsigned flags)
     }
     if (!claimed(sig)) {
         struct sigaction old;
-        if (r_action(sig, NULL, &old) != 0)
+        if (hmc_sig_real_action(sig, NULL, &old) != 0)
             return -1;
         c->slot[0] = app_of(&old);               /* whatever was there is the application's */
         atomic_store(&c->cur, 0);
@@ -411,12 +315,12 @@ int hmc_sig_claim(int sig, hmc_sig_own_fn own, unsigned flags)
         sigset_t s, old;
         sigemptyset(&s);
         sigaddset(&s, sig);
-        if (r_mask(SIG_UNBLOCK, &s, &old) == 0 && sigismember(&old, sig))
+        if (hmc_sig_real_mask(SIG_UNBLOCK, &s, &old) == 0 && sigismember(&old, sig))
             t_vblocked |= BIT(sig);
         return 0;
     }
     real_action(sig, &a, &ra);
-    return r_action(sig, &ra, NULL) == 0 ? 0 : -1;
+    return hmc_sig_real_action(sig, &ra, NULL) == 0 ? 0 : -1;
 }
 
 /* ---- the interposed calls ------------------------------------------------ */
@@ -426,7 +330,7 @@ int hmc_sig_action(int sig, const struct sigaction *act, struct sigaction *old)
     uint64_t keep = atomic_load_explicit(&g_keep, memory_order_relaxed);
     if (!claimed(sig)) {
         if (!keep || sig < 1 || sig >= NSIG_K)
-            return r_action(sig, act, old);
+            return hmc_sig_real_action(sig, act, old);
         struct sigaction in;
         uint64_t tb = 0;
         if (act) {
@@ -436,7 +340,7 @@ int hmc_sig_action(int sig, const struct sigaction *act, struct sigaction *old)
             act = &in;
         }
         uint64_t prev = atomic_load(&g_tmask[sig]);
-        int r = r_action(sig, act, old);
+        int r = hmc_sig_real_action(sig, act, old);
         if (r == 0) {
             if (act)
                 prev = atomic_exchange(&g_tmask[sig], tb);
@@ -455,14 +359,14 @@ int hmc_sig_action(int sig, const struct sigaction *act, struct sigaction *old)
         a.flags |= SA_RESTORER;
         struct sigaction ra;
         real_action(sig, &a, &ra);
-        r = r_action(sig, &ra, &kold);
+        r = hmc_sig_real_action(sig, &ra, &kold);
         if (r != 0)
             return r;
         prev = store(sig, &a);
     } else {
         /* a query; or our dispatcher handed back by code that read it behind our
          * back (a raw syscall): the application's action stays */
-        r = r_action(sig, NULL, &kold);
+        r = hmc_sig_real_action(sig, NULL, &kold);
         if (r != 0)
             return r;
         prev = load(sig, NULL);
@@ -476,51 +380,11 @@ int hmc_sig_action(int sig, const struct sigaction *act, struct sigaction *old)
     return 0;
 }
 
-void (*hmc_sig_signal(int sig, void (*h)(int), int sysv))(int)
-{
-    if (h == SIG_ERR || sig < 1 || sig >= NSIG) {
-        errno = EINVAL;
-        return SIG_ERR;
-    }
-    struct sigaction sa, old;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_handler = h;
-    sigemptyset(&sa.sa_mask);
-    if (sysv) {
-        sa.sa_flags = SA_RESETHAND | SA_NODEFER;     /* glibc's sysv_signal */
-    } else {
-        /* glibc's signal: BSD semantics, the signal blocked in its handler, restarting
-         * unless siginterrupt said otherwise */
-        sigaddset(&sa.sa_mask, sig);
-        sa.sa_flags = sig < NSIG_K && (atomic_load(&g_intr) & BIT(sig)) ? 0 : SA_RESTART;
-    }
-    if (hmc_sig_action(sig, &sa, &old) < 0)
-        return SIG_ERR;
-    return old.sa_handler;
-}
-
-int hmc_sig_interrupt(int sig, int flag)
-{
-    struct sigaction sa;
-    if (hmc_sig_action(sig, NULL, &sa) < 0)
-        return -1;
-    if (flag) {
-        if (sig < NSIG_K)
-            atomic_fetch_or(&g_intr, BIT(sig));
-        sa.sa_flags &= ~SA_RESTART;
-    } else {
-        if (sig < NSIG_K)
-            atomic_fetch_and(&g_intr, ~BIT(sig));
-        sa.sa_flags |= SA_RESTART;
-    }
-    return hmc_sig_action(sig, &sa, NULL) < 0 ? -1 : 0;
-}
-
 int hmc_sig_mask(int how, const sigset_t *set, sigset_t *old)
 {
     uint64_t keep = atomic_load_explicit(&g_keep, memory_order_relaxed);
     if (!keep)
-        return r_mask(how, set, old);
+        return hmc_sig_real_mask(how, set, old);
     uint64_t vb = t_vblocked, nvb = vb;
     sigset_t in, kold;
     if (set) {
@@ -535,7 +399,7 @@ int hmc_sig_mask(int how, const sigset_t *set, sigset_t *old)
         set_bits(&in, m & ~keep);
         set = &in;
     }
-    int r = r_mask(how, set, &kold);
+    int r = hmc_sig_real_mask(how, set, &kold);
     if (r != 0)
         return r;
     uint64_t behind = bits_of(&kold) & keep;
@@ -547,7 +411,7 @@ int hmc_sig_mask(int how, const sigset_t *set, sigset_t *old)
         sigset_t u;
         sigemptyset(&u);
         set_bits(&u, behind);
-        r_mask(SIG_UNBLOCK, &u, NULL);
+        hmc_sig_real_mask(SIG_UNBLOCK, &u, NULL);
         vb |= behind;
     }
     if (old) {
@@ -579,7 +443,7 @@ void hmc_sig_thread_begin(uint64_t inherited, int attr_mask)
         return;
     t_vpending = 0;
     sigset_t cur;
-    if (r_mask(SIG_BLOCK, NULL, &cur) != 0)
+    if (hmc_sig_real_mask(SIG_BLOCK, NULL, &cur) != 0)
         return;
     uint64_t real = bits_of(&cur) & keep;
     t_vblocked = (attr_mask ? 0 : inherited & keep) | real;
@@ -587,7 +451,7 @@ void hmc_sig_thread_begin(uint64_t inherited, int attr_mask)
         sigset_t s;
         sigemptyset(&s);
         set_bits(&s, real);
-        r_mask(SIG_UNBLOCK, &s, NULL);
+        hmc_sig_real_mask(SIG_UNBLOCK, &s, NULL);
     }
 }
 
@@ -611,13 +475,13 @@ static void exec_dispositions(int restore)
             sa.sa_handler = SIG_IGN;
             sigemptyset(&sa.sa_mask);
         }
-        r_action(sig, &sa, NULL);
+        hmc_sig_real_action(sig, &sa, NULL);
     }
     if (t_vblocked & keep) {
         sigset_t s;
         sigemptyset(&s);
         set_bits(&s, t_vblocked & keep);
-        r_mask(restore ? SIG_UNBLOCK : SIG_BLOCK, &s, NULL);
+        hmc_sig_real_mask(restore ? SIG_UNBLOCK : SIG_BLOCK, &s, NULL);
     }
 }
 

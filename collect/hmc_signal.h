@@ -1,13 +1,15 @@
 /* hmc_signal.h — the tracer's signals (the sampler's timer signal and breakpoint
  * SIGTRAP, the crash handlers) stay the tracer's whatever handlers and masks the
  * application sets (issue 13). hmc_shim.c exports sigaction, signal, sigprocmask, ...
- * and calls the functions below; hmc_signal.c says how and why. */
+ * and calls the functions below (signal and siginterrupt: hmc_signal_compat.h);
+ * hmc_signal.c says how and why. */
 #ifndef HMC_SIGNAL_H
 #define HMC_SIGNAL_H
 
 #include <signal.h>
 #include <stdint.h>
 #include "hm_util.h"
+#include "hmc_signal_real.h"   /* hmc_sig_resolve, hmc_sig_set_fatal: the kernel's side */
 
 /* The tracer's part of a claimed signal: 1 when the delivery was the tracer's own
  * (consumed), 0 to give it to the application's disposition. Async-signal-safe. */
@@ -17,21 +19,13 @@ typedef int (*hmc_sig_own_fn)(int sig, siginfo_t *si, void *uc);
 #define HMC_SIG_RESTART 2u  /* the real action always has SA_RESTART (samples never cause EINTR) */
 #define HMC_SIG_NODEFER 4u  /* the real action always has SA_NODEFER (a breakpoint may hit in a handler) */
 
-/* Find the next sigaction/pthread_sigmask (RTLD_NEXT); outside handlers, idempotent.
- * Before it, glibc's own are used. */
-void hmc_sig_resolve(void) HM_HIDDEN;
 /* Take sig over (1..64, not SIGKILL/SIGSTOP): the disposition found now becomes the
  * application's, the dispatcher is installed. own may be NULL. 0, or -1. Called at
  * start-up, before the application's threads. */
 int hmc_sig_claim(int sig, hmc_sig_own_fn own, unsigned flags) HM_HIDDEN;
-/* Called once, before a claimed signal takes its default action (terminate or core):
- * the tracer writes the trace there. */
-void hmc_sig_set_fatal(void (*fn)(int sig)) HM_HIDDEN;
 
 /* The interposed calls (same contracts as glibc's). */
 int hmc_sig_action(int sig, const struct sigaction *act, struct sigaction *old) HM_HIDDEN;
-void (*hmc_sig_signal(int sig, void (*h)(int), int sysv))(int) HM_HIDDEN;
-int hmc_sig_interrupt(int sig, int flag) HM_HIDDEN;
 int hmc_sig_mask(int how, const sigset_t *set, sigset_t *old) HM_HIDDEN;   /* pthread_sigmask's */
 int hmc_sig_pending(sigset_t *set) HM_HIDDEN;
 

@@ -3,7 +3,7 @@
  * hmc_insn.h, hmc_insn_stride). Runs inside the sampler's signal handler when a
  * descriptor is built (then cached): no allocation, capstone's buffer only. */
 #include "hmc_insn.h"
-#include "hmc_decode.h"
+#include "hmc_access.h"
 
 /* Capstone register -> general register number (any width), -1 if not one. */
 static int gpr(unsigned r)

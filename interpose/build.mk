@@ -2,27 +2,35 @@
 # archive (parser, matcher, backends) that tests link, and the preload library.
 HMI_DIR      := $(BUILD)/interpose
 HMI_CORE_SRC := $(ROOT)/interpose/hmi_placement.c $(ROOT)/interpose/hmi_placement_load.c \
+                $(ROOT)/interpose/hmi_placement_lines.c $(ROOT)/interpose/hmi_reader.c \
                 $(ROOT)/interpose/hmi_fields.c
-HMI_CORE_HDR := $(ROOT)/interpose/hmi_placement.h $(ROOT)/interpose/hmi_fields.h
+HMI_CORE_HDR := $(ROOT)/interpose/hmi_placement.h $(ROOT)/interpose/hmi_fields.h \
+                $(ROOT)/interpose/hmi_placement_data.h $(ROOT)/interpose/hmi_placement_lines.h \
+                $(ROOT)/interpose/hmi_reader.h
 # The site matcher: placement chains -> tier, with a per-thread cache (hmi_match.h).
 HMI_CORE_SRC += $(ROOT)/interpose/hmi_match.c
 HMI_CORE_HDR += $(ROOT)/interpose/hmi_match.h
 HMI_CORE_LIB := $(HMI_DIR)/libhmi_core.a
 # Tier backends: entry points and dispatch (hmi_backend.c), spec parsing (hmi_spec.c),
-# capacity (hmi_capacity.c), reasons (hmi_msg.c), the page map (hmi_pagemap.c), mmap
-# blocks and chunks (hmi_mmap.c), split objects (hmi_split.c), freed blocks kept for
-# reuse (hmi_keep.c), dlopen'ed memkind
-# (hmi_backend_memkind.c), the small-object arena (hmi_arena.c), and dlopen'ed UMF's
-# pools (hmi_backend_umf.c); users link -ldl
-# -lpthread.
+# the tier table and its counters (hmi_capacity.c), charging a block (hmi_charge.c),
+# reasons (hmi_msg.c), NUMA node lists (hmi_nodes.c), the page map (hmi_pagemap.c),
+# mmap blocks and chunks (hmi_mmap.c), split objects (hmi_split.c), freed blocks kept
+# for reuse (hmi_keep.c), dlopen'ed memkind (hmi_backend_memkind.c), the small-object
+# arena (hmi_arena.c) and its size classes (hmi_classes.c), and dlopen'ed UMF's pools
+# (hmi_backend_umf.c; its providers and the tiers' opening: hmi_umf_providers.c); what
+# a tier is to all of them: hmi_tiers.h. Users link -ldl -lpthread.
 HMI_CORE_SRC += $(ROOT)/interpose/hmi_backend.c $(ROOT)/interpose/hmi_spec.c \
                 $(ROOT)/interpose/hmi_capacity.c $(ROOT)/interpose/hmi_msg.c \
                 $(ROOT)/interpose/hmi_pagemap.c $(ROOT)/interpose/hmi_mmap.c \
                 $(ROOT)/interpose/hmi_split.c $(ROOT)/interpose/hmi_backend_memkind.c \
-                $(ROOT)/interpose/hmi_arena.c $(ROOT)/interpose/hmi_keep.c
+                $(ROOT)/interpose/hmi_arena.c $(ROOT)/interpose/hmi_keep.c \
+                $(ROOT)/interpose/hmi_classes.c $(ROOT)/interpose/hmi_nodes.c \
+                $(ROOT)/interpose/hmi_charge.c
 HMI_CORE_HDR += $(ROOT)/interpose/hmi_backend.h $(ROOT)/interpose/hmi_backend_int.h \
                 $(ROOT)/interpose/hmi_pagemap.h $(ROOT)/interpose/hmi_mmap.h \
-                $(ROOT)/interpose/hmi_arena.h $(ROOT)/interpose/hmi_umf.h
+                $(ROOT)/interpose/hmi_arena.h $(ROOT)/interpose/hmi_umf.h \
+                $(ROOT)/interpose/hmi_tiers.h $(ROOT)/interpose/hmi_classes.h \
+                $(ROOT)/interpose/hmi_capacity.h $(ROOT)/interpose/hmi_charge.h
 # Static variables of placement.txt's static lines, bound or remapped at start-up
 # (hmi_static.c) once their module's segments and symbol tables vouch for them
 # (hmi_static_elf.c).
@@ -80,16 +88,17 @@ $(HMI_CORE_LIB): $(patsubst $(ROOT)/interpose/%.c,$(HMI_DIR)/%.o,$(HMI_CORE_SRC)
 BUILD_TARGETS += $(HMI_CORE_LIB)
 
 # The preload library: the malloc family (hmi_shim.c), its bootstrap and options
-# (hmi_boot.c), the run's counters (hmi_report.c) and exit report (hmi_report_exit.c),
-# the checks that a placement is this process's (hmi_accept.c), and madvise and
-# mprotect over placed hugetlb memory (hmi_advise.c).
+# (hmi_boot.c), what every entry point reads (hmi_entry.c), the run's counters
+# (hmi_report.c) and exit report (hmi_report_exit.c), the checks that a placement is
+# this process's (hmi_accept.c), madvise and mprotect over placed hugetlb memory
+# (hmi_advise.c), and the descriptor wrappers (hmi_fdshim.c).
 HMI_SHIM_SRC := $(ROOT)/interpose/hmi_shim.c $(ROOT)/interpose/hmi_boot.c \
                 $(ROOT)/interpose/hmi_report.c $(ROOT)/interpose/hmi_report_exit.c \
                 $(ROOT)/interpose/hmi_accept.c $(ROOT)/interpose/hmi_advise.c \
-                $(ROOT)/interpose/hmi_fdshim.c
-HMI_SHIM_HDR := $(ROOT)/interpose/hmi_boot.h $(ROOT)/interpose/hmi_report.h \
-                $(ROOT)/interpose/hmi_report_int.h $(ROOT)/interpose/hmi_accept.h \
-                $(ROOT)/interpose/hmi_advise.h
+                $(ROOT)/interpose/hmi_fdshim.c $(ROOT)/interpose/hmi_entry.c
+HMI_SHIM_HDR := $(ROOT)/interpose/hmi_boot.h $(ROOT)/interpose/hmi_entry.h \
+                $(ROOT)/interpose/hmi_report.h $(ROOT)/interpose/hmi_report_int.h \
+                $(ROOT)/interpose/hmi_accept.h $(ROOT)/interpose/hmi_advise.h
 HMALLOC_SO   := $(BUILD)/lib/libhmalloc.so
 $(HMALLOC_SO): $(HMI_SHIM_SRC) $(HMI_SHIM_HDR) $(HMI_CORE_LIB) $(HMI_CORE_HDR) $(COMMON_SRC) $(COMMON_HDR)
 	@mkdir -p $(@D)

@@ -24,7 +24,7 @@
  * Everything else goes straight to the kernel, as does every call before a tier is
  * open or when no tier maps hugetlb pages. */
 #include "hmi_advise.h"
-#include "hmi_boot.h"
+#include "hmi_entry.h"
 #include "hmi_backend.h"
 #include "hmi_demote.h"
 #include "hmi_static.h"

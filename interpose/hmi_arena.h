@@ -10,15 +10,7 @@
  * lives, and nothing here runs at exit, so placed blocks stay valid until the
  * process is gone, whatever destructors run and in whatever order.
  *
- * Size classes: 16..512 bytes in steps of 16, then 32 classes per doubling up to
- * 1 MiB (384 classes): above 512 bytes at most 3.1 % rounding, below it only the
- * 16-byte alignment every malloc gives (a 24-byte object takes 32 bytes, as in glibc). Every power of two is a class and
- * chunks are 2 MiB-aligned, so an object of a power-of-two class is aligned to its
- * size: an aligned request takes the power-of-two class of max(size, align).
- * Slabs: a chunk is cut into slabs of one size, a power of two from 64 KiB to 2 MiB:
- * the class's size times 8, rounded up (so a slab's unused end is at most 1/8 of it;
- * classes over 256 KiB take whole chunks). A slab holds objects of one class, cut from
- * its start in order, and is the class's for as long as the process lives.
+ * Size classes and slab sizes: hmi_classes.h.
  * The chunk's slab size is in its page-map entry and each slab's class in the chunk
  * table's row (hmi_pagemap.h), which is how free finds an object's class.
  * Classes of up to 8 KiB: one pool per (tier, class), shared by every thread, and one
@@ -50,26 +42,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "hm_util.h"
+#include "hmi_classes.h"   /* the size classes and slab sizes */
 
-#define HMI_ARENA_CLASSES 384u
-#define HMI_ARENA_CHUNK   (2ull << 20)
-#define HMI_SLAB_SHIFT    16u                  /* the smallest slab: 64 KiB */
-#define HMI_SLAB_CODES    6u                   /* slabs of 64 KiB << code, up to 2 MiB */
-#define HMI_SLABS_MAX     (HMI_ARENA_CHUNK >> HMI_SLAB_SHIFT)     /* per chunk: 32 */
 #define HMI_ARENA_STRIPED_MAX 159u             /* the 8 KiB class: larger ones, one shard */
-#define HMI_ARENA_MAX     (1ull << 20)         /* the largest class */
-#define HMI_ARENA_RUN     1024u                /* a batch's bytes (at least one object) */
 
-/* The class of a request of size bytes aligned to align (a power of two, >= 16),
- * or -1 when it is larger than HMI_ARENA_MAX. */
-int hmi_arena_class(size_t size, size_t align) HM_HIDDEN;
-size_t hmi_arena_class_size(unsigned cls) HM_HIDDEN;
-/* The slab size code of class cls: its slabs have 64 KiB << code bytes. */
-unsigned hmi_arena_slab_code(unsigned cls) HM_HIDDEN;
-
-/* Objects a striped class's shard takes from or gives back to its pool at a time:
- * HMI_ARENA_RUN / size, at least 1. */
-unsigned hmi_arena_batch(unsigned cls) HM_HIDDEN;
 /* Chunks the arena of tier mapped since the tier was opened (never given back). */
 uint64_t hmi_arena_chunks(uint32_t tier) HM_HIDDEN;
 

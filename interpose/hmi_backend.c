@@ -6,7 +6,9 @@
  * hmi_spec.c, capacity accounting in hmi_capacity.c. The arena path (lookup, class,
  * charge, count) stays in this file or inline in its headers: it runs for every
  * placed small object. */
+#include "hmi_backend.h"
 #include "hmi_arena.h"
+#include "hmi_charge.h"
 #include "hmi_mmap.h"
 #include "hmi_pagemap.h"
 #include "hm_options.h"

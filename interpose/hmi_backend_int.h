@@ -1,15 +1,17 @@
-/* hmi_backend_int.h — the core every tier backend file shares: the tier table
- * (struct hmi_bk), capacity accounting and block counts (hmi_capacity.c), one-line
- * reasons (hmi_msg.c), and mbind plus the probe mapping that says whether a tier can
- * map memory (hmi_mmap.c). hmi_backend_memkind.c needs only this; the page map and
- * the block and chunk mapping are in hmi_pagemap.h and hmi_mmap.h. Not for the rest
- * of the interposer: use hmi_backend.h. */
+/* hmi_backend_int.h — the core every tier backend file shares: a tier's state
+ * (struct hmi_bk), one-line reasons (hmi_msg.c), mbind plus the probe mapping that
+ * says whether a tier can map memory (hmi_mmap.c), memkind's and UMF's opening and
+ * objects, and node lists (hmi_nodes.c). hmi_backend_memkind.c needs only this; the
+ * tier table, its capacity and block counts are in hmi_capacity.h (charging a block:
+ * hmi_charge.h), the page map and the block and chunk mapping in hmi_pagemap.h and
+ * hmi_mmap.h. Not for the rest of the interposer: use hmi_backend.h. */
 #ifndef HMI_BACKEND_INT_H
 #define HMI_BACKEND_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
-#include "hmi_backend.h"
+#include "hm_util.h"
+#include "hmi_tiers.h"
 
 #define HMI_MAX_NODES 1024u                 /* numa:LIST node ids are < this */
 #define HMI_NODE_WORDS (HMI_MAX_NODES / (8 * sizeof(unsigned long)))
@@ -35,76 +37,10 @@ struct hmi_bk {
     uint64_t high_water;
 };
 
-/* Why a request did not fit (enum hmi_why, hmi_backend.h): the calling thread's
- * hmi_why, set where the request was refused, cleared when the next request comes
- * (request_tier in hmi_backend.c) and read when the refusal is counted (hmi_count). */
-extern __thread uint8_t hmi_why __attribute__((tls_model("initial-exec"))) HM_HIDDEN;
-
-/* Block counts, striped (hm_util.h). */
-struct hmi_bk_counts {
-    uint64_t placed, freed, not_fitting, map_failed;
-    uint64_t split_placed, split_bytes, split_refused;
-    uint64_t reused;                        /* blocks handed out again (hmi_keep.c) */
-    uint64_t refused[HMI_WHY_N];            /* not_fitting by hmi_why (0 unused) */
-} __attribute__((aligned(64)));
-
-/* Capacity reserves, striped: a charge of at most HMI_CREDIT_SMALL bytes comes out
- * of the calling thread's stripe's reserve, refilled HMI_CREDIT_CHUNK at a time from
- * the tier's shared counter; an uncharge goes back to it, the excess over two chunks
- * to the tier. Small blocks allocated at a high rate by several threads then write
- * no shared line (bench-interpose). Before a request is refused every reserve goes
- * back to the tier, so refusals stay exact; the tier's `used` counts the reserves
- * and hmi_backend_stats subtracts them. The high-water mark is taken whenever the
- * shared counter moves (exact for blocks over HMI_CREDIT_SMALL), so with small
- * blocks it may lag by less than a chunk per allocating thread. */
-#define HMI_CREDIT_SMALL (16u << 10)
-#define HMI_CREDIT_CHUNK (64u << 10)
-struct hmi_bk_credit {
-    uint64_t bytes;
-} __attribute__((aligned(64)));
-
-extern struct hmi_bk hmi_bks[HMI_MAX_TIERS] HM_HIDDEN;
-extern struct hmi_bk_credit hmi_bk_credit[HMI_MAX_TIERS][HM_STRIPES] HM_HIDDEN;
-extern struct hmi_bk_counts hmi_bk_counts[HMI_MAX_TIERS][HM_STRIPES] HM_HIDDEN;
-
 #define HMI_PAGE_4K 4096ull
 #define HMI_PAGE_2M (2ull << 20)
 
 HM_INLINE uint64_t hmi_round_up(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
-
-/* ---- capacity (hmi_capacity.c) ---- */
-
-/* Capacity: charge n bytes (0) or refuse (-1, nothing changed); give them back. */
-int hmi_charge(struct hmi_bk *b, uint64_t n) HM_HIDDEN;
-void hmi_uncharge(struct hmi_bk *b, uint64_t n) HM_HIDDEN;
-/* As hmi_charge for a block about to be mapped, but the high-water mark moves only
- * when hmi_mark_high_water says the mapping succeeded: a mapping the kernel refuses
- * (a hugepage pool run dry) leaves no mark. */
-int hmi_charge_unmarked(struct hmi_bk *b, uint64_t n) HM_HIDDEN;
-void hmi_mark_high_water(struct hmi_bk *b) HM_HIDDEN;
-/* The bytes the stripes' reserves hold of b's `used`. */
-uint64_t hmi_reserves(const struct hmi_bk *b) HM_HIDDEN;
-/* Add tier index's block counts (every stripe) to out. */
-void hmi_count_sum(uint32_t index, struct hmi_backend_stats *out) HM_HIDDEN;
-
-enum { HMI_C_PLACED, HMI_C_FREED, HMI_C_NOT_FITTING, HMI_C_MAP_FAILED };
-
-/* Count one block placed, freed or not fitting (with its reason, hmi_why), or one
- * mapping the kernel refused (which is the reason of its request), in b's calling
- * thread's stripe (inline: every allocation and free counts one). */
-HM_INLINE void hmi_count(const struct hmi_bk *b, int which)
-{
-    struct hmi_bk_counts *c = &hmi_bk_counts[b - hmi_bks][hm_stripe()];
-    uint64_t *f = which == HMI_C_PLACED ? &c->placed : which == HMI_C_FREED ? &c->freed
-                : which == HMI_C_NOT_FITTING ? &c->not_fitting : &c->map_failed;
-    hm_stripe_add(f, 1);
-    if (which == HMI_C_MAP_FAILED)
-        hmi_why = HMI_WHY_KERNEL;
-    if (which == HMI_C_NOT_FITTING) {
-        hm_stripe_add(&c->refused[hmi_why ? hmi_why : HMI_WHY_SPLIT], 1);
-        hmi_why = HMI_WHY_NONE;
-    }
-}
 
 /* ---- messages (hmi_msg.c) ---- */
 
@@ -133,7 +69,7 @@ int hmi_probe_map(struct hmi_bk *b, struct hmi_msg *why) HM_HIDDEN;
 /* Set b's map_huge, mpol and nodes from the kind; 0, or -1 with the reason appended. */
 int hmi_mk_open(struct hmi_bk *b, const char *kind, struct hmi_msg *why) HM_HIDDEN;
 
-/* ---- UMF (hmi_backend_umf.c) ---- */
+/* ---- UMF (hmi_backend_umf.c; opening and closing: hmi_umf_providers.c) ---- */
 
 /* Set up b (tier index) as umf:numa:ARGS or umf:hugetlb (spec after "umf:"): 0, or -1
  * with the reason appended. */
@@ -155,6 +91,8 @@ size_t hmi_umf_usable(const struct hmi_bk *b, const void *p) HM_HIDDEN;
 void hmi_umf_close(struct hmi_bk *b) HM_HIDDEN;
 void hmi_umf_atfork_prepare(void) HM_HIDDEN;
 void hmi_umf_atfork_release(void) HM_HIDDEN;
+
+/* ---- node lists (hmi_nodes.c) ---- */
 
 /* "0,2,4-7" into mask (HMI_NODE_WORDS words): 0, or -1 with the reason appended. */
 int hmi_parse_nodes(const char *s, unsigned long *mask, struct hmi_msg *why) HM_HIDDEN;

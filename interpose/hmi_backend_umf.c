@@ -57,6 +57,7 @@
  * Re-entrance: UMF's OS provider calls hwloc, which calls malloc; the interposer calls
  * every backend entry point with its busy flag set, so those calls go to glibc. */
 #include "hmi_umf.h"
+#include "hmi_charge.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -206,31 +207,6 @@ int hmi_umf_make_pools(struct hmi_bk *b, uint32_t index, umf_memory_provider_han
 }
 
 umf_memory_pool_handle_t hmi_umf_pool0(uint32_t index) { return g_pools[index][0]; }
-
-/* ---- opening ---- */
-
-int hmi_umf_open(struct hmi_bk *b, uint32_t index, const char *spec, uint64_t capacity,
-                 int unlimited, struct hmi_msg *why)
-{
-    if (!strncmp(spec, "numa:", 5)) {
-        b->kind = HMI_BK_UMF_NUMA;
-        return hmi_umf_numa_open(b, index, spec + 5, why);
-    }
-    if (!strcmp(spec, "hugetlb")) {
-        b->kind = HMI_BK_UMF_HUGETLB;
-        return hmi_umf_hugetlb_open(b, index, capacity, unlimited, why);
-    }
-    hmi_msg_str(why, "unknown UMF backend (want umf:numa:NODES[:MODE] or umf:hugetlb)");
-    return -1;
-}
-
-void hmi_umf_close(struct hmi_bk *b)
-{
-    uint32_t index = (uint32_t)(b - hmi_bks);
-    hmi_umf_destroy_pools(index);           /* and the provider under them */
-    b->umf_pool = NULL;
-    hmi_umf_providers_close(index);
-}
 
 /* ---- objects ---- */
 

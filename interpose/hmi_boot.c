@@ -24,7 +24,9 @@
 #include "hmi_report.h"
 #include "hmi_static.h"
 #include "hm_env.h"
+#include "hm_fdwrap.h"
 #include "hm_options.h"
+#include "hm_proc.h"
 #include "hm_modmap.h"
 #include "hm_real.h"
 #include "hm_unwind.h"
@@ -40,24 +42,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-struct hm_alloc_fns hmi_rm;
-int (*hmi_real_dlclose)(void *);
-
-_Atomic int hmi_state;
-size_t hmi_win_lo = 0, hmi_win_span = SIZE_MAX;
-int hmi_owning;
-int hmi_lazy;
-int hmi_baseline;
 static uint64_t g_base_min;         /* HMTUNE_BASELINE's smallest request placed */
 static int g_base_all;              /* HMTUNE_BASELINE=all: the placement's statics too */
 static int g_depth;
 static uint32_t g_ntiers;
 static int g_quiet, g_rank = -1, g_report;
 static pid_t g_pid;
-struct hmi_placement hmi_pl;
 static char g_path[PATH_MAX];
 static char g_stats[PATH_MAX];
-__thread int hmi_t_busy __attribute__((tls_model("initial-exec")));
 
 static void warn(const char *msg, const char *detail)
 {
@@ -86,6 +78,15 @@ static int same_stderr(int fd)
 {
     struct stat st;
     return fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == g_err_dev && st.st_ino == g_err_ino;
+}
+
+/* The descriptor wrappers' (hmi_fdshim.c) real calls, and this process owns the
+ * library's descriptors (before hm_unwind_init makes libunwind's pipe; again in a
+ * fork child). */
+static void fd_setup(void)
+{
+    hm_fdw_resolve_real();
+    hm_proc_claim();
 }
 
 NOASAN int hmi_resolve_real(void)
@@ -128,7 +129,7 @@ static void atfork_child(void)
     hmi_fork_child();                       /* before anything may write a hugepage */
     hmi_backend_atfork_release();
     hm_modmap_atfork_release();
-    hmi_fd_setup();
+    fd_setup();
     hmi_t_busy--;
     g_report = 0;           /* the parent reports; a child's counters start mixed */
 }
@@ -220,7 +221,7 @@ static void do_init(void)
         ok = 0;
     if (ok) {
         hm_modmap_init(NULL);
-        hmi_fd_setup();
+        fd_setup();
         hm_unwind_init((void *)&do_init);
         const char *missing;
         int fits = hmi_fits_program(&hmi_pl, exe, &missing);

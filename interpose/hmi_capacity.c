@@ -1,8 +1,7 @@
 /* hmi_capacity.c — each tier's per-process capacity: the tier table, the shared
- * `used` counter with its striped reserves (hmi_backend_int.h says why), the
- * high-water mark, and the striped block counts. Lock-free. */
-#include "hmi_backend_int.h"
-#include "hmi_mmap.h"
+ * `used` counter with its striped reserves (hmi_capacity.h says why), the high-water
+ * mark, and the striped block counts. Lock-free. Charging a block is hmi_charge.c's. */
+#include "hmi_capacity.h"
 
 struct hmi_bk hmi_bks[HMI_MAX_TIERS];
 struct hmi_bk_counts hmi_bk_counts[HMI_MAX_TIERS][HM_STRIPES];
@@ -10,19 +9,6 @@ struct hmi_bk_credit hmi_bk_credit[HMI_MAX_TIERS][HM_STRIPES];
 __thread uint8_t hmi_why __attribute__((tls_model("initial-exec")));
 
 /* ---- capacity ---- */
-
-/* The tier's shared counter: used + n <= capacity or refused. */
-static int global_charge(struct hmi_bk *b, uint64_t n)
-{
-    uint64_t cur = __atomic_load_n(&b->used, __ATOMIC_RELAXED), next;
-    do {
-        if (b->capacity && (n > b->capacity || cur > b->capacity - n))
-            return -1;
-        next = cur + n;
-    } while (!__atomic_compare_exchange_n(&b->used, &cur, next, 1, __ATOMIC_RELAXED,
-                                          __ATOMIC_RELAXED));
-    return 0;
-}
 
 uint64_t hmi_reserves(const struct hmi_bk *b)
 {
@@ -32,10 +18,7 @@ uint64_t hmi_reserves(const struct hmi_bk *b)
     return r;
 }
 
-/* After the shared counter moved: the bytes charged now (without the reserves)
- * raise the high-water mark. Charges served from a reserve do not look, so the mark
- * may lag by less than a chunk per thread allocating small blocks. */
-static void high_water(struct hmi_bk *b)
+void hmi_mark_high_water(struct hmi_bk *b)
 {
     uint64_t used = __atomic_load_n(&b->used, __ATOMIC_RELAXED), r = hmi_reserves(b);
     uint64_t now = used > r ? used - r : 0;
@@ -45,64 +28,13 @@ static void high_water(struct hmi_bk *b)
         ;
 }
 
-/* Give every stripe's reserve back to the tier (before refusing a request). */
-static void drain_credits(struct hmi_bk *b)
+void hmi_reserves_back(struct hmi_bk *b)
 {
     for (uint32_t k = 0; k < HM_STRIPES; k++) {
         uint64_t x = __atomic_exchange_n(&hmi_bk_credit[b - hmi_bks][k].bytes, 0, __ATOMIC_RELAXED);
         if (x)
             __atomic_fetch_sub(&b->used, x, __ATOMIC_RELAXED);
     }
-}
-
-/* Before n bytes are refused: every reserve back to the tier, then the freed blocks
- * it keeps unmapped (hmi_keep.c); 0 when n fits then. */
-static int refill(struct hmi_bk *b, uint64_t n)
-{
-    drain_credits(b);
-    if (global_charge(b, n) == 0)
-        return 0;
-    return hmi_keep_drain(b) ? global_charge(b, n) : -1;
-}
-
-int hmi_charge(struct hmi_bk *b, uint64_t n)
-{
-    if (n <= HMI_CREDIT_SMALL && b->capacity) {
-        uint64_t *c = &hmi_bk_credit[b - hmi_bks][hm_stripe()].bytes;
-        uint64_t have = __atomic_load_n(c, __ATOMIC_RELAXED);
-        while (have >= n) {
-            if (__atomic_compare_exchange_n(c, &have, have - n, 1, __ATOMIC_RELAXED,
-                                            __ATOMIC_RELAXED))
-                return 0;
-        }
-        if (global_charge(b, HMI_CREDIT_CHUNK) == 0) {
-            __atomic_fetch_add(c, HMI_CREDIT_CHUNK - n, __ATOMIC_RELAXED);
-            high_water(b);
-            return 0;
-        }
-    }
-    if (global_charge(b, n) != 0 && refill(b, n) != 0) {
-        hmi_why = HMI_WHY_CAPACITY;
-        return -1;
-    }
-    high_water(b);
-    return 0;
-}
-
-int hmi_charge_unmarked(struct hmi_bk *b, uint64_t n)
-{
-    if (n <= HMI_CREDIT_SMALL && b->capacity)
-        return hmi_charge(b, n);
-    if (global_charge(b, n) != 0 && refill(b, n) != 0) {
-        hmi_why = HMI_WHY_CAPACITY;
-        return -1;
-    }
-    return 0;
-}
-
-void hmi_mark_high_water(struct hmi_bk *b)
-{
-    high_water(b);
 }
 
 void hmi_uncharge(struct hmi_bk *b, uint64_t n)

@@ -6,15 +6,8 @@
  * copy of stderr kept for the exit summary (hmi_boot.c) is not registered on purpose:
  * the application's close must release it (a parent reading that stderr waits for its
  * end), and it is checked to be the same file before it is used. */
-#include "hmi_boot.h"
+#include "hmi_entry.h"
 #include "hm_fdwrap.h"
-#include "hm_proc.h"
-
-void hmi_fd_setup(void)
-{
-    hm_fdw_resolve_real();
-    hm_proc_claim();
-}
 
 EXPORT int close(int fd) { return hm_fdw_close(fd, hmi_t_busy); }
 

@@ -1,4 +1,4 @@
-/* hmi_fields.h — the field checks of placement.txt v1/v2 (hmi_placement.c): numbers,
+/* hmi_fields.h — the field checks of placement.txt v1/v2 (hmi_placement_lines.c): numbers,
  * tier names, backends and frames, each as hmtune/advisor/placement.py and hmtune/advisor/tiers.py
  * check them. Byte spans into the input; no allocation. */
 #ifndef HMI_FIELDS_H

@@ -4,6 +4,7 @@
  * chunks of the small-object arena, each mapped with the tier's pages, THP advice,
  * policy and nodes. See hmi_backend.h. */
 #include "hmi_mmap.h"
+#include "hmi_charge.h"
 #include "hmi_pagemap.h"
 
 #include <errno.h>

@@ -7,7 +7,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "hmi_backend_int.h"
+#include "hmi_capacity.h"
+#include "hmi_placement.h"   /* struct hmi_range */
 
 /* ---- blocks and chunks (hmi_mmap.c) ---- */
 

@@ -7,8 +7,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "hmi_arena.h"
-#include "hmi_backend_int.h"
+#include "hmi_classes.h"   /* the arena's slabs and size classes */
+#include "hmi_capacity.h"
 
 #define HMI_GRAN_SHIFT  21                  /* one page-map entry per 2 MiB */
 #define HMI_ADDR_BITS   47                  /* user address space mapped here */

@@ -4,6 +4,7 @@
  * and the table of live split blocks with what each was charged, which a free of any
  * mmap block consults while split blocks are live. */
 #include "hmi_mmap.h"
+#include "hmi_charge.h"
 #include "hmi_pagemap.h"
 
 #include <errno.h>

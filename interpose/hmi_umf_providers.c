@@ -380,3 +380,28 @@ void hmi_umf_providers_close(uint32_t index)
     }
     r->a = NULL;
 }
+
+/* ---- opening (hmi_backend_int.h: hmi_umf_open, hmi_umf_close) ---- */
+
+int hmi_umf_open(struct hmi_bk *b, uint32_t index, const char *spec, uint64_t capacity,
+                 int unlimited, struct hmi_msg *why)
+{
+    if (!strncmp(spec, "numa:", 5)) {
+        b->kind = HMI_BK_UMF_NUMA;
+        return hmi_umf_numa_open(b, index, spec + 5, why);
+    }
+    if (!strcmp(spec, "hugetlb")) {
+        b->kind = HMI_BK_UMF_HUGETLB;
+        return hmi_umf_hugetlb_open(b, index, capacity, unlimited, why);
+    }
+    hmi_msg_str(why, "unknown UMF backend (want umf:numa:NODES[:MODE] or umf:hugetlb)");
+    return -1;
+}
+
+void hmi_umf_close(struct hmi_bk *b)
+{
+    uint32_t index = (uint32_t)(b - hmi_bks);
+    hmi_umf_destroy_pools(index);           /* and the provider under them */
+    b->umf_pool = NULL;
+    hmi_umf_providers_close(index);
+}

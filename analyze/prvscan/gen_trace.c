@@ -1,9 +1,9 @@
 /* gen_trace.c — hmtune-gentrace: a synthetic hmtune-style trace with known answers,
  * for hmtune-prvscan's tests and throughput benchmark.
  *
- * One file of over 500 lines on purpose: each record and the answer it implies are
- * made together, in tallies the expected-answers file is then written from
- * (gen_check.c compares the scanner's output with the answers).
+ * Each record and the answer it implies are made together: this file makes the
+ * records, gen_tally.c keeps the tallies the expected-answers file is then written
+ * from (gen_check.c compares the scanner's output with the answers).
  *
  *   hmtune-gentrace N_RECORDS OUT.prv [--tasks T] [--threads K] [--seed S] [--alloc-heavy]
  *   hmtune-gentrace --check OUT.prv OUTDIR          (gen_check.c)
@@ -34,12 +34,12 @@
  * factor). */
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "hm_events.h"
+#include "gen_tally.h"
 
 /* One .pcf EVENT_TYPE line of group 0. */
 #define EV0(ev, text) "0    " HM_EV_STR(ev) "    " text "\n"
@@ -50,19 +50,6 @@ int gen_check(const char *prv, const char *outdir);
 #define SLOT_SZ  (1ull << 20)
 #define BASE     0x7f0000000000ull
 #define STACK    0x7ffd00000000ull
-#define NSITES   64u
-#define SITE0    (HM_SITE_MAX + 1)       /* the first site id: 1 and 2 are reserved */
-#define NIDS     (SITE0 + NSITES)        /* ids 0 (no site) to the last site */
-
-struct exp_site {
-    uint64_t n_allocs, bytes, samples, loads, stores, misses, weight, fault_samples, faults;
-    uint64_t sampled_blocks, extra, unknown;   /* extra: weight added by scaling */
-    uint64_t scaled_samples;                   /* samples in blocks scaled > 1 */
-    uint64_t kw[HM_ACCESS_KIND_MAX + 1], kextra[HM_ACCESS_KIND_MAX + 1];  /* by 41000035 */
-    int has_class;
-    uint64_t max_size, peak, first_alloc, last_free, live_ns;
-    uint64_t live_bytes, live_blocks, since;   /* the sweep, in time order */
-};
 
 struct slot { uint64_t size, site, scale; int live; uint32_t pos; };
 
@@ -82,44 +69,10 @@ static uint64_t rnd(void)
 static uint64_t below(uint64_t n) { return rnd() % n; }
 
 static FILE *g_out;
-static uint64_t g_records, g_events, g_states, g_now = 1000;
-static struct exp_site *g_exp;          /* [task][site] */
-static uint64_t g_allocs, g_frees, g_unknown_frees, g_weight, g_samples, g_classes[HM_SAMPLE_CLASS_MAX + 1];
-static uint64_t g_fault_samples, g_faults, g_fault_classes[HM_SAMPLE_CLASS_MAX + 1];
+static uint64_t g_now = 1000;
 static unsigned g_ntasks, g_nthreads;
 
 static unsigned g_pct_alloc = 6, g_pct_free = 5, g_pct_realloc = 2;
-
-static struct exp_site *E(unsigned task, uint64_t site) { return &g_exp[task * NIDS + site]; }
-
-/* A block of (task, site) live from t; every start and end comes in time order, and
- * at one time (a realloc) the end of the old block before the start of the new. */
-static void life_start(unsigned task, uint64_t site, uint64_t size, uint64_t t, uint64_t scale)
-{
-    struct exp_site *x = E(task, site);
-    if (!x->n_allocs)
-        x->first_alloc = t;
-    x->n_allocs += scale;
-    x->bytes += size * scale;
-    x->sampled_blocks += scale > 1;
-    if (size > x->max_size)
-        x->max_size = size;
-    if (!x->live_blocks++)
-        x->since = t;
-    x->live_bytes += size * scale;
-    if (x->live_bytes > x->peak)
-        x->peak = x->live_bytes;
-}
-
-static void life_end(unsigned task, uint64_t site, uint64_t size, uint64_t t)
-{
-    struct exp_site *x = E(task, site);
-    x->live_bytes -= size;
-    if (!--x->live_blocks)
-        x->live_ns += t - x->since;
-    if (t > x->last_free)
-        x->last_free = t;
-}
 
 static void state(unsigned task, unsigned thr, uint64_t b, uint64_t e, int st)
 {
@@ -232,7 +185,7 @@ static void do_alloc(unsigned task, unsigned thr, struct gtask *tk)
     uint32_t i = free_slot(tk);
     uint64_t t0 = call(task, thr, exact, size, site, 0, BASE + i * SLOT_SZ, scale);
     live_add(tk, i, size, site, scale);
-    life_start(task, site, size, t0, scale);
+    gen_life_start(task, site, size, t0, scale);
     g_allocs++;
 }
 
@@ -245,7 +198,7 @@ static void do_free(unsigned task, unsigned thr, struct gtask *tk)
     }
     uint32_t i = tk->live[below(tk->nlive)];
     uint64_t t0 = call(task, thr, HM_CALL_KIND_FREE, 0, 0, BASE + i * SLOT_SZ, 0, 1);
-    life_end(task, tk->s[i].site, tk->s[i].size * tk->s[i].scale, t0);
+    gen_life_end(task, tk->s[i].site, tk->s[i].size * tk->s[i].scale, t0);
     live_del(tk, i);
     g_frees++;
 }
@@ -258,13 +211,13 @@ static void do_realloc(unsigned task, unsigned thr, struct gtask *tk)
         uint32_t j = free_slot(tk);
         uint64_t t0 = call(task, thr, exact, size, site, 0, BASE + j * SLOT_SZ, 1);
         live_add(tk, j, size, site, 1);
-        life_start(task, site, size, t0, 1);
+        gen_life_start(task, site, size, t0, 1);
     } else {
         uint32_t i = tk->live[below(tk->nlive)];
         uint64_t in = BASE + i * SLOT_SZ;
         if (below(20) == 0) {                     /* realloc(p, 0) -> NULL frees p */
             uint64_t t0 = call(task, thr, exact, 0, site, in, 0, 1);
-            life_end(task, tk->s[i].site, tk->s[i].size * tk->s[i].scale, t0);
+            gen_life_end(task, tk->s[i].site, tk->s[i].size * tk->s[i].scale, t0);
             live_del(tk, i);
             g_frees++;
             return;
@@ -275,11 +228,11 @@ static void do_realloc(unsigned task, unsigned thr, struct gtask *tk)
         }
         uint32_t j = below(2) ? i : free_slot(tk);   /* in place, or moved */
         uint64_t t0 = call(task, thr, exact, size, site, in, BASE + j * SLOT_SZ, 1);
-        life_end(task, tk->s[i].site, tk->s[i].size * tk->s[i].scale, t0);   /* old first */
+        gen_life_end(task, tk->s[i].site, tk->s[i].size * tk->s[i].scale, t0);   /* old first */
         live_del(tk, i);
         g_frees++;
         live_add(tk, j, size, site, 1);
-        life_start(task, site, size, t0, 1);
+        gen_life_start(task, site, size, t0, 1);
     }
     g_allocs++;
 }
@@ -466,84 +419,6 @@ static void write_side_files(const char *prv)
     fclose(f);
 }
 
-/* Keep the share f of x's added weight (and of each kind's), as the scanner does. */
-static void lower(struct exp_site *x, double f)
-{
-    uint64_t keep = (uint64_t)((double)x->extra * f);
-    x->weight -= x->extra - keep;
-    x->extra = keep;
-    for (int k = 0; k <= HM_ACCESS_KIND_MAX; k++) {
-        uint64_t kk = (uint64_t)((double)x->kextra[k] * f);
-        x->kw[k] -= x->kextra[k] - kk;
-        x->kextra[k] = kk;
-    }
-}
-
-static void write_expected(const char *prv, uint64_t never_freed)
-{
-    char path[4096];
-    snprintf(path, sizeof(path), "%s.expected.json", prv);
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        perror(path);
-        exit(1);
-    }
-    for (unsigned t = 0; t < g_ntasks; t++) {     /* the bounds of ps_sites_cap */
-        uint64_t extra = 0;
-        for (unsigned s = 0; s < NIDS; s++) {
-            struct exp_site *x = E(t, s);
-            if (x->extra)
-                lower(x, x->scaled_samples ? 1.0 - 1.0 / sqrt((double)x->scaled_samples) : 0.0);
-            extra += x->extra;
-        }
-        if (!E(t, 0)->has_class || extra <= E(t, 0)->unknown)
-            continue;
-        double f = (double)E(t, 0)->unknown / (double)extra;
-        for (unsigned s = 0; s < NIDS; s++)
-            lower(E(t, s), f);
-    }
-    fprintf(f, "{\"records\":%" PRIu64 ",\"events\":%" PRIu64 ",\"states\":%" PRIu64
-            ",\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"never_freed\":%" PRIu64
-            ",\"unknown_frees\":%" PRIu64 ",\"samples\":%" PRIu64 ",\"total_weight\":%" PRIu64
-            ",\"sampler\":1,\"classes\":{\"1\":%" PRIu64 ",\"2\":0,\"3\":%" PRIu64 ",\"4\":%" PRIu64
-            ",\"5\":%" PRIu64 "},\"fault_samples\":%" PRIu64 ",\"faults\":%" PRIu64
-            ",\"fault_classes\":{\"1\":%" PRIu64 ",\"3\":%" PRIu64 ",\"4\":%" PRIu64
-            "},\n\"sites\":[\n",
-            g_records, g_events, g_states, g_allocs, g_frees, never_freed, g_unknown_frees,
-            g_samples, g_weight, g_classes[HM_SAMPLE_CLASS_HEAP],
-            g_classes[HM_SAMPLE_CLASS_STACK], g_classes[HM_SAMPLE_CLASS_UNKNOWN],
-            g_classes[HM_SAMPLE_CLASS_NO_ADDRESS], g_fault_samples, g_faults,
-            g_fault_classes[HM_SAMPLE_CLASS_HEAP], g_fault_classes[HM_SAMPLE_CLASS_STACK],
-            g_fault_classes[HM_SAMPLE_CLASS_UNKNOWN]);
-    int first = 1;
-    for (unsigned t = 0; t < g_ntasks; t++)
-        for (unsigned s = 0; s < NIDS; s++) {
-            const struct exp_site *x = E(t, s);
-            if (!x->n_allocs && !x->samples && !x->fault_samples)
-                continue;
-            fprintf(f, "%s{\"task\":%u,\"site_id\":%u,\"n_allocs\":%" PRIu64
-                    ",\"max_size\":%" PRIu64 ",\"peak_live_bytes\":%" PRIu64
-                    ",\"total_bytes\":%" PRIu64 ",\"first_alloc_ns\":%" PRIu64
-                    ",\"last_free_ns\":%" PRIu64 ",\"live_ns\":%" PRIu64
-                    ",\"samples\":%" PRIu64 ",\"loads\":%" PRIu64 ",\"stores\":%" PRIu64
-                    ",\"misses\":%" PRIu64 ",\"weight\":%" PRIu64
-                    ",\"fault_samples\":%" PRIu64 ",\"faults\":%" PRIu64
-                    ",\"sampled_blocks\":%" PRIu64 ",\"weight_streaming\":%" PRIu64
-                    ",\"weight_scattered\":%" PRIu64 ",\"weight_sync\":%" PRIu64 "}",
-                    first ? "" : ",\n", t + 1, s, x->n_allocs, x->max_size, x->peak, x->bytes,
-                    x->first_alloc, x->last_free, x->live_ns, x->samples, x->loads, x->stores,
-                    x->misses, x->weight, x->fault_samples, x->faults, x->sampled_blocks,
-                    x->kw[HM_ACCESS_KIND_STREAMING], x->kw[HM_ACCESS_KIND_SCATTERED],
-                    x->kw[HM_ACCESS_KIND_SYNC]);
-            first = 0;
-        }
-    fputs("\n]}\n", f);
-    if (fclose(f) != 0) {
-        perror(path);
-        exit(1);
-    }
-}
-
 int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[1], "--check") == 0)
@@ -623,7 +498,7 @@ int main(int argc, char **argv)
         never_freed += tasks[t].nlive;
         for (uint32_t k = 0; k < tasks[t].nlive; k++) {   /* live until the trace end */
             const struct slot *sl = &tasks[t].s[tasks[t].live[k]];
-            life_end(t, sl->site, sl->size * sl->scale, g_now + 1);
+            gen_life_end(t, sl->site, sl->size * sl->scale, g_now + 1);
         }
     }
     if (fseek(g_out, 0, SEEK_SET) != 0 ||
@@ -633,7 +508,7 @@ int main(int argc, char **argv)
         return 1;
     }
     write_side_files(prv);
-    write_expected(prv, never_freed);
+    gen_write_expected(prv, never_freed, g_ntasks);
     free(tasks);
     free(g_exp);
     return 0;

@@ -2,13 +2,14 @@
  *
  * One pass over a Paraver trace (.prv or .prv.gz): read lines (ps_input.c), parse
  * the header and records by hand (ps_parse.c), fuse the event lines of one thread at
- * one time and apply the allocation/sample semantics (ps_model.c) over an ordered
- * map of live blocks per task (ps_map.c), count samples and sweep the lifetime facts
- * per (task, site) in time order as blocks start and end (ps_sites.c, ps_life.c), and
+ * one time and apply the allocation/sample semantics (ps_model.c; the samples':
+ * ps_samples.c) over an ordered map of live blocks per task (ps_map.c), count samples
+ * and sweep the lifetime facts per (task, site) in time order as blocks start and end
+ * (ps_sites.c, ps_life.c), and
  * write allocs.csv, sites.tsv, profile.csv (ps_profile.c) and scan.json (ps_rows.c,
- * ps_output.c). Memory is bounded by live blocks, threads, sites and the profile's
- * sampled (task, site, offset bucket)s, plus fixed buffers; the per-allocation table
- * goes through a file in sorted runs. */
+ * ps_output.c; ps_fmt.c writes their numbers). Memory is bounded by live blocks,
+ * threads, sites and the profile's sampled (task, site, offset bucket)s, plus fixed
+ * buffers; the per-allocation table goes through a file in sorted runs. */
 #ifndef PS_H
 #define PS_H
 
@@ -223,7 +224,7 @@ struct ps_stats {
     uint32_t threads_seen, tasks_seen;
 };
 
-/* ---- the model: fusion + semantics (ps_model.c) ---- */
+/* ---- the model: fusion + semantics (ps_model.c; a group's samples ps_samples.c) ---- */
 struct ps_model;
 /* use_lookahead: attribute samples whose address came from the software sampler's
  * look ahead (41000024 = 2) to the object they fell in; else they count as samples
@@ -302,10 +303,12 @@ struct ps_fault {
 enum { PS_FA_ADDR = 1, PS_FA_OBJ = 2, PS_FA_N = 4, PS_FA_CLS = 8 };
 void ps_fault_count(struct ps_site *g, struct ps_stats *st, const struct ps_fault *f);
 
-/* ---- outputs (ps_output.c) ---- */
+/* ---- numbers in the tables (ps_fmt.c) ---- */
 char *ps_fmt_u64(char *p, uint64_t v);   /* decimal digits at p; returns the end */
 char *ps_fmt_i64(char *p, int64_t v);
 char *ps_fmt_hex(char *p, uint64_t v);   /* 0x and lowercase hex digits */
+
+/* ---- outputs (ps_output.c) ---- */
 /* sites.tsv: its version line (docs/formats.md §4; hmtune/analyze/scan_io.py checks
  * it: a change of columns or meanings is a new version), then the header row and one
  * row per (task, site) that allocated or was sampled. */

@@ -1,42 +1,9 @@
-/* ps_output.c — sites.tsv and scan.json, and the number formatting they share
- * with allocs.csv (printf costs ~100 ns per number; allocs.csv can have millions
- * of rows of seven numbers). */
+/* ps_output.c — sites.tsv (its numbers formatted by ps_fmt.c, the kinds' columns by
+ * ps_kinds.c) and scan.json. */
 #include "ps.h"
-
-#include "hm_util.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-char *ps_fmt_u64(char *p, uint64_t v)
-{
-    return p + hm_fmt_u64(p, v);
-}
-
-char *ps_fmt_i64(char *p, int64_t v)
-{
-    if (v < 0) {
-        *p++ = '-';
-        return ps_fmt_u64(p, (uint64_t)0 - (uint64_t)v);
-    }
-    return ps_fmt_u64(p, (uint64_t)v);
-}
-
-char *ps_fmt_hex(char *p, uint64_t v)
-{
-    static const char digits[] = "0123456789abcdef";
-    char tmp[16];
-    int n = 0;
-    do {
-        tmp[n++] = digits[v & 15];
-        v >>= 4;
-    } while (v);
-    *p++ = '0';
-    *p++ = 'x';
-    while (n)
-        *p++ = tmp[--n];
-    return p;
-}
 
 int ps_write_sites(const struct ps_sites *s, FILE *out)
 {

@@ -205,16 +205,16 @@ void fin_kinds_free(void);
 void fin_kinds_pcf(FILE *f);                               /* 41000035, 41000036 */
 /* fin_pcf.c */
 int fin_write_pcf(struct fin_ctx *c, const char *pcf_path);
+int fin_write_row(struct fin_ctx *c, const char *row_path);
 /* A value of an enumerated event type and its .pcf label: arrays of them come from the
  * X-macros of common/hm_events.h (the value tables of common/trace_values.tsv), with
- * FIN_VALUE as X. fin_pcf_values writes "VALUES" and a "<value><sep><label>" line per
- * value up to max. */
+ * FIN_VALUE as X. fin_pcf_values (fin_values.c) writes "VALUES" and a
+ * "<value><sep><label>" line per value up to max. */
 struct fin_value { unsigned value; const char *label; };
 #define FIN_VALUE(v, key, label) { (v), (label) },
 #define FIN_NVALUES(a) (sizeof(a) / sizeof((a)[0]))
 void fin_pcf_values(FILE *f, const struct fin_value *v, size_t n, unsigned max,
                     const char *sep);
-int fin_write_row(struct fin_ctx *c, const char *row_path);
 /* fin_symbols.c: what a frame is, for people. fileline: "file:line" per inlining
  * level (" > " between levels), else "symbol+0xOFF" (ELF .symtab/.dynsym), else
  * "module+0xOFF" (the module's file name); func: the function per level (same number

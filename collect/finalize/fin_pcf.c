@@ -29,14 +29,6 @@ static const struct fin_value g_hit[] = { HM_SAMPLE_HIT_VALUES(FIN_VALUE) };
 static const struct fin_value g_sampler[] = { HM_SAMPLER_VALUES(FIN_VALUE) };
 static const struct fin_value g_class[] = { HM_SAMPLE_CLASS_VALUES(FIN_VALUE) };
 
-void fin_pcf_values(FILE *f, const struct fin_value *v, size_t n, unsigned max,
-                    const char *sep)
-{
-    fputs("VALUES\n", f);
-    for (size_t i = 0; i < n && v[i].value <= max; i++)
-        fprintf(f, "%u%s%s\n", v[i].value, sep, v[i].label);
-}
-
 /* label of site id (ids 1 and 2 are the unknown objects, as Extrae writes them) */
 static void site_labels(struct fin_ctx *c, FILE *f, int which)
 {

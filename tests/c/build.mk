@@ -14,9 +14,10 @@ $(TEST_C_DIR)/test_options: $(ROOT)/tests/c/test_options.c $(COMMON_SRC) $(COMMO
 	$(CC) $(TEST_C_CFLAGS) -o $@ $< $(COMMON_SRC) -lunwind -ldl $(LDSAN)
 
 # The tracer core: the process stream and lifecycle (hmc_core.c), the per-thread
-# buffers (hmc_buffers.c), the records and stack table (hmc_records.c).
+# buffers (hmc_buffers.c), the records and stack table (hmc_records.c), the stream
+# file (hmc_file.c).
 HMC_CORE_SRC := $(ROOT)/collect/hmc_core.c $(ROOT)/collect/hmc_buffers.c \
-                $(ROOT)/collect/hmc_records.c
+                $(ROOT)/collect/hmc_records.c $(ROOT)/collect/hmc_file.c
 $(TEST_C_DIR)/test_core: $(ROOT)/tests/c/test_core.c $(HMC_CORE_SRC) \
     $(ROOT)/collect/finalize/fin_raw.c $(COMMON_SRC) $(HMC_LIB_HDR) $(HMC_FIN_HDR)
 	@mkdir -p $(@D)
@@ -30,8 +31,8 @@ $(TEST_C_DIR)/test_perf: $(ROOT)/tests/c/test_perf.c $(HMC_PERF_SRC) $(COMMON_SR
 	$(CC) $(TEST_C_CFLAGS) -o $@ $< $(HMC_PERF_SRC) $(COMMON_SRC) -lunwind -ldl $(LDSAN)
 
 # The software sampler's address decoder on hand-assembled instructions.
-HMC_DEC_SRC := $(ROOT)/collect/hmc_decode.c $(ROOT)/collect/hmc_insn.c $(ROOT)/collect/hmc_behind.c \
-               $(ROOT)/collect/hmc_stride.c
+HMC_DEC_SRC := $(ROOT)/collect/hmc_decode.c $(ROOT)/collect/hmc_dec.c $(ROOT)/collect/hmc_insn.c \
+               $(ROOT)/collect/hmc_behind.c $(ROOT)/collect/hmc_stride.c
 $(TEST_C_DIR)/test_decode: $(ROOT)/tests/c/test_decode.c $(HMC_DEC_SRC) $(COMMON_SRC) $(HMC_LIB_HDR)
 	@mkdir -p $(@D)
 	$(CC) $(TEST_C_CFLAGS) -o $@ $< $(HMC_DEC_SRC) $(COMMON_SRC) -lcapstone -lunwind -ldl $(LDSAN)

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "hmc_behind.h"
+#include "hmc_decode.h"
 #include "hmt.h"
 
 #define PAD 64

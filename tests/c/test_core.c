@@ -4,6 +4,7 @@
 #include "hmt.h"
 #include "fin.h"
 #include "hmc_core.h"
+#include "hmc_file.h"
 #include "hm_modmap.h"
 #include "hm_unwind.h"
 

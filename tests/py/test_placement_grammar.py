@@ -347,13 +347,13 @@ def test_mutated_files_same_verdict(tmp_path: Path) -> None:
 
 
 def test_limits_are_the_c_headers() -> None:
-    """hmtune/advisor/placement.py's limits are the numbers of interpose/hmi_placement.h."""
+    """hmtune/advisor/placement.py's limits are the numbers of interpose/hmi_placement_data.h."""
     def defines(name: str) -> dict[str, int]:
         text = (ROOT / name).read_text()
         return {m.group(1): int(m.group(2), 0) for m in
                 re.finditer(r"^#define\s+(\w+)\s+(0x[0-9a-fA-F]+|\d+)u?\b", text, re.M)}
 
-    h = defines("interpose/hmi_placement.h")
+    h = defines("interpose/hmi_placement_data.h")
     assert (h["HMI_LINE_MAX"], h["HMI_MAX_TIER_LINES"],
             h["HMI_INPUT_MAX"], h["HMI_PROGRAM_MAX"]) == \
         (P.LINE_MAX, P.MAX_TIERS, P.INPUT_MAX, P.PROGRAM_MAX)
@@ -361,7 +361,7 @@ def test_limits_are_the_c_headers() -> None:
     from hmtune.core import events
 
     assert re.search(r"^#define HMI_MAX_FRAMES\s.*\bHM_KEY_MAX_FRAMES\b",
-                     (ROOT / "interpose/hmi_placement.h").read_text(), re.M)
+                     (ROOT / "interpose/hmi_placement_data.h").read_text(), re.M)
     assert re.search(r"^#define HM_FRAME_MODSHIFT\s+HM_KEY_OFFSET_BITS\b",
                      (ROOT / "common/hm_modmap.h").read_text(), re.M)
     assert P.MAX_FRAMES == events.HM_KEY_MAX_FRAMES
@@ -369,7 +369,7 @@ def test_limits_are_the_c_headers() -> None:
     assert (h["HMI_VERSION_MAX"], h["HMI_MAX_RANGES"], h["HMI_RANGE_ALIGN"],
             h["HMI_RANGE_END_MAX"]) == \
         (P.VERSION_SPLIT, P.MAX_RANGES, P.RANGE_ALIGN, P.RANGE_END_MAX)
-    assert defines("interpose/hmi_backend.h")["HMI_MAX_TIERS"] >= P.MAX_TIERS
+    assert defines("interpose/hmi_tiers.h")["HMI_MAX_TIERS"] >= P.MAX_TIERS
 
 
 def test_advise_writes_only_what_the_library_reads(tmp_path: Path) -> None:

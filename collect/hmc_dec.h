@@ -1,14 +1,17 @@
-/* hmc_decode_int.h — internal to the software sampler's decoder: the per-thread
- * decoder and the steps hmc_decode.c shares with hmc_behind.c (reading our own code,
- * one decode, the cache, evaluating a descriptor against the registers; hmc_behind.c
- * repeats hmc_decode.c's backward vote, hmc_dec_back, over a window read once). Async-signal-safe, like hmc_decode.h. */
-#ifndef HMC_DECODE_INT_H
-#define HMC_DECODE_INT_H
+/* hmc_dec.h — internal to the software sampler's decoder: the per-thread decoder and
+ * the steps (hmc_dec.c) that hmc_decode.c and hmc_behind.c both take: reading our own
+ * code, one decode, the cache, evaluating a descriptor against the registers, entering
+ * and leaving the decoder; and the backward vote's verdict (hmc_behind.c repeats
+ * hmc_decode.c's backward vote, hmc_dec_back, over a window read once).
+ * Async-signal-safe, like hmc_decode.h. */
+#ifndef HMC_DEC_H
+#define HMC_DEC_H
 
 #include <signal.h>
 #include <stddef.h>
 
-#include "hmc_decode.h"
+#include "hm_util.h"
+#include "hmc_access.h"
 #include "hmc_insn.h"
 
 #define HMC_CACHE_BITS  10

@@ -1,15 +1,21 @@
-/* hmc_core_int.h — what the tracer core's files share (hmc_core.c: the process
- * stream, start-up, exit, crash and fork; hmc_buffers.c: the per-thread buffers;
- * hmc_records.c: the records and the stack table). hmc_reserve and hmc_commit are
+/* hmc_buffers.h — the tracer's per-thread buffers (hmc_buffers.c), as the rest of the
+ * core uses them (hmc_core.c: the process stream, start-up, exit, crash and fork;
+ * hmc_records.c: the records and the stack table): the thread's state, the registry,
+ * the core's globals, and the writing of a buffer. hmc_reserve and hmc_commit are
  * inline: every traced call adds its records through them. Not for the rest of the
  * tracer: use hmc_core.h. */
-#ifndef HMC_CORE_INT_H
-#define HMC_CORE_INT_H
+#ifndef HMC_BUFFERS_H
+#define HMC_BUFFERS_H
 
 #include "hmc_core.h"
+#include "hmc_config.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
+
+#define HMC_BUF_BYTES   (64u * 1024u)   /* per-thread record buffer */
+#define HMC_STACK_SLOTS 1024u           /* per-thread interned call stacks */
+#define HMC_SBUF_BYTES  (16u * 1024u)   /* per-thread sample buffer */
 
 /* A buffer of records written by the thread's signal handlers. */
 struct hbuf {
@@ -40,8 +46,8 @@ struct hmc_thread {
     void *sampler;                    /* hmc_sampler.c's per-thread state */
 };
 
+/* The core's globals (hmc_buffers.c defines them). */
 extern struct hmc_config hmc_cfg HM_HIDDEN;
-extern int hmc_fd HM_HIDDEN;                  /* the process's stream file */
 extern _Atomic int hmc_active HM_HIDDEN;
 extern _Atomic int hmc_exiting HM_HIDDEN;     /* every hmc_commit writes its buffer */
 extern _Atomic int hmc_broken HM_HIDDEN;      /* a write failed: stop writing, count losses */
@@ -50,12 +56,6 @@ extern _Atomic(struct hmc_thread *) hmc_threads HM_HIDDEN;  /* every buffer, nev
 extern pthread_key_t hmc_key HM_HIDDEN;       /* runs hmc_thread_exit at a thread's end */
 extern __thread struct hmc_thread *hmc_t_self __attribute__((tls_model("initial-exec"))) HM_HIDDEN;
 
-/* hmc_core.c: len bytes onto the stream file, with one write (errno value, or 0).
- * The file is opened again by its path when its descriptor was closed behind the
- * tracer's back; in a child the tracer does not follow, nothing is written. */
-int hmc_stream_write(const void *buf, size_t len) HM_HIDDEN;
-
-/* hmc_buffers.c (which also defines the globals above) */
 /* A write of the stream failed with err (recording stops, one message). */
 void hmc_write_failed(int err) HM_HIDDEN;
 void hmc_spin_claim(struct hmc_thread *t) HM_HIDDEN;
