@@ -32,11 +32,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from hmtune.core.units import KIB, MIB
+
 if TYPE_CHECKING:       # numpy only where arrays are used: hmtune run stays light
     import numpy as np
 
-KIB = 1 << 10
-MIB = 1 << 20
 ARENA_MAX = MIB                 # HMI_ARENA_MAX: the largest class
 ARENA_MAX_4K = 256 * KIB        # on 4 KiB pages
 CHUNK = 2 * MIB                 # HMI_ARENA_CHUNK

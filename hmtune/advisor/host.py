@@ -41,14 +41,13 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hmtune.advisor.model import KIB, MIB
+from hmtune.core.units import GIB, KIB
 
 # Subtypes hwloc documents for NUMA nodes and hmtune takes as they are (SPM is not among
 # them: specific-purpose memory may be HBM or CXL, the rules of step 2 decide).
 HWLOC_KINDS = ("DRAM", "HBM", "MCDRAM", "NVM", "GPUMemory", "CXL-DRAM", "CXL-NVM")
 MEMKIND_KINDS = ("MEMKIND_HBW", "MEMKIND_HBW_ALL", "MEMKIND_DAX_KMEM", "MEMKIND_HUGETLB")
 HBM_BW_RATIO = 1.5
-GIB = 1024 * MIB
 # Intel Xeon CPU Max: 64 GB of HBM2e per package (four 16 GB stacks).
 XEON_MAX_HBM_PER_PACKAGE = 64 * GIB
 

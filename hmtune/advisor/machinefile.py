@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hmtune.advisor.host import GIB, Host, HostError, Node, format_list
-from hmtune.advisor.model import KIB, MIB, Tier
+from hmtune.advisor.host import Host, HostError, Node, format_list
+from hmtune.advisor.model import Tier
 from hmtune.advisor.tiers import Machine, check_tiers
-from hmtune.core.units import human
+from hmtune.core.units import GIB, KIB, MIB, human
 
 # Relative costs used when the firmware publishes no bandwidth (HBM, MCDRAM) or latency
 # (slower memory) for the nodes. Each is the ratio the shipped machine file of such a

@@ -85,9 +85,8 @@ import numpy as np
 import pandas as pd
 
 from hmtune.advisor import granularity
+from hmtune.core.units import KIB, MIB
 
-KIB = 1 << 10
-MIB = 1 << 20
 SPEEDS_UP = ("access", "first_touch")   # what a tier can speed up (Tier.speeds_up)
 # Access kinds with a cost of their own (sites.csv weight_KIND, machine files' KIND_cost):
 # streamed (bandwidth-bound), scattered (latency-bound: dependent or random accesses),

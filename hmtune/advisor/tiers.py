@@ -48,8 +48,8 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from hmtune.advisor.model import KIB, KINDS, MIB, SPEEDS_UP, Tier
-from hmtune.core.units import human, parse_size
+from hmtune.advisor.model import KINDS, SPEEDS_UP, Tier
+from hmtune.core.units import KIB, MIB, human, parse_size
 
 BACKENDS = ("memkind:KIND", "numa:NODES", "umf:numa:NODES[:MODE]", "umf:hugetlb", "hugetlb",
             "thp", "default")
