@@ -52,8 +52,8 @@ each thing the tier speeds up (`Tier.speeds_up`):
   accesses gain more than its calls cost (bench-apps' BWA-MEM: 3.1 M placed
   allocations cost more than the hugepages gained).
 
-  On a tier of bigger pages of the same memory (hugetlb, THP: model.pages_only) the
-  access gain is the TLB's, and a site whose peak live bytes fit the first-level
+  On a tier of bigger pages of the same memory (hugetlb, THP: core.backends.pages_only)
+  the access gain is the TLB's, and a site whose peak live bytes fit the first-level
   TLB's reach in 4 KiB pages gains nothing: access(i, t) = 0 when the site's peak is
   at most the tier's min_span (access_min_span, default SMALL_SPAN, 256 KiB).
 
@@ -85,7 +85,8 @@ import numpy as np
 import pandas as pd
 
 from hmtune.advisor import granularity
-from hmtune.core.units import KIB, MIB
+from hmtune.core.backends import pages_only
+from hmtune.core.units import KIB, MIB  # noqa: F401 (MIB: what the tests take from here)
 
 SPEEDS_UP = ("access", "first_touch")   # what a tier can speed up (Tier.speeds_up)
 # Access kinds with a cost of their own (sites.csv weight_KIND, machine files' KIND_cost):
@@ -118,12 +119,6 @@ SMALL_SPAN = 256 * KIB
 # placed (bench-apps 2026-11-29b), gained 49 % of every site fast's: 0.66 of its share
 # against 0.55 by this rule.
 PART_POWER = 3.0
-
-
-def pages_only(backend: str) -> bool:
-    """Whether a backend gives the same memory in bigger pages (its access gain is the
-    TLB's): hugetlb, THP, UMF's hugetlb and memkind's hugepage kinds without HBW."""
-    return (granularity.uses_hugetlb(backend) or backend == "thp") and "HBW" not in backend
 
 
 def ns_weight(sampler: str) -> float:
@@ -404,19 +399,6 @@ def charged_peaks(blocks: pd.DataFrame, site_ids: np.ndarray, backend: str) -> n
     live = group_cumsum(ev_delta, group_starts(ev_site, ev_rank))
     np.maximum.at(out, ev_site, live)
     return np.maximum(out, np.where(np.isin(np.arange(len(site_ids)), site), 0, -1))
-
-
-HUGE_PAGE = 2 * MIB
-
-
-def static_granularity(tier: Tier) -> int:
-    """The pages libhmalloc moves a static's range in for this tier's backend: 2 MiB
-    for hugetlb and THP (the 2 MiB-aligned part) and memkind's hugepage kinds, else
-    4 KiB (mbind of the whole pages)."""
-    b = tier.backend
-    if b in ("hugetlb", "thp") or (b.startswith("memkind:") and "HUGETLB" in b):
-        return HUGE_PAGE
-    return 4 * KIB
 
 
 def static_fraction(offset: int, size: int, page: int) -> float:

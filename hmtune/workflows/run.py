@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hmtune.core import elf, paths
+from hmtune.core.backends import is_hbw, uses_hugetlb
 from hmtune.core.errors import Failure
 from hmtune.core.units import human
 from hmtune.workflows import hugepages, launch, runstats
 from hmtune.workflows.hugepages import HugePages, Want
-from hmtune.workflows.reserve import uses_hugetlb
 from hmtune.workflows.runstats import MPI_STATS, RANK, SINGLE_STATS
 
 if TYPE_CHECKING:
@@ -176,10 +176,6 @@ def launcher_processes(launcher: list[str], environ: dict[str, str] | None = Non
     return None
 
 
-def _is_hbw(backend: str) -> bool:
-    return backend.startswith("memkind:MEMKIND_HBW")
-
-
 def capacity_pages(tiers: list[TierLine], page: int) -> int:
     """Pages of `page` bytes the tiers' capacities come to, per process (an upper bound of
     what they take; --reserve-hugepages computes the exact need)."""
@@ -209,7 +205,7 @@ def tier_warnings(pf: PlacementFile, nprocs: int, pool: HugePages | None,
                     f"{pool.free} are free: blocks that do not fit go to the default "
                     f"allocator; reserve them as root with: echo "
                     f"{pool.total + need - pool.free} > /proc/sys/vm/nr_hugepages")
-    hbw = [t for t in pf.tiers if _is_hbw(t.backend) and t.name in placed]
+    hbw = [t for t in pf.tiers if is_hbw(t.backend) and t.name in placed]
     if hbw and not environ.get("MEMKIND_HBW_NODES") and memory_only is not None \
             and not memory_only:
         names = ", ".join(f"{t.name} ({t.backend})" for t in hbw)
@@ -329,8 +325,7 @@ def unplaceable(pf: PlacementFile, environ: dict[str, str], nprocs: int = 1) -> 
         else:
             fix = (f"advise again for this host (hmtune advise --mem SIZE without --machine; "
                    f"its fast tier: {fast_tier_here(host)})")
-            if t.backend.startswith("memkind:MEMKIND_HBW") and \
-                    not environ.get("MEMKIND_HBW_NODES"):
+            if is_hbw(t.backend) and not environ.get("MEMKIND_HBW_NODES"):
                 fix += ", or set MEMKIND_HBW_NODES to the nodes to use"
         out.append(f"tier {t.name} ({t.backend}) cannot place anything here: {why}; {fix}")
     return out

@@ -12,6 +12,7 @@ import pytest
 from hmtune.advisor import granularity as g
 from hmtune.advisor import hostcheck
 from hmtune.advisor.tiers import backend_problem, load_machine
+from hmtune.core.backends import uses_hugetlb
 
 MACHINES = Path(__file__).resolve().parents[2] / "configs" / "machines"
 KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
@@ -47,7 +48,7 @@ def test_arena_rounding_is_bounded() -> None:
 
 
 def test_umf_charges() -> None:
-    assert g.uses_hugetlb("umf:hugetlb") and not g.uses_hugetlb("umf:numa:0")
+    assert uses_hugetlb("umf:hugetlb") and not uses_hugetlb("umf:numa:0")
     # the arena's classes up to 1 MiB, then 4 KiB pages inside shared hugepages or
     # granules
     for b in ("umf:hugetlb", "umf:numa:0"):
