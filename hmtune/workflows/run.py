@@ -292,8 +292,8 @@ def planned_stats(pattern: Path, launcher: list[str],
 def unplaceable(pf: PlacementFile, environ: dict[str, str], nprocs: int = 1) -> list[str]:
     """One line per tier with sites that cannot place anything on this host now (after
     any hugepage reservation), saying what to change."""
-    from hmtune.advisor.host import HostError, detect, env_root
-    from hmtune.advisor.hostcheck import backend_problem, fast_tier_here
+    from hmtune.machine.host import HostError, detect, env_root
+    from hmtune.machine.hostcheck import backend_problem, fast_tier_here
 
     used = pf.placed_tiers
     tiers = [t for t in pf.tiers if t.name in used and t.backend != "default"]
@@ -305,7 +305,7 @@ def unplaceable(pf: PlacementFile, environ: dict[str, str], nprocs: int = 1) -> 
         return []
     out = []
     for t in tiers:
-        why = backend_problem(host, t.backend, need_pages=True)
+        why = backend_problem(t.backend, host, need_pages=True)
         if not why:
             continue
         kind = "hugetlb" if t.backend == "umf:hugetlb" else t.backend.partition(":")[0]

@@ -21,7 +21,6 @@ import pytest
 from tracemodel import HMTUNE, PROGRAMS, ROOT, trace
 
 from hmtune.advisor.granularity import class_size
-from hmtune.advisor.hostcheck import umf_problem
 from hmtune.advisor.placement import (
     PlacementFile,
     SiteLine,
@@ -31,6 +30,7 @@ from hmtune.advisor.placement import (
     write_placement,
 )
 from hmtune.analyze.sites_io import read_allocs, read_sites
+from hmtune.machine.hostcheck import umf_problem
 from hmtune.workflows import hugepages, runstats
 from hmtune.workflows import run as hrun
 

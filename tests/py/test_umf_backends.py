@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 
 from hmtune.advisor import granularity as g
-from hmtune.advisor import hostcheck
-from hmtune.advisor.tiers import backend_problem, load_machine
 from hmtune.core.backends import uses_hugetlb
+from hmtune.core.units import GIB, KIB, MIB
+from hmtune.machine import hostcheck
+from hmtune.machine.hostcheck import backend_problem
+from hmtune.machine.machinefile import load_machine
 
 MACHINES = Path(__file__).resolve().parents[2] / "configs" / "machines"
-KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 
 
 @pytest.mark.parametrize("backend", ["umf:hugetlb", "umf:numa:0", "umf:numa:8-15",
