@@ -32,6 +32,7 @@ from hmtune.core import elf, paths
 from hmtune.core.backends import is_hbw, uses_hugetlb
 from hmtune.core.errors import Failure
 from hmtune.core.units import human
+from hmtune.machine.host import memory_only_nodes
 from hmtune.workflows import hugepages, launch, runstats
 from hmtune.workflows.hugepages import HugePages, Want
 from hmtune.workflows.runstats import MPI_STATS, RANK, SINGLE_STATS
@@ -39,7 +40,6 @@ from hmtune.workflows.runstats import MPI_STATS, RANK, SINGLE_STATS
 if TYPE_CHECKING:
     from hmtune.advisor.placement import PlacementFile, TierLine
 
-NODE_DIR = Path("/sys/devices/system/node")
 _SHARED_LIB = re.compile(r"\.so(\.|$)")
 # Programs that run the rest of their command line: the placement is for the program
 # they start, not for them (they pass everything through).
@@ -128,30 +128,6 @@ def load_placement(path: Path) -> PlacementFile:
     except PlacementFormatError as e:
         raise Failure(f"cannot use the placement: {e}; write it again with 'hmtune advise'",
                       2) from None
-
-
-# ---- what the machine offers ----
-
-def parse_nodelist(text: str) -> set[int]:
-    """`0-3,8` → {0, 1, 2, 3, 8} (the kernel's node list format; '' → empty)."""
-    nodes: set[int] = set()
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        lo, _, hi = part.partition("-")
-        nodes.update(range(int(lo), int(hi or lo) + 1))
-    return nodes
-
-
-def memory_only_nodes(node_dir: Path = NODE_DIR) -> set[int] | None:
-    """NUMA nodes with memory and no CPU — how HBM (Xeon Max, KNL flat) and CXL memory
-    appear; None when sysfs does not say."""
-    try:
-        mem = parse_nodelist((node_dir / "has_memory").read_text())
-        cpu = parse_nodelist((node_dir / "has_cpu").read_text())
-    except (OSError, ValueError):
-        return None
-    return mem - cpu
 
 
 def launcher_processes(launcher: list[str], environ: dict[str, str] | None = None
