@@ -30,8 +30,10 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hmtune.advisor.model import KIB, Placement, Problem, Tier  # noqa: E402
+from hmtune.advisor.model import Placement, Problem  # noqa: E402
 from hmtune.advisor.strategies import solve  # noqa: E402
+from hmtune.core.units import KIB  # noqa: E402
+from hmtune.machine.tiers import Tier  # noqa: E402
 
 PAGE = 4 * KIB
 HBM = ("hbm", 1.0, 1.1)
@@ -151,7 +153,7 @@ def split_case(n: int, seed: int) -> SplitCase:
     """n sites of one object each, 128-512 MiB (64-256 ranges of 2 MiB, merged to at
     most 64 per site), with weight in every 2 MiB of it (heavy-tailed per range), a
     hugetlb tier holding 10 % of them."""
-    from hmtune.advisor.model import MIB
+    from hmtune.core.units import MIB
 
     rng = np.random.default_rng(seed)
     ids = np.arange(3, 3 + n, dtype=np.int64)

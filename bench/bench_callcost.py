@@ -47,12 +47,12 @@ from benchlib import HMALLOC, HMTUNE, ROOT, require
 
 sys.path.insert(0, str(ROOT))
 from hmtune.advisor.placement import TierLine, write_placement  # noqa: E402
+from hmtune.core.units import MIB  # noqa: E402
 from hmtune.workflows import sitegroups  # noqa: E402
 from hmtune.workflows.hugepages import reserved  # noqa: E402
 
 NAME = "bench-callcost"
 WORK = ROOT / "bench" / "work" / "callcost"
-MIB = 1 << 20
 BIG = MIB                       # sites with a request this large or larger: "big"
 VARIANTS = ("bare", "big", "lookup", "placed", "all")
 BWA = ["bwa", "mem", "-t", "2", "-K", "10000000", "-o", "out.sam", "ref.fa", "reads.fq"]

@@ -45,12 +45,10 @@ from bench_interpose import placement as one_site
 from benchlib import HMALLOC, HMTUNE, ROOT, number, require
 
 sys.path.insert(0, str(ROOT))
-from hmtune.core.units import parse_size  # noqa: E402
+from hmtune.core.units import GIB, MIB, parse_size  # noqa: E402
 from hmtune.workflows.hugepages import reserved  # noqa: E402
 
 NAME = "bench-split"
-MIB = 1 << 20
-GIB = 1 << 30
 HUGE = 2 * MIB
 BACKENDS = ("hugetlb", "thp", "numa:0")
 SIZES = (16 * MIB, 64 * MIB, 256 * MIB, GIB)

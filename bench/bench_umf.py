@@ -37,6 +37,7 @@ from bench_interpose import BENCH, SIZE, Case, placement, run, trace_chain
 from benchlib import BUILD, HMALLOC, ROOT, number, require
 
 sys.path.insert(0, str(ROOT))
+from hmtune.core.units import GIB, MIB  # noqa: E402
 from hmtune.workflows.hugepages import reserved  # noqa: E402
 
 NAME = "bench-umf"
@@ -44,8 +45,6 @@ SHARE = BUILD / "bench" / "tiershare"
 POOLS = BUILD / "bench" / "umfpools"
 EXIT_APP = BUILD / "tests" / "c" / "exit_app"
 EXIT_PLUGIN = BUILD / "tests" / "c" / "libexit_plugin.so"
-MIB = 1 << 20
-GIB = 1 << 30
 BACKENDS = ["hugetlb", "memkind:MEMKIND_HUGETLB", "memkind:MEMKIND_HBW", "numa:0",
             "umf:numa:0", "umf:hugetlb"]
 # single sizes: powers of two, and odd ones between the arena's classes, UMF's buckets

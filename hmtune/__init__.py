@@ -1,10 +1,11 @@
 """hmtune: place an application's heap objects in fast memory tiers without changing it.
 
-The Python side in four layers, lowest first (docs/architecture.md): `hmtune.core`
-(units, files, paths, ELF headers, the error type), `hmtune.analyze` (traces ->
-sites.csv), `hmtune.advisor` (sites -> placement.txt, the tier model and this host's
-tiers), `hmtune.workflows` (the `hmtune` CLI and the loop). A module imports only its own
-layer and the ones below it (tests/py/test_layers.py).
+The Python side in five layers, lowest first (docs/architecture.md): `hmtune.core`
+(units, files, paths, ELF headers, the backend grammar, the error type),
+`hmtune.machine` (this host's memory, tiers and machine files), `hmtune.analyze`
+(traces -> sites.csv), `hmtune.advisor` (sites -> placement.txt, the tier model),
+`hmtune.workflows` (the `hmtune` CLI and the loop). A module imports only its own layer
+and the ones below it (tests/py/test_layers.py).
 """
 
 import os as _os

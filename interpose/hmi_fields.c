@@ -40,7 +40,7 @@ int hmi_numcmp(struct span a, struct span b)
     return memcmp(a.p, b.p, a.n);
 }
 
-/* advisor.tiers _NODES: N[-M](,N[-M])*, each range not running backwards. */
+/* core.backends _NODES: N[-M](,N[-M])*, each range not running backwards. */
 static int numa_ok(struct span a)
 {
     size_t i = 0;
@@ -65,7 +65,7 @@ static int numa_ok(struct span a)
     }
 }
 
-/* hmtune.advisor.tiers.backend_problem returning None. */
+/* hmtune.core.backends.grammar_problem returning None. */
 /* umf:hugetlb, umf:numa:LIST, umf:numa:LIST:MODE (MODE bind, preferred, interleave):
  * arg is what follows "umf:". */
 static int umf_ok(struct span arg)

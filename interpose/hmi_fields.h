@@ -1,5 +1,5 @@
 /* hmi_fields.h — the field checks of placement.txt v1/v2 (hmi_placement_lines.c): numbers,
- * tier names, backends and frames, each as hmtune/advisor/placement.py and hmtune/advisor/tiers.py
+ * tier names, backends and frames, each as hmtune/advisor/placement.py and hmtune/core/backends.py
  * check them. Byte spans into the input; no allocation. */
 #ifndef HMI_FIELDS_H
 #define HMI_FIELDS_H
@@ -22,7 +22,7 @@ static inline int hmi_is_digit(unsigned char c) { return c >= '0' && c <= '9'; }
 int hmi_dec(struct span s, uint64_t *v) HM_HIDDEN;
 /* Two digit strings compared as numbers of any size: <0, 0, >0. */
 int hmi_numcmp(struct span a, struct span b) HM_HIDDEN;
-/* hmtune.advisor.tiers.backend_problem(b) is None. */
+/* hmtune.core.backends.grammar_problem(b) is None. */
 int hmi_backend_ok(struct span b) HM_HIDDEN;
 /* 1-64 of [A-Za-z0-9_.-]. */
 int hmi_name_ok(struct span s) HM_HIDDEN;

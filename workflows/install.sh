@@ -7,8 +7,8 @@
 #   PREFIX/libexec/hmtune/                  hmtune-finalize, hmtune-probe, hmtune-prvscan,
 #                                           hmtune-rusage
 #   PREFIX/libexec/hmtune/examples/         latency, stream, histogram
-#   PREFIX/lib/hmtune/python/hmtune/        the Python package (core, analyze, advisor,
-#                                           workflows)
+#   PREFIX/lib/hmtune/python/hmtune/        the Python package (core, machine, analyze,
+#                                           advisor, workflows)
 #   PREFIX/lib/hmtune/venv/                 their requirements (only without PYTHON=)
 #   PREFIX/share/hmtune/configs/            machines/*.toml, paraver/*.cfg
 #   PREFIX/share/doc/hmtune/                README.md, guide.md, formats.md

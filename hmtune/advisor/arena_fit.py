@@ -38,6 +38,7 @@ import pandas as pd
 
 from hmtune.advisor import granularity
 from hmtune.advisor.model import Placement, Problem, group_cumsum, group_starts
+from hmtune.core.backends import huge_pages
 
 CANDIDATES = 32         # sites whose freed bytes are measured per repair step
 FILL_TRIES = 64         # sites tried when placing again
@@ -56,8 +57,7 @@ def rank_stripes(rank: np.ndarray, thread: np.ndarray) -> np.ndarray:
 
 def arena_page(backend: str) -> int:
     """The page a slab's memory is taken in: the whole slab (and chunk) on hugepages."""
-    hp = granularity.uses_hugetlb(backend) or backend == "thp"
-    return granularity.CHUNK if hp else granularity.SMALL_PAGE
+    return granularity.CHUNK if huge_pages(backend) else granularity.SMALL_PAGE
 
 
 def class_bytes(objects: np.ndarray, cs: np.ndarray, page: int) -> np.ndarray:

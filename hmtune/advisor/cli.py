@@ -34,7 +34,7 @@ if TYPE_CHECKING:                   # pandas loads only when advise runs
 
     from hmtune.advisor.inputs import Sites
     from hmtune.advisor.model import Placement, Problem
-    from hmtune.advisor.tiers import Machine
+    from hmtune.machine.tiers import Machine
 
 STRATEGIES = ("ilp", "ilp-lifetime", "misses", "density")
 
@@ -188,12 +188,12 @@ def _node_processes(sites_path: Path, meta: dict[str, str]) -> tuple[int | None,
 def _host_machine(mem: int) -> Machine:
     """`--mem SIZE` alone: this host's fastest tier (hmtune machine), SIZE per process.
     Says which tier it is on stdout."""
-    from hmtune.advisor.host import HostError, detect, env_root
-    from hmtune.advisor.machinefile import choose
-    from hmtune.advisor.tiers import with_fast_capacity
+    from hmtune.machine.choice import fast_tier
+    from hmtune.machine.host import HostError
+    from hmtune.machine.machinefile import with_fast_capacity
 
     try:
-        choice = choose(detect(env_root()))
+        choice = fast_tier()
     except HostError as e:
         raise Failure(f"--mem: {e}", 1) from None
     print(f"hmtune advise: {choice.why} (this host; --machine FILE.toml advises for "
@@ -207,8 +207,8 @@ def _tier_warnings(machine: Machine) -> list[str]:
     """A note for each fast tier of a machine file that cannot place anything on this
     host, naming the one that can (a machine file for another host is legal: a note, not
     an error). memkind is asked only about the kinds the tiers name."""
-    from hmtune.advisor.host import HostError, detect, env_root
-    from hmtune.advisor.hostcheck import backend_problem, fast_tier_here
+    from hmtune.machine.host import HostError, detect, env_root
+    from hmtune.machine.hostcheck import backend_problem, fast_tier_here
 
     try:
         host = detect(env_root(), probe=False)
@@ -217,9 +217,9 @@ def _tier_warnings(machine: Machine) -> list[str]:
     out: list[str] = []
     here = ""                           # what can: from memkind's answers too, asked once
     for t in machine.tiers[:-1]:
-        why = backend_problem(host, t.backend)
+        why = backend_problem(t.backend, host)
         if why:
-            here = here or fast_tier_here(detect(env_root()))
+            here = here or fast_tier_here()
             out.append(f"tier '{t.name}' ({t.backend}) cannot place anything on this host "
                        f"({why}); what can: {here} (hmtune advise --mem SIZE without "
                        "--machine uses it; see hmtune machine)")
@@ -385,12 +385,8 @@ def run(args: argparse.Namespace) -> int:
 
     from hmtune.advisor.inputs import InputError, build_problem, load_allocs, load_sites, resolve
     from hmtune.advisor.model import Placement
-    from hmtune.advisor.tiers import (
-        TierFileError,
-        load_machine,
-        per_process,
-        with_fast_capacity,
-    )
+    from hmtune.advisor.process_tiers import per_process
+    from hmtune.machine.machinefile import TierFileError, load_machine, with_fast_capacity
     opts = _options(args)
     try:
         from hmtune.advisor import mip, strategies

@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from hmtune.advisor.placement import SiteLine, TierLine
 from hmtune.core.elf import PT_INTERP, PT_LOAD, program_headers
 from hmtune.core.sitekey import frames
+from hmtune.core.units import MIB
 
-MIB = 1 << 20
 PF_X, ET_EXEC = 1, 2
 _HBW_KINDS = ("MEMKIND_HBW", "MEMKIND_HBW_PREFERRED", "MEMKIND_HBW_ALL",
               "MEMKIND_HBW_INTERLEAVE")

@@ -32,11 +32,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from hmtune.core.backends import huge_pages, is_umf, uses_hugetlb
+from hmtune.core.units import KIB, MIB
+
 if TYPE_CHECKING:       # numpy only where arrays are used: hmtune run stays light
     import numpy as np
 
-KIB = 1 << 10
-MIB = 1 << 20
 ARENA_MAX = MIB                 # HMI_ARENA_MAX: the largest class
 ARENA_MAX_4K = 256 * KIB        # on 4 KiB pages
 CHUNK = 2 * MIB                 # HMI_ARENA_CHUNK
@@ -49,22 +50,11 @@ SMALL_PAGE = 4 * KIB
 UNIT = 4 * KIB                  # the advisor counts sizes and capacities in these
 
 
-def uses_hugetlb(backend: str) -> bool:
-    """Whether a tier of this backend maps hugepages from a reserved pool."""
-    return backend in ("hugetlb", "umf:hugetlb") or (
-        backend.startswith("memkind:") and "HUGETLB" in backend)
-
-
-def is_umf(backend: str) -> bool:
-    """Whether a tier of this backend allocates from a UMF pool."""
-    return backend.startswith("umf:")
-
-
 def arena_max(backend: str) -> int:
     """The largest object the backend packs with others in the arena (0: none)."""
     if backend == "default":
         return 0
-    if is_umf(backend) or uses_hugetlb(backend) or backend == "thp":
+    if is_umf(backend) or huge_pages(backend):
         return ARENA_MAX
     return ARENA_MAX_4K
 

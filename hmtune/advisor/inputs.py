@@ -40,14 +40,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from hmtune.advisor.model import (
-    KINDS,
-    Problem,
-    Tier,
-    ns_weight,
-    static_fraction,
-    static_granularity,
-)
+from hmtune.advisor.model import Problem, ns_weight, static_fraction
 from hmtune.advisor.placement import StaticLine, chain_ok, static_line, static_ok
 from hmtune.analyze.shortlabels import labels_for_rows
 from hmtune.analyze.sites_io import (
@@ -62,6 +55,8 @@ from hmtune.analyze.sites_io import (
     read_sites,
     split_from_meta,
 )
+from hmtune.core.backends import static_page
+from hmtune.machine.tiers import KINDS, Tier
 
 _INT_COLS = ("site_id", "n_allocs", "max_size", "peak_live_bytes", "total_bytes",
              "samples", "loads", "stores", "misses", SAMPLED_COLUMN)
@@ -324,7 +319,7 @@ def static_fractions(table: pd.DataFrame, tiers: list[Tier]) -> np.ndarray | Non
 def static_share(s: StaticLine, tier: Tier) -> float:
     """The share of static s's bytes that a placement in tier moves (its whole pages of
     the tier's backend, hmtune.advisor.model.static_fraction); 0: it can never move."""
-    return static_fraction(s.offset, s.size, static_granularity(tier))
+    return static_fraction(s.offset, s.size, static_page(tier.backend))
 
 
 def build_problem(sites: Sites, tiers: list[Tier], allocs: pd.DataFrame | None = None,
@@ -353,7 +348,7 @@ def build_problem(sites: Sites, tiers: list[Tier], allocs: pd.DataFrame | None =
 
 
 def kind_shares(table: pd.DataFrame) -> np.ndarray | None:
-    """[site, kind of model.KINDS]: each site's share of its weight per access kind
+    """[site, kind of machine.tiers.KINDS]: each site's share of its weight per access kind
     (sites.csv `weight_KIND`, docs/formats.md §4), at most 1 in all; None when the
     table has none of the columns (an older sites.csv: every access valued alike)."""
     if not any(c in table.columns for c in _KIND_COLS):

@@ -1,4 +1,4 @@
-"""The advisor's data model, shared by the tier readers, the strategies and the writers.
+"""The advisor's data model, shared by the problem's readers, the strategies and the writers.
 
 A `Problem` is the sites of one `sites.csv` (sizes already per process) plus the
 tiers, fastest first; a `Placement` says which tier each site goes to and how good
@@ -52,10 +52,11 @@ each thing the tier speeds up (`Tier.speeds_up`):
   accesses gain more than its calls cost (bench-apps' BWA-MEM: 3.1 M placed
   allocations cost more than the hugepages gained).
 
-  On a tier of bigger pages of the same memory (hugetlb, THP: model.pages_only) the
-  access gain is the TLB's, and a site whose peak live bytes fit the first-level
+  On a tier of bigger pages of the same memory (hugetlb, THP: core.backends.pages_only)
+  the access gain is the TLB's, and a site whose peak live bytes fit the first-level
   TLB's reach in 4 KiB pages gains nothing: access(i, t) = 0 when the site's peak is
-  at most the tier's min_span (access_min_span, default SMALL_SPAN, 256 KiB).
+  at most the tier's min_span (access_min_span, default machine.tiers.SMALL_SPAN,
+  256 KiB).
 
 value(i, t) = access(i, t) + first_touch(i, t) - calls(i, t), so the fallback's value is
 0 and a tier no faster than the fallback is worth nothing (less: its calls).
@@ -85,29 +86,10 @@ import numpy as np
 import pandas as pd
 
 from hmtune.advisor import granularity
+from hmtune.core.backends import pages_only
+from hmtune.core.units import KIB
+from hmtune.machine.tiers import KINDS, Tier
 
-KIB = 1 << 10
-MIB = 1 << 20
-SPEEDS_UP = ("access", "first_touch")   # what a tier can speed up (Tier.speeds_up)
-# Access kinds with a cost of their own (sites.csv weight_KIND, machine files' KIND_cost):
-# streamed (bandwidth-bound), scattered (latency-bound: dependent or random accesses),
-# synchronization (locked instructions, spin-waits: waiting on other threads).
-KINDS = ("streaming", "scattered", "sync")
-# ns libhmalloc's placing path adds per allocation (alloc + free) when a machine file
-# does not say: `make bench-callcost` (bench/bench_callcost.py) on BWA-MEM, 0.77 M small
-# allocations a run from stripped code's many call paths, two runs of 40 interleaved
-# rounds (bench/results/callcost-2026-11-29-vm.txt): every site placed and matched cost
-# 86 ns [-39, 196] and 39 ns [-181, 126] of CPU a call more than the index placed alone;
-# a call looked up that matched nothing 25 ns [-28, 112] and 96 ns [61, 189]. (It was
-# 2000 while libhmalloc unwound each request's stack: 2.1-2.5 us a call then.)
-DEFAULT_ALLOC_COST_NS = 100.0
-# bytes: a site whose peak live bytes are at most this gains nothing on access from a
-# tier that only maps bigger pages of the same memory (hugetlb, THP, memkind's and
-# UMF's hugetlb): the first-level TLB holds that span in 4 KiB pages (72 entries, 288
-# KiB on the Zen 4 here). make bench-tlbspan (bench/results/tlbspan-2026-11-29-vm.txt):
-# a dependent random chase gains 0.986-1.003x at 16-256 KiB in 2 MiB pages, 1.08-1.14x
-# from 16 MiB on. A machine file's access_min_span sets it per tier.
-SMALL_SPAN = 256 * KIB
 # What part of an object in bigger pages gains of the scattered accesses' gain, per
 # share of its bytes (a split piece on a pages_only tier): the 4 KiB pages left keep
 # missing the TLB and evicting the 2 MiB entries. make bench-tlbspan --part
@@ -121,60 +103,12 @@ SMALL_SPAN = 256 * KIB
 PART_POWER = 3.0
 
 
-def pages_only(backend: str) -> bool:
-    """Whether a backend gives the same memory in bigger pages (its access gain is the
-    TLB's): hugetlb, THP, UMF's hugetlb and memkind's hugepage kinds without HBW."""
-    return (granularity.uses_hugetlb(backend) or backend == "thp") and "HBW" not in backend
-
-
 def ns_weight(sampler: str) -> float:
     """Weight units per ns of first-touch time for sites.csv's `sampler`: 1 where the
     weights are ns (the software sampler) or where there are none; 0 where they are
     PEBS/IBS latency cycles or of an unknown sampler (first touch is then left out)."""
     name = (sampler or "none").strip().lower()
     return 1.0 if name.startswith("soft") or name in ("none", "") else 0.0
-
-
-@dataclass(frozen=True)
-class Tier:
-    name: str
-    capacity: int | None        # bytes per process (per node when per_node); None: unlimited
-    backend: str                # "memkind:KIND", "numa:NODES", "hugetlb", "thp", "default"
-    load_cost: float = 1.0
-    store_cost: float = 1.0
-    page_size: int = 4 * KIB    # sizes are rounded up to this in the tier
-    per_node: bool = False      # capacity shared by the ranks of one node
-    speeds_up: tuple[str, ...] = ("access",)   # of SPEEDS_UP
-    fault_cost_ns: float = 0.0  # first_touch: ns saved per minor fault avoided
-    faults_kept: float = 1.0    # first_touch: fraction of a site's faults still taken here
-    alloc_cost_ns: float | None = None   # ns placing adds per allocation (None: the default)
-    access_min_span: int | None = None   # sites this small gain no access (None: default)
-    kind_costs: tuple[tuple[str, float], ...] = ()   # (KINDS entry, cost); others: load_cost
-
-    def kind_cost(self, kind: str) -> float:
-        """The relative cost of an access of this kind here (load_cost when not given)."""
-        return next((c for k, c in self.kind_costs if k == kind), self.load_cost)
-
-    @property
-    def unlimited(self) -> bool:
-        return self.capacity is None
-
-    @property
-    def min_span(self) -> int:
-        """Sites whose peak live bytes are at most this gain nothing on access here:
-        access_min_span, else SMALL_SPAN on a tier of bigger pages of the same memory
-        (pages_only), else 0."""
-        if self.access_min_span is not None:
-            return self.access_min_span
-        return SMALL_SPAN if pages_only(self.backend) else 0
-
-    @property
-    def call_cost_ns(self) -> float:
-        """What placing one allocation here costs, in ns: 0 on a `default` tier (it
-        places nothing), else alloc_cost_ns or DEFAULT_ALLOC_COST_NS."""
-        if self.backend == "default":
-            return 0.0
-        return DEFAULT_ALLOC_COST_NS if self.alloc_cost_ns is None else self.alloc_cost_ns
 
 
 @dataclass
@@ -405,19 +339,6 @@ def charged_peaks(blocks: pd.DataFrame, site_ids: np.ndarray, backend: str) -> n
     live = group_cumsum(ev_delta, group_starts(ev_site, ev_rank))
     np.maximum.at(out, ev_site, live)
     return np.maximum(out, np.where(np.isin(np.arange(len(site_ids)), site), 0, -1))
-
-
-HUGE_PAGE = 2 * MIB
-
-
-def static_granularity(tier: Tier) -> int:
-    """The pages libhmalloc moves a static's range in for this tier's backend: 2 MiB
-    for hugetlb and THP (the 2 MiB-aligned part) and memkind's hugepage kinds, else
-    4 KiB (mbind of the whole pages)."""
-    b = tier.backend
-    if b in ("hugetlb", "thp") or (b.startswith("memkind:") and "HUGETLB" in b):
-        return HUGE_PAGE
-    return 4 * KIB
 
 
 def static_fraction(offset: int, size: int, page: int) -> float:

@@ -14,7 +14,8 @@ if TYPE_CHECKING:                   # pandas loads only when advise runs
     import pandas as pd
 
     from hmtune.advisor.inputs import Sites
-    from hmtune.advisor.model import Problem, Tier
+    from hmtune.advisor.model import Problem
+    from hmtune.machine.tiers import Tier
 
 
 def estimate_notes(table: pd.DataFrame, tier_of: np.ndarray, fallback: int) -> list[str]:

@@ -49,10 +49,10 @@ from hmtune.advisor.report import (
     terminal_summary,
     tier_use,
 )
-from hmtune.advisor.tiers import Machine
 from hmtune.core.errors import Failure
 from hmtune.core.units import human
 from hmtune.core.version import version
+from hmtune.machine.tiers import Machine
 
 
 @dataclass

@@ -65,9 +65,9 @@ from hmtune.advisor.placement_ranges import (
     RANGE_END_MAX as RANGE_END_MAX,
 )
 from hmtune.advisor.placement_ranges import dec as _dec
-from hmtune.advisor.tiers import backend_problem
 from hmtune.core.files import write_atomic
 from hmtune.core.sitekey import FRAME, MAX_FRAMES, OFFSET_LIMIT, WS, frames
+from hmtune.machine.hostcheck import backend_problem
 
 VERSION = 1                    # what a file without split lines is written as
 VERSION_SPLIT = 2              # split lines need it (HMI_VERSION_MAX)

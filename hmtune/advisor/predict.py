@@ -53,7 +53,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hmtune.advisor.model import KINDS, Problem, Tier
+from hmtune.advisor.model import Problem
+from hmtune.machine.tiers import KINDS, Tier
 
 MIN_GAIN = 0.02           # a predicted gain below this at the top of its range: not worth it
 Z95 = 1.96
@@ -69,7 +70,7 @@ MIN_SD = 1e-3             # fit(): a point's standard error is at least this
 UNMATCHED_SHARE = 1.5
 FORMAT = "hmtune calibration v3"
 OLDER_FORMAT = "hmtune calibration v2"      # read as v3 without kinds
-# The gains a calibration can scale apart: model.KINDS, then the rest (weight of no
+# The gains a calibration can scale apart: machine.tiers.KINDS, then the rest (weight of no
 # known kind, first touch)
 GAIN_KINDS = (*KINDS, "other")
 # fit_kinds(): each kind's k is held towards the one k of fit() with this standard

@@ -28,10 +28,11 @@ import pandas as pd
 
 from hmtune.advisor.arena_fit import charged_at_once, footprint
 from hmtune.advisor.inputs import Sites
-from hmtune.advisor.model import KINDS, Placement, Problem, Tier
+from hmtune.advisor.model import Placement, Problem
 from hmtune.analyze.traceid import FIELD as TRACE_ID
 from hmtune.analyze.traceid import PNG_SOFTWARE
 from hmtune.core.units import human, human_ranges
+from hmtune.machine.tiers import KINDS, Tier
 
 _FALLBACK_ROWS = 20
 

@@ -54,16 +54,11 @@ import pandas as pd
 
 from hmtune.advisor import granularity
 from hmtune.advisor.inputs import Sites
-from hmtune.advisor.model import (
-    MIB,
-    PART_POWER,
-    Placement,
-    Problem,
-    static_fraction,
-    static_granularity,
-)
+from hmtune.advisor.model import PART_POWER, Placement, Problem, static_fraction
 from hmtune.advisor.placement import static_line
 from hmtune.analyze.profile import LARGE_BUCKETS, buckets_of, flat_counts
+from hmtune.core.backends import static_page
+from hmtune.core.units import MIB
 
 UNIT = 2 * MIB              # the smallest range a split places
 MAX_RANGES = 64             # ranges per site (placement.txt's limit per split line)
@@ -224,7 +219,7 @@ def expand(problem: Problem, sites: Sites, profile: pd.DataFrame, gran: int,
     nbs = -(-mxs // unit)
     # a static's pieces on 2 MiB pages each lose a page: fewer, longer ones there, and
     # only for a static the tier cannot hold whole (whole, it is valued exactly)
-    coarse = static_granularity(tier) > granularity.SMALL_PAGE
+    coarse = static_page(tier.backend) > granularity.SMALL_PAGE
     assert tier.capacity is not None
     whole_fits = statics & coarse & (mxs <= int(tier.capacity))
     cand = np.flatnonzero((hi > lo) & (nbs >= 2) & (problem.weights > 0) & ~whole_fits)
@@ -365,7 +360,7 @@ def _piece_fractions(problem: Problem, table: pd.DataFrame, src: np.ndarray, a: 
             continue
         for t, tier in enumerate(problem.tiers):
             out[k, t] = static_fraction(line.offset + int(a[k]), int(b[k] - a[k]),
-                                        static_granularity(tier))
+                                        static_page(tier.backend))
     return out
 
 

@@ -55,8 +55,8 @@ from hmtune.analyze.sites_io import (
     SITES_WRITTEN,
     Split,
 )
+from hmtune.core.units import MIB
 
-MIB = 1 << 20
 BASE_PAGE = 4096          # bytes one minor fault maps (x86-64's base page)
 SUMMED = ["n_allocs", "total_bytes", "samples", "loads", "stores", "misses", "weight",
           "fault_samples", "faults", "sampled_blocks", *ACCESS_KIND_COLUMNS]

@@ -1,4 +1,5 @@
-"""Sizes as users write them: 4K, 64KiB, 1M, 2G, 1T, plain bytes (powers of 1024)."""
+"""Sizes as users write them: 4K, 64KiB, 1M, 2G, 1T, plain bytes (powers of 1024), and the
+units every module counts in (KIB, MIB, GIB)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,10 @@ import argparse
 import math
 import re
 from collections.abc import Iterable
+
+KIB = 1 << 10
+MIB = 1 << 20
+GIB = 1 << 30
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)(i?b)?\s*$", re.IGNORECASE)
 _SHIFT = {"": 0, "k": 10, "m": 20, "g": 30, "t": 40}

@@ -32,7 +32,7 @@ def stage_problem(sites_csv: Path, machine: Path) -> tuple[Problem, dict[str, st
     builds it (hmtune/advisor/inputs.py build_problem: access, first touch and calls;
     the tiers' capacities do not matter here), its sites.csv fields and its chains."""
     from hmtune.advisor.inputs import build_problem, load_sites
-    from hmtune.advisor.tiers import load_machine
+    from hmtune.machine.machinefile import load_machine
 
     sites = load_sites(sites_csv)
     problem = build_problem(sites, load_machine(machine).tiers)

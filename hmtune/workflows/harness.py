@@ -29,8 +29,8 @@ from hmtune.core.sitesfile import SitesFormatError, fast_tier_bytes, read_rows
 from hmtune.core.units import fraction, human, parse_capacity
 from hmtune.workflows import hugepages, launch, measure, sitegroups
 
-if TYPE_CHECKING:   # hmtune.advisor.tiers imports pandas: not at every CLI start
-    from hmtune.advisor.tiers import Tier
+if TYPE_CHECKING:
+    from hmtune.machine.tiers import Tier
 
 STRATEGIES = ("ilp", "ilp-lifetime", "misses", "density")
 REFERENCE = "all-slow"
@@ -142,7 +142,7 @@ def prepare(args: argparse.Namespace, what: str) -> Setup:
     source = machine if args.machine else host_machine(work, args.reserve_hugepages, who)
     if not source.is_file():
         raise Failure(f"--machine {machine}: no such file", 2)
-    from hmtune.advisor.tiers import load_machine
+    from hmtune.machine.machinefile import load_machine
 
     try:
         tiers = load_machine(source).tiers
@@ -272,22 +272,22 @@ def work_files(work: Path, pattern: str) -> list[Path]:
 
 def host_machine(work: Path, reserve: bool, who: str) -> Path:
     """Without --machine: this host's fast tier by the rule `hmtune advise --mem` and
-    `hmtune machine` follow (hmtune/advisor/machinefile.py choose: hugepages when the
+    `hmtune machine` follow (hmtune/machine/choice.py fast_tier: hugepages when the
     pool has free pages or this user can reserve some), written to work/machine.toml
     (left as it is when unchanged; first as work/HOST_NEW, which open_runs makes
     machine.toml) and said on stderr. Hugepages with an empty pool and
     no --reserve-hugepages would measure nothing: refused, saying to give it."""
-    from hmtune.advisor.host import HostError, detect, env_root
-    from hmtune.advisor.machinefile import choose, machine_toml
+    from hmtune.machine.choice import fast_tier
+    from hmtune.machine.host import HostError
+    from hmtune.machine.machinefile import machine_toml
 
     try:
-        host = detect(env_root())
-        choice = choose(host)
-        text = machine_toml(host, choice)
+        choice = fast_tier()
+        text = machine_toml(choice)
     except HostError as e:
         raise Failure(f"cannot choose a fast tier on this host: {e}", 2) from None
     if choice.machine.tiers[0].backend == "hugetlb" and not reserve and \
-            host.hugepages_free <= 0:
+            choice.host.hugepages_free <= 0:
         raise Failure("the fast tier here is hugetlb pages (as hmtune advise chooses it) and "
                       "the pool has no free page: give --reserve-hugepages to reserve what "
                       "the runs need for the measurement (as root), or --machine "

@@ -36,18 +36,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hmtune.advisor.host import HostError, detect, env_root
-    from hmtune.advisor.machinefile import choose, describe, machine_toml
+    from hmtune.machine.choice import fast_tier
+    from hmtune.machine.host import HostError, detect, env_root
+    from hmtune.machine.machinefile import machine_toml
+    from hmtune.machine.page import describe
 
     if args.output and not args.toml:
         raise Failure("-o needs --toml (the page goes to stdout)", 2)
     root = Path(args.root) if args.root else env_root()
+    hwloc_xml = Path(args.hwloc_xml) if args.hwloc_xml else None
     try:
-        host = detect(root, Path(args.hwloc_xml) if args.hwloc_xml else None)
         if not args.toml:
-            sys.stdout.write(describe(host))
+            sys.stdout.write(describe(detect(root, hwloc_xml)))
             return 0
-        text = machine_toml(host, choose(host))
+        text = machine_toml(fast_tier(root, hwloc_xml))
     except HostError as e:
         raise Failure(str(e), 1) from None
     if not args.output:

@@ -30,9 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hmtune.core import elf, paths
+from hmtune.core.backends import uses_hugetlb
 from hmtune.workflows import hugepages, launch, stats
 from hmtune.workflows.busy import busy_note, cpu_snapshot, loadavg_note
-from hmtune.workflows.reserve import MEMKIND_PAGE, uses_hugetlb
+from hmtune.workflows.reserve import MEMKIND_PAGE
 
 RUNS_FORMAT = 2                     # config.json's runs_format: the runs.csv below
 # the columns a runs.csv must have to be resumed, and those added since, which read as

@@ -46,8 +46,8 @@ from hmtune.advisor.granularity import (
     class_size,
     cut,
     slab_size,
-    uses_hugetlb,
 )
+from hmtune.core.backends import is_hbw, uses_hugetlb
 from hmtune.core.sitesfile import iter_rows
 from hmtune.workflows import launch
 
@@ -381,7 +381,7 @@ def tier_nodes(backend: str, app: list[str], environ: dict[str, str],
                memory_only: set[int] | None, cpuset: tuple[int, ...]) -> tuple[int, ...]:
     """Where a tier's hugepages come from: the nodes its backend binds to, else the nodes
     the run binds to, within the cpuset; () for the machine's pool."""
-    own = hbw_nodes(environ, memory_only) if backend.startswith("memkind:MEMKIND_HBW") else ()
+    own = hbw_nodes(environ, memory_only) if is_hbw(backend) else ()
     for nodes in (own, numactl_nodes(app)):
         if nodes:
             inside = tuple(n for n in nodes if not cpuset or n in cpuset)

@@ -29,17 +29,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hmtune.core import elf, paths
+from hmtune.core.backends import is_hbw, uses_hugetlb
 from hmtune.core.errors import Failure
 from hmtune.core.units import human
+from hmtune.machine.host import memory_only_nodes
 from hmtune.workflows import hugepages, launch, runstats
 from hmtune.workflows.hugepages import HugePages, Want
-from hmtune.workflows.reserve import uses_hugetlb
 from hmtune.workflows.runstats import MPI_STATS, RANK, SINGLE_STATS
 
 if TYPE_CHECKING:
     from hmtune.advisor.placement import PlacementFile, TierLine
 
-NODE_DIR = Path("/sys/devices/system/node")
 _SHARED_LIB = re.compile(r"\.so(\.|$)")
 # Programs that run the rest of their command line: the placement is for the program
 # they start, not for them (they pass everything through).
@@ -130,30 +130,6 @@ def load_placement(path: Path) -> PlacementFile:
                       2) from None
 
 
-# ---- what the machine offers ----
-
-def parse_nodelist(text: str) -> set[int]:
-    """`0-3,8` → {0, 1, 2, 3, 8} (the kernel's node list format; '' → empty)."""
-    nodes: set[int] = set()
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        lo, _, hi = part.partition("-")
-        nodes.update(range(int(lo), int(hi or lo) + 1))
-    return nodes
-
-
-def memory_only_nodes(node_dir: Path = NODE_DIR) -> set[int] | None:
-    """NUMA nodes with memory and no CPU — how HBM (Xeon Max, KNL flat) and CXL memory
-    appear; None when sysfs does not say."""
-    try:
-        mem = parse_nodelist((node_dir / "has_memory").read_text())
-        cpu = parse_nodelist((node_dir / "has_cpu").read_text())
-    except (OSError, ValueError):
-        return None
-    return mem - cpu
-
-
 def launcher_processes(launcher: list[str], environ: dict[str, str] | None = None
                        ) -> int | None:
     """The process count an MPI launcher line asks for (`-np N`, `-n N`, `-nN`, `--np N`,
@@ -174,10 +150,6 @@ def launcher_processes(launcher: list[str], environ: dict[str, str] | None = Non
     if launch.is_srun(launcher) and ntasks.isdigit() and int(ntasks) > 0:
         return int(ntasks)
     return None
-
-
-def _is_hbw(backend: str) -> bool:
-    return backend.startswith("memkind:MEMKIND_HBW")
 
 
 def capacity_pages(tiers: list[TierLine], page: int) -> int:
@@ -209,7 +181,7 @@ def tier_warnings(pf: PlacementFile, nprocs: int, pool: HugePages | None,
                     f"{pool.free} are free: blocks that do not fit go to the default "
                     f"allocator; reserve them as root with: echo "
                     f"{pool.total + need - pool.free} > /proc/sys/vm/nr_hugepages")
-    hbw = [t for t in pf.tiers if _is_hbw(t.backend) and t.name in placed]
+    hbw = [t for t in pf.tiers if is_hbw(t.backend) and t.name in placed]
     if hbw and not environ.get("MEMKIND_HBW_NODES") and memory_only is not None \
             and not memory_only:
         names = ", ".join(f"{t.name} ({t.backend})" for t in hbw)
@@ -296,8 +268,8 @@ def planned_stats(pattern: Path, launcher: list[str],
 def unplaceable(pf: PlacementFile, environ: dict[str, str], nprocs: int = 1) -> list[str]:
     """One line per tier with sites that cannot place anything on this host now (after
     any hugepage reservation), saying what to change."""
-    from hmtune.advisor.host import HostError, detect, env_root
-    from hmtune.advisor.hostcheck import backend_problem, fast_tier_here
+    from hmtune.machine.host import HostError, detect, env_root
+    from hmtune.machine.hostcheck import backend_problem, fast_tier_here
 
     used = pf.placed_tiers
     tiers = [t for t in pf.tiers if t.name in used and t.backend != "default"]
@@ -309,7 +281,7 @@ def unplaceable(pf: PlacementFile, environ: dict[str, str], nprocs: int = 1) -> 
         return []
     out = []
     for t in tiers:
-        why = backend_problem(host, t.backend, need_pages=True)
+        why = backend_problem(t.backend, host, need_pages=True)
         if not why:
             continue
         kind = "hugetlb" if t.backend == "umf:hugetlb" else t.backend.partition(":")[0]
@@ -329,8 +301,7 @@ def unplaceable(pf: PlacementFile, environ: dict[str, str], nprocs: int = 1) -> 
         else:
             fix = (f"advise again for this host (hmtune advise --mem SIZE without --machine; "
                    f"its fast tier: {fast_tier_here(host)})")
-            if t.backend.startswith("memkind:MEMKIND_HBW") and \
-                    not environ.get("MEMKIND_HBW_NODES"):
+            if is_hbw(t.backend) and not environ.get("MEMKIND_HBW_NODES"):
                 fix += ", or set MEMKIND_HBW_NODES to the nodes to use"
         out.append(f"tier {t.name} ({t.backend}) cannot place anything here: {why}; {fix}")
     return out

@@ -12,7 +12,7 @@ from glob import escape as glob_escape
 from glob import glob
 from pathlib import Path
 
-from hmtune.advisor.granularity import uses_hugetlb
+from hmtune.core.backends import uses_hugetlb
 from hmtune.core.units import human
 
 RANK = "%r"                          # HMTUNE_STATS: replaced by the rank (hmi_report_exit.c)

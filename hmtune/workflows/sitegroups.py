@@ -96,10 +96,10 @@ def placement_for(mask: int, groups: list[Group], fast: TierLine, slow: TierLine
     tier's backend inside them, which libhmalloc can never move: one warning per run
     each, and nothing placed)."""
     from hmtune.advisor.inputs import static_share
-    from hmtune.advisor.model import Tier
     from hmtune.advisor.placement import PlacementFile, SiteLine, static_line
     from hmtune.core.sitekey import frames
     from hmtune.core.version import version
+    from hmtune.machine.tiers import Tier
 
     chosen = [g for i, g in enumerate(groups) if mask >> i & 1]
     chains = [(c, sid) for g in chosen for c, sid in zip(g.chains, g.site_ids, strict=True)]

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from hmtune.advisor.model import MIB
 from hmtune.analyze.sites_io import ALLOCS_COLUMNS, KIND_COLUMN, SITES_COLUMNS, version_line
+from hmtune.core.units import MIB
 
 APP = "/opt/app/bin/app"
 LIBC = "/lib/x86_64-linux-gnu/libc.so.6"

@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from hmtune.advisor.model import KIB, Placement, Problem, Tier
+from hmtune.advisor.model import Placement, Problem
+from hmtune.core.units import KIB
+from hmtune.machine.tiers import Tier
 
 
 def tiers_for(n_tiers: int, caps: list[int], page: int = 4 * KIB,

@@ -1,5 +1,5 @@
 """`hmtune advise --mem SIZE` without --machine advises for this host's fastest tier
-(hmtune/advisor/host.py), and a machine file whose tier cannot place here gets a note naming
+(hmtune/machine/host.py), and a machine file whose tier cannot place here gets a note naming
 the tier that can. Hosts are small recorded trees (HMTUNE_HOST_ROOT) written here."""
 
 from __future__ import annotations
@@ -10,12 +10,11 @@ from pathlib import Path
 
 from advisefix import STANDARD, STANDARD_TOTAL, write_sites
 
-from hmtune.advisor.model import MIB
 from hmtune.advisor.placement import read_placement
+from hmtune.core.units import GIB, MIB
 
 ROOT = Path(__file__).resolve().parents[2]
 HMTUNE = ROOT / "bin" / "hmtune"
-GIB = 1024 * MIB
 
 
 def fake_host(root: Path, nodes: list[tuple[str, int, str | None]], hugepagesize_kb: int = 2048,

@@ -23,8 +23,8 @@ from advisefix import (
 )
 
 from hmtune.advisor.inputs import load_sites
-from hmtune.advisor.model import MIB
 from hmtune.advisor.placement import read_placement
+from hmtune.core.units import MIB
 
 ROOT = Path(__file__).resolve().parents[2]
 MACHINES = ROOT / "configs" / "machines"

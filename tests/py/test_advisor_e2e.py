@@ -11,10 +11,10 @@ import pytest
 from tracemodel import HMTUNE, PROGRAMS, ROOT, trace
 
 from hmtune.advisor.inputs import load_sites
-from hmtune.advisor.model import Tier
 from hmtune.advisor.placement import read_placement
+from hmtune.core.units import MIB
+from hmtune.machine.tiers import Tier
 
-MIB = 1 << 20
 PAGE = 4096
 
 

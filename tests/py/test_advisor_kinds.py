@@ -13,9 +13,11 @@ import pytest
 from advisefix import advise, site, write_sites
 
 from hmtune.advisor.inputs import build_problem, load_sites
-from hmtune.advisor.model import KINDS, MIB, Problem, Tier
+from hmtune.advisor.model import Problem
 from hmtune.advisor.placement import read_placement
-from hmtune.advisor.tiers import load_machine, with_fast_capacity
+from hmtune.core.units import MIB
+from hmtune.machine.machinefile import load_machine, with_fast_capacity
+from hmtune.machine.tiers import KINDS, Tier
 
 MACHINES = Path(__file__).resolve().parents[2] / "configs" / "machines"
 XEON_MAX = MACHINES / "xeon-max-9468-flat-quadrant.toml"

@@ -17,9 +17,10 @@ from advisorcases import (
 )
 
 import hmtune.advisor.mip
-from hmtune.advisor.model import KIB, Problem
+from hmtune.advisor.model import Problem
 from hmtune.advisor.strategies import solve
 from hmtune.advisor.timeline import Timeline
+from hmtune.core.units import KIB
 
 PAGE = 4 * KIB
 

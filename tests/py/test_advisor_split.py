@@ -10,8 +10,10 @@ import pytest
 
 from hmtune.advisor import split, strategies
 from hmtune.advisor.inputs import Sites
-from hmtune.advisor.model import MIB, Problem, Tier
+from hmtune.advisor.model import Problem
 from hmtune.advisor.placement import SiteLine
+from hmtune.core.units import MIB
+from hmtune.machine.tiers import Tier
 
 HOT = (8 * MIB, 16 * MIB)       # the hot window of the big object
 

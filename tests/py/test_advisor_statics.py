@@ -13,9 +13,11 @@ import pytest
 from advisefix import APP, LIBC, MS, advise, site, static_site, write_allocs, write_sites
 
 from hmtune.advisor.inputs import load_sites
-from hmtune.advisor.model import MIB, Tier, static_fraction
+from hmtune.advisor.model import static_fraction
 from hmtune.advisor.placement import read_placement
 from hmtune.analyze.sites_io import version_line
+from hmtune.core.units import MIB
+from hmtune.machine.tiers import Tier
 
 ROOT = Path(__file__).resolve().parents[2]
 HUGETLB = ROOT / "configs" / "machines" / "vm-hugetlb.toml"

@@ -13,8 +13,10 @@ from advisorcases import (
 )
 
 import hmtune.advisor.mip
-from hmtune.advisor.model import DEFAULT_ALLOC_COST_NS, KIB, Problem, Tier
+from hmtune.advisor.model import Problem
 from hmtune.advisor.strategies import STRATEGIES, capacity_curve, capacity_for_share, solve
+from hmtune.core.units import KIB
+from hmtune.machine.tiers import DEFAULT_ALLOC_COST_NS, Tier
 
 PAGE = 4 * KIB
 

@@ -1,4 +1,4 @@
-"""hmtune/advisor/tiers.py: machine files (the shipped ones and broken ones), sizes, --mem."""
+"""hmtune/machine/machinefile.py: machine files (the shipped ones and broken ones), sizes, --mem."""
 
 from __future__ import annotations
 
@@ -6,17 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from hmtune.advisor.model import KIB, MIB
-from hmtune.advisor.tiers import (
-    TierFileError,
-    load_machine,
-    per_process,
-    with_fast_capacity,
-)
+from hmtune.advisor.process_tiers import per_process
+from hmtune.core.units import GIB, KIB, MIB
+from hmtune.machine.machinefile import TierFileError, load_machine, with_fast_capacity
 
 ROOT = Path(__file__).resolve().parents[2]
 MACHINES = ROOT / "configs" / "machines"
-GIB = 1 << 30
 
 GOOD = """name = "test-box"
 [[tier]]
@@ -102,7 +97,7 @@ def test_page_and_per_defaults(tmp_path: Path) -> None:
 def test_alloc_cost_default_and_key(tmp_path: Path) -> None:
     """alloc_cost_ns: the default on a placing tier, none on the fallback, the file's
     value (0 allowed) otherwise."""
-    from hmtune.advisor.model import DEFAULT_ALLOC_COST_NS
+    from hmtune.machine.tiers import DEFAULT_ALLOC_COST_NS
 
     m = load_machine(write(tmp_path, GOOD.format(cap="1G")))
     assert m.tiers[0].call_cost_ns == DEFAULT_ALLOC_COST_NS and m.tiers[1].call_cost_ns == 0
@@ -115,7 +110,7 @@ def test_alloc_cost_default_and_key(tmp_path: Path) -> None:
 def test_access_min_span_default_and_key(tmp_path: Path) -> None:
     """access_min_span: 256 KiB on tiers of bigger pages of the same memory (hugetlb, THP,
     memkind's hugepage kind without HBW), 0 elsewhere; the file's size otherwise."""
-    from hmtune.advisor.model import SMALL_SPAN, Tier
+    from hmtune.machine.tiers import SMALL_SPAN, Tier
 
     assert SMALL_SPAN == 256 * KIB
     for backend, span in (("hugetlb", SMALL_SPAN), ("thp", SMALL_SPAN),
@@ -137,7 +132,8 @@ def test_small_sites_gain_nothing_on_access_from_bigger_pages() -> None:
     larger ones keep theirs; an HBM-like tier, or access_min_span = 0, keeps them all."""
     import numpy as np
 
-    from hmtune.advisor.model import Problem, Tier
+    from hmtune.advisor.model import Problem
+    from hmtune.machine.tiers import Tier
 
     sizes = np.array([64 * KIB, 256 * KIB, 256 * KIB + 4096, 8 * MIB], np.int64)
 

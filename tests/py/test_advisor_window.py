@@ -6,8 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from hmtune.advisor.model import MIB, Placement, Problem, Tier
+from hmtune.advisor.model import Placement, Problem
 from hmtune.advisor.window import trim
+from hmtune.core.units import MIB
+from hmtune.machine.tiers import Tier
 
 
 def case(small_calls: int, cost: float | None = 2000.0) -> tuple[Problem, pd.DataFrame]:
@@ -42,7 +44,7 @@ def test_small_sites_that_widen_the_window_at_a_loss_are_dropped() -> None:
     assert trim(p, table, both, None) == (both, None)
     # the default cost (100 ns): a million other calls cost 1e8 ns, about site 2's
     # value less its own calls; 10 million cost more
-    from hmtune.advisor.model import DEFAULT_ALLOC_COST_NS
+    from hmtune.machine.tiers import DEFAULT_ALLOC_COST_NS
     p, allocs = case(1_000_000, cost=None)
     assert p.tiers[0].call_cost_ns == DEFAULT_ALLOC_COST_NS
     assert trim(p, table, both, allocs) == (both, None)

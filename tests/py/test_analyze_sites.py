@@ -31,9 +31,9 @@ from hmtune.analyze.sites_io import (
 )
 from hmtune.analyze.writer import install_allocs, write_sites
 from hmtune.core.sitesfile import release_field
+from hmtune.core.units import MIB
 from hmtune.core.version import version
 
-MIB = 1 << 20
 KB = 0x1000
 NOLABELS = SiteLabels(FORM_NONE)
 STACK = 0x7FFD0000

@@ -11,7 +11,9 @@ import pytest
 
 from hmtune.advisor import strategies
 from hmtune.advisor.arena_fit import blocks_footprint, charged_at_once, fit, footprint
-from hmtune.advisor.model import KIB, MIB, Placement, Problem, Tier
+from hmtune.advisor.model import Placement, Problem
+from hmtune.core.units import KIB, MIB
+from hmtune.machine.tiers import Tier
 
 CHUNK = 2 * MIB
 COLS = ["site_id", "rank", "thread", "size", "t_alloc", "t_free", "scale"]

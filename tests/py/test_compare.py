@@ -479,7 +479,7 @@ def test_host_machine_by_default(stage: Path, tmp_path: Path) -> None:
     from test_advise_host import fake_host
 
     from hmtune.advisor.placement import read_placement
-    from hmtune.advisor.tiers import load_machine
+    from hmtune.machine.machinefile import load_machine
 
     host = fake_host(tmp_path / "nohuge", [("0-1", 24 * 2**30, None)], hugepagesize_kb=0)
     d = copy_stage(stage, tmp_path / "host")

@@ -14,8 +14,7 @@ from clistage import LATENCY, THP, hmtune
 
 from hmtune.advisor.placement import read_placement
 from hmtune.advisor.report import count_text
-
-MIB = 1 << 20
+from hmtune.core.units import MIB
 
 
 def test_a_split_site_is_one_site_and_its_ranges_are_ranges() -> None:

@@ -22,10 +22,12 @@ import pytest
 from tracemodel import HMTUNE, PROGRAMS, ROOT, check, load, marker_line, trace
 
 from hmtune.advisor.inputs import load_sites
-from hmtune.advisor.model import MIB, Problem, Tier, ns_weight
+from hmtune.advisor.model import Problem, ns_weight
 from hmtune.advisor.placement import read_placement
-from hmtune.advisor.tiers import TierFileError, load_machine
 from hmtune.analyze.sites_io import ACCESS_KIND_COLUMNS, FIRST_TOUCH_COLUMNS, read_sites
+from hmtune.core.units import MIB
+from hmtune.machine.machinefile import TierFileError, load_machine
+from hmtune.machine.tiers import Tier
 
 SRC = ROOT / "tests" / "programs" / "refault.c"
 REFAULT = PROGRAMS / "refault"

@@ -17,10 +17,10 @@ import pytest
 from clistage import ROOT
 
 from hmtune.advisor.placement import read_placement
+from hmtune.core.units import MIB
 
 PROGRAM = ROOT / "build" / "examples" / "hashjoin"
 APP = f"{PROGRAM} -s 64 -n 10"          # table 16 MiB, about 0.5 s of kernel
-MIB = 1 << 20
 TABLE = 16 * MIB
 
 

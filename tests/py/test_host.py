@@ -1,4 +1,4 @@
-"""hmtune/advisor/host.py and `hmtune machine`: what the recorded topologies of real machines
+"""hmtune/machine/host.py and `hmtune machine`: what the recorded topologies of real machines
 (tests/topologies/, see its README.md) and this host offer, the tiers choose() derives,
 the shipped machine files that must equal `hmtune machine --toml`, and broken trees."""
 
@@ -12,16 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from hmtune.advisor.host import Host, HostError, apply_hwloc, detect, parse_list
-from hmtune.advisor.machinefile import choose, describe
-from hmtune.advisor.model import KIB, MIB
-from hmtune.advisor.tiers import load_machine
+from hmtune.core.units import GIB, KIB, MIB
+from hmtune.machine.choice import choose
+from hmtune.machine.host import Host, HostError, apply_hwloc, detect, parse_list
+from hmtune.machine.machinefile import load_machine
+from hmtune.machine.page import describe
 
 ROOT = Path(__file__).resolve().parents[2]
 HMTUNE = ROOT / "bin" / "hmtune"
 TOPOLOGIES = ROOT / "tests" / "topologies"
 MACHINES = ROOT / "configs" / "machines"
-GIB = 1024 * MIB
 HUGE = {2 * MIB: (0, 0), GIB: (0, 0)}         # the pools every reconstruction records
 
 # What each recorded topology holds: kinds and where they come from, CPU-less nodes'

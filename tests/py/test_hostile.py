@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 from tracemodel import HMTUNE, PROGRAMS, ROOT, trace
 
-from hmtune.advisor.hostcheck import umf_problem
 from hmtune.advisor.placement import (
     PlacementFile,
     SiteLine,
@@ -26,12 +25,13 @@ from hmtune.advisor.placement import (
     write_placement,
 )
 from hmtune.analyze.sites_io import read_sites
+from hmtune.core.units import MIB
+from hmtune.machine.hostcheck import umf_problem
 
 LIB = ROOT / "build" / "lib" / "libhmalloc.so"
 SAN_LIB = ROOT / "build-san" / "lib" / "libhmalloc.so"      # make SAN=1 (make test)
 NR = Path("/proc/sys/vm/nr_hugepages")
 APP = str(PROGRAMS / "hostile")
-MIB = 1 << 20
 ROOTED = os.geteuid() == 0
 
 pytestmark = pytest.mark.skipif(not LIB.exists(), reason="libhmalloc.so is not built (make)")

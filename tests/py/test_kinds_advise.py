@@ -13,12 +13,12 @@ import pytest
 from tracemodel import HMTUNE, PROGRAMS, ROOT
 
 from hmtune.advisor.inputs import build_problem, load_sites
-from hmtune.advisor.tiers import load_machine, with_fast_capacity
+from hmtune.core.units import GIB
+from hmtune.machine.machinefile import load_machine, with_fast_capacity
 
 APP = PROGRAMS / "kinds"
 SRC = ROOT / "tests" / "programs" / "kinds.c"
 MACHINES = ROOT / "configs" / "machines"
-GIB = 1 << 30
 
 
 def soft_sampler_runs() -> bool:

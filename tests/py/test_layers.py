@@ -1,9 +1,13 @@
-"""The Python layers (docs/architecture.md): core (0) < analyze (1) < advisor (2) <
-workflows (3).
+"""The Python layers (docs/architecture.md): core (0) < machine (1) < analyze (2) <
+advisor (3) < workflows (4).
 
 Checked on the source, not by importing it (ast over every hmtune/**/*.py):
 - no module imports a layer above its own, at module level or inside a function;
-- hmtune.core imports nothing of hmtune outside hmtune.core;
+- hmtune.core imports nothing of hmtune outside hmtune.core, hmtune.machine nothing
+  outside hmtune.core and hmtune.machine;
+- the floor (core and machine) imports nothing but the standard library (what
+  `hmtune machine` and `hmtune run` load stays light: tests/py/test_machine_imports.py
+  runs them);
 - no import cycle between files through module-level imports (imports inside
   functions and under `if TYPE_CHECKING:` run later or never, so they may close a loop).
 
@@ -20,7 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "hmtune"
-LAYERS = {"core": 0, "analyze": 1, "advisor": 2, "workflows": 3}
+LAYERS = {"core": 0, "machine": 1, "analyze": 2, "advisor": 3, "workflows": 4}
+FLOOR = ("core", "machine")      # the standard library only
 
 
 @dataclass(frozen=True)
@@ -67,52 +72,90 @@ def _type_checking(node: ast.If) -> bool:
         isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
 
 
-def _imports(tree: ast.Module) -> list[tuple[ast.Import | ast.ImportFrom, bool]]:
-    """Every import statement with whether it runs at import time."""
-    found: list[tuple[ast.Import | ast.ImportFrom, bool]] = []
+@dataclass(frozen=True)
+class Stmt:
+    node: ast.Import | ast.ImportFrom
+    top: bool           # runs when its module is imported (module level, not TYPE_CHECKING)
+    runs: bool          # runs at all (not under `if TYPE_CHECKING:`)
 
-    def visit(node: ast.AST, top: bool) -> None:
+
+def _imports(tree: ast.Module) -> list[Stmt]:
+    """Every import statement, with when it runs."""
+    found: list[Stmt] = []
+
+    def visit(node: ast.AST, top: bool, runs: bool) -> None:
         if isinstance(node, ast.Import | ast.ImportFrom):
-            found.append((node, top))
+            found.append(Stmt(node, top, runs))
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
             for child in ast.iter_child_nodes(node):
-                visit(child, False)
+                visit(child, False, runs)
         elif isinstance(node, ast.If) and _type_checking(node):
             for child in node.body:
-                visit(child, False)
+                visit(child, False, False)
             for child in node.orelse:
-                visit(child, top)
+                visit(child, top, runs)
         else:
             for child in ast.iter_child_nodes(node):
-                visit(child, top)
+                visit(child, top, runs)
 
-    visit(tree, True)
+    visit(tree, True, True)
     return found
+
+
+def _targets(node: ast.Import | ast.ImportFrom, package: str,
+             mods: dict[str, Path]) -> list[str]:
+    """What an import statement names, resolved against the package it is in."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    base = node.module or ""
+    if node.level:
+        anchor = package.split(".")
+        anchor = anchor[:len(anchor) - node.level + 1]
+        base = ".".join([*anchor, *([base] if base else [])])
+    # `from pkg import mod` names the module where it is one.
+    return [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
+
+
+def _parsed(root: Path) -> list[tuple[str, str, list[Stmt]]]:
+    """(module, its package, its imports) for every module of ours."""
+    out = []
+    for name, path in modules(root).items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        out.append((name, package, _imports(ast.parse(path.read_text(), str(path)))))
+    return out
 
 
 def edges(root: Path) -> list[Edge]:
     mods = modules(root)
     out: list[Edge] = []
-    for name, path in mods.items():
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node, top in _imports(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            else:
-                base = node.module or ""
-                if node.level:
-                    anchor = package.split(".")
-                    anchor = anchor[:len(anchor) - node.level + 1]
-                    base = ".".join([*anchor, *([base] if base else [])])
-                # `from pkg import mod` names the module where it is one.
-                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base
-                           for a in node.names]
-            for t in dict.fromkeys(targets):
+    for name, package, imports in _parsed(root):
+        for st in imports:
+            for t in dict.fromkeys(_targets(st.node, package, mods)):
                 while t not in mods and "." in t:   # `import a.b.c` of a function's module
                     t = t.rpartition(".")[0]
                 if t in mods and t != name:
-                    out.append(Edge(name, t, node.lineno, top))
+                    out.append(Edge(name, t, st.node.lineno, st.top))
     return out
+
+
+def outside_stdlib(root: Path) -> list[str]:
+    """Imports of the floor's modules (FLOOR) of anything but the standard library and
+    hmtune, at module level or inside a function (TYPE_CHECKING ones aside: they never
+    run)."""
+    mods = modules(root)
+    bad = []
+    for name, package, imports in _parsed(root):
+        found = layer(name)
+        if found is None or found[0] not in FLOOR:
+            continue
+        for st in imports:
+            if not st.runs or (isinstance(st.node, ast.ImportFrom) and st.node.level):
+                continue
+            for t in dict.fromkeys(_targets(st.node, package, mods)):
+                top_name = t.partition(".")[0]
+                if top_name not in (PACKAGE, "__future__", *sys.stdlib_module_names):
+                    bad.append(f"{name} -> {t} (line {st.node.lineno})")
+    return bad
 
 
 def upward(es: list[Edge]) -> list[Edge]:
@@ -165,6 +208,8 @@ def cycles(es: list[Edge]) -> list[list[Edge]]:
 def problems(root: Path) -> list[str]:
     es = edges(root)
     out = [f"imports a higher layer: {e}" for e in upward(es)]
+    out += [f"core or machine imports beyond the standard library: {b}"
+            for b in outside_stdlib(root)]
     out += ["import cycle: " + "; ".join(str(e) for e in loop) for loop in cycles(es)]
     return out
 
@@ -197,6 +242,24 @@ def test_the_checker_sees_an_upward_import_and_a_cycle(tmp_path: Path) -> None:
     assert any("hmtune.core.units -> hmtune.advisor.a" in b for b in bad), bad
     assert any(b.startswith("import cycle") and "hmtune.advisor.a -> hmtune.advisor.b" in b
                for b in bad), bad
+    assert len(bad) == 2, bad
+
+
+def test_the_checker_sees_the_floor(tmp_path: Path) -> None:
+    pkg = tmp_path / PACKAGE
+    for stage in LAYERS:
+        (pkg / stage).mkdir(parents=True)
+        (pkg / stage / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "machine" / "host.py").write_text(
+        "from typing import TYPE_CHECKING\nimport os\nfrom hmtune.core import units\n"
+        "if TYPE_CHECKING:\n    import pandas\n"
+        "def f():\n    import numpy\n    from hmtune.analyze import a\n")
+    (pkg / "analyze" / "a.py").write_text("import numpy\nfrom hmtune.machine import host\n")
+    (pkg / "core" / "units.py").write_text("")
+    bad = problems(tmp_path)
+    assert any("hmtune.machine.host -> numpy (line 7)" in b for b in bad), bad
+    assert any("higher layer: hmtune.machine.host -> hmtune.analyze.a" in b for b in bad), bad
     assert len(bad) == 2, bad
 
 

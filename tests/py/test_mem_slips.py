@@ -12,10 +12,8 @@ import pytest
 from advisefix import advise, standard_dir
 
 from hmtune.core.errors import Failure
-from hmtune.core.units import human_exact, parse_capacity
+from hmtune.core.units import MIB, human_exact, parse_capacity
 from hmtune.workflows.harness import capacities
-
-MIB = 1 << 20
 
 
 @pytest.mark.parametrize(("text", "hint"), [

@@ -13,7 +13,9 @@ import pytest
 from advisefix import MS, STANDARD, STANDARD_TOTAL, advise, site, write_sites
 
 from hmtune.advisor import predict
-from hmtune.advisor.model import MIB, Problem, Tier
+from hmtune.advisor.model import Problem
+from hmtune.core.units import MIB
+from hmtune.machine.tiers import Tier
 
 
 def problem(weights: list[float], samples: list[int], total: float,

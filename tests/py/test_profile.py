@@ -25,8 +25,8 @@ from hmtune.analyze.profile import (
 )
 from hmtune.analyze.sites_io import SitesFormatError
 from hmtune.core.sitesfile import release_field
+from hmtune.core.units import MIB
 
-MIB = 1 << 20
 P, Q, R = 0x7F0000000000, 0x7F1000000000, 0x7F2000000000
 WINDOW = range(20 * MIB, 22 * MIB)      # the hot window of site 3's 64 MiB object
 

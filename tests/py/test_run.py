@@ -21,7 +21,6 @@ import pytest
 from tracemodel import HMTUNE, PROGRAMS, ROOT, trace
 
 from hmtune.advisor.granularity import class_size
-from hmtune.advisor.hostcheck import umf_problem
 from hmtune.advisor.placement import (
     PlacementFile,
     SiteLine,
@@ -31,6 +30,8 @@ from hmtune.advisor.placement import (
     write_placement,
 )
 from hmtune.analyze.sites_io import read_allocs, read_sites
+from hmtune.machine.host import memory_only_nodes, parse_list
+from hmtune.machine.hostcheck import umf_problem
 from hmtune.workflows import hugepages, runstats
 from hmtune.workflows import run as hrun
 
@@ -668,17 +669,17 @@ def test_script_wrapper(programs: Programs, tmp_path: Path) -> None:
     assert s["program"] == str(PROGRAMS / "echo_io") and tier(s)["placed_blocks"] == 3
 
 
-# ---- the pieces of hmtune/workflows/run.py and runstats.py ----
+# ---- the pieces of hmtune/workflows/run.py and runstats.py (and the node lists) ----
 
 def test_node_lists_and_hugepage_pool(tmp_path: Path) -> None:
-    assert hrun.parse_nodelist("0-3,8\n") == {0, 1, 2, 3, 8}
-    assert hrun.parse_nodelist("\n") == set()
+    assert parse_list("0-3,8\n") == [0, 1, 2, 3, 8]
+    assert parse_list("\n") == []
     nodes = tmp_path / "node"
     nodes.mkdir()
     (nodes / "has_memory").write_text("0-1,4-5\n")
     (nodes / "has_cpu").write_text("0-1\n")
-    assert hrun.memory_only_nodes(nodes) == {4, 5}
-    assert hrun.memory_only_nodes(tmp_path / "none") is None
+    assert memory_only_nodes(nodes) == {4, 5}
+    assert memory_only_nodes(tmp_path / "none") is None
     meminfo = tmp_path / "meminfo"
     meminfo.write_text("MemTotal:       24000000 kB\nHugePages_Total:      10\n"
                        "HugePages_Free:        6\nHugepagesize:       2048 kB\n")

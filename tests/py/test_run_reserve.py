@@ -31,12 +31,11 @@ from hmtune.advisor.placement import (
     write_placement,
 )
 from hmtune.analyze.sites_io import ALLOCS_COLUMNS, SITES_COLUMNS, version_line
+from hmtune.core.units import GIB, MIB
 from hmtune.workflows import hugepages, reserve
 from hmtune.workflows.hugepages import Pool, Sysfs, Want
 from hmtune.workflows.reserve import Block, SiteSizes
 
-MIB = 1 << 20
-GIB = 1 << 30
 PAGE = 2 * MIB
 LIB = ROOT / "build" / "lib" / "libhmalloc.so"
 

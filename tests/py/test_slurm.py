@@ -36,15 +36,15 @@ import pytest
 from tracemodel import HMTUNE, PROGRAMS, ROOT, check, load, marker_line
 
 from hmtune.advisor.placement import read_placement
-from hmtune.advisor.tiers import load_machine
 from hmtune.analyze.prv import parse_row, read_header
 from hmtune.analyze.sites_io import read_sites
+from hmtune.core.units import MIB
+from hmtune.machine.machinefile import load_machine
 
 MPI_ALLOC = PROGRAMS / "mpi_alloc"
 CRASH = PROGRAMS / "crash"                 # `crash exit3`: exits 3 (sites crash_a, crash_b)
 THP = ROOT / "configs" / "machines" / "vm-thp.toml"
 RANK_SITE = marker_line(ROOT / "tests" / "programs" / "mpi_alloc.c", "rank")
-MIB = 1 << 20
 
 DAEMONS = ("mungekey", "munged", "slurmctld", "slurmd")
 CLIENTS = ("sbatch", "srun", "sinfo", "scancel")

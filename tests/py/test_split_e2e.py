@@ -16,10 +16,9 @@ import pytest
 from clistage import HMTUNE, ROOT
 
 from hmtune.advisor.placement import read_placement
-from hmtune.core.units import human, human_ranges
+from hmtune.core.units import MIB, human, human_ranges
 
 PROGRAM = ROOT / "build" / "tests" / "programs" / "window_hot"
-MIB = 1 << 20
 WINDOW = (24 * MIB, 28 * MIB)
 
 

@@ -27,11 +27,11 @@ import pytest
 from tracemodel import HMTUNE, PROGRAMS
 
 from hmtune.advisor.placement import StaticLine, format_placement, read_placement
+from hmtune.core.units import MIB
 
 APP = PROGRAMS / "static_half"
 LIB = PROGRAMS.parents[1] / "lib" / "libhmalloc.so"
 PASSES = "300"
-MIB = 1 << 20
 SIZE = 64 * MIB
 HALF = SIZE // 2
 NR = Path("/proc/sys/vm/nr_hugepages")

@@ -12,9 +12,9 @@ from pathlib import Path
 from prvtext import OBJECT, WEIGHT, PrvText, analyze, pcf_text, read_csv
 
 import hmtune.core.events as hev
+from hmtune.core.units import MIB
 
 APP = "/opt/app"
-MIB = 1 << 20
 LABELS = {3: "app.c:3", 9: "table [static, app]"}
 RAW = {3: f"{APP}+0x1188", 9: f"{APP}+0x4000 [static {64 * MIB}]"}
 BASE = {1: 0x5555_0000_4000, 2: 0x5600_1234_5000}     # the static's start per process

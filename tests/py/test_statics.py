@@ -21,12 +21,12 @@ from tracemodel import HMTUNE, PROGRAMS
 
 from hmtune.advisor.placement import StaticLine, format_placement, read_placement
 from hmtune.analyze.sites_io import CLASSES, read_sites, split_from_meta
+from hmtune.core.units import MIB
 
 APP = PROGRAMS / "static_arrays"
 FORTRAN = PROGRAMS / "fortran_static"
 ROUNDS = "12"                                    # ~0.5 s bare, ~130 samples
 NR = Path("/proc/sys/vm/nr_hugepages")
-MIB = 1 << 20
 
 pytestmark = pytest.mark.skipif(not (APP.exists() and FORTRAN.exists()),
                                 reason="test programs not built (make)")

@@ -21,9 +21,9 @@ import pytest
 from clistage import HMTUNE, HUGETLB, ROOT, hmtune
 
 from hmtune.advisor.placement import read_placement
+from hmtune.core.units import MIB
 from hmtune.workflows import hugepages, reserve, runstats
 
-MIB = 1 << 20
 PAGE = 2 * MIB
 LIB = ROOT / "build" / "lib" / "libhmalloc.so"
 PROGRAM = ROOT / "build" / "tests" / "programs" / "thread_classes"

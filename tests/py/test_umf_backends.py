@@ -10,11 +10,13 @@ import numpy as np
 import pytest
 
 from hmtune.advisor import granularity as g
-from hmtune.advisor import hostcheck
-from hmtune.advisor.tiers import backend_problem, load_machine
+from hmtune.core.backends import uses_hugetlb
+from hmtune.core.units import GIB, KIB, MIB
+from hmtune.machine import hostcheck
+from hmtune.machine.hostcheck import backend_problem
+from hmtune.machine.machinefile import load_machine
 
 MACHINES = Path(__file__).resolve().parents[2] / "configs" / "machines"
-KIB, MIB, GIB = 1 << 10, 1 << 20, 1 << 30
 
 
 @pytest.mark.parametrize("backend", ["umf:hugetlb", "umf:numa:0", "umf:numa:8-15",
@@ -47,7 +49,7 @@ def test_arena_rounding_is_bounded() -> None:
 
 
 def test_umf_charges() -> None:
-    assert g.uses_hugetlb("umf:hugetlb") and not g.uses_hugetlb("umf:numa:0")
+    assert uses_hugetlb("umf:hugetlb") and not uses_hugetlb("umf:numa:0")
     # the arena's classes up to 1 MiB, then 4 KiB pages inside shared hugepages or
     # granules
     for b in ("umf:hugetlb", "umf:numa:0"):

@@ -1,9 +1,12 @@
-"""Can a tier place anything on this host? (`hmtune advise` warns, `hmtune run` refuses.)
+"""Can a backend place anything? (Machine files and placement.txt refuse what is not a
+backend; on this host `hmtune advise` warns, `hmtune run` refuses.)
 
-One answer per backend, from the same sources as `hmtune machine` (hmtune/advisor/host.py):
-memkind's own availability check, the NUMA nodes sysfs lists, hugetlbfs and its pool,
-the THP mode, and for the umf:* backends whether libumf.so.1 is installed (`make deps`)
-beside their NUMA or hugepage checks. None means the backend can place here.
+`backend_problem` is the one check: the grammar (hmtune/core/backends.py) and, given a
+host, one answer per backend from the same sources as `hmtune machine`
+(hmtune/machine/host.py): memkind's own availability check, the NUMA nodes sysfs lists,
+hugetlbfs and its pool, the THP mode, and for the umf:* backends whether libumf.so.1 is
+installed (`make deps`) beside their NUMA or hugepage checks. None means the backend can
+place.
 """
 
 from __future__ import annotations
@@ -11,9 +14,9 @@ from __future__ import annotations
 import ctypes.util
 from pathlib import Path
 
-from hmtune.advisor.host import Host, HostError, memkind_reach, parse_list
-from hmtune.advisor.machinefile import choose
-from hmtune.advisor.tiers import UMF_NUMA_MODES
+from hmtune.core.backends import UMF_NUMA_MODES, grammar_problem
+from hmtune.machine.choice import choose, fast_tier
+from hmtune.machine.host import Host, HostError, memkind_reach, parse_list
 
 NR_HUGEPAGES = "/proc/sys/vm/nr_hugepages"
 # Where `make deps` puts UMF (workflows/deps.sh); libhmalloc.so dlopens the copy the
@@ -29,9 +32,18 @@ def umf_problem(deps: Path = UMF_DEPS) -> str | None:
             "into .deps/")
 
 
-def backend_problem(host: Host, backend: str, need_pages: bool = False) -> str | None:
-    """Why `backend` cannot place on `host` (None: it can). need_pages: a hugetlb tier
-    also needs free pages in the pool now (hmtune run; advise only needs hugetlbfs)."""
+def backend_problem(backend: str, host: Host | None = None,
+                    need_pages: bool = False) -> str | None:
+    """Why `backend` cannot place (None: it can): not a backend of the grammar, or with a
+    host, not one that can place on it. need_pages: a hugetlb tier also needs free pages
+    in the pool now (hmtune run; advise only needs hugetlbfs)."""
+    problem = grammar_problem(backend)
+    if problem or host is None:
+        return problem
+    return _on_host(host, backend, need_pages)
+
+
+def _on_host(host: Host, backend: str, need_pages: bool) -> str | None:
     kind, _, arg = backend.partition(":")
     if kind == "default":
         return None
@@ -47,7 +59,7 @@ def backend_problem(host: Host, backend: str, need_pages: bool = False) -> str |
             return f"'{rest.partition(':')[2]}' is not a NUMA mode of umf:numa"
         if sub not in ("hugetlb", "numa"):
             return f"unknown backend '{backend}'"
-        return umf_problem() or backend_problem(host, inner, need_pages)
+        return umf_problem() or _on_host(host, inner, need_pages)
     if kind == "numa":
         try:
             wanted = parse_list(arg)
@@ -79,10 +91,12 @@ def backend_problem(host: Host, backend: str, need_pages: bool = False) -> str |
     return f"unknown backend '{backend}'"
 
 
-def fast_tier_here(host: Host) -> str:
+def fast_tier_here(host: Host | None = None) -> str:
     """What this host's fastest tier is, as `hmtune advise --mem` would take it (or why
-    there is none): the hint after a tier that cannot place."""
+    there is none): the hint after a tier that cannot place. host: the one already
+    detected (default: this host, detected with memkind asked)."""
     try:
-        return choose(host).why.replace("fast tier: ", "")
+        choice = fast_tier() if host is None else choose(host)
     except HostError as e:
         return str(e)
+    return choice.why.replace("fast tier: ", "")

@@ -41,14 +41,13 @@ import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hmtune.advisor.model import KIB, MIB
+from hmtune.core.units import GIB, KIB
 
 # Subtypes hwloc documents for NUMA nodes and hmtune takes as they are (SPM is not among
 # them: specific-purpose memory may be HBM or CXL, the rules of step 2 decide).
 HWLOC_KINDS = ("DRAM", "HBM", "MCDRAM", "NVM", "GPUMemory", "CXL-DRAM", "CXL-NVM")
 MEMKIND_KINDS = ("MEMKIND_HBW", "MEMKIND_HBW_ALL", "MEMKIND_DAX_KMEM", "MEMKIND_HUGETLB")
 HBM_BW_RATIO = 1.5
-GIB = 1024 * MIB
 # Intel Xeon CPU Max: 64 GB of HBM2e per package (four 16 GB stacks).
 XEON_MAX_HBM_PER_PACKAGE = 64 * GIB
 
@@ -492,10 +491,22 @@ def can_reserve_hugepages(root: Path = Path("/")) -> bool:
     return os.geteuid() == 0 and os.access(root / "proc/sys/vm/nr_hugepages", os.W_OK)
 
 
+def memory_only_nodes(node_dir: Path = Path("/sys/devices/system/node")) -> set[int] | None:
+    """NUMA nodes with memory and no CPU — how HBM (Xeon Max, KNL flat) and CXL memory
+    appear; None when sysfs does not say (`hmtune run`'s memkind HBW checks)."""
+    try:
+        mem = set(parse_list((node_dir / "has_memory").read_text()))
+        cpu = set(parse_list((node_dir / "has_cpu").read_text()))
+    except (OSError, ValueError):
+        return None
+    return mem - cpu
+
+
 def env_root() -> Path:
     """HMTUNE_HOST_ROOT: read a recorded topology instead of this host (tests, demos)."""
     return Path(os.environ.get("HMTUNE_HOST_ROOT") or "/")
 
 
 __all__ = ["Host", "HostError", "Node", "apply_hwloc", "can_reserve_hugepages", "detect",
-           "env_root", "format_list", "memkind_reach", "parse_list", "sampler"]
+           "env_root", "format_list", "memkind_reach", "memory_only_nodes", "parse_list",
+           "sampler"]

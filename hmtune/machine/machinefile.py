@@ -1,4 +1,5 @@
-"""Memory tiers: machine files (`configs/machines/*.toml`, DESIGN.md §5) and `--mem`.
+"""Machine files (`configs/machines/*.toml`, docs/formats.md §5): reading and checking
+one, writing the one a detected host implies, and `--mem` on one.
 
 A machine file names the machine and lists its tiers fastest first; the last tier is
 the fallback, where everything not placed stays, and must be unlimited:
@@ -35,7 +36,7 @@ the fallback, where everything not placed stays, and must be unlimited:
                                      # 1 - its cost / the fallback's
 
 Every problem is reported as one line `FILE: ...` naming the tier and key at fault
-(TierFileError). `--mem SIZE` alone stands for this host's tiers (hmtune/advisor/host.py,
+(TierFileError). `--mem SIZE` alone stands for this host's tiers (hmtune/machine/choice.py,
 `hmtune machine`); with a machine file it resizes the machine's fastest tier
 (`with_fast_capacity`).
 """
@@ -45,15 +46,17 @@ from __future__ import annotations
 import math
 import re
 import tomllib
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from hmtune.advisor.model import KIB, KINDS, MIB, SPEEDS_UP, Tier
-from hmtune.core.units import human, parse_size
+from hmtune.core.backends import grammar_problem
+from hmtune.core.units import GIB, KIB, MIB, human, parse_size
+from hmtune.machine.tiers import KINDS, SPEEDS_UP, Machine, Tier
 
-BACKENDS = ("memkind:KIND", "numa:NODES", "umf:numa:NODES[:MODE]", "umf:hugetlb", "hugetlb",
-            "thp", "default")
-UMF_NUMA_MODES = ("bind", "preferred", "interleave")
+if TYPE_CHECKING:
+    from hmtune.machine.choice import Choice
+
 _KEYS = {"name", "capacity", "backend", "load_cost", "store_cost", "per", "page",
          "speeds_up", "fault_cost_ns", "faults_kept", "alloc_cost_ns", "access_min_span",
          *(f"{k}_cost" for k in KINDS)}
@@ -62,64 +65,10 @@ _REQUIRED = ("name", "capacity", "backend", "load_cost", "store_cost")
 # ASCII only and \Z, not $ (which also matches before a final newline): a backend or
 # tier name is written into placement.txt, whose C reader takes exactly these.
 _TIER_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}\Z")
-_MEMKIND = re.compile(r"MEMKIND_[A-Z0-9_]+\Z")
-_NODES = re.compile(r"[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*\Z")
 
 
 class TierFileError(ValueError):
     """A machine file or tier setting hmtune cannot use; str() names the file and key."""
-
-
-@dataclass
-class Machine:
-    name: str
-    tiers: list[Tier]
-    source: str                         # the file, or "--mem 256M"
-    notes: list[str] = field(default_factory=list)
-
-
-def _as_number(digits: str) -> tuple[int, str]:
-    """A digit string as a sort key of its value, of any length (int() refuses more than
-    4300 digits)."""
-    d = digits.lstrip("0") or "0"
-    return len(d), d
-
-
-def _nodes_problem(arg: str) -> str | None:
-    """Why `arg` is not a NUMA node list (None when it is one)."""
-    if not _NODES.match(arg):
-        return f"'{arg}' is not a NUMA node list (e.g. 8-15 or 0,2,4-7)"
-    for part in arg.split(","):
-        lo, _, hi = part.partition("-")
-        if hi and _as_number(hi) < _as_number(lo):
-            return f"NUMA node range '{part[:40]}' runs backwards"
-    return None
-
-
-def backend_problem(backend: str) -> str | None:
-    """Why `backend` is not one hmtune knows (None when it is fine)."""
-    kind, sep, arg = backend.partition(":")
-    if kind == "memkind" and sep:
-        return None if _MEMKIND.match(arg) else (
-            f"'{arg}' is not a memkind kind name (e.g. MEMKIND_HBW, MEMKIND_DAX_KMEM)")
-    if kind == "numa" and sep:
-        return _nodes_problem(arg)
-    if kind == "umf" and sep:
-        # umf:hugetlb, umf:numa:NODES, umf:numa:NODES:MODE (interpose/hmi_fields.c)
-        if arg == "hugetlb":
-            return None
-        sub, sep2, rest = arg.partition(":")
-        if sub == "numa" and sep2:
-            nodes, sep3, mode = rest.partition(":")
-            if sep3 and mode not in UMF_NUMA_MODES:
-                return (f"'{mode[:40]}' is not a NUMA mode of umf:numa "
-                        f"(use {', '.join(UMF_NUMA_MODES)})")
-            return _nodes_problem(nodes)
-        return (f"unknown UMF backend 'umf:{arg[:40]}' "
-                "(use umf:numa:NODES[:MODE] or umf:hugetlb)")
-    if backend in ("hugetlb", "thp", "default"):
-        return None
-    return f"unknown backend '{backend}' (use one of {', '.join(BACKENDS)})"
 
 
 def parse_capacity(value: object, where: str) -> int | None:
@@ -234,7 +183,7 @@ def parse_tier(raw: object, where: str) -> Tier:
     backend = raw["backend"]
     if not isinstance(backend, str):
         raise TierFileError(f"{where}: backend must be a string")
-    problem = backend_problem(backend)
+    problem = grammar_problem(backend)
     if problem:
         raise TierFileError(f"{where}: backend {problem}")
     per = raw.get("per", "process")
@@ -344,34 +293,46 @@ def _describe(t: Tier) -> str:
     return f"{human(t.capacity)} per {'node' if t.per_node else 'process'}"
 
 
-def per_process(machine: Machine, nprocs: int | None, node_procs: int | None = None,
-                nnodes: int = 1) -> tuple[list[Tier], list[str]]:
-    """Tiers with per-node capacities split evenly over the processes of a node.
+# ---- writing one ----------------------------------------------------------------------------
 
-    The solver works per process; a tier shared by a node's ranks (per = "node") gives
-    each of the processes on the fullest node (node_procs, from the trace's task-to-node
-    map over nnodes nodes; else all `nprocs` processes the trace saw) an equal part.
-    Without a process count the whole node capacity is assumed to serve one process,
-    and a note says so.
-    """
-    out: list[Tier] = []
-    notes: list[str] = []
-    for t in machine.tiers:
-        if not t.per_node or t.unlimited:
-            out.append(replace(t, per_node=False))
-            continue
-        assert t.capacity is not None
-        n = node_procs or nprocs or 1
-        share = max(t.capacity // n, 1)
-        out.append(replace(t, capacity=share, per_node=False))
-        if nprocs is None and node_procs is None:
-            notes.append(f"tier '{t.name}' is shared per node ({human(t.capacity)}); no "
-                         "allocs.csv to count the processes, so one process is assumed")
-        elif n > 1 and nnodes > 1:
-            notes.append(f"tier '{t.name}': {human(t.capacity)} per node shared by the {n} "
-                         f"traced processes of the fullest of {nnodes} nodes: "
-                         f"{human(share)} each")
-        elif n > 1:
-            notes.append(f"tier '{t.name}': {human(t.capacity)} per node shared by the {n} "
-                         f"traced processes: {human(share)} each")
-    return out, notes
+def _capacity(nbytes: int) -> str:
+    """A capacity for a machine file: whole GiB as G, else MiB as M."""
+    if nbytes >= GIB and nbytes % GIB == 0:
+        return f"{nbytes // GIB}G"
+    return f"{max(nbytes // MIB, 1)}M"
+
+
+def machine_toml(choice: Choice) -> str:
+    """A machine file (docs/formats.md §5) for the host of a choice (hmtune/machine/choice.py),
+    with where each value came from."""
+    def comment(text: str) -> str:
+        return "# " + " ".join(text.split())          # one line whatever the text holds
+
+    host = choice.host
+    lines = [comment(f"{host.name}: written by hmtune machine --toml from {host.source}"),
+             comment(f"({host.hwloc or 'no hwloc'}; {choice.why})."),
+             comment(f"{choice.machine.notes[0]}.") if choice.machine.notes else "#",
+             f'name = "{host.name}"', ""]
+    for t in choice.machine.tiers:
+        lines += ["[[tier]]", f'name = "{t.name}"',
+                  f'capacity = "{"unlimited" if t.capacity is None else _capacity(t.capacity)}"',
+                  f'backend = "{t.backend}"', f"load_cost = {float(t.load_cost)!r}",
+                  f"store_cost = {float(t.store_cost)!r}"]
+        if t.capacity is not None:
+            lines.append(f'per = "{"node" if t.per_node else "process"}"')
+        if t.backend in ("hugetlb", "thp"):
+            lines.append(f'page = "{_capacity(t.page_size)}"')
+        if t.capacity is not None:
+            lines.append("speeds_up = [" + ", ".join(f'"{s}"' for s in t.speeds_up) + "]")
+        if "first_touch" in t.speeds_up:
+            lines += [f"fault_cost_ns = {float(t.fault_cost_ns)!r}",
+                      f"faults_kept = {float(t.faults_kept)!r}"]
+        if t.backend != "default":
+            lines.append(f"alloc_cost_ns = {float(t.call_cost_ns)!r}")
+        lines += [f"{k}_cost = {float(c)!r}" for k, c in t.kind_costs]
+        if t.min_span:
+            span = t.min_span
+            lines.append(f'access_min_span = "{span // 1024}K"' if span % 1024 == 0 else
+                         f"access_min_span = {span}")
+        lines.append("")
+    return "\n".join(lines)

@@ -1,19 +1,21 @@
-"""The machine file a detected host implies, and the page `hmtune machine` prints about it.
+"""This host's fast tier: the tiers a detected host implies and their costs.
 
-hmtune.advisor.host finds what memory the host has (nodes, their kinds, hugepage pools,
-memkind's reach); this module turns that into tiers: `choose` picks the fast tier
-(HBM or MCDRAM nodes, DRAM in front of slow memory, else 2 MiB pages) and its costs,
-`machine_toml` writes it as a machine file (docs/formats.md §5), `describe` is the page.
+hmtune/machine/host.py finds what memory the host has (nodes, their kinds, hugepage
+pools, memkind's reach); `choose` turns that into tiers: the fast tier (HBM or MCDRAM
+nodes, DRAM in front of slow memory, else 2 MiB pages) and its costs. `fast_tier` is
+this host's (detect, then choose): what `hmtune advise --mem SIZE` without --machine,
+`hmtune machine`, compare's and explore's default and the hints of advise and run take.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
-from hmtune.advisor.host import GIB, Host, HostError, Node, format_list
-from hmtune.advisor.model import KIB, MIB, Tier
-from hmtune.advisor.tiers import Machine, check_tiers
-from hmtune.core.units import human
+from hmtune.core.units import GIB, KIB, MIB, human
+from hmtune.machine.host import Host, HostError, Node, detect, env_root, format_list
+from hmtune.machine.machinefile import check_tiers
+from hmtune.machine.tiers import Machine, Tier
 
 # Relative costs used when the firmware publishes no bandwidth (HBM, MCDRAM) or latency
 # (slower memory) for the nodes. Each is the ratio the shipped machine file of such a
@@ -30,7 +32,7 @@ from hmtune.core.units import human
 #   (/work/shared/MACHINE-NOTES.md, vm-hugetlb.toml).
 FALLBACK_COST = {"HBM": 5.3, "MCDRAM": 5.0, "CXL-DRAM": 2.0, "CXL-NVM": 3.0, "NVM": 3.0,
                  "slow": 2.0, "hugetlb": 1.55, "thp": 1.55}
-# Per access kind (model.KINDS, docs/formats.md §5), the fallback's cost against the
+# Per access kind (tiers.KINDS, docs/formats.md §5), the fallback's cost against the
 # fast tier's 1.0:
 # - HBM, MCDRAM: a streamed access by the bandwidth ratio above; a scattered one about
 #   1 (HBM's and MCDRAM's unloaded latency is not lower than DDR's; published
@@ -55,10 +57,11 @@ HBW_KINDS = ("HBM", "MCDRAM")
 SLOW_KINDS = ("CXL-DRAM", "CXL-NVM", "NVM", "slow")
 
 
-# ---- the machine file it implies ----------------------------------------------------------
+# ---- the tiers it implies ----------------------------------------------------------
 
 @dataclass
 class Choice:
+    host: Host                            # what the tiers were chosen from
     machine: Machine
     why: str                              # "fast tier: hugetlb, 2 MiB pages (no HBM ...)"
 
@@ -95,13 +98,6 @@ def _kind_costs(kind: str, cost: float, fast: list[Node], slow: list[Node]
     w = [n.read_bw for n in slow if n.read_bw]
     bw = round((sum(f) / len(f)) / (sum(w) / len(w)), 1) if f and w else cost
     return (("streaming", max(bw, 1.0)), ("scattered", cost), ("sync", SYNC_COST))
-
-
-def _capacity(nbytes: int) -> str:
-    """A capacity for a machine file: whole GiB as G, else MiB as M."""
-    if nbytes >= GIB and nbytes % GIB == 0:
-        return f"{nbytes // GIB}G"
-    return f"{max(nbytes // MIB, 1)}M"
 
 
 def _gib_floor(nbytes: int) -> int:
@@ -153,7 +149,7 @@ def choose(host: Host, reservable: bool | None = None) -> Choice:
         fast = Tier(kind.lower(), total, backend, 1.0, 1.0, 4 * KIB, True)
         rest = Tier("ddr" if dram else "rest", None, "default", cost, cost,
                     kind_costs=_kind_costs(kind, cost, hbw, dram or slow))
-        return Choice(_machine(host, [fast, rest], cost_why),
+        return Choice(host, _machine(host, [fast, rest], cost_why),
                       f"fast tier: {kind} on NUMA {_nodes(hbw)} through {backend} "
                       f"({human(total)} for the node's processes), the rest in "
                       f"{'DDR' if dram else slow[0].kind}")
@@ -170,7 +166,7 @@ def choose(host: Host, reservable: bool | None = None) -> Choice:
         fast = Tier("dram", total, f"numa:{nodes}", 1.0, 1.0, 4 * KIB, True)
         rest = Tier(_tier_name(kind), None, back, cost, cost,
                     kind_costs=_kind_costs(kind, cost, dram, slow))
-        return Choice(_machine(host, [fast, rest], cost_why),
+        return Choice(host, _machine(host, [fast, rest], cost_why),
                       f"fast tier: DRAM on NUMA {_nodes(dram)} ({human(total)} for the node's "
                       f"processes) in front of {kind} on {_nodes(slow)}")
     if hbw:
@@ -213,8 +209,9 @@ def _page_tier(host: Host, name: str, backend: str, page: int, why: str) -> Choi
     rest = Tier("small", None, "default", cost, cost,
                 kind_costs=(("streaming", PAGES_STREAM_COST), ("scattered", cost),
                             ("sync", SYNC_COST)))
-    return Choice(_machine(host, [fast, rest], "2 MiB pages against 4 KiB ones, measured on "
-                           "a Zen 4 VM (configs/machines/vm-hugetlb.toml)"), why)
+    return Choice(host, _machine(host, [fast, rest], "2 MiB pages against 4 KiB ones, "
+                                 "measured on a Zen 4 VM (configs/machines/vm-hugetlb.toml)"),
+                  why)
 
 
 def _tier_name(kind: str) -> str:
@@ -227,104 +224,10 @@ def _machine(host: Host, tiers: list[Tier], cost_why: str) -> Machine:
                    notes=[f"costs: {cost_why}"])
 
 
-def machine_toml(host: Host, choice: Choice) -> str:
-    """A machine file (docs/formats.md §5) for the host, with where each value came from."""
-    def comment(text: str) -> str:
-        return "# " + " ".join(text.split())          # one line whatever the text holds
-
-    lines = [comment(f"{host.name}: written by hmtune machine --toml from {host.source}"),
-             comment(f"({host.hwloc or 'no hwloc'}; {choice.why})."),
-             comment(f"{choice.machine.notes[0]}.") if choice.machine.notes else "#",
-             f'name = "{host.name}"', ""]
-    for t in choice.machine.tiers:
-        lines += ["[[tier]]", f'name = "{t.name}"',
-                  f'capacity = "{"unlimited" if t.capacity is None else _capacity(t.capacity)}"',
-                  f'backend = "{t.backend}"', f"load_cost = {float(t.load_cost)!r}",
-                  f"store_cost = {float(t.store_cost)!r}"]
-        if t.capacity is not None:
-            lines.append(f'per = "{"node" if t.per_node else "process"}"')
-        if t.backend in ("hugetlb", "thp"):
-            lines.append(f'page = "{_capacity(t.page_size)}"')
-        if t.capacity is not None:
-            lines.append("speeds_up = [" + ", ".join(f'"{s}"' for s in t.speeds_up) + "]")
-        if "first_touch" in t.speeds_up:
-            lines += [f"fault_cost_ns = {float(t.fault_cost_ns)!r}",
-                      f"faults_kept = {float(t.faults_kept)!r}"]
-        if t.backend != "default":
-            lines.append(f"alloc_cost_ns = {float(t.call_cost_ns)!r}")
-        lines += [f"{k}_cost = {float(c)!r}" for k, c in t.kind_costs]
-        if t.min_span:
-            span = t.min_span
-            lines.append(f'access_min_span = "{span // 1024}K"' if span % 1024 == 0 else
-                         f"access_min_span = {span}")
-        lines.append("")
-    return "\n".join(lines)
-
-
-# ---- the page ---------------------------------------------------------------------------------
-
-def _mb_s(v: int | None) -> str:
-    return f"{v / 1000:.0f} GB/s" if v else "-"
-
-
-def describe(host: Host) -> str:
-    """`hmtune machine`: one page on what this host offers."""
-    out = [f"host {host.name} ({host.source}): {host.cpu or 'CPU not recorded'}, Linux "
-           f"{host.kernel or '?'}; {host.hwloc}"]
-    out.append(f"{'node':>4}  {'kind':<9} {'from':<15} {'cpus':<14} {'size':>10} "
-               f"{'free':>10}  {'read bw':>9} {'read lat':>8}  {'tier k/h':>8}  distances")
-    for n in host.nodes:
-        tiers = (f"{n.kernel_tier if n.kernel_tier is not None else '-'}/"
-                 f"{n.hwloc_tier if n.hwloc_tier is not None else '-'}")
-        src = n.kind_source.split(":")[0]
-        cpus = n.cpus if len(n.cpus) <= 14 else n.cpus[:13] + "+"
-        out.append(f"{n.index:>4}  {n.kind:<9} {src:<15} {cpus or '-':<14} "
-                   f"{human(n.total):>10} {human(n.free):>10}  {_mb_s(n.read_bw):>9} "
-                   f"{str(n.read_lat) + ' ns' if n.read_lat else '-':>8}  {tiers:>8}  "
-                   f"{' '.join(map(str, n.distances)) or '-'}")
-        if n.cache:
-            out.append(f"      memory-side cache of {human(n.cache)} in front of node "
-                       f"{n.index} (HBM or MCDRAM in cache mode: not placeable)")
-        if n.dax:
-            out.append(f"      node {n.index} is device-DAX {n.dax} onlined by kmem")
-    out.append("tier k/h: the kernel's memory tier (4 is DRAM's; device-DAX kmem memory "
-               "without published figures goes to 22) / hwloc's MemoryTier (0 fastest)")
-    same: dict[str, list[int]] = {}          # nodes with the same pools share a line
-    for n in host.nodes:
-        pools = ", ".join(f"{human(p).replace('.0 ', ' ')}: {free} free of {nr}"
-                          for p, (nr, free) in sorted(n.hugepages.items()))
-        if pools:
-            same.setdefault(pools, []).append(n.index)
-    for pools, idx in same.items():
-        out.append(f"hugepages on node{'s' if len(idx) > 1 else ''} {format_list(idx)}: "
-                   f"{pools}")
-    if not any(n.hugepages for n in host.nodes):
-        out.append("hugepages: none (no hugetlbfs support)" if not host.default_hugepage
-                   else f"hugepages: default size {human(host.default_hugepage)}")
-    out.append(f"transparent hugepages: {host.thp or 'not available'}")
-    if host.memkind:
-        out.append("memkind: " + "; ".join(f"{k} {'yes' if not v else 'no (' + v + ')'}"
-                                           for k, v in host.memkind.items()))
-    elif not host.live:
-        out.append("memkind: not checked (a recorded topology)")
-    if host.live:
-        # hostcheck imports this module
-        from hmtune.advisor.hostcheck import umf_problem
-
-        why = umf_problem()
-        out.append(f"UMF: {why}" if why else
-                   "UMF: libumf.so.1 installed (backends umf:numa:NODES[:MODE], umf:hugetlb)")
-    else:
-        out.append("UMF: not checked (a recorded topology)")
-    if host.sampler[0]:
-        out.append(f"sampler: {host.sampler[0]} ({host.sampler[1]})")
-    try:
-        c = choose(host)
-        out.append(f"{c.why}; hmtune advise --mem SIZE uses it")
-    except HostError as e:
-        out.append(str(e))
-    out.extend(f"note: {n}" for n in host.notes)
-    return "\n".join(out) + "\n"
-
-
-__all__ = ["Choice", "choose", "describe", "machine_toml"]
+def fast_tier(root: Path | None = None, hwloc_xml: Path | None = None,
+              probe: bool = True) -> Choice:
+    """This host's fast tier and the tiers it implies: the host detected (root: a recorded
+    topology; default $HMTUNE_HOST_ROOT, else /; probe: also ask memkind and
+    hmtune-probe), then `choose`. Raises HostError (a topology that cannot be read, or
+    no tier to choose)."""
+    return choose(detect(env_root() if root is None else root, hwloc_xml, probe))
