@@ -256,7 +256,7 @@ def _forecast(sites_path: Path, meta: dict[str, str], problem: Problem,
 def _solver_warnings(strategy: str) -> list[str]:
     """Before the exact strategies run: a warning when the MIP solver asked for
     (--solver, HMTUNE_SOLVER) cannot run, saying why and what runs instead."""
-    from hmtune.advisor import mip
+    from hmtune.advisor.solve import mip
 
     if strategy not in ("ilp", "ilp-lifetime"):
         return []
@@ -277,7 +277,7 @@ def _solver_warnings(strategy: str) -> list[str]:
 def _solver_said(placement: Placement) -> str | None:
     """After an exact strategy: the MIP solver it used (with PuLP's version), that it
     needed none, or why none could run."""
-    from hmtune.advisor import mip
+    from hmtune.advisor.solve import mip
 
     if placement.strategy not in ("ilp", "ilp-lifetime"):
         return None
@@ -393,7 +393,8 @@ def run(args: argparse.Namespace) -> int:
     )
     opts = _options(args)
     try:
-        from hmtune.advisor import mip, strategies
+        from hmtune.advisor import strategies
+        from hmtune.advisor.solve import mip
     except ImportError as e:
         raise Failure(f"the placement strategies (hmtune/advisor/strategies.py) are not "
                       f"available: {e}", 2) from None

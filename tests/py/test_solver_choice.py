@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from advisefix import advise, standard_dir
 
-from hmtune.advisor import mip
+from hmtune.advisor.solve import mip
 from hmtune.advisor.cli import _solver_said, _solver_warnings
 from hmtune.advisor.model import Placement
 
