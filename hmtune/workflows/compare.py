@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
         placed = []
         for strategy in strategies:
             name = strategy + tag
-            why = harness.advise(stage, work / name, machine, mem, strategy)
+            why = harness.advise(stage, work / name, setup.spec, mem, strategy)
             if why:
                 print(f"{who}: strategy {name} left out: {why}", file=sys.stderr)
                 continue

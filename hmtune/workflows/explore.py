@@ -218,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
     rest = len(groups) > args.top
     k = min(args.top, len(groups))
     if args.strategy is None:
-        from hmtune.advisor.cli import default_strategy
+        from hmtune.advisor.advise import default_strategy
 
         args.strategy = default_strategy((setup.stage / "allocs.csv").is_file())
     setup.config.update({"top": args.top, "strategy": args.strategy})
@@ -251,8 +251,7 @@ def run(args: argparse.Namespace) -> int:
     upper = names[-1]                       # every group in the fast tier
     variants = [Variant(n, work / n / "placement.txt") for n in names]
     advisor_as: str | None = None
-    why = harness.advise(setup.stage, work / "advisor", setup.machine, setup.mem,
-                         args.strategy)
+    why = harness.advise(setup.stage, work / "advisor", setup.spec, setup.mem, args.strategy)
     if why:
         print(f"{who}: the advisor ({args.strategy}) gave no placement: {why}",
               file=sys.stderr)
