@@ -14,12 +14,11 @@ interval against the fraction of the footprint in the fast tier, with the maximu
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
+import functools
 import io
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 from hmtune.core.errors import Failure
@@ -273,15 +272,7 @@ def run(args: argparse.Namespace) -> int:
     need = whole * setup.procs
     if args.reserve_hugepages:
         need = harness.pool_need(checked, setup.stage, setup.procs, need)
-
-    @contextlib.contextmanager
-    def pools() -> Iterator[None]:
-        with harness.fast_tier_pool(first, need, args.reserve_hugepages, who):
-            dead = harness.cannot_place(checked, setup.procs)
-            if dead:
-                raise harness.Refused(f"{dead}; nothing measured")
-            yield
-
+    pools = functools.partial(harness.pools, setup, checked, need, args.reserve_hugepages, who)
     try:
         out = measure.measure(variants, plan, setup.app, work, setup.fom_re, who, done,
                               upper, pools)

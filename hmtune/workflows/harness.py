@@ -1,7 +1,7 @@
 """The run harness of `hmtune compare` and `hmtune explore`: their shared options,
 the checked stage directory and fast-tier size (Setup), the resumable runs file, the
 machine they run on (this host's fast tier unless --machine), the hugepage pool held
-for the length of the runs, the advisor's placements (advise(), in this
+for the length of the runs (pools), the advisor's placements (advise(), in this
 process, for the machine loaded once) and the all-fast upper bound. The rounds
 themselves are hmtune/workflows/measure.py's; the commands on top are compare.py and
 explore.py."""
@@ -362,6 +362,19 @@ def all_margin(pages: int, procs: int) -> int:
     all-fast used 82 pages where 81 were counted, and the 2216 small blocks of the
     missing chunk stayed in ordinary memory in every run."""
     return pages + -(-pages // ALL_MARGIN) + procs
+
+
+@contextlib.contextmanager
+def pools(setup: Setup, placements: list[Path], nbytes: int, reserve: bool,
+          who: str) -> Iterator[None]:
+    """What compare and explore hold while their runs go (measure's before_runs): the fast
+    tier's hugepage pool (fast_tier_pool) and the check that every tier with sites in
+    these placements can place something here (Refused, saying which cannot)."""
+    with fast_tier_pool(setup.tiers[0], nbytes, reserve, who):
+        dead = cannot_place(placements, setup.procs)
+        if dead:
+            raise Refused(f"{dead}; nothing measured")
+        yield
 
 
 @contextlib.contextmanager
