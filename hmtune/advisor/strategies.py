@@ -1,11 +1,13 @@
 """Placement strategies of `hmtune advise`: misses, density, ilp, ilp-lifetime.
 
-`solve(problem, strategy)` returns a Placement; `capacity_curve` and
-`capacity_for_share` feed the report. The exact strategies reduce the Problem to
-its limited tiers: a site's baseline is its best unlimited tier (normally the
-fallback, worth 0), and the profit of a limited tier is its value above that
-baseline (limited.py, assign.py, lifetime_ilp.py). The heuristics report a proven bound too
-(the Lagrangian bound of assign.py), so every Placement carries a gap.
+`solve(problem, strategy)` returns a Placement from the strategy's solver
+(hmtune/advisor/solve/), kept within each tier's capacity, chunk tails included
+(arena_fit.py); `capacity_curve` and `capacity_for_share` feed the report. The exact
+strategies reduce the Problem to its limited tiers: a site's baseline is its best
+unlimited tier (normally the fallback, worth 0), and the profit of a limited tier is its
+value above that baseline (solve/limited.py, solve/assign.py, solve/lifetime.py). The
+heuristics report a proven bound too (the Lagrangian bound of solve/assign.py), so every
+Placement carries a gap.
 """
 
 from __future__ import annotations
@@ -15,42 +17,12 @@ import time
 import numpy as np
 import pandas as pd
 
-from hmtune.advisor import arena_fit, greedy, knapsack
-from hmtune.advisor.assign import AssignResult, solve_assign
-from hmtune.advisor.lifetime_ilp import density_lifetime, solve_lifetime
-from hmtune.advisor.limited import Limited
-from hmtune.advisor.mip import SolverUnavailable
+from hmtune.advisor import arena_fit
 from hmtune.advisor.model import Placement, Problem
+from hmtune.advisor.solve import greedy, ilp, knapsack
+from hmtune.advisor.solve.limited import Limited
 
 STRATEGIES = ("misses", "density", "ilp", "ilp-lifetime")
-
-
-def _heuristic(problem: Problem, strategy: str, threshold_pct: float,
-               red: Limited) -> Placement:
-    if strategy == "misses":
-        order = greedy.misses_order(problem, threshold_pct)
-    else:
-        order = greedy.density_order(problem)
-    tier_of = greedy.first_fit(problem, order)
-    value = red.value(tier_of)
-    return Placement(tier_of, strategy, value, max(value, red.bound()), "greedy")
-
-
-def _from_assign(red: Limited, strategy: str, res: AssignResult) -> Placement:
-    base = float(red.base_value.sum())
-    tier_of = red.tier_of(res.assign)
-    value = red.value(tier_of)
-    return Placement(tier_of, strategy, value, max(value, base + res.bound), res.solver,
-                     list(res.notes))
-
-
-def _fallback(problem: Problem, strategy: str, red: Limited, why: str,
-              placement: Placement | None = None) -> Placement:
-    p = placement if placement is not None else _heuristic(problem, "density", 0.0, red)
-    p.strategy = strategy
-    p.solver = "density-fallback"
-    p.notes.insert(0, f"{strategy}: {why}; fell back to the density strategy")
-    return p
 
 
 def solve(problem: Problem, strategy: str, threshold_pct: float = 1.0,
@@ -87,21 +59,13 @@ def _solve(problem: Problem, strategy: str, threshold_pct: float, time_limit_s: 
            gap_target: float, red: Limited) -> Placement:
     deadline = time.monotonic() + max(0.0, time_limit_s)
     if strategy in ("misses", "density"):
-        return _heuristic(problem, strategy, threshold_pct, red)
+        return greedy.placement(problem, strategy, threshold_pct, red)
     if strategy == "ilp-lifetime":
         if problem.allocs is None:
             raise ValueError("ilp-lifetime needs the per-allocation table (allocs.csv), "
                              "which this problem does not have")
-        try:
-            return solve_lifetime(problem, red, deadline, gap_target)
-        except SolverUnavailable as e:
-            return _fallback(problem, strategy, red, str(e),
-                             density_lifetime(problem, red))
-    try:
-        res = solve_assign(red.tp, deadline, gap_target)
-    except SolverUnavailable as e:
-        return _fallback(problem, strategy, red, str(e))
-    return _from_assign(red, strategy, res)
+        return ilp.lifetime_placement(problem, red, deadline, gap_target)
+    return ilp.ilp_placement(problem, red, deadline, gap_target)
 
 
 # ---- capacity curve for the report -----------------------------------------------

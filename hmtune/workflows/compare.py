@@ -14,12 +14,11 @@ tier, FOM gained per MiB, and the medians of the runs' resources."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
+import functools
 import json
 import math
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 from hmtune.core.errors import Failure
@@ -126,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
         placed = []
         for strategy in strategies:
             name = strategy + tag
-            why = harness.advise(stage, work / name, machine, mem, strategy)
+            why = harness.advise(stage, work / name, setup.spec, mem, strategy)
             if why:
                 print(f"{who}: strategy {name} left out: {why}", file=sys.stderr)
                 continue
@@ -151,22 +150,14 @@ def run(args: argparse.Namespace) -> int:
         variants.append(Variant(UPPER, work / UPPER / "placement.txt", harness.UPPER_POLICY))
     top = UPPER if room is not None else None
     baselines = {n for names in theirs.values() for n in names}
-    checked = [v.placement for v in variants
-               if v.placement is not None and v.name not in baselines]
+    placements = [v.placement for v in variants
+                  if v.placement is not None and v.name not in baselines]
     need = max(setup.mem, room or 0) * setup.procs
     if args.reserve_hugepages:
-        need = harness.pool_need([p for p in checked if p is not None], setup.stage,
-                                 setup.procs, need,
+        need = harness.pool_need(placements, setup.stage, setup.procs, need,
                                  work / UPPER / "placement.txt" if top else None)
-
-    @contextlib.contextmanager
-    def pools() -> Iterator[None]:
-        with harness.fast_tier_pool(setup.tiers[0], need, args.reserve_hugepages, who):
-            dead = harness.cannot_place([p for p in checked if p is not None], setup.procs)
-            if dead:
-                raise Refused(f"{dead}; nothing measured")
-            yield
-
+    pools = functools.partial(harness.pools, setup, placements, need,
+                              args.reserve_hugepages, who)
     try:
         out = measure.measure(variants, plan, setup.app, work, setup.fom_re, who, done, top,
                               pools)

@@ -14,12 +14,11 @@ interval against the fraction of the footprint in the fast tier, with the maximu
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
+import functools
 import io
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 from hmtune.core.errors import Failure
@@ -218,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
     rest = len(groups) > args.top
     k = min(args.top, len(groups))
     if args.strategy is None:
-        from hmtune.advisor.cli import default_strategy
+        from hmtune.advisor.advise import default_strategy
 
         args.strategy = default_strategy((setup.stage / "allocs.csv").is_file())
     setup.config.update({"top": args.top, "strategy": args.strategy})
@@ -251,8 +250,7 @@ def run(args: argparse.Namespace) -> int:
     upper = names[-1]                       # every group in the fast tier
     variants = [Variant(n, work / n / "placement.txt") for n in names]
     advisor_as: str | None = None
-    why = harness.advise(setup.stage, work / "advisor", setup.machine, setup.mem,
-                         args.strategy)
+    why = harness.advise(setup.stage, work / "advisor", setup.spec, setup.mem, args.strategy)
     if why:
         print(f"{who}: the advisor ({args.strategy}) gave no placement: {why}",
               file=sys.stderr)
@@ -274,15 +272,7 @@ def run(args: argparse.Namespace) -> int:
     need = whole * setup.procs
     if args.reserve_hugepages:
         need = harness.pool_need(checked, setup.stage, setup.procs, need)
-
-    @contextlib.contextmanager
-    def pools() -> Iterator[None]:
-        with harness.fast_tier_pool(first, need, args.reserve_hugepages, who):
-            dead = harness.cannot_place(checked, setup.procs)
-            if dead:
-                raise harness.Refused(f"{dead}; nothing measured")
-            yield
-
+    pools = functools.partial(harness.pools, setup, checked, need, args.reserve_hugepages, who)
     try:
         out = measure.measure(variants, plan, setup.app, work, setup.fom_re, who, done,
                               upper, pools)

@@ -1,21 +1,23 @@
 """The run harness of `hmtune compare` and `hmtune explore`: their shared options,
 the checked stage directory and fast-tier size (Setup), the resumable runs file, the
 machine they run on (this host's fast tier unless --machine), the hugepage pool held
-for the length of the runs, the advisor's placements (hmtune advise, in this process)
-and the all-fast upper bound. The rounds themselves are hmtune/workflows/measure.py's;
-the commands on top are compare.py and explore.py."""
+for the length of the runs (pools), the advisor's placements (advise(), in this
+process, for the machine loaded once) and the all-fast upper bound. The rounds
+themselves are hmtune/workflows/measure.py's; the commands on top are compare.py and
+explore.py."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import hashlib
-import io
 import json
 import os
 import re
 import sys
+import time
 import traceback
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +32,8 @@ from hmtune.core.units import fraction, human, parse_capacity
 from hmtune.workflows import hugepages, launch, measure, sitegroups
 
 if TYPE_CHECKING:
-    from hmtune.machine.tiers import Tier
+    from hmtune.advisor.advise import Said
+    from hmtune.machine.tiers import Machine, Tier
 
 STRATEGIES = ("ilp", "ilp-lifetime", "misses", "density")
 REFERENCE = "all-slow"
@@ -88,7 +91,7 @@ class Setup:
     work: Path                      # stage/compare or stage/explore
     fom_re: list[re.Pattern]          # empty: the run's wall-clock seconds
     machine: Path
-    tiers: list[Tier]               # the machine file's, loaded once
+    spec: Machine                   # the machine file, loaded once (its source: machine)
     mems: list[int]                 # fast-tier bytes per process, whole 2 MiB pages:
                                     # compare's capacities, ascending (one for explore)
     config: dict[str, object]
@@ -99,6 +102,11 @@ class Setup:
     def mem(self) -> int:
         """The largest capacity (explore's only one)."""
         return self.mems[-1]
+
+    @property
+    def tiers(self) -> list[Tier]:
+        """The machine file's tiers, fastest first."""
+        return self.spec.tiers
 
 
 def prepare(args: argparse.Namespace, what: str) -> Setup:
@@ -142,12 +150,16 @@ def prepare(args: argparse.Namespace, what: str) -> Setup:
     source = machine if args.machine else host_machine(work, args.reserve_hugepages, who)
     if not source.is_file():
         raise Failure(f"--machine {machine}: no such file", 2)
-    from hmtune.machine.machinefile import load_machine
+    from hmtune.machine.machinefile import check_tiers, load_machine
 
     try:
-        tiers = load_machine(source).tiers
+        spec = load_machine(source)
+        if source != machine:   # this host's, read before open_runs names it machine.toml
+            spec = Machine(spec.name, spec.tiers, str(machine),
+                           check_tiers(spec.tiers, str(machine)))
     except ValueError as e:
         raise Failure(f"--machine: {e}", 2) from None
+    tiers = spec.tiers
     mems = capacities(args, sites)
     if len(mems) > 1 and what != "compare":
         raise Failure(f"--mem: {who} measures one capacity: give one size", 2)
@@ -165,7 +177,7 @@ def prepare(args: argparse.Namespace, what: str) -> Setup:
         "sites_sha256": hashlib.sha256(sites.read_bytes()).hexdigest(),
         "runs_format": measure.RUNS_FORMAT, "mpirun": plan.launcher,
         "pin": sorted(plan.pin) if plan.pin else None}
-    return Setup(app, stage, work, fom_re, machine, tiers, mems, config, plan, procs)
+    return Setup(app, stage, work, fom_re, machine, spec, mems, config, plan, procs)
 
 
 def fractions(text: str) -> tuple[float, ...]:
@@ -353,6 +365,19 @@ def all_margin(pages: int, procs: int) -> int:
 
 
 @contextlib.contextmanager
+def pools(setup: Setup, placements: list[Path], nbytes: int, reserve: bool,
+          who: str) -> Iterator[None]:
+    """What compare and explore hold while their runs go (measure's before_runs): the fast
+    tier's hugepage pool (fast_tier_pool) and the check that every tier with sites in
+    these placements can place something here (Refused, saying which cannot)."""
+    with fast_tier_pool(setup.tiers[0], nbytes, reserve, who):
+        dead = cannot_place(placements, setup.procs)
+        if dead:
+            raise Refused(f"{dead}; nothing measured")
+        yield
+
+
+@contextlib.contextmanager
 def fast_tier_pool(fast: Tier, nbytes: int, reserve: bool, who: str) -> Iterator[None]:
     """With reserve and a hugetlb fast tier: nbytes of hugepages free while the block
     runs (hugepages.reserved); a one-line note when they cannot be had."""
@@ -387,34 +412,40 @@ def known_strategy(name: str) -> bool:
     return name.removesuffix(WHOLE) in STRATEGIES
 
 
-def advise(stage: Path, out: Path, machine: Path, mem: int, strategy: str) -> str | None:
-    """placement.txt for one strategy (NAME-whole: with --whole-objects) in out/, by
-    hmtune advise run in this process with its output in out/advise.log; None when
-    written, else the reason (one line)."""
-    from hmtune.advisor import cli as advisor_cli
+def advise(stage: Path, out: Path, machine: Machine, mem: int, strategy: str) -> str | None:
+    """placement.txt for one strategy (NAME-whole: objects whole) in out/, by the advisor
+    (hmtune/advisor/advise.py) in this process for `machine` (Setup.spec) with its fast
+    tier of `mem` bytes, what it says (as hmtune advise prints it) in out/advise.log; None
+    when written, else the reason (one line)."""
+    from hmtune.advisor.advise import advise as advise_stage
+    from hmtune.advisor.advise import done, write
 
     out.mkdir(parents=True, exist_ok=True)
-    whole = strategy.endswith(WHOLE)
-    parser = argparse.ArgumentParser(prog="hmtune")
-    advisor_cli.add_parser(parser.add_subparsers())
-    args = parser.parse_args(
-        ["advise", str(stage), "--machine", str(machine), "--mem", str(mem),
-         "--strategy", strategy.removesuffix(WHOLE), "-o", str(out / "placement.txt"),
-         *(["--whole-objects"] if whole else [])])
-    log = io.StringIO()
+    log: list[str] = []
+
+    def say(line: Said) -> None:
+        log.append(line.text + "\n")
+
+    started = time.monotonic()
     why: str | None = None
     try:
-        with contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-            rc = args.func(args)
-        if rc != 0:
-            why = f"hmtune advise exited with status {rc}"
+        with warnings.catch_warnings(record=True) as caught:     # in the log too
+            try:
+                advice = advise_stage(stage, machine, mem, strategy=strategy.removesuffix(WHOLE),
+                                      whole_objects=strategy.endswith(WHOLE),
+                                      output=out / "placement.txt", say=say)
+                for line in [*write(advice), done(started)]:
+                    say(line)
+            finally:
+                log += [warnings.formatwarning(w.message, w.category, w.filename, w.lineno,
+                                               w.line) for w in caught]
     except Failure as e:
         why = str(e)
-        log.write(f"hmtune advise: {e}\n")
+        log.append(f"hmtune advise: {e}\n")
     except Exception as e:  # noqa: BLE001 - one strategy failing must not end the runs
         why = f"hmtune advise failed: {type(e).__name__}: {e}"
-        log.write(traceback.format_exc())
-    (out / "advise.log").write_text(log.getvalue())
+        log.append(traceback.format_exc())
+    (out / "advise.log").write_text("".join(log))
     return why
 
 

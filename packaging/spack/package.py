@@ -103,7 +103,7 @@ class Hmtune(MakefilePackage):
                                f"{self.spec.version}")
         if self.spec.satisfies("+highs"):
             python = Executable(self.spec["python"].command.path)
-            why = python("-P", "-c", "from hmtune.advisor import mip; "
+            why = python("-P", "-c", "from hmtune.advisor.solve import mip; "
                          "print(mip.unusable('highs') or '')", output=str,
                          env=dict(clean, PYTHONPATH=join_path(self.prefix.lib, "hmtune",
                                                                "python"))).strip()

@@ -5,8 +5,8 @@ import itertools
 import numpy as np
 import pytest
 
-from hmtune.advisor import knapsack
-from hmtune.advisor.assign import TierProblem, _fixing, dual_bound, prices, solve_assign
+from hmtune.advisor.solve import knapsack
+from hmtune.advisor.solve.assign import TierProblem, _fixing, dual_bound, prices, solve_assign
 
 
 def brute_knapsack(p: np.ndarray, w: np.ndarray, cap: int) -> float:

@@ -16,10 +16,10 @@ from advisorcases import (
     tiers_for,
 )
 
-import hmtune.advisor.mip
+import hmtune.advisor.solve.mip
 from hmtune.advisor.model import Problem
+from hmtune.advisor.solve.timeline import Timeline
 from hmtune.advisor.strategies import solve
-from hmtune.advisor.timeline import Timeline
 from hmtune.core.units import KIB
 
 PAGE = 4 * KIB
@@ -123,7 +123,7 @@ def test_lifetime_fallback_without_solver(monkeypatch):
     problem.tiers[0] = replace(problem.tiers[0], capacity=int(problem.sizes.sum()) // 20)
     problem.allocs = random_lifetimes(problem, 3)
     assert "lazy-rows" in solve(problem, "ilp-lifetime", gap_target=0.0).solver   # MIP needed
-    monkeypatch.setattr(hmtune.advisor.mip, "available_solvers", lambda: [])
+    monkeypatch.setattr(hmtune.advisor.solve.mip, "available_solvers", lambda: [])
     p = solve(problem, "ilp-lifetime", gap_target=0.0)
     assert p.solver == "density-fallback"
     assert any("fell back" in n for n in p.notes)

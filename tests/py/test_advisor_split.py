@@ -199,7 +199,7 @@ def _many_allocs_case(cap: int) -> tuple[Problem, Sites, pd.DataFrame]:
 
 
 def _best(problem: Problem, cap_bytes: int) -> float:
-    from hmtune.advisor import knapsack
+    from hmtune.advisor.solve import knapsack
     v = problem.values()[:, 0] - problem.values()[:, -1]
     page = problem.unit(problem.tiers[0])
     return knapsack.solve_knapsack(v, problem.units(0), cap_bytes // page, gap=1e-9).value

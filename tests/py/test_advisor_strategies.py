@@ -12,7 +12,7 @@ from advisorcases import (
     tiers_for,
 )
 
-import hmtune.advisor.mip
+import hmtune.advisor.solve.mip
 from hmtune.advisor.model import Problem
 from hmtune.advisor.strategies import STRATEGIES, capacity_curve, capacity_for_share, solve
 from hmtune.core.units import KIB
@@ -151,7 +151,7 @@ def needs_mip(problem: Problem) -> None:
 def test_missing_solver_falls_back_to_density(monkeypatch):
     problem = random_problem(7, 60, 3)
     needs_mip(problem)
-    monkeypatch.setattr(hmtune.advisor.mip, "available_solvers", lambda: [])
+    monkeypatch.setattr(hmtune.advisor.solve.mip, "available_solvers", lambda: [])
     p = solve(problem, "ilp", gap_target=0.0)
     dens = solve(problem, "density")
     assert p.solver == "density-fallback"

@@ -506,14 +506,15 @@ def test_host_machine_by_default(stage: Path, tmp_path: Path) -> None:
 def test_a_failing_strategy_is_left_out_with_its_reason(tmp_path: Path) -> None:
     """The harness runs hmtune advise in this process: a strategy that fails gives its
     one-line reason and its log, and no placement."""
+    from hmtune.machine.machinefile import load_machine
     from hmtune.workflows import harness
 
     d = tmp_path / "s"
     write_sites(d / "sites.csv", STANDARD, 1500.0)          # no allocs.csv
-    why = harness.advise(d, d / "x", THP, 64 << 20, "ilp-lifetime")
+    why = harness.advise(d, d / "x", load_machine(THP), 64 << 20, "ilp-lifetime")
     assert why and "allocs.csv" in why
     assert not (d / "x" / "placement.txt").exists() and (d / "x" / "advise.log").is_file()
-    assert harness.advise(d, d / "y", THP, 64 << 20, "density") is None
+    assert harness.advise(d, d / "y", load_machine(THP), 64 << 20, "density") is None
     assert (d / "y" / "placement.txt").is_file()
 
 

@@ -263,6 +263,28 @@ def test_the_checker_sees_the_floor(tmp_path: Path) -> None:
     assert len(bad) == 2, bad
 
 
+def test_a_sub_package_is_in_its_package_layer(tmp_path: Path) -> None:
+    """hmtune/advisor/solve/ is in the advisor's layer: it may import core, machine,
+    analyze and advisor, not workflows, and advisor imports it as its own."""
+    assert layer("hmtune.advisor.solve.mip") == ("advisor", LAYERS["advisor"])
+    assert "hmtune.advisor.solve.mip" in modules(ROOT)
+    pkg = tmp_path / PACKAGE
+    for stage in LAYERS:
+        (pkg / stage).mkdir(parents=True)
+        (pkg / stage / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "core" / "units.py").write_text("")
+    (pkg / "workflows" / "w.py").write_text("")
+    (pkg / "advisor" / "solve").mkdir()
+    (pkg / "advisor" / "solve" / "__init__.py").write_text("")
+    (pkg / "advisor" / "solve" / "s.py").write_text(
+        "from hmtune.core import units\nfrom hmtune.advisor import m\n"
+        "def f():\n    from hmtune.workflows import w\n")
+    (pkg / "advisor" / "m.py").write_text("def g():\n    from hmtune.advisor.solve import s\n")
+    assert problems(tmp_path) == ["imports a higher layer: hmtune.advisor.solve.s -> "
+                                  "hmtune.workflows.w (line 4, deferred)"]
+
+
 if __name__ == "__main__":
     where = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT
     found = problems(where)

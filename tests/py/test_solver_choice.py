@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from advisefix import advise, standard_dir
 
-from hmtune.advisor import mip
-from hmtune.advisor.cli import _solver_said, _solver_warnings
+from hmtune.advisor.advise import solver_said, solver_warnings
 from hmtune.advisor.model import Placement
+from hmtune.advisor.solve import mip
 
 
 def fake_pulp(version: str, highs: bool, cbc: bool = True) -> SimpleNamespace:
@@ -46,16 +46,16 @@ def test_old_pulp_has_no_highs(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_warning_when_highs_is_asked_for_and_unusable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(mip, "pulp", fake_pulp("2.6.0", highs=False))
     monkeypatch.setenv(mip.SOLVER_ENV, "highs")
-    warnings = _solver_warnings("ilp-lifetime")
+    warnings = solver_warnings("ilp-lifetime")
     assert len(warnings) == 1
     assert warnings[0].startswith("HiGHS was asked for (HMTUNE_SOLVER=highs) but cannot be "
                                   "used: PuLP 2.6.0 has no HiGHS interface")
     assert warnings[0].endswith("CBC is used instead")
     mip.ask("highs")                                 # --solver names itself
-    assert "(--solver=highs)" in _solver_warnings("ilp")[0]
-    assert _solver_warnings("density") == []         # no MIP: nothing to say
+    assert "(--solver=highs)" in solver_warnings("ilp")[0]
+    assert solver_warnings("density") == []         # no MIP: nothing to say
     mip.ask("cbc")
-    assert _solver_warnings("ilp") == []
+    assert solver_warnings("ilp") == []
 
 
 def test_what_advise_says_it_used(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -63,16 +63,16 @@ def test_what_advise_says_it_used(monkeypatch: pytest.MonkeyPatch) -> None:
     def placed(strategy: str, solver: str) -> Placement:
         return Placement(np.zeros(0, np.int64), strategy, 0.0, 0.0, solver)
 
-    assert _solver_said(placed("ilp-lifetime", "lazy-rows+cbc")) == \
+    assert solver_said(placed("ilp-lifetime", "lazy-rows+cbc")) == \
         "hmtune advise: MIP solver: CBC (PuLP 2.6.0)"
-    assert _solver_said(placed("ilp", "knapsack-exact")) == \
+    assert solver_said(placed("ilp", "knapsack-exact")) == \
         "hmtune advise: MIP solver: none needed (knapsack-exact)"
-    said = _solver_said(placed("ilp", "density-fallback"))
+    said = solver_said(placed("ilp", "density-fallback"))
     assert said is not None and said.startswith("hmtune advise: MIP solver: none could run "
                                                 "(CBC: PuLP's bundled CBC binary")
-    assert _solver_said(placed("misses", "greedy")) is None
+    assert solver_said(placed("misses", "greedy")) is None
     mip.ask("highs")
-    assert _solver_warnings("ilp")[0].endswith("no MIP solver can run: the density placement "
+    assert solver_warnings("ilp")[0].endswith("no MIP solver can run: the density placement "
                                                "is used instead")
 
 
@@ -82,7 +82,7 @@ def test_asked_solver_comes_first_when_usable(monkeypatch: pytest.MonkeyPatch) -
     assert mip.available_solvers() == ["cbc", "highs"]
     monkeypatch.setenv(mip.SOLVER_ENV, "HiGHS")
     assert mip.available_solvers() == ["highs", "cbc"]
-    assert _solver_warnings("ilp") == []
+    assert solver_warnings("ilp") == []
     monkeypatch.setenv(mip.SOLVER_ENV, "glpk")
     with pytest.raises(ValueError, match="HMTUNE_SOLVER=glpk: use one of auto, cbc, highs"):
         mip.asked()

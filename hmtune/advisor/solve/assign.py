@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hmtune.advisor import knapsack
-from hmtune.advisor.mip import solve_mip
+from hmtune.advisor.solve import knapsack
+from hmtune.advisor.solve.mip import solve_mip
 
 MAX_SWEEPS = 60        # coordinate-descent sweeps over the tiers' prices
 MAX_ROUNDS = 8         # block-coordinate ascent rounds over the tiers

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from hmtune.advisor.assign import TierProblem, dual_bound, prices
 from hmtune.advisor.model import Problem
+from hmtune.advisor.solve.assign import TierProblem, dual_bound, prices
 
 
 class Limited:

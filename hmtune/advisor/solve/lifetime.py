@@ -27,11 +27,11 @@ import time
 
 import numpy as np
 
-from hmtune.advisor.greedy import density_key
-from hmtune.advisor.limited import Limited
-from hmtune.advisor.mip import solve_lp, solve_mip
 from hmtune.advisor.model import Placement, Problem
-from hmtune.advisor.timeline import Timeline
+from hmtune.advisor.solve.greedy import density_key
+from hmtune.advisor.solve.limited import Limited
+from hmtune.advisor.solve.mip import solve_lp, solve_mip
+from hmtune.advisor.solve.timeline import Timeline
 
 ROWS_START = 24       # peaks per tier in the first MIP
 ROWS_PER_ROUND = 24   # violated peaks per tier added each round

@@ -3,14 +3,16 @@
 First fit: a site goes to the fastest tier that is worth something to it
 (value(i, t) > 0) and still has room for its size rounded up to that tier's pages;
 failing all, to the fallback. Unlimited tiers always have room. Sites worth nothing
-in every tier stay in the fallback.
+in every tier stay in the fallback. `placement` gives the Placement of either, with
+the Lagrangian bound of the limited tiers (limited.py), so a heuristic carries a gap.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from hmtune.advisor.model import Problem
+from hmtune.advisor.model import Placement, Problem
+from hmtune.advisor.solve.limited import Limited
 
 
 def weight_denominator(problem: Problem) -> float:
@@ -63,3 +65,14 @@ def first_fit(problem: Problem, order: np.ndarray) -> np.ndarray:
                 tier_of[i] = t
                 break
     return tier_of
+
+
+def placement(problem: Problem, strategy: str, threshold_pct: float, red: Limited) -> Placement:
+    """The misses (threshold_pct: the least share of the weight) or density placement."""
+    if strategy == "misses":
+        order = misses_order(problem, threshold_pct)
+    else:
+        order = density_order(problem)
+    tier_of = first_fit(problem, order)
+    value = red.value(tier_of)
+    return Placement(tier_of, strategy, value, max(value, red.bound()), "greedy")
