@@ -76,7 +76,7 @@ def check_residency(s: dict, d: Path, capacity: int) -> None:
     """The hot site was placed (whole, or by the ranges of its placement line: what the
     tier holds of it), and its pages are on the fast tier's node."""
     chain = chase_chain(d)
-    (line,) = [x for x in read_placement(d / "placement.txt").sites if x.chain == chain]
+    (line,) = (x for x in read_placement(d / "placement.txt").sites if x.chain == chain)
     held = sum(min(b, CHASE) - a for a, b in line.ranges) if line.ranges else CHASE
     site = [x for x in s["sites"] if x["chain"] == chain]
     assert site and (site[0]["placed"], site[0]["placed_bytes"]) == (1, held)
