@@ -445,9 +445,9 @@ def advise(sites_csv: str | Path, machine: Machine | str | Path | None, mem: int
         except ValueError as e:
             raise Failure(f"{sites_path}: {e}", 1) from None
         from hmtune.advisor import window
-        from hmtune.advisor.split import complete
+        from hmtune.advisor.split import complete, flat_first
 
-        placement = complete(problem, table, placement)
+        placement = complete(problem, table, flat_first(problem, table, placement))
         placement, dropped = window.trim(problem, table, placement, allocs)
         if dropped:
             notes.append(dropped)

@@ -1,6 +1,6 @@
 """`placement.txt` v1 and v2 (advisor → interposer, DESIGN.md §6): writer and checking
-reader. One file of over 500 lines on purpose, as hmi_placement.c is: the reader mirrors
-the C reader rule for rule (tests/py/test_placement_grammar.py reads both side by side),
+reader. One file of over 500 lines on purpose: the reader mirrors the C reader
+(interpose/hmi_placement.c, hmi_placement_lines.c) rule for rule (tests/py/test_placement_grammar.py reads both side by side),
 and the writer checks what it writes by the reader's own rules.
 
     # hmtune placement v1
@@ -74,7 +74,7 @@ VERSION_SPLIT = 2              # split lines need it (HMI_VERSION_MAX)
 HEADER = f"# hmtune placement v{VERSION}"
 HEADER_SPLIT = f"# hmtune placement v{VERSION_SPLIT}"
 
-# The C reader's limits (interpose/hmi_placement.h; tests/py/test_placement_grammar.py
+# The C reader's limits (interpose/hmi_placement_data.h; tests/py/test_placement_grammar.py
 # checks that the two files agree).
 LINE_MAX = 65536               # HMI_LINE_MAX: bytes in a line, without its line break
 MAX_TIERS = 16                 # HMI_MAX_TIER_LINES: tier lines

@@ -64,6 +64,7 @@ UNIT = 2 * MIB              # the smallest range a split places
 MAX_RANGES = 64             # ranges per site (placement.txt's limit per split line)
 MAP_COST_NS = 10_000        # one more mmap + munmap per placed range and object
 PIECE_COLUMNS = ("parent_id", "range_start", "range_end")
+FLAT_CUT = "flat_cut"       # a piece of a site cut evenly (no hot range in its samples)
 
 
 @dataclass
@@ -164,8 +165,8 @@ def _flat_pieces(nb: int, size: int, unit: int,
     sampled ranges would differ only by noise, and scattered ranges cost more mappings
     for nothing. Earlier pieces weigh a millionth more, so a strategy that can take only
     part of the object takes it from the start, as one range."""
-    k = min(max_ranges, nb)
-    edges = np.unique(np.round(np.linspace(0, nb, k + 1)).astype(np.int64))
+    per = -(-nb // min(max_ranges, nb))        # equal pieces but the last: interchangeable
+    edges = np.append(np.arange(0, nb, per, dtype=np.int64), nb)
     u, v = edges[:-1], edges[1:]
     nbytes = (np.minimum(v * unit, size) - u * unit).astype(np.float64)
     fw = nbytes * (1.0 + 1e-6 * (u.size - np.arange(u.size)) / u.size)
@@ -328,7 +329,9 @@ def expand(problem: Problem, sites: Sites, profile: pd.DataFrame, gran: int,
                                              mx.tolist(), strict=True)]
     if "peak_live_bytes" in rows.columns:
         rows["peak_live_bytes"] = size
-    out_table = pd.concat([base.iloc[keep], rows], ignore_index=True)
+    rows[FLAT_CUT] = np.isin(src, list(flat_why))
+    out_table = pd.concat([base.iloc[keep].assign(**{FLAT_CUT: False}), rows],
+                          ignore_index=True)
     fb = problem.tiers[-1]
     notes = [] if fb.backend == "default" else [
         f"split objects keep their unplaced ranges in ordinary memory, not in the "
@@ -431,6 +434,41 @@ def placed_sites(table: pd.DataFrame, tier_of: np.ndarray, last: int,
         out.append(SplitSite(rows[0], p, t, rs, placed, obj, True))
     return sorted(out, key=lambda s: s.row)
 
+
+
+def flat_first(problem: Problem, table: pd.DataFrame, placement: Placement) -> Placement:
+    """A site cut evenly (FLAT_CUT: no hot range in its samples) has interchangeable
+    pieces: the same size, lifetime and weight per byte. Whatever pieces the solver took
+    (its gap hides the millionth that earlier ones weigh more), the same number of
+    pieces of each size go to each tier from the object's start, the fastest tier first,
+    so that each tier holds one range of it. Only equal pieces of one object trade
+    places; where the objects of a site differ in size (later pieces in fewer of them)
+    a tier's footprint could change, so the placement stays as solved unless every
+    tier's footprint (arena_fit.footprint) is still within its capacity."""
+    from hmtune.advisor.arena_fit import footprint
+
+    if FLAT_CUT not in table.columns:
+        return placement
+    flat = table[FLAT_CUT].to_numpy(bool)
+    start = table["range_start"].to_numpy(np.int64)
+    parent = table["parent_id"].to_numpy(np.int64)
+    tier_of = placement.tier_of.copy()
+    for p in np.unique(parent[flat]).tolist():
+        rows = np.flatnonzero(flat & (parent == p))
+        for size in np.unique(problem.sizes[rows]).tolist():
+            same = rows[problem.sizes[rows] == size]
+            same = same[np.argsort(start[same], kind="stable")]
+            tier_of[same] = np.sort(tier_of[same])
+    if np.array_equal(tier_of, placement.tier_of):
+        return placement
+    for t, tier in enumerate(problem.tiers[:-1]):
+        if tier.capacity is not None and footprint(problem, t, tier_of == t) > tier.capacity:
+            return placement
+    v = problem.values()
+    rows = np.arange(problem.n)
+    gained = float((v[rows, tier_of] - v[rows, placement.tier_of]).sum())
+    return replace(placement, tier_of=tier_of, value=placement.value + gained,
+                   bound=max(placement.bound, placement.value + gained))
 
 
 def complete(problem: Problem, table: pd.DataFrame, placement: Placement) -> Placement:

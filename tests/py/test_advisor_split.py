@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -169,6 +170,32 @@ def test_a_flat_object_is_placed_from_its_start_in_one_range() -> None:
     got = strategies.solve(ex.problem, "ilp")
     big = [s for s in split.placed_sites(ex.sites.table, got.tier_of, 1) if s.parent_id == 3]
     assert big and big[0].ranges == ((0, 8 * MIB),)
+    # whatever pieces a solver takes (its gap hides the tie-break), flat_first moves them
+    # to the object's start: the last four pieces become the first four
+    rows = np.flatnonzero(ex.sites.table["parent_id"].to_numpy() == 3)
+    tail = got.tier_of.copy()
+    tail[rows] = 1
+    tail[rows[np.argsort(ex.sites.table["range_start"].to_numpy()[rows])][-4:]] = 0
+    moved = split.flat_first(ex.problem, ex.sites.table, replace(got, tier_of=tail))
+    big = [s for s in split.placed_sites(ex.sites.table, moved.tier_of, 1) if s.parent_id == 3]
+    assert big and big[0].ranges == ((0, 8 * MIB),)
+    assert (np.bincount(moved.tier_of[rows]) == np.bincount(tail[rows])).all()
+    # equal pieces: the same value but for the tie-break's millionths, towards the start
+    v = ex.problem.values()
+    n = np.arange(ex.problem.n)
+    before, after = float(v[n, tail].sum()), float(v[n, moved.tier_of].sum())
+    assert before < after < before * (1 + 1e-4)
+
+
+def test_a_flat_object_is_cut_in_equal_pieces() -> None:
+    """88 buckets in at most 64 pieces: 2 buckets each, none of 1 between them (pieces of
+    two sizes interleaved are not interchangeable, and the solver picked the larger
+    ones, leaving gaps)."""
+    u, v, fw = split._flat_pieces(88, 176 * MIB, 2 * MIB, 64)
+    assert (v - u).tolist() == [2] * 44 and u[0] == 0 and v[-1] == 88
+    u, v, _ = split._flat_pieces(89, 177 * MIB, 2 * MIB, 64)
+    assert (v - u)[:-1].tolist() == [2] * 44 and (v - u)[-1] == 1
+    assert (np.diff(fw[:44]) < 0).all()               # earlier pieces weigh a little more
 
 
 def test_compare_predicts_a_split_site_by_the_weight_in_its_ranges() -> None:
