@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="0b31277c4da00bc892586fae7b91f5d31315fa57da0c56318bb4d14694c8e1ab")
+    version("0.1.0", sha256="db27ff0c66fa3b857ff98b9f0f354fe343f1f3a7f990f663d4678128bab47272")
 
     variant(
         "memkind",
