@@ -141,7 +141,7 @@ def _node_processes(sites_path: Path, meta: dict[str, str]) -> tuple[int | None,
     not by every rank of a job on several nodes); (None, 1) without a readable trace."""
     from collections import Counter
 
-    from hmtune.analyze.prv_tables import task_nodes
+    from hmtune.analyze.prv import task_nodes
     from hmtune.analyze.traceid import trace_next_to
 
     trace = trace_next_to(sites_path.parent, meta.get("trace"))

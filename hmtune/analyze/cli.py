@@ -132,7 +132,7 @@ def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> in
                       f"numbered sites); nothing written", 1)
     for warning in labels.warnings:
         _say(f"warning: {warning}")
-    from hmtune.analyze.prv_tables import task_nodes
+    from hmtune.analyze.prv import task_nodes
 
     sites = site_table(scan, labels, per_rank=args.per_rank,
                        nodes=task_nodes(trace) if args.per_rank else None)

@@ -14,6 +14,7 @@ the header when it declares communicators) are skipped.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -24,7 +25,7 @@ from hmtune.analyze.prv_tables import EventType, Pcf, Row, RowLevel, parse_pcf, 
 __all__ = [
     "Comm", "Event", "EventType", "Pcf", "PrvHeader", "Record", "Row", "RowLevel", "State",
     "TraceFormatError", "fuse_events", "iter_records", "open_text", "parse_header",
-    "parse_pcf", "parse_record", "parse_row", "read_header",
+    "parse_pcf", "parse_record", "parse_row", "read_header", "task_nodes",
 ]
 
 
@@ -337,3 +338,25 @@ def fuse_events(records: Iterable[Record]) -> Iterator[Record]:
         else:
             yield record
     yield from pending.values()
+
+
+def task_nodes(trace: PathLike) -> dict[int, str]:
+    """Each task's node (1-based task of the first application -> the node's name in
+    the .row next to the trace, `node N` where the .row does not name it): where each
+    MPI rank ran. {} when the header or the .row cannot be read (older or foreign
+    traces: the node is then unknown, not an error)."""
+    try:
+        header = read_header(trace)
+    except (OSError, EOFError, TraceFormatError):
+        return {}
+    if not header.apps:
+        return {}
+    text = os.fspath(trace)
+    stem = text[:-len(".prv.gz")] if text.endswith(".prv.gz") else \
+        text[:-len(".prv")] if text.endswith(".prv") else text
+    try:
+        names = parse_row(stem + ".row").names("NODE")
+    except (OSError, EOFError, TraceFormatError):
+        names = []
+    return {task: names[node - 1] if 0 < node <= len(names) else f"node {node}"
+            for task, (_threads, node) in enumerate(header.apps[0], 1)}

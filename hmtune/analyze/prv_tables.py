@@ -142,27 +142,3 @@ def parse_row(path: PathLike) -> Row:
             else:
                 current.names.append(line)
     return row
-
-
-def task_nodes(trace: PathLike) -> dict[int, str]:
-    """Each task's node (1-based task of the first application -> the node's name in
-    the .row next to the trace, `node N` where the .row does not name it): where each
-    MPI rank ran. {} when the header or the .row cannot be read (older or foreign
-    traces: the node is then unknown, not an error)."""
-    from hmtune.analyze.prv import read_header
-
-    try:
-        header = read_header(trace)
-    except (OSError, EOFError, TraceFormatError):
-        return {}
-    if not header.apps:
-        return {}
-    text = os.fspath(trace)
-    stem = text[:-len(".prv.gz")] if text.endswith(".prv.gz") else \
-        text[:-len(".prv")] if text.endswith(".prv") else text
-    try:
-        names = parse_row(stem + ".row").names("NODE")
-    except (OSError, EOFError, TraceFormatError):
-        names = []
-    return {task: names[node - 1] if 0 < node <= len(names) else f"node {node}"
-            for task, (_threads, node) in enumerate(header.apps[0], 1)}

@@ -55,7 +55,7 @@ from hmtune.core.units import GIB, KIB, MIB, human, parse_size
 from hmtune.machine.tiers import KINDS, SPEEDS_UP, Machine, Tier
 
 if TYPE_CHECKING:
-    from hmtune.machine.choice import Choice
+    from hmtune.machine.host import Host
 
 _KEYS = {"name", "capacity", "backend", "load_cost", "store_cost", "per", "page",
          "speeds_up", "fault_cost_ns", "faults_kept", "alloc_cost_ns", "access_min_span",
@@ -302,18 +302,17 @@ def _capacity(nbytes: int) -> str:
     return f"{max(nbytes // MIB, 1)}M"
 
 
-def machine_toml(choice: Choice) -> str:
-    """A machine file (docs/formats.md §5) for the host of a choice (hmtune/machine/choice.py),
-    with where each value came from."""
+def machine_toml(host: Host, why: str, machine: Machine) -> str:
+    """A machine file (docs/formats.md §5) for a host and the tiers chosen for it (why:
+    the choice's reason, hmtune/machine/choice.py), with where each value came from."""
     def comment(text: str) -> str:
         return "# " + " ".join(text.split())          # one line whatever the text holds
 
-    host = choice.host
     lines = [comment(f"{host.name}: written by hmtune machine --toml from {host.source}"),
-             comment(f"({host.hwloc or 'no hwloc'}; {choice.why})."),
-             comment(f"{choice.machine.notes[0]}.") if choice.machine.notes else "#",
+             comment(f"({host.hwloc or 'no hwloc'}; {why})."),
+             comment(f"{machine.notes[0]}.") if machine.notes else "#",
              f'name = "{host.name}"', ""]
-    for t in choice.machine.tiers:
+    for t in machine.tiers:
         lines += ["[[tier]]", f'name = "{t.name}"',
                   f'capacity = "{"unlimited" if t.capacity is None else _capacity(t.capacity)}"',
                   f'backend = "{t.backend}"', f"load_cost = {float(t.load_cost)!r}",

@@ -295,7 +295,7 @@ def host_machine(work: Path, reserve: bool, who: str) -> Path:
 
     try:
         choice = fast_tier()
-        text = machine_toml(choice)
+        text = machine_toml(choice.host, choice.why, choice.machine)
     except HostError as e:
         raise Failure(f"cannot choose a fast tier on this host: {e}", 2) from None
     if choice.machine.tiers[0].backend == "hugetlb" and not reserve and \

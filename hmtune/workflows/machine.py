@@ -49,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
         if not args.toml:
             sys.stdout.write(describe(detect(root, hwloc_xml)))
             return 0
-        text = machine_toml(fast_tier(root, hwloc_xml))
+        choice = fast_tier(root, hwloc_xml)
+        text = machine_toml(choice.host, choice.why, choice.machine)
     except HostError as e:
         raise Failure(str(e), 1) from None
     if not args.output:

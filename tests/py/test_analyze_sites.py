@@ -290,7 +290,7 @@ def test_site_table_of_rows() -> None:
 def test_task_nodes_from_the_header_and_the_row(tmp_path: Path) -> None:
     """Each task's node: the header's node index named by the .row's NODE level; a
     node the .row does not name is `node N`; an unreadable trace gives {}."""
-    from hmtune.analyze.prv_tables import task_nodes
+    from hmtune.analyze.prv import task_nodes
 
     prv = tmp_path / "t.prv"
     prv.write_text("#Paraver (01/01/2026 at 00:00):1000_ns:2(1,1):1:3(1:1,1:2,1:2)\n")
