@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="db27ff0c66fa3b857ff98b9f0f354fe343f1f3a7f990f663d4678128bab47272")
+    version("0.1.0", sha256="f858104cca808baed851786530ec9a579555b94fbad29290955e5306321bb374")
 
     variant(
         "memkind",
