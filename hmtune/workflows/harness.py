@@ -151,6 +151,7 @@ def prepare(args: argparse.Namespace, what: str) -> Setup:
     if not source.is_file():
         raise Failure(f"--machine {machine}: no such file", 2)
     from hmtune.machine.machinefile import check_tiers, load_machine
+    from hmtune.machine.tiers import Machine
 
     try:
         spec = load_machine(source)
