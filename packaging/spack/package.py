@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="f858104cca808baed851786530ec9a579555b94fbad29290955e5306321bb374")
+    version("0.1.0", sha256="7639a50d4861c9f67325ea51df268c785fa42af610ff78bde6391ac22222a30a")
 
     variant(
         "memkind",
