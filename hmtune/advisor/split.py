@@ -436,6 +436,16 @@ def placed_sites(table: pd.DataFrame, tier_of: np.ndarray, last: int,
 
 
 
+def _moved(problem: Problem, placement: Placement, tier_of: np.ndarray) -> Placement:
+    """placement with its sites in tier_of instead, its value (and bound) moved by
+    what that gains."""
+    v = problem.values()
+    rows = np.arange(problem.n)
+    gained = float((v[rows, tier_of] - v[rows, placement.tier_of]).sum())
+    return replace(placement, tier_of=tier_of, value=placement.value + gained,
+                   bound=max(placement.bound, placement.value + gained))
+
+
 def flat_first(problem: Problem, table: pd.DataFrame, placement: Placement) -> Placement:
     """A site cut evenly (FLAT_CUT: no hot range in its samples) has interchangeable
     pieces: the same size, lifetime and weight per byte. Whatever pieces the solver took
@@ -464,11 +474,7 @@ def flat_first(problem: Problem, table: pd.DataFrame, placement: Placement) -> P
     for t, tier in enumerate(problem.tiers[:-1]):
         if tier.capacity is not None and footprint(problem, t, tier_of == t) > tier.capacity:
             return placement
-    v = problem.values()
-    rows = np.arange(problem.n)
-    gained = float((v[rows, tier_of] - v[rows, placement.tier_of]).sum())
-    return replace(placement, tier_of=tier_of, value=placement.value + gained,
-                   bound=max(placement.bound, placement.value + gained))
+    return _moved(problem, placement, tier_of)
 
 
 def complete(problem: Problem, table: pd.DataFrame, placement: Placement) -> Placement:
@@ -503,8 +509,4 @@ def complete(problem: Problem, table: pd.DataFrame, placement: Placement) -> Pla
                 grew = True
     if not grew:
         return placement
-    v = problem.values()
-    rows = np.arange(problem.n)
-    gained = float((v[rows, tier_of] - v[rows, placement.tier_of]).sum())
-    return replace(placement, tier_of=tier_of, value=placement.value + gained,
-                   bound=max(placement.bound, placement.value + gained))
+    return _moved(problem, placement, tier_of)
