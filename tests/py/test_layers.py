@@ -227,12 +227,18 @@ def test_layers_and_cycles() -> None:
     assert not bad, "\n".join(bad)
 
 
-def test_the_checker_sees_an_upward_import_and_a_cycle(tmp_path: Path) -> None:
-    pkg = tmp_path / PACKAGE
+def fake_package(root: Path) -> Path:
+    """root/hmtune/ with an empty package per layer: what the checker tests fill in."""
+    pkg = root / PACKAGE
     for stage in LAYERS:
         (pkg / stage).mkdir(parents=True)
         (pkg / stage / "__init__.py").write_text("")
     (pkg / "__init__.py").write_text("")
+    return pkg
+
+
+def test_the_checker_sees_an_upward_import_and_a_cycle(tmp_path: Path) -> None:
+    pkg = fake_package(tmp_path)
     (pkg / "core" / "units.py").write_text("def f():\n    from hmtune.advisor import a\n")
     (pkg / "advisor" / "a.py").write_text("from . import b\n")
     (pkg / "advisor" / "b.py").write_text("from hmtune.advisor.a import x\n")
@@ -246,11 +252,7 @@ def test_the_checker_sees_an_upward_import_and_a_cycle(tmp_path: Path) -> None:
 
 
 def test_the_checker_sees_the_floor(tmp_path: Path) -> None:
-    pkg = tmp_path / PACKAGE
-    for stage in LAYERS:
-        (pkg / stage).mkdir(parents=True)
-        (pkg / stage / "__init__.py").write_text("")
-    (pkg / "__init__.py").write_text("")
+    pkg = fake_package(tmp_path)
     (pkg / "machine" / "host.py").write_text(
         "from typing import TYPE_CHECKING\nimport os\nfrom hmtune.core import units\n"
         "if TYPE_CHECKING:\n    import pandas\n"
@@ -268,11 +270,7 @@ def test_a_sub_package_is_in_its_package_layer(tmp_path: Path) -> None:
     analyze and advisor, not workflows, and advisor imports it as its own."""
     assert layer("hmtune.advisor.solve.mip") == ("advisor", LAYERS["advisor"])
     assert "hmtune.advisor.solve.mip" in modules(ROOT)
-    pkg = tmp_path / PACKAGE
-    for stage in LAYERS:
-        (pkg / stage).mkdir(parents=True)
-        (pkg / stage / "__init__.py").write_text("")
-    (pkg / "__init__.py").write_text("")
+    pkg = fake_package(tmp_path)
     (pkg / "core" / "units.py").write_text("")
     (pkg / "workflows" / "w.py").write_text("")
     (pkg / "advisor" / "solve").mkdir()
