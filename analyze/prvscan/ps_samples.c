@@ -122,25 +122,19 @@ static void fault_done(struct ps_model *m, struct thr *th, const struct ps_fault
     ps_fault_count(ps_site_at(m->sites, grp), m->st, f);
 }
 
-#define FAULT_ATTR(bit, fieldname)                  \
+/* One attribute of the record being gathered (the sample x or the fault fa): a second
+ * value of an attribute it already has starts the next record, the gathered one done. */
+#define ATTR(rec, done, bit, fieldname)             \
     do {                                            \
-        if (fa.seen & (bit)) {                      \
-            fault_done(m, th, &fa);                 \
-            memset(&fa, 0, sizeof(fa));             \
+        if ((rec).seen & (bit)) {                   \
+            done(m, th, &(rec));                    \
+            memset(&(rec), 0, sizeof(rec));         \
         }                                           \
-        fa.seen |= (bit);                           \
-        fa.fieldname = v;                           \
+        (rec).seen |= (bit);                        \
+        (rec).fieldname = v;                        \
     } while (0)
-
-#define SAMPLE_ATTR(bit, fieldname)                 \
-    do {                                            \
-        if (x.seen & (bit)) {                       \
-            sample_done(m, th, &x);                 \
-            memset(&x, 0, sizeof(x));               \
-        }                                           \
-        x.seen |= (bit);                            \
-        x.fieldname = v;                            \
-    } while (0)
+#define FAULT_ATTR(bit, fieldname) ATTR(fa, fault_done, bit, fieldname)
+#define SAMPLE_ATTR(bit, fieldname) ATTR(x, sample_done, bit, fieldname)
 
 void ps_group_samples(struct ps_model *m, struct thr *th)
 {
