@@ -22,6 +22,7 @@ from pathlib import Path
 from bench_apps import hpcc_input
 from benchlib import HMTUNE, LIB, require
 
+from hmtune.analyze.sites_io import memory_addressed, split_from_meta
 from hmtune.core.sitesfile import VERSIONS, parse_version_line
 
 NAME = "bench-kinds"
@@ -52,12 +53,14 @@ def first_line(sites_csv: Path) -> dict[str, str]:
 
 def addressed(meta: dict[str, str]) -> tuple[int, int, int]:
     """(samples that may wait on memory, those with an address from the split, those
-    with one from the look ahead) from sites.csv's first line."""
-    counts = {k.removeprefix("samples_"): int(v) for k, v in meta.items()
-              if k.startswith("samples_")}
-    compute, ahead = counts.pop("compute", 0), counts.pop("lookahead", 0)
-    total = sum(counts.values())
-    return total - compute, total - counts.get("no_address", 0), ahead
+    with one from the look ahead) from sites.csv's first line, as analyze counts them."""
+    split = split_from_meta(meta)
+    got = memory_addressed(split, int(meta["samples_compute"]),
+                           int(meta.get("samples_lookahead", 0))) \
+        if split is not None and "samples_compute" in meta else None
+    if got is None:
+        sys.exit(f"{NAME}: sites.csv's first line has no sample split or compute count")
+    return got
 
 
 def main() -> int:
@@ -101,7 +104,7 @@ def main() -> int:
         print(f"{name}s: {len(got)} site(s), {100 * share:.1f} % of their weight "
               f"{want.removeprefix('weight_')} (at least {100 * MOSTLY:.0f} % wanted): {verdict}")
     memory, direct, ahead = addressed(meta)
-    share = (direct + ahead) / memory if memory > 0 else 0.0
+    share = (direct + ahead) / memory
     verdict = "ok" if share >= ADDRESSED else "WRONG"
     ok &= verdict == "ok"
     print(f"samples that may wait on memory: {memory}, {100 * share:.1f} % with an address "
