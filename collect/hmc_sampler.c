@@ -133,6 +133,13 @@ static void arm_breakpoint(struct samp *s, uint64_t insn)
 
 static uint32_t why_bits(unsigned why) { return (uint32_t)why << HMS_WHY_SHIFT; }
 
+/* The pending sample is done (its check too, if it had one): recorded. */
+static void record_pending(struct hmc_thread *t, struct samp *s)
+{
+    s->check = CHECK_NONE;
+    record(t, &s->pending);
+}
+
 /* A pending sample whose breakpoint did not give the address: why. A recovered
  * sample being checked keeps its address; it says the instruction was not reached. */
 static void bp_failed(struct hmc_thread *t, struct samp *s, unsigned why)
@@ -142,8 +149,7 @@ static void bp_failed(struct hmc_thread *t, struct samp *s, unsigned why)
     else
         s->pending.h.aux = (s->pending.h.aux & ~(0xffu << HMS_WHY_SHIFT)) | HMS_REJECTED |
                            why_bits(why);
-    s->check = CHECK_NONE;
-    record(t, &s->pending);
+    record_pending(t, s);
 }
 
 /* The sampled instruction has no memory operand: the address of the load whose result
@@ -349,28 +355,23 @@ static int on_trap(int sig, siginfo_t *si, void *uc)
             if (sync && hmc_decode_behind(s->dec, &regs, &acc) == HMC_DEC_OK)
                 s->pending.h.aux |= acc.addr == s->check_addr && acc.insn == s->pending.ip
                                     ? HMS_VERIFY_SAME : HMS_VERIFY_DIFF;
-            s->check = CHECK_NONE;
-            record(t, &s->pending);
+            record_pending(t, s);
         } else if (s->check == CHECK_LOAD) {
-            s->check = CHECK_NONE;
             if (ok) {
                 s->check_addr = acc.addr;
                 s->check = CHECK_USE;
                 arm_breakpoint(s, s->check_rip);
             }
-            if (!s->pending_on) {
-                s->check = CHECK_NONE;
-                record(t, &s->pending);
-            }
+            if (!s->pending_on)
+                record_pending(t, s);
         } else if (s->check == CHECK_AHEAD) {
             if (ok)
                 s->pending.h.aux |= acc.addr == s->pending.addr ? HMS_VERIFY_SAME : HMS_VERIFY_DIFF;
-            s->check = CHECK_NONE;
-            record(t, &s->pending);
+            record_pending(t, s);
         } else if (ok) {
             s->pending.addr = acc.addr;
             s->pending.h.aux |= HMS_ADDR_OK | HMS_BREAKPOINT;
-            record(t, &s->pending);
+            record_pending(t, s);
         } else {
             bp_failed(t, s, HMS_WHY_BP_LATE);
         }
