@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="7639a50d4861c9f67325ea51df268c785fa42af610ff78bde6391ac22222a30a")
+    version("0.1.0", sha256="c0d8fccadd599d2ed352099a887bddfa4cc489cefbfc9da07c1431e4af947e06")
 
     variant(
         "memkind",
