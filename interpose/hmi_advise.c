@@ -28,6 +28,7 @@
 #include "hmi_backend.h"
 #include "hmi_demote.h"
 #include "hmi_static.h"
+#include "hmi_sys.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -40,16 +41,6 @@
 #define HUGE2M ((uintptr_t)2 << 20)
 
 static uint64_t g_zeroed, g_demoted;       /* atomics */
-
-static int sys_madvise(void *a, size_t n, int advice)
-{
-    return (int)syscall(SYS_madvise, a, n, advice);
-}
-
-static int sys_mprotect(void *a, size_t n, int prot)
-{
-    return (int)syscall(SYS_mprotect, a, n, prot);
-}
 
 /* Whether a is memory of the interposer's that may be hugetlb: its read-write extent
  * in [*lo, *hi). */
@@ -75,14 +66,14 @@ static int discard_part(uintptr_t x, uintptr_t y, int advice)
 {
     uintptr_t lo, hi;
     if (!placed_huge(x, &lo, &hi))
-        return sys_madvise((void *)x, y - x, advice);
+        return hmi_sys_madvise((void *)x, y - x, advice);
     if (y > hi) {                           /* past ours (after a static's pages) */
-        if (sys_madvise((void *)hi, y - hi, advice) != 0)
+        if (hmi_sys_madvise((void *)hi, y - hi, advice) != 0)
             return -1;
         y = hi;
     }
     if (!hmi_is_hugetlb(x))
-        return sys_madvise((void *)x, y - x, advice);
+        return hmi_sys_madvise((void *)x, y - x, advice);
     for (uintptr_t p = x; p < y;) {
         uintptr_t e = (p & ~(PAGE - 1)) + PAGE;
         if (e > y)
@@ -102,7 +93,7 @@ EXPORT int madvise(void *addr, size_t len, int advice)
     uintptr_t a = (uintptr_t)addr, end = a + ((len + PAGE - 1) & ~(PAGE - 1));
     if (hm_likely(!active()) || (advice != MADV_DONTNEED && advice != MADV_FREE) ||
         (a & (PAGE - 1)) || end <= a)
-        return sys_madvise(addr, len, advice);
+        return hmi_sys_madvise(addr, len, advice);
     /* [a, g0) and [g1, end): the partial 2 MiB pages; [g0, g1) the whole ones */
     uintptr_t g0 = (a + HUGE2M - 1) & ~(HUGE2M - 1), g1 = end & ~(HUGE2M - 1), lo, hi;
     if (g0 > g1)
@@ -111,8 +102,8 @@ EXPORT int madvise(void *addr, size_t len, int advice)
     for (uintptr_t g = g0; !ours && advice == MADV_FREE && g < g1; g += HUGE2M)
         ours = placed_huge(g, &lo, &hi);    /* MADV_FREE: refused on hugetlb pages */
     if (!ours)
-        return sys_madvise(addr, len, advice);
-    if (g0 < g1 && sys_madvise((void *)g0, g1 - g0, MADV_DONTNEED) != 0)
+        return hmi_sys_madvise(addr, len, advice);
+    if (g0 < g1 && hmi_sys_madvise((void *)g0, g1 - g0, MADV_DONTNEED) != 0)
         return -1;
     if (a < g0 && discard_part(a, g0, MADV_DONTNEED) != 0)
         return -1;
@@ -136,7 +127,7 @@ static int demote_at(uintptr_t a)
 
 EXPORT int mprotect(void *addr, size_t len, int prot)
 {
-    int r = sys_mprotect(addr, len, prot);
+    int r = hmi_sys_mprotect(addr, len, prot);
     if (hm_likely(r == 0) || errno != EINVAL || !active())
         return r;
     uintptr_t a = (uintptr_t)addr, end = a + ((len + PAGE - 1) & ~(PAGE - 1));
@@ -147,7 +138,7 @@ EXPORT int mprotect(void *addr, size_t len, int prot)
         errno = EINVAL;
         return -1;
     }
-    return sys_mprotect(addr, len, prot);
+    return hmi_sys_mprotect(addr, len, prot);
 }
 
 EXPORT void *mremap(void *old, size_t old_size, size_t new_size, int flags, ...)

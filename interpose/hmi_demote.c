@@ -1,5 +1,6 @@
 /* hmi_demote.c — see hmi_demote.h. */
 #include "hmi_demote.h"
+#include "hmi_sys.h"
 
 #include <errno.h>
 #include <string.h>
@@ -17,22 +18,22 @@ int hmi_demote(uintptr_t a, size_t len, int prot, int thp)
     if (t == MAP_FAILED)
         return -1;
     if (thp)
-        madvise(t, len, MADV_HUGEPAGE);
+        hmi_sys_madvise(t, len, MADV_HUGEPAGE);
     if (prot & PROT_READ)
         memcpy(t, (const void *)a, len);
-    if (mremap(t, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)a) == MAP_FAILED) {
+    if (hmi_sys_mremap(t, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)a) == MAP_FAILED) {
         munmap(t, len);
         return -1;
     }
     if (prot != (PROT_READ | PROT_WRITE))
-        mprotect((void *)a, len, prot);
+        hmi_sys_mprotect((void *)a, len, prot);
     return 0;
 }
 
 int hmi_is_hugetlb(uintptr_t a)
 {
     int e = errno;
-    long r = syscall(SYS_madvise, (void *)(a & ~(uintptr_t)4095), (size_t)4096, MADV_COLD);
+    long r = hmi_sys_madvise((void *)(a & ~(uintptr_t)4095), (size_t)4096, MADV_COLD);
     int huge = r != 0 && errno == EINVAL;
     errno = e;
     return huge;

@@ -4,6 +4,7 @@
  * chunks of the small-object arena, each mapped with the tier's pages, THP advice,
  * policy and nodes. See hmi_backend.h. */
 #include "hmi_mmap.h"
+#include "hmi_sys.h"
 #include "hmi_charge.h"
 #include "hmi_pagemap.h"
 
@@ -66,7 +67,7 @@ void *hmi_map_span(int huge, uint64_t len, uint64_t span, size_t align)
          * unmapped, and after SPAN_MISSES of them only the general path is taken. */
         char *a = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (a != MAP_FAILED && !((uintptr_t)a & (HMI_PAGE_2M - 1))) {
-            if (span > len && mprotect(a + len, span - len, PROT_NONE) != 0) {
+            if (span > len && hmi_sys_mprotect(a + len, span - len, PROT_NONE) != 0) {
                 munmap(a, span);
                 return NULL;
             }
@@ -101,7 +102,7 @@ static char *map_block(struct hmi_bk *b, uint64_t len, uint64_t span, size_t ali
 {
     char *a = hmi_map_span(b->map_huge, len, span, align);
     if (a && b->thp)
-        madvise(a, len, MADV_HUGEPAGE);
+        hmi_sys_madvise(a, len, MADV_HUGEPAGE);
     if (a && b->mpol && hmi_mbind(a, len, b->mpol, b->nodes) != 0) {
         munmap(a, span);
         a = NULL;

@@ -4,6 +4,7 @@
  * and the table of live split blocks with what each was charged, which a free of any
  * mmap block consults while split blocks are live. */
 #include "hmi_mmap.h"
+#include "hmi_sys.h"
 #include "hmi_charge.h"
 #include "hmi_pagemap.h"
 
@@ -109,7 +110,7 @@ static int split_huge(struct hmi_bk *b, char *a, uint64_t hs, uint64_t he, uint6
         munmap(t, n);
         return -1;
     }
-    if (mremap(t, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, a + hs) != MAP_FAILED)
+    if (hmi_sys_mremap(t, n, n, MREMAP_MAYMOVE | MREMAP_FIXED, a + hs) != MAP_FAILED)
         return 0;
     munmap(t, n);
     if (mmap(a + hs, n, PROT_READ | PROT_WRITE,
@@ -216,7 +217,7 @@ void *hmi_split_alloc(struct hmi_bk *b, uint32_t index, size_t size, size_t alig
         if (ch && b->map_huge) {
             r = split_huge(b, a, lo, hi, len);
         } else if (ch) {
-            if (b->thp && madvise(a + lo, hi - lo, MADV_HUGEPAGE) != 0)
+            if (b->thp && hmi_sys_madvise(a + lo, hi - lo, MADV_HUGEPAGE) != 0)
                 r = -1;
             if (!r && b->mpol && hmi_mbind(a + lo, hi - lo, b->mpol, b->nodes) != 0)
                 r = -1;

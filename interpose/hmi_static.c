@@ -4,6 +4,7 @@
  * here each static is checked against its tier, its whole pages placed, and the
  * results and warnings kept. */
 #include "hmi_static.h"
+#include "hmi_sys.h"
 #include "hmi_static_int.h"
 #include "hm_util.h"
 
@@ -137,7 +138,7 @@ static int remap_huge(unsigned char *a, uint64_t len, const struct hmi_backend_p
     if (pol->mpol)                      /* before the first touch: pages come from the nodes */
         sys_mbind(h, len, pol, 0);
     copy_nonzero(h, a, len);
-    if (mremap(h, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, a) != MAP_FAILED)
+    if (hmi_sys_mremap(h, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, a) != MAP_FAILED)
         return 0;
     unsigned char *tmp = mmap(NULL, len, PROT_READ | PROT_WRITE,
                               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -170,7 +171,7 @@ static int place_range(unsigned char *a, uint64_t len, const struct hmi_backend_
 {
     if (pol->map_huge)
         return remap_huge(a, len, pol, why);
-    if (pol->thp && madvise(a, len, MADV_HUGEPAGE) != 0) {
+    if (pol->thp && hmi_sys_madvise(a, len, MADV_HUGEPAGE) != 0) {
         put(why, "madvise(MADV_HUGEPAGE) failed: ");
         put_errno(why, errno);
         return -1;

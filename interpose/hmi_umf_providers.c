@@ -7,6 +7,7 @@
  *     provider of ours that maps a 2 MiB hugepage over every granule of what it hands
  *     out that has none yet, and records it in the page map. */
 #include "hmi_umf.h"
+#include "hmi_sys.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -322,7 +323,7 @@ int hmi_umf_hugetlb_open(struct hmi_bk *b, uint32_t index, uint64_t capacity, in
         return -1;
     /* address space only: hugepages are mapped over it granule by granule (back) */
     char *a = hmi_map_span(0, HMI_PAGE_4K, len, HMI_PAGE_2M);
-    if (a && (mprotect(a, HMI_PAGE_4K, PROT_NONE) != 0 || !hmi_pagemap_covers(a))) {
+    if (a && (hmi_sys_mprotect(a, HMI_PAGE_4K, PROT_NONE) != 0 || !hmi_pagemap_covers(a))) {
         munmap(a, len);
         a = NULL;
     }
@@ -330,7 +331,7 @@ int hmi_umf_hugetlb_open(struct hmi_bk *b, uint32_t index, uint64_t capacity, in
         hmi_msg_str(why, "cannot reserve the tier's address range");
         return -1;
     }
-    madvise(a, len, MADV_DONTDUMP);
+    hmi_sys_madvise(a, len, MADV_DONTDUMP);
     struct region *r = &g_region[index];
     umf_fixed_memory_provider_params_handle_t fp = NULL;
     umf_memory_provider_handle_t prov = NULL;
