@@ -56,8 +56,8 @@ from apps_report import ADVISOR, suffixed, write_results
 from benchlib import HMTUNE, ROOT, require
 
 sys.path.insert(0, str(ROOT))
-from hmtune.core.sitesfile import read_rows  # noqa: E402
-from hmtune.workflows import measure, sitegroups, stats  # noqa: E402
+from hmtune.core.stage import footprint, site_rows  # noqa: E402
+from hmtune.workflows import measure, stats  # noqa: E402
 
 NAME = "bench-apps"
 WORK = ROOT / "bench" / "work"
@@ -337,12 +337,12 @@ def analyze(app: App, stage: Path) -> dict:
     r = subprocess.run([str(HMTUNE), "analyze", str(stage)], capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"{NAME}: {app.name}: hmtune analyze failed: {r.stderr.strip()[-300:]}")
-    rows = read_rows(stage / "sites.csv", "sites")[1]
+    rows = site_rows(stage / "sites.csv")
     # allocation sites, as before sites.csv v2 listed static variables too
     ids = {r["site_id"] for r in rows if r.get("kind", "heap") == "heap"}
     # one process's footprint, statics included: the sum of the sites' peaks (compare's
     # --fraction), and what is live at once (the capacities here are fractions of it)
-    return {"sites": len(ids), "footprint": sitegroups.footprint(stage / "sites.csv"),
+    return {"sites": len(ids), "footprint": footprint(stage / "sites.csv"),
             "at_once": at_once(stage, rows)}
 
 
@@ -357,7 +357,7 @@ def at_once(stage: Path, rows: list[dict[str, str]]) -> int:
     try:
         allocs = read_allocs(stage / "allocs.csv")
     except SitesFormatError:
-        return sitegroups.footprint(stage / "sites.csv")
+        return footprint(stage / "sites.csv")
     return blocks_footprint(allocs, "default") + statics
 
 

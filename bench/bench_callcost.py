@@ -46,7 +46,7 @@ from bench_split import median_interval
 from benchlib import HMALLOC, HMTUNE, ROOT, require
 
 sys.path.insert(0, str(ROOT))
-from hmtune.advisor.placement import TierLine, write_placement  # noqa: E402
+from hmtune.core.placement import TierLine, write_placement  # noqa: E402
 from hmtune.core.units import MIB  # noqa: E402
 from hmtune.workflows import sitegroups  # noqa: E402
 from hmtune.workflows.hugepages import reserved  # noqa: E402

@@ -37,7 +37,7 @@ from pathlib import Path
 from benchlib import BUILD, HMALLOC, HMTUNE, ROOT, number, require
 
 sys.path.insert(0, str(ROOT))
-from hmtune.advisor.placement import (  # noqa: E402
+from hmtune.core.placement import (  # noqa: E402
     PlacementFile,
     SiteLine,
     TierLine,

@@ -1,5 +1,5 @@
 /* hmi_fields.h — the field checks of placement.txt v1/v2 (hmi_placement_lines.c): numbers,
- * tier names, backends and frames, each as hmtune/advisor/placement.py and hmtune/core/backends.py
+ * tier names, backends and frames, each as hmtune/core/placement.py and hmtune/core/backends.py
  * check them. Byte spans into the input; no allocation. */
 #ifndef HMI_FIELDS_H
 #define HMI_FIELDS_H

@@ -1,5 +1,5 @@
 /* hmi_placement.c — see hmi_placement.h. The grammar, the checks and the limits are
- * those of hmtune/advisor/placement.py's reader, which `hmtune run` applies first: the two
+ * those of hmtune/core/placement.py's reader, which `hmtune run` applies first: the two
  * must give the same verdict on every file (tests/py/test_placement_grammar.py).
  * Lines split at \n, \r\n, \r, \v, \f and \x1c-\x1e (Python's str.splitlines on
  * ASCII). "White space" is space, \t-\r and \x1c-\x1f (str.strip() and regex \s in
@@ -7,7 +7,7 @@
  *
  * This file: the input as a whole (its size, the arena sized from it, the lines in
  * order, the checks of the whole file); each line is hmi_placement_lines.c's, which
- * mirrors hmtune/advisor/placement.py's reader check for check, and the arena, string
+ * mirrors hmtune/core/placement.py's reader check for check, and the arena, string
  * sets and messages are hmi_reader.c's. */
 #include "hmi_placement.h"
 #include "hmi_placement_lines.h"

@@ -1,9 +1,9 @@
 /* hmi_placement.h — the interposer's reader of placement.txt v1 and v2 (docs/formats.md §5,
- * written by hmtune/advisor/placement.py).
+ * written by hmtune/core/placement.py).
  *
  * It runs in the interposer's constructor, before the application's allocator may be
  * used: no malloc family, no stdio. All results live in one mmap'd arena sized from
- * the input; hmi_placement_free unmaps it. It accepts exactly what advisor.placement's
+ * the input; hmi_placement_free unmaps it. It accepts exactly what core.placement's
  * read_placement accepts (`hmtune run` checks the file with it before starting the
  * program; tests/py/test_placement_grammar.py feeds the same files to both readers).
  * What a placement holds once read, and the grammar's limits, are in

@@ -1,7 +1,7 @@
 /* hmi_placement_data.h — what a placement holds once read (struct hmi_placement: its
  * tiers, sites and split sites, static objects, their modules, frames and byte ranges)
  * and the limits of placement.txt's grammar (docs/formats.md §5). The limits are the
- * grammar's, and hmtune/advisor/placement.py holds the same numbers
+ * grammar's, and hmtune/core/placement.py holds the same numbers
  * (tests/py/test_placement_grammar.py compares them). The reader (hmi_placement.h)
  * fills it; the interposer's parts read it. Types and constants only. */
 #ifndef HMI_PLACEMENT_DATA_H

@@ -1,7 +1,7 @@
 /* hmi_placement_lines.c — each line of placement.txt (hmi_placement_lines.h): the
  * version line, and by keyword the tier, site, split, static, static-split, program,
  * depth and size-window lines, with the grammar, checks and limits of
- * hmtune/advisor/placement.py's reader, check for check (the two are compared side by
+ * hmtune/core/placement.py's reader, check for check (the two are compared side by
  * side: tests/py/test_placement_grammar.py). hmi_placement.c reads the file around
  * them. No malloc family, no stdio. */
 #include "hmi_placement_lines.h"

@@ -29,6 +29,7 @@ from hmtune.advisor.notes import (
     too_large_notes,
 )
 from hmtune.core.errors import Failure
+from hmtune.core.stage import PLACEMENT, REPORT, SITES, Stage
 
 if TYPE_CHECKING:                   # pandas loads only when advise runs
     import pandas as pd
@@ -70,7 +71,7 @@ class Advice:
 
     @property
     def report_text(self) -> str:
-        return str(self.files.contents[self.files.placement.parent / "report.txt"])
+        return str(self.files.contents[self.files.placement.parent / REPORT])
 
     @property
     def curve(self) -> Curve | None:
@@ -115,7 +116,7 @@ def command_line(sites: str, *, mem: str | None = None, fraction: float | None =
 def misplaced_output(sites_path: Path, output: str | Path | None) -> None:
     """Refuse (exit 2) a missing sites.csv when -o names a directory holding one: -o is
     where placement.txt goes (hmtune trace/compare's -o is the stage)."""
-    if not sites_path.exists() and output and (Path(output) / "sites.csv").is_file():
+    if not sites_path.exists() and output and (Path(output) / SITES).is_file():
         raise Failure(f"{sites_path}: no such file; -o names where to write placement.txt, "
                       f"and {output} holds a sites.csv: to advise on it, give it as the "
                       f"argument (hmtune advise {shlex.quote(str(output))} ...)", 2)
@@ -218,7 +219,7 @@ def _forecast(sites_path: Path, meta: dict[str, str], problem: Problem,
 
     if problem.n == 0:
         return []
-    cal, path = None, sites_path.parent / "calibration.json"
+    cal, path = None, Stage(sites_path.parent).calibration
     if path.is_file():
         try:
             got = predict.read_calibration(path)
@@ -324,7 +325,7 @@ def _split(problem: Problem, sites: Sites, sites_path: Path,
     from hmtune.advisor import split
     from hmtune.advisor.inputs import renamed
 
-    path = sites_path.parent / "profile.csv"
+    path = Stage(sites_path.parent).profile
     if not path.is_file():
         if too_large(problem, np.full(problem.n, len(problem.tiers) - 1)):
             notes.append(f"no {path.name} next to {sites_path.name} (an older hmtune "
@@ -389,7 +390,7 @@ def advise(sites_csv: str | Path, machine: Machine | str | Path | None, mem: int
     mip.ask(solver)
     sites_path = resolve(sites_csv)
     misplaced_output(sites_path, output)
-    allocs_path = Path(allocs_csv) if allocs_csv else sites_path.parent / "allocs.csv"
+    allocs_path = Path(allocs_csv) if allocs_csv else Stage(sites_path.parent).allocs
     if strategy is None:
         strategy = default_strategy(bool(allocs_csv) or allocs_path.exists())
     if gap is None:
@@ -456,9 +457,9 @@ def advise(sites_csv: str | Path, machine: Machine | str | Path | None, mem: int
             voice(said)
     from hmtune.advisor import outputs
 
-    out = Path(output) if output else sites_path.parent / "placement.txt"
+    out = Path(output) if output else Stage(sites_path.parent).placement
     if out.is_dir():
-        out = out / "placement.txt"
+        out = out / PLACEMENT
     if sites.total_weight <= 0:
         notes.append("the trace has no sampled weight: no site gains from fast memory "
                      "(trace again with a sampler, e.g. hmtune trace --sampler soft)")

@@ -128,7 +128,7 @@ def _options(args: argparse.Namespace) -> Options:
 
 def _fraction_bytes(sites_path: Path, frac: float) -> int:
     """--fraction F: F of the footprint of sites.csv, in whole 2 MiB pages."""
-    from hmtune.core.sitesfile import fast_tier_bytes
+    from hmtune.core.stage import fast_tier_bytes
 
     try:
         mem = fast_tier_bytes(sites_path, frac)

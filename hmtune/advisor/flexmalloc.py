@@ -37,8 +37,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from hmtune.advisor.placement import SiteLine, TierLine
 from hmtune.core.elf import PT_INTERP, PT_LOAD, program_headers
+from hmtune.core.placement import SiteLine, TierLine
 from hmtune.core.sitekey import frames
 from hmtune.core.units import MIB
 

@@ -41,7 +41,6 @@ import numpy as np
 import pandas as pd
 
 from hmtune.advisor.model import Problem, ns_weight, static_fraction
-from hmtune.advisor.placement import StaticLine, chain_ok, static_line, static_ok
 from hmtune.analyze.shortlabels import labels_for_rows
 from hmtune.analyze.sites_io import (
     KIND_COLUMN,
@@ -56,6 +55,8 @@ from hmtune.analyze.sites_io import (
     split_from_meta,
 )
 from hmtune.core.backends import static_page
+from hmtune.core.placement import StaticLine, chain_ok, static_line, static_ok
+from hmtune.core.stage import RANK_SUM, SITES, rank_fold
 from hmtune.machine.tiers import KINDS, Tier
 
 _INT_COLS = ("site_id", "n_allocs", "max_size", "peak_live_bytes", "total_bytes",
@@ -64,9 +65,7 @@ _FLOAT_COLS = ("weight", "share")
 _FAULT_INT_COLS = ("fault_samples", "faults", "bytes_touched")   # optional (newer files)
 _FAULT_FLOAT_COLS = ("allocs_per_s",)
 _KIND_COLS = tuple(f"weight_{k}" for k in KINDS)         # optional (newer files)
-_SUM_COLS = ("n_allocs", "total_bytes", "samples", "loads", "stores", "misses", "weight",
-             "share", *_FAULT_INT_COLS, *_FAULT_FLOAT_COLS, SAMPLED_COLUMN, *_KIND_COLS)
-_MAX_COLS = ("max_size", "peak_live_bytes", "live_ns", "last_free_ns")
+_SUM_COLS = RANK_SUM                    # what site ids of one chain add up in, as ranks
 
 
 class InputError(ValueError):
@@ -88,7 +87,7 @@ class Sites:
     split: Split | None = None      # the sampled weight by address class (version line)
 
 
-def resolve(arg: str | Path, name: str = "sites.csv") -> Path:
+def resolve(arg: str | Path, name: str = SITES) -> Path:
     """A directory argument means DIR/sites.csv."""
     p = Path(arg)
     return p / name if p.is_dir() else p
@@ -134,18 +133,15 @@ def _numeric(df: pd.DataFrame, cols: tuple[str, ...], p: Path, integer: bool) ->
 
 
 def _fold_ranks(df: pd.DataFrame, p: Path) -> pd.DataFrame:
+    """One row per site: the rows of its ranks folded by hmtune.core.stage's rules
+    (rank_fold; a static one object per process, fold_static), on the checked table."""
     dup = df.duplicated(["site_id", "rank"])
     if dup.any():
         row = df[dup].iloc[0]
         raise InputError(f"{p}: site_id {row['site_id']} appears twice for rank "
                          f"{row['rank']}")
-    agg: dict[str, str] = {c: "first" for c in df.columns if c not in ("site_id", "rank")}
-    agg.update({c: "sum" for c in _SUM_COLS if c in df.columns})
-    agg.update({c: "max" for c in _MAX_COLS if c in df.columns})
-    if "first_alloc_ns" in df.columns:
-        agg["first_alloc_ns"] = "min"
-    out = df.groupby("site_id", sort=False, as_index=False).agg(agg)
-    static = out[KIND_COLUMN] == KIND_STATIC          # one object per process, as analyze
+    out = df.groupby("site_id", sort=False, as_index=False).agg(rank_fold(df.columns))
+    static = out[KIND_COLUMN] == KIND_STATIC
     out.loc[static, "n_allocs"] = 1
     out.loc[static, "total_bytes"] = out.loc[static, "max_size"]
     return out

@@ -29,15 +29,6 @@ from hmtune.advisor import split
 from hmtune.advisor.flexmalloc import FlexMallocError, flexmalloc_files
 from hmtune.advisor.inputs import Sites
 from hmtune.advisor.model import Placement, Problem
-from hmtune.advisor.placement import (
-    PlacementFile,
-    SiteLine,
-    StaticLine,
-    TierLine,
-    format_placement,
-    frames,
-    static_line,
-)
 from hmtune.advisor.program_line import traced_program
 from hmtune.advisor.report import (
     Curve,
@@ -49,6 +40,15 @@ from hmtune.advisor.report import (
     tier_use,
 )
 from hmtune.core.errors import Failure
+from hmtune.core.placement import (
+    PlacementFile,
+    SiteLine,
+    StaticLine,
+    TierLine,
+    format_placement,
+    frames,
+    static_line,
+)
 from hmtune.core.units import human
 from hmtune.core.version import version
 from hmtune.machine.tiers import Machine

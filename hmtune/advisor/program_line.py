@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hmtune.advisor.placement import program_ok
+from hmtune.core.placement import program_ok
 
 HELPER_SHARE = 0.05     # heap samples a program beside the traced one may have
 

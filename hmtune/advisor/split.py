@@ -55,9 +55,9 @@ import pandas as pd
 from hmtune.advisor import granularity
 from hmtune.advisor.inputs import Sites
 from hmtune.advisor.model import PART_POWER, Placement, Problem, static_fraction
-from hmtune.advisor.placement import static_line
 from hmtune.analyze.profile import LARGE_BUCKETS, buckets_of, flat_counts
 from hmtune.core.backends import static_page
+from hmtune.core.placement import static_line
 from hmtune.core.units import MIB
 
 UNIT = 2 * MIB              # the smallest range a split places

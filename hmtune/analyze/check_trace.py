@@ -30,6 +30,7 @@ from hmtune.analyze.prv import (
     parse_row,
 )
 from hmtune.core import events as ev
+from hmtune.core.stage import TRACE
 
 __all__ = ["RULES", "CheckResult", "Problem", "check_trace", "companion_paths", "main"]
 
@@ -320,7 +321,7 @@ def trace_path(arg: str | Path) -> Path:
     """The trace a command-line argument names: a directory means DIR/trace.prv (what
     hmtune trace writes), as for hmtune analyze."""
     p = Path(arg)
-    return p / "trace.prv" if p.is_dir() else p
+    return p / TRACE if p.is_dir() else p
 
 
 def check_trace(prv_path: Path, extrae: bool = False) -> CheckResult:

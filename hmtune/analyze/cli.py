@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from hmtune.analyze.scanner import ScanFailed, run_scanner, scanner_bin
 from hmtune.core import events, paths
 from hmtune.core.errors import Failure
+from hmtune.core.stage import ALLOCS, PROFILE, TRACE, Stage
 from hmtune.core.units import parse_size
 
 if TYPE_CHECKING:                 # the analyze modules load only when analyze runs
@@ -68,7 +69,7 @@ def _say(msg: str) -> None:
 def _resolve_trace(arg: str) -> Path | None:
     p = Path(arg)
     if p.is_dir():
-        p = p / "trace.prv"
+        p = p / TRACE
     return p if p.is_file() else None
 
 
@@ -138,15 +139,15 @@ def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> in
                        nodes=task_nodes(trace) if args.per_rank else None)
     split = weight_split(scan, labels)
     sampler = scan.sampler + ("+lookahead" if args.lookahead and scan.lookahead_samples else "")
-    sites_csv, allocs_csv, profile_csv = out / "sites.csv", out / "allocs.csv", \
-        out / "profile.csv"
+    stage = Stage(out)
+    sites_csv, allocs_csv, profile_csv = stage.sites, stage.allocs, stage.profile
     try:
         write_sites(sites_csv, sites, str(trace), sampler, labels.form, tid, split,
                     scan.kind_samples(events.HM_ACCESS_KIND_COMPUTE),
                     0 if args.lookahead else scan.lookahead_samples)
-        install_allocs(work / "allocs.csv", allocs_csv, tid)
-        if (work / "profile.csv").exists():
-            install_profile(work / "profile.csv", profile_csv, tid)
+        install_allocs(work / ALLOCS, allocs_csv, tid)
+        if (work / PROFILE).exists():
+            install_profile(work / PROFILE, profile_csv, tid)
         else:               # a scanner built before profiles: no profile of this trace
             profile_csv.unlink(missing_ok=True)
             _say("warning: the scanner wrote no profile.csv (built before profiles? run "
@@ -259,10 +260,10 @@ def _print_summary(scan: Scan, sites: SiteTable, split: Split | None, form: str,
              f"samples), {100.0 * in_heap / faults:.1f}% of them in allocation sites' "
              f"blocks and {100.0 * in_static / faults:.1f}% in static variables "
              "(first touch)")
-    if (out / "profile.csv").exists():
-        _say(_profile_summary(scan, sites, out / "profile.csv"))
-    _say(f"wrote {out / 'sites.csv'}, {out / 'allocs.csv'} and {out / 'profile.csv'} in "
-         f"{elapsed:.1f} s")
+    stage = Stage(out)
+    if stage.profile.exists():
+        _say(_profile_summary(scan, sites, stage.profile))
+    _say(f"wrote {stage.sites}, {stage.allocs} and {stage.profile} in {elapsed:.1f} s")
 
 
 def _profile_summary(scan: Scan, sites: SiteTable, profile_csv: Path) -> str:

@@ -40,11 +40,12 @@ from hmtune.core.sitesfile import (
     parse_version_line,
     version_line,
 )
+from hmtune.core.stage import PROFILE, Stage
 
 if TYPE_CHECKING:
     import pandas as pd
 
-PROFILE_NAME = "profile.csv"
+PROFILE_NAME = PROFILE
 PROFILE_COLUMNS = ["site_id", "offset", "weight", "samples"]
 MIN_GRANULARITY = 4096
 MAX_GRANULARITY = 1 << 30
@@ -227,7 +228,7 @@ def profile_next_to(sites_csv: str | Path) -> ProfileData | None:
     if not path.exists():
         return None
     prof = read_profile(path)
-    sites = p if p.is_file() else d / "sites.csv"
+    sites = p if p.is_file() else Stage(d).sites
     try:
         with sites.open() as fh:
             meta = parse_version_line(fh.readline(), "sites", 1 << 30, sites)

@@ -42,6 +42,7 @@ from typing import Any
 
 from hmtune.analyze.sites_io import ACCESS_KIND_COLUMNS, ALLOCS_WRITTEN, SAMPLED_COLUMN
 from hmtune.core import events as ev
+from hmtune.core.stage import ALLOCS
 
 Row = dict[str, Any]
 
@@ -197,5 +198,5 @@ def read_scan(outdir: str | Path) -> Scan:
     if missing:
         raise ScanOutputError(f"{meta_path}: no {', '.join(missing)}")
     sites = _read_tsv(d / "sites.tsv", SITES_TSV_COLUMNS, SITES_TSV_VERSION)
-    _check_allocs_csv(d / "allocs.csv")
-    return Scan(sites, meta, d / "allocs.csv")
+    _check_allocs_csv(d / ALLOCS)
+    return Scan(sites, meta, d / ALLOCS)

@@ -19,8 +19,24 @@ import shutil
 import zlib
 from pathlib import Path
 
+from hmtune.core.stage import (
+    ALLOCS,
+    CALIBRATION,
+    COMPARE,
+    CURVE,
+    CURVE_PNG,
+    EXPLORE,
+    PLACEMENT,
+    PROFILE,
+    REPORT,
+    REPORT_DIR,
+    SITES,
+    STALE,
+    TRACE,
+)
+
 FIELD = "trace-id"                   # key of the version line / placement comment
-STALE_DIR = "stale"                  # DIR/stale/: outputs of an earlier trace
+STALE_DIR = STALE                    # DIR/stale/: outputs of an earlier trace
 # `trace-id=ID` in the text outputs, `"trace_id": "ID"` in calibration.json
 _IN_TEXT = re.compile(r"\btrace[-_]id\"?[=:]\s*\"?([0-9a-f]{16})\b")
 _CURVE_HEADER = b"capacity_bytes,share_of_capturable,share_of_total"
@@ -44,7 +60,7 @@ def trace_id(prv: Path) -> str | None:
 def trace_next_to(directory: Path, recorded: str | None) -> Path | None:
     """The trace in `directory` an output there was made from: the file of the name its
     `trace=` field records (trace.prv when it records none), when it is there."""
-    p = directory / (Path(recorded).name if recorded else "trace.prv")
+    p = directory / (Path(recorded).name if recorded else TRACE)
     return p if p.is_file() else None
 
 
@@ -83,26 +99,25 @@ def written_by_hmtune(path: Path) -> bool:
     writes it (sites.csv, allocs.csv, profile.csv, placement.txt, report.txt,
     capacity_curve.*, calibration.json)."""
     name = path.name
-    if name == "capacity_curve.png":     # older ones carry no mark: go by their csv
+    if name == CURVE_PNG:                 # older ones carry no mark: go by their csv
         return _png_by_hmtune(path) or (
-            _starts(path, _PNG) and written_by_hmtune(path.with_name("capacity_curve.csv")))
-    prefix = {"sites.csv": b"# hmtune sites v", "allocs.csv": b"# hmtune allocs v",
-              "profile.csv": b"# hmtune profile v",
-              "placement.txt": b"# hmtune placement v", "report.txt": b"hmtune advise report",
-              "capacity_curve.csv": _CURVE_HEADER,
-              "calibration.json": b'{\n "format": "hmtune calibration v'}.get(name)
+            _starts(path, _PNG) and written_by_hmtune(path.with_name(CURVE)))
+    prefix = {SITES: b"# hmtune sites v", ALLOCS: b"# hmtune allocs v",
+              PROFILE: b"# hmtune profile v",
+              PLACEMENT: b"# hmtune placement v", REPORT: b"hmtune advise report",
+              CURVE: _CURVE_HEADER,
+              CALIBRATION: b'{\n "format": "hmtune calibration v'}.get(name)
     return prefix is not None and _starts(path, prefix)
 
 
-DERIVED = ("sites.csv", "allocs.csv", "profile.csv", "placement.txt", "report.txt",
-           "capacity_curve.csv", "capacity_curve.png", "calibration.json")
+DERIVED = (SITES, ALLOCS, PROFILE, PLACEMENT, REPORT, CURVE, CURVE_PNG, CALIBRATION)
 
 
 # Directories of results derived from a trace (hmtune compare, explore, report), known
 # by a file hmtune writes in each; they record no trace id: a new trace makes any there
 # stale (they measured or showed the placements of the trace before it).
-DERIVED_DIRS = {"compare": ("config.json", "runs.csv"), "explore": ("config.json", "runs.csv"),
-                "report": ("report.md",)}
+DERIVED_DIRS = {COMPARE: ("config.json", "runs.csv"), EXPLORE: ("config.json", "runs.csv"),
+                REPORT_DIR: ("report.md",)}
 
 
 def stale_outputs(directory: Path, new_id: str | None) -> list[Path]:

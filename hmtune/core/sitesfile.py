@@ -110,28 +110,3 @@ def read_rows(path: str | Path, kind: str = "sites", required: Iterable[str] = (
     rows = list(iter_rows(path, kind, required, meta))
     return meta, rows
 
-
-FAST_TIER_UNIT = 2 << 20        # fast-tier sizes are whole 2 MiB pages
-
-
-def footprint(sites: str | Path) -> int:
-    """The traced footprint of one process (bytes): the sum over the sites of sites.csv
-    of each site's peak live bytes, a site's peak being the largest of any rank's when
-    the file has one row per (site, rank). What every site in the fast tier at once
-    needs at most per process (the peaks of different sites may fall at different
-    times), the bytes --fraction takes a fraction of and explore's fractions divide
-    by (docs/formats.md §7). Raises KeyError or ValueError (SitesFormatError: not a
-    sites.csv of a version this hmtune reads, or unreadable) for a file that cannot be
-    read."""
-    peak: dict[str, int] = {}
-    for r in read_rows(sites, "sites")[1]:
-        sid = r["site_id"]
-        peak[sid] = max(peak.get(sid, 0), int(r["peak_live_bytes"]))
-    return sum(peak.values())
-
-
-def fast_tier_bytes(sites: str | Path, fraction: float) -> int:
-    """--fraction F (advise, compare, explore): F of the traced footprint per process,
-    rounded up to whole 2 MiB pages; 0 for a trace with no sites. Raises as footprint."""
-    unit = FAST_TIER_UNIT
-    return (int(footprint(sites) * fraction) + unit - 1) // unit * unit

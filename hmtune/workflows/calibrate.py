@@ -10,12 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from hmtune.core.placement import PlacementFile, read_placement
+from hmtune.core.stage import Stage
+
 if TYPE_CHECKING:
     import numpy as np
     import pandas as pd
 
     from hmtune.advisor.model import Problem
-    from hmtune.advisor.placement import PlacementFile
     from hmtune.advisor.predict import Calibration, Prediction
     from hmtune.workflows.tables import Summary
 
@@ -41,7 +43,6 @@ def stage_problem(sites_csv: Path, machine: Path) -> tuple[Problem, dict[str, st
 
 def tier_of(problem: Problem, chains: list[str], placement: Path) -> np.ndarray:
     """The placement's tier index per site (sites it does not list: the fallback)."""
-    from hmtune.advisor.placement import read_placement
 
     return tiers_of(problem, chains, read_placement(placement))
 
@@ -103,7 +104,6 @@ def calibrate(stage: Path, machine: Path, work: Path, summary: list[Summary], up
     import numpy as np
 
     from hmtune.advisor import predict
-    from hmtune.advisor.placement import read_placement
     from hmtune.analyze.traceid import FIELD as TRACE_ID
 
     by = {s.name: s for s in summary}
@@ -112,7 +112,7 @@ def calibrate(stage: Path, machine: Path, work: Path, summary: list[Summary], up
         return Outcome(None, {}, ["no calibration: every site fast has no measured interval "
                                   "(at least 2 rounds are needed)"])
     try:
-        problem, meta, chains = stage_problem(stage / "sites.csv", machine)
+        problem, meta, chains = stage_problem(Stage(stage).sites, machine)
     except (OSError, ValueError) as e:
         return Outcome(None, {}, [f"no calibration: {e}"])
     notes: list[str] = []
@@ -138,7 +138,7 @@ def calibrate(stage: Path, machine: Path, work: Path, summary: list[Summary], up
             p = problem
             if ranges:
                 if not profile:
-                    profile.append(stage_profile(stage / "sites.csv"))
+                    profile.append(stage_profile(Stage(stage).sites))
                 share = split_shares(problem, chains, ranges, profile[0])
                 p = replace(problem, _charged={},
                             fraction=np.repeat(share[:, None], len(problem.tiers), axis=1))
@@ -161,9 +161,9 @@ def calibrate(stage: Path, machine: Path, work: Path, summary: list[Summary], up
         return Outcome(None, {}, ["no calibration: the trace's sampled weight predicts no "
                                   "gain at all from the fast tier"])
     try:
-        predict.write_calibration(stage / "calibration.json", cal)
+        predict.write_calibration(Stage(stage).calibration, cal)
     except OSError as e:
-        notes.append(f"cannot write {stage / 'calibration.json'}: {e.strerror or e}")
+        notes.append(f"cannot write {Stage(stage).calibration}: {e.strerror or e}")
     out: dict[str, Prediction] = {}
     for name, (p, tier) in problems.items():
         out[name] = predict.predict(p, tier, fitted([q for q in points if q.variant != name]))

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from hmtune.core.errors import Failure
 from hmtune.core.files import write_atomic
+from hmtune.core.stage import PLACEMENT, Stage
 from hmtune.core.units import human
 from hmtune.workflows import harness, measure, tables
 from hmtune.workflows.harness import REFERENCE, STRATEGIES, UPPER, WHOLE, Refused
@@ -108,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
                       f"each also as NAME{WHOLE})", 2)
     setup = harness.prepare(args, "compare")
     stage, work, machine, plan = setup.stage, setup.work, setup.machine, setup.plan
-    if not (stage / "allocs.csv").is_file():
+    if not Stage(stage).allocs.is_file():
         strategies = [s for s in strategies if s.removesuffix(WHOLE) != "ilp-lifetime"]
     done = harness.open_runs(setup, "compare", args.force)
     rounds = "auto" if plan.repeats is None else str(plan.repeats)
@@ -129,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
             if why:
                 print(f"{who}: strategy {name} left out: {why}", file=sys.stderr)
                 continue
-            placed.append(Variant(name, work / name / "placement.txt"))
+            placed.append(Variant(name, work / name / PLACEMENT))
         if not placed:
             if several:
                 print(f"{who}: no strategy produced a placement at {human(mem)}: that "
@@ -147,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"{who}: note: no site has a call chain to place: no all-fast upper bound",
               file=sys.stderr)
     else:
-        variants.append(Variant(UPPER, work / UPPER / "placement.txt", harness.UPPER_POLICY))
+        variants.append(Variant(UPPER, work / UPPER / PLACEMENT, harness.UPPER_POLICY))
     top = UPPER if room is not None else None
     baselines = {n for names in theirs.values() for n in names}
     placements = [v.placement for v in variants
@@ -155,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
     need = max(setup.mem, room or 0) * setup.procs
     if args.reserve_hugepages:
         need = harness.pool_need(placements, setup.stage, setup.procs, need,
-                                 work / UPPER / "placement.txt" if top else None)
+                                 work / UPPER / PLACEMENT if top else None)
     pools = functools.partial(harness.pools, setup, placements, need,
                               args.reserve_hugepages, who)
     try:
@@ -202,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
         else versus_json(next(iter(vss.values()), None), None),
         "split_over_whole": [{"mem": m, "split": v.mine, "whole": v.other, **_paired_json(v)}
                              for m in mine for v in splits[m]],
-        "calibration": str(stage / "calibration.json") if cal and cal.calibration else None,
+        "calibration": str(Stage(stage).calibration) if cal and cal.calibration else None,
         "predicted": {n: [round(p.speedup, 4), round(p.lo, 4), round(p.hi, 4)]
                       for n, p in (cal.predicted if cal else {}).items()},
         "short_of_tier": [dataclasses.asdict(x) for x in short]},
@@ -242,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: {x.line()}.")
     if cal and cal.calibration:
         k = cal.calibration
-        print(f"calibration ({stage / 'calibration.json'}, for hmtune advise), fitted on "
+        print(f"calibration ({Stage(stage).calibration}, for hmtune advise), fitted on "
               f"{', '.join(p.variant for p in k.points)}: the placements gain k = {k.k:.2f} "
               f"[{k.k_lo:.2f}-{k.k_hi:.2f}] of what the sampled weight predicts, their calls "
               f"cost m = {k.call_scale:.2f} [{k.call_scale_lo:.2f}-{k.call_scale_hi:.2f}] "

@@ -23,6 +23,8 @@ from pathlib import Path
 
 from hmtune.core.errors import Failure
 from hmtune.core.files import write_atomic
+from hmtune.core.placement import TierLine, read_placement, write_placement
+from hmtune.core.stage import PLACEMENT, Stage
 from hmtune.core.units import human
 from hmtune.workflows import harness, measure, tables
 from hmtune.workflows.measure import Variant, write_csv
@@ -69,7 +71,6 @@ def name_of(mask: int, width: int) -> str:
 def advisor_bytes(placement: Path, groups: list[Group]) -> tuple[int, int | None]:
     """Peak live bytes of the sites the advisor's placement lists, and the mask of the
     explored placement with the same sites (None when it splits the rest group)."""
-    from hmtune.advisor.placement import read_placement
 
     pf = read_placement(placement)
     placed = {s.chain for s in pf.sites} | {s.raw for s in pf.statics}
@@ -211,19 +212,18 @@ def run(args: argparse.Namespace) -> int:
         raise Failure(f"-k/--top must be 1 to {MAX_TOP} (2^(K+1) placements)", 2)
     setup = harness.prepare(args, "explore")
     work, plan = setup.work, setup.plan
-    groups, foot = load_groups(setup.stage / "sites.csv", args.top)
+    groups, foot = load_groups(Stage(setup.stage).sites, args.top)
     if not groups:
-        raise Failure(f"{setup.stage / 'sites.csv'} lists no site", 2)
+        raise Failure(f"{Stage(setup.stage).sites} lists no site", 2)
     rest = len(groups) > args.top
     k = min(args.top, len(groups))
     if args.strategy is None:
         from hmtune.advisor.advise import default_strategy
 
-        args.strategy = default_strategy((setup.stage / "allocs.csv").is_file())
+        args.strategy = default_strategy(Stage(setup.stage).allocs.is_file())
     setup.config.update({"top": args.top, "strategy": args.strategy})
     done = harness.open_runs(setup, "explore", args.force)
 
-    from hmtune.advisor.placement import TierLine, write_placement
 
     whole = room_for_all(groups)
     first, last = setup.tiers[0], setup.tiers[-1]
@@ -241,23 +241,23 @@ def run(args: argparse.Namespace) -> int:
         planned[n] = sum(g.nbytes for i, g in enumerate(groups) if mask >> i & 1)
         d = work / n
         d.mkdir(exist_ok=True)
-        write_placement(d / "placement.txt",
+        write_placement(d / PLACEMENT,
                         placement_for(mask, groups, fast, slow, f"explore ({n})"))
         names.append(n)
         table.append({"variant": n, "mask": str(mask), "groups": labels[n],
                       "planned_bytes": str(planned[n])})
     write_csv(work / "placements.csv", list(table[0]), table)
     upper = names[-1]                       # every group in the fast tier
-    variants = [Variant(n, work / n / "placement.txt") for n in names]
+    variants = [Variant(n, work / n / PLACEMENT) for n in names]
     advisor_as: str | None = None
     why = harness.advise(setup.stage, work / "advisor", setup.spec, setup.mem, args.strategy)
     if why:
         print(f"{who}: the advisor ({args.strategy}) gave no placement: {why}",
               file=sys.stderr)
     else:
-        variants.append(Variant("advisor", work / "advisor" / "placement.txt"))
+        variants.append(Variant("advisor", work / "advisor" / PLACEMENT))
         names.append("advisor")
-        planned["advisor"], same = advisor_bytes(work / "advisor" / "placement.txt", groups)
+        planned["advisor"], same = advisor_bytes(work / "advisor" / PLACEMENT, groups)
         advisor_as = None if same is None else name_of(same, width)
         labels["advisor"] = f"{args.strategy} at {human(setup.mem)}"
     rounds = "auto" if plan.repeats is None else str(plan.repeats)
@@ -267,8 +267,7 @@ def run(args: argparse.Namespace) -> int:
           f"({setup.machine.name}); rounds: {rounds}, every placement once a round, "
           "interleaved", file=sys.stderr)
 
-    checked = [work / upper / "placement.txt"] + ([] if why else
-                                                  [work / "advisor" / "placement.txt"])
+    checked = [work / upper / PLACEMENT] + ([] if why else [work / "advisor" / PLACEMENT])
     need = whole * setup.procs
     if args.reserve_hugepages:
         need = harness.pool_need(checked, setup.stage, setup.procs, need)

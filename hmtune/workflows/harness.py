@@ -26,8 +26,16 @@ from typing import TYPE_CHECKING
 from hmtune.core import paths
 from hmtune.core.errors import Failure
 from hmtune.core.files import write_atomic
-from hmtune.core.sitesfile import FAST_TIER_UNIT as UNIT
-from hmtune.core.sitesfile import SitesFormatError, fast_tier_bytes, read_rows
+from hmtune.core.placement import (
+    PlacementFile,
+    PlacementFormatError,
+    TierLine,
+    read_placement,
+    write_placement,
+)
+from hmtune.core.sitesfile import SitesFormatError, read_rows
+from hmtune.core.stage import FAST_TIER_UNIT as UNIT
+from hmtune.core.stage import PLACEMENT, Stage, fast_tier_bytes
 from hmtune.core.units import fraction, human, parse_capacity
 from hmtune.workflows import hugepages, launch, measure, sitegroups
 
@@ -118,7 +126,7 @@ def prepare(args: argparse.Namespace, what: str) -> Setup:
     if not app:
         raise Failure(f"no application given: {who} [options] -- ./app args", 2)
     stage = Path(args.out) if args.out else paths.default_out(app[0])
-    sites = stage / "sites.csv"
+    sites = Stage(stage).sites
     if not sites.is_file():
         raise Failure(f"{sites}: not found (run hmtune trace and hmtune analyze "
                       "first)", 2)
@@ -329,7 +337,6 @@ def pool_need(placements: list[Path], stage: Path, procs: int, bound: int,
     tens of times the pages the run uses. `everything`, one of the placements, runs as
     HMTUNE_BASELINE=all: it also places the small blocks the trace only sampled or never
     saw, so its count gets ALL_MARGIN more."""
-    from hmtune.advisor.placement import PlacementFormatError, read_placement
     from hmtune.workflows import reserve
 
     page = hugepages.Sysfs().default_page()
@@ -399,7 +406,6 @@ class Refused(Exception):
 def cannot_place(placements: list[Path], procs: int) -> str | None:
     """The first tier with sites in these placements that cannot place anything on this
     host now (`hmtune run`'s check, hmtune/workflows/run.py), as one line, or None."""
-    from hmtune.advisor.placement import read_placement
     from hmtune.workflows.run import unplaceable
 
     for p in placements:
@@ -434,7 +440,7 @@ def advise(stage: Path, out: Path, machine: Machine, mem: int, strategy: str) ->
             try:
                 advice = advise_stage(stage, machine, mem, strategy=strategy.removesuffix(WHOLE),
                                       whole_objects=strategy.endswith(WHOLE),
-                                      output=out / "placement.txt", say=say)
+                                      output=out / PLACEMENT, say=say)
                 for line in [*write(advice), done(started)]:
                     say(line)
             finally:
@@ -451,25 +457,24 @@ def advise(stage: Path, out: Path, machine: Machine, mem: int, strategy: str) ->
 
 
 def tiers_only(placement: Path, dst: Path) -> None:
-    """The tiers of placement with no site: what the baselines run with."""
-    lines = [ln for ln in placement.read_text().splitlines()
-             if ln.startswith(("# hmtune placement", "tier "))]
-    dst.write_text("\n".join(lines) + "\ndepth 1\nsize-window 0 0\n")
+    """The tiers of placement with no site or static: what the baselines run with.
+    Raises PlacementFormatError for a placement the reader refuses."""
+    write_placement(dst, PlacementFile(tiers=read_placement(placement).tiers, depth=1,
+                                       size_window=(0, 0), sites=[]))
 
 
 def all_fast(setup: Setup, out: Path) -> int | None:
     """out/placement.txt with every site of sites.csv that has a chain in the machine's
     first tier, sized so that all fit at once (the upper bound); the capacity it needs
     per process, or None when no site can be placed."""
-    from hmtune.advisor.placement import TierLine, write_placement
 
-    groups, _ = sitegroups.load_groups(setup.stage / "sites.csv", 0)
+    groups, _ = sitegroups.load_groups(Stage(setup.stage).sites, 0)
     if not groups:
         return None
     room = sitegroups.room_for_all(groups)
     first, last = setup.tiers[0], setup.tiers[-1]
     out.mkdir(parents=True, exist_ok=True)
-    write_placement(out / "placement.txt", sitegroups.placement_for(
+    write_placement(out / PLACEMENT, sitegroups.placement_for(
         1, groups, TierLine(first.name, first.backend, room),
         TierLine(last.name, last.backend, last.capacity), "compare (all-fast)"))
     return room

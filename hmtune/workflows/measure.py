@@ -31,6 +31,8 @@ from pathlib import Path
 
 from hmtune.core import elf, paths
 from hmtune.core.backends import uses_hugetlb
+from hmtune.core.placement import read_placement
+from hmtune.core.stage import Stage
 from hmtune.workflows import hugepages, launch, stats
 from hmtune.workflows.busy import busy_note, cpu_snapshot, loadavg_note
 from hmtune.workflows.reserve import MEMKIND_PAGE
@@ -418,7 +420,6 @@ def targets(variants: list[Variant], app: list[str],
     """HMTUNE_TARGET per placed variant, as `hmtune run` sets it (hmtune/workflows/run.py);
     for a script, a placement without a program line (all-fast, the baselines') takes
     the program the stage's trace names (hmtune.advisor.program_line.traced_program)."""
-    from hmtune.advisor.placement import read_placement
     from hmtune.advisor.program_line import traced_program
     from hmtune.workflows import run as hrun
 
@@ -426,7 +427,7 @@ def targets(variants: list[Variant], app: list[str],
     program = hrun.command_program(app, exe) if exe is not None else None
     if program is not None and elf.program_headers(program) is not None:
         return {v.name: os.path.realpath(program) for v in variants}
-    traced = traced_program(stage / "sites.csv") if stage is not None else ""
+    traced = traced_program(Stage(stage).sites) if stage is not None else ""
     return {v.name: hrun.target_program(program, read_placement(v.placement)) or traced or None
             for v in variants if v.placement is not None}
 

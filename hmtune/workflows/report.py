@@ -20,7 +20,9 @@ from pathlib import Path
 
 from hmtune.core import paths
 from hmtune.core.errors import Failure
+from hmtune.core.placement import PlacementFormatError, read_placement
 from hmtune.core.sitesfile import SitesFormatError, read_rows
+from hmtune.core.stage import CURVE, PLACEMENT, SITES, Stage
 from hmtune.core.units import human, human_ranges
 
 TOP = 10
@@ -63,7 +65,7 @@ def site_labels(d: Path) -> tuple[dict[int, str], dict[str, str]]:
     from hmtune.advisor.inputs import InputError, load_sites
 
     try:
-        s = load_sites(d / "sites.csv")
+        s = load_sites(Stage(d).sites)
     except InputError:
         return {}, {}
     by_id: dict[int, str] = {}
@@ -82,7 +84,7 @@ def sites_section(d: Path) -> list[str]:
     from hmtune.advisor.inputs import InputError, load_sites
 
     try:
-        s = load_sites(d / "sites.csv")
+        s = load_sites(Stage(d).sites)
     except InputError as e:
         return ["## Top sites", "", f"sites.csv cannot be read: {e}", ""]
     t = s.table.sort_values("weight", ascending=False, kind="stable").head(TOP)
@@ -116,8 +118,8 @@ def advised_placements(d: Path) -> list[Path]:
     hmtune compare (DIR/compare/STRATEGY/) and hmtune explore (DIR/explore/advisor/)
     had it write; a placement of another origin (baselines, explored masks, the
     all-fast bound) is not advised."""
-    found = [d / "placement.txt", *sorted((d / "compare").glob("*/placement.txt")),
-             d / "explore" / "advisor" / "placement.txt"]
+    found = [Stage(d).placement, *sorted(Stage(d).compare.glob("*/placement.txt")),
+             Stage(d).explore / "advisor" / PLACEMENT]
     out = []
     for p in found:
         try:
@@ -135,7 +137,7 @@ def _curve_lines(d: Path, placements: list[Path]) -> list[str]:
     directory that has one (every strategy's curve is the same: the best placement
     per capacity)."""
     for p in placements:
-        curve = p.parent / "capacity_curve.csv"
+        curve = p.parent / CURVE
         if not curve.is_file():
             continue
         try:
@@ -169,7 +171,6 @@ def _made_by(generated_by: str) -> str:
 
 
 def advisor_section(d: Path) -> list[str]:
-    from hmtune.advisor.placement import PlacementFormatError, read_placement
 
     out = ["## Capacity and placement", ""]
     placements = advised_placements(d)
@@ -270,14 +271,14 @@ def _speedup(r: dict[str, str]) -> str:
 
 def compare_section(d: Path, out_dir: Path) -> list[str]:
     out = ["## Placements compared", ""]
-    summary_csv = d / "compare" / "summary.csv"
+    summary_csv = Stage(d).compare / "summary.csv"
     if not summary_csv.is_file():
         return out + ["Not compared yet: run `hmtune compare` (`make compare APP=...`).", ""]
     try:
         summary = _csv(summary_csv)
     except (OSError, csv.Error) as e:
         return out + [f"compare/summary.csv cannot be read: {e}", ""]
-    cfg = d / "compare" / "config.json"
+    cfg = Stage(d).compare / "config.json"
     try:
         higher = cfg.is_file() and bool(json.loads(cfg.read_text()).get("higher_is_better"))
     except (OSError, ValueError, AttributeError):
@@ -285,7 +286,7 @@ def compare_section(d: Path, out_dir: Path) -> list[str]:
     if any(_num(r, "speedup") is not None for r in summary):
         (out_dir / "compare.png").write_bytes(compare_png(summary, higher))
         out += ["![speedups](compare.png)", ""]
-    predicted = _predicted(d / "compare" / "result.json")
+    predicted = _predicted(Stage(d).compare / "result.json")
     out += ["| variant | runs | median FOM | min-max | speedup | predicted | fast tier | "
             "dFOM/MiB |", "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in summary:
@@ -300,7 +301,7 @@ def compare_section(d: Path, out_dir: Path) -> list[str]:
         out += ["predicted: the advisor's model (hmtune/advisor/predict.py) calibrated on "
                 "the speedups measured in this comparison, each placement's from all-fast's "
                 "and the other placements' (DIR/calibration.json holds the fit on all)."]
-    return out + [""] + _short(d / "compare" / "result.json")
+    return out + [""] + _short(Stage(d).compare / "result.json")
 
 
 def _short(result: Path) -> list[str]:
@@ -336,11 +337,11 @@ def _group_legend(groups: list[str], by_id: dict[int, str]) -> list[str]:
 
 def explore_section(d: Path) -> list[str]:
     head = ["## Exhaustive exploration", ""]
-    if not (d / "explore" / "summary.png").is_file():
+    if not (Stage(d).explore / "summary.png").is_file():
         return head + ["Not explored (`make explore K=7`).", ""]
     out = head + ["![explore](../explore/summary.png)", ""]
     try:
-        res = json.loads((d / "explore" / "result.json").read_text())
+        res = json.loads((Stage(d).explore / "result.json").read_text())
         out += [f"{res['placements']} placements measured. Best: `{res['best']}` "
                 f"({res['best_groups']}) {res['best_speedup']:.2f}x with "
                 f"{100 * res['best_fraction']:.1f} % of the footprint in the fast tier; "
@@ -358,9 +359,9 @@ def explore_section(d: Path) -> list[str]:
         out.append("")
     except (OSError, ValueError, KeyError, TypeError) as e:
         out += [f"(explore/result.json unreadable: {e})", ""]
-    out += _short(d / "explore" / "result.json")
+    out += _short(Stage(d).explore / "result.json")
     try:
-        with (d / "explore" / "summary.csv").open(newline="") as f:
+        with (Stage(d).explore / "summary.csv").open(newline="") as f:
             rows = sorted(csv.DictReader(f), key=lambda r: -(_num(r, "speedup") or 0.0))
     except (OSError, ValueError, csv.Error):
         return out
@@ -380,12 +381,12 @@ def explore_section(d: Path) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    d = Path(args.dir) if args.dir else paths.newest_stage("sites.csv")
-    if d is None or not (d / "sites.csv").is_file():
+    d = Path(args.dir) if args.dir else paths.newest_stage(SITES)
+    if d is None or not Stage(d).sites.is_file():
         raise Failure(f"{d or 'hmtune-out/*/'}: no sites.csv (run hmtune trace "
                       "and hmtune analyze first)", 2)
     try:                # its version checked before anything is written
-        read_rows(d / "sites.csv", "sites")
+        read_rows(Stage(d).sites, "sites")
     except SitesFormatError as e:
         raise Failure(str(e), 2) from None
     out_dir = d / "report"

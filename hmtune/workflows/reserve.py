@@ -37,7 +37,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from hmtune.advisor.granularity import (
     ARENA_MAX,
@@ -48,11 +47,10 @@ from hmtune.advisor.granularity import (
     slab_size,
 )
 from hmtune.core.backends import is_hbw, uses_hugetlb
+from hmtune.core.placement import PlacementFile
 from hmtune.core.sitesfile import iter_rows
+from hmtune.core.stage import Stage
 from hmtune.workflows import launch
-
-if TYPE_CHECKING:
-    from hmtune.advisor.placement import PlacementFile
 
 CHARGE = HUGE_BLOCK             # mappings are charged in these
 MEMKIND_PAGE = 2 << 20          # the only hugepage size memkind kinds may use here
@@ -113,13 +111,14 @@ class SiteSizes:
     blocks: list[Block] | None = None   # from allocs.csv
 
 
-def read_sizes(sites: Path, chains: set[str]) -> dict[str, SiteSizes]:
-    """The sizes of the sites with these chains, from sites.csv and, when it is next to
-    it, allocs.csv. Raises OSError or ValueError for files that cannot be read."""
+def read_sizes(stage: Stage, chains: set[str]) -> dict[str, SiteSizes]:
+    """The sizes of the sites with these chains, from the stage's sites.csv (ranks
+    folded: hmtune.core.stage.site_rows) and, when it is there, allocs.csv. Site ids
+    that share a chain add up (their peaks too: an upper bound, as the advisor takes
+    them). Raises OSError or ValueError for files that cannot be read."""
     ids: dict[str, str] = {}                       # site id -> chain
-    peaks: dict[tuple[str, str], int] = defaultdict(int)
     out: dict[str, SiteSizes] = {}
-    for r in iter_rows(sites, "sites"):
+    for r in stage.site_rows():
         chain = r["callstack_raw"]
         if chain not in chains:
             continue
@@ -127,14 +126,11 @@ def read_sizes(sites: Path, chains: set[str]) -> dict[str, SiteSizes]:
         s = out.setdefault(chain, SiteSizes(0, 0, 0))
         s.n_allocs += int(r["n_allocs"])
         s.max_size = max(s.max_size, int(r["max_size"]))
-        peaks[(chain, r.get("rank", ""))] += int(r["peak_live_bytes"])
-    for (chain, _), peak in peaks.items():
-        out[chain].peak_live = max(out[chain].peak_live, peak)
-    allocs = sites.with_name("allocs.csv")
-    if not allocs.is_file():
+        s.peak_live += int(r["peak_live_bytes"])
+    if not stage.allocs.is_file():
         return out
     blocks: dict[str, list[Block]] = {c: [] for c in out}
-    for r in iter_rows(allocs, "allocs"):
+    for r in iter_rows(stage.allocs, "allocs"):
         chain = ids.get(r["site_id"])
         if chain is not None:
             blocks[chain].append(Block(int(r["rank"]), int(r["thread"]), int(r["size"]),
@@ -155,15 +151,15 @@ def sizes_for(placement: Path, dirs: list[Path], chains: set[str]
     want = recorded_id(placement)
     why = "no sites.csv next to the placement"
     for d in dict.fromkeys(dirs):
-        sites = d / "sites.csv"
-        if not sites.is_file():
+        stage = Stage(d)
+        if not stage.sites.is_file():
             continue
-        got = recorded_id(sites)
+        got = recorded_id(stage.sites)
         if want and got and got != want:
-            why = f"{sites} is of another trace than the placement"
+            why = f"{stage.sites} is of another trace than the placement"
             continue
         try:
-            return read_sizes(sites, chains), ""
+            return read_sizes(stage, chains), ""
         except (OSError, ValueError, KeyError) as e:
             why = f"cannot read the sizes in {d}: {e}"
     return {}, why

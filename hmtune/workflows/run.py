@@ -26,19 +26,17 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from hmtune.core import elf, paths
 from hmtune.core.backends import is_hbw, uses_hugetlb
 from hmtune.core.errors import Failure
+from hmtune.core.placement import PlacementFile, PlacementFormatError, TierLine, read_placement
+from hmtune.core.stage import Stage
 from hmtune.core.units import human
 from hmtune.machine.host import memory_only_nodes
 from hmtune.workflows import hugepages, launch, runstats
 from hmtune.workflows.hugepages import HugePages, Want
 from hmtune.workflows.runstats import MPI_STATS, RANK, SINGLE_STATS
-
-if TYPE_CHECKING:
-    from hmtune.advisor.placement import PlacementFile, TierLine
 
 _SHARED_LIB = re.compile(r"\.so(\.|$)")
 # Programs that run the rest of their command line: the placement is for the program
@@ -118,7 +116,6 @@ def _say(msg: str) -> None:
 
 def load_placement(path: Path) -> PlacementFile:
     """The checked placement. Raises Failure (exit 2) saying what to do."""
-    from hmtune.advisor.placement import PlacementFormatError, read_placement
 
     if not path.exists():
         raise Failure(f"no placement {path}: run 'hmtune advise' first (after 'hmtune trace' "
@@ -350,7 +347,7 @@ def run(args: argparse.Namespace) -> int:
                       "malloc, so its allocations cannot be placed; link it dynamically "
                       "(without -static)", 2)
     out = Path(args.out) if args.out else paths.default_out(app[0])
-    placement = Path(args.placement) if args.placement else out / "placement.txt"
+    placement = Path(args.placement) if args.placement else Stage(out).placement
     pf = load_placement(placement)
     other = _other_program(pf, program)
     if other:                   # the library would refuse it: before any pool is reserved

@@ -1,26 +1,17 @@
 """The sites of sites.csv as compare and explore place them: groups of sites, and
 placements that put groups of them in the fast tier with room for all (explore's
 placements, compare's all-fast upper bound). The footprint they divide is
-hmtune.core.sitesfile.footprint."""
+hmtune.core.stage.footprint."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from hmtune.core.sitesfile import footprint, read_rows
-
-if TYPE_CHECKING:   # hmtune.advisor.placement imports pandas: not at every CLI start
-    from hmtune.advisor.placement import PlacementFile, TierLine
+from hmtune.core.placement import PlacementFile, SiteLine, TierLine, static_line
+from hmtune.core.stage import footprint_of, site_rows
 
 PAGE = 2 << 20                      # the fast tiers' charge unit (whole 2 MiB pages)
-
-
-def _rows(sites: Path) -> list[dict[str, str]]:
-    """The rows of sites.csv (hmtune.core.sitesfile.read_rows: its version line checked;
-    SitesFormatError, a ValueError, for a file of another kind or a newer version)."""
-    return read_rows(sites, "sites")[1]
 
 
 @dataclass
@@ -43,14 +34,16 @@ class _Site:
 
 def load_groups(sites_csv: Path, k: int) -> tuple[list[Group], int]:
     """The top-k sites by weight (ties: lower site id first), one group each, then the
-    rest as one group when there is any; and the footprint (bytes, footprint()). Per-rank
-    rows are folded: weights add up, the peak is the largest of any rank. Site ids that
+    rest as one group when there is any; and the footprint (bytes,
+    hmtune.core.stage.footprint). Per-rank rows are folded (hmtune.core.stage.site_rows:
+    weights add up, the peak is the largest of any rank). Site ids that
     share a callstack_raw are one site (the lowest id; weights and peaks added). Sites
     without a callstack_raw cannot be named in a placement and are left out of the
     groups (not of the footprint). Static variables (sites.csv v2, kind static) are
     sites too: their chain is their callstack_raw, their peak their size."""
+    rows = site_rows(sites_csv)
     per: dict[int, _Site] = {}
-    for r in _rows(sites_csv):
+    for r in rows:
         if not r["callstack_raw"]:
             continue
         static = r.get("kind") == "static"
@@ -77,7 +70,7 @@ def load_groups(sites_csv: Path, k: int) -> tuple[list[Group], int]:
     rest = order[k:]
     if rest:
         groups.append(group(f"rest ({len(rest)} site{'s' if len(rest) > 1 else ''})", rest))
-    return groups, footprint(sites_csv)
+    return groups, footprint_of(rows)
 
 
 def room_for_all(groups: list[Group]) -> int:
@@ -96,7 +89,6 @@ def placement_for(mask: int, groups: list[Group], fast: TierLine, slow: TierLine
     tier's backend inside them, which libhmalloc can never move: one warning per run
     each, and nothing placed)."""
     from hmtune.advisor.inputs import static_share
-    from hmtune.advisor.placement import PlacementFile, SiteLine, static_line
     from hmtune.core.sitekey import frames
     from hmtune.core.version import version
     from hmtune.machine.tiers import Tier

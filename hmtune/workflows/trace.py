@@ -17,6 +17,7 @@ from pathlib import Path
 
 from hmtune.core import paths
 from hmtune.core.errors import Failure
+from hmtune.core.stage import Stage
 from hmtune.core.units import human, parse_size
 from hmtune.workflows import launch
 
@@ -113,7 +114,7 @@ def finalize(out: Path, quiet: bool) -> dict | None:
 
 
 def print_summary(s: dict, out: Path, wall_s: float) -> None:
-    prv = out / "trace.prv"
+    prv = Stage(out).trace
     tracer_s = s["tracer_ns"] / 1e9
     share = 100.0 * tracer_s / (wall_s * max(1, s["threads"])) if wall_s > 0 else 0.0
     print(f"hmtune: traced {s['allocs']} allocations and {s['frees']} frees at {s['sites']} "
@@ -252,7 +253,7 @@ def set_aside_stale(out: Path) -> None:
     to out/stale/, so that no later command reads them as this trace's."""
     from hmtune.analyze.traceid import STALE_DIR, move_aside, stale_outputs, trace_id
 
-    moved, left = move_aside(stale_outputs(out, trace_id(out / "trace.prv")), out)
+    moved, left = move_aside(stale_outputs(out, trace_id(Stage(out).trace)), out)
     if moved:
         print(f"hmtune trace: moved the outputs of the previous trace "
               f"({', '.join(p.name for p in moved)}) to {out / STALE_DIR}/", file=sys.stderr)

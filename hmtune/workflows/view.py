@@ -11,6 +11,7 @@ from pathlib import Path
 
 from hmtune.core import paths
 from hmtune.core.errors import Failure
+from hmtune.core.stage import TRACE
 
 CFG_DIR = paths.configs_dir() / "paraver"
 
@@ -39,11 +40,11 @@ def commands(prv: Path) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    t = Path(args.trace) if args.trace else paths.newest_stage("trace.prv")
+    t = Path(args.trace) if args.trace else paths.newest_stage(TRACE)
     if t is None:
         raise Failure("hmtune-out/*/: no trace.prv (run hmtune trace first, or give "
                       "TRACE|DIR)", 2)
-    prv = t / "trace.prv" if t.is_dir() else t
+    prv = t / TRACE if t.is_dir() else t
     if not prv.is_file():
         raise Failure(f"{prv}: no trace there (run hmtune trace first)", 2)
     if prv.suffix != ".prv":

@@ -1,7 +1,7 @@
 /* placement_verdict.c — `placement_verdict FILE...`: one line per file, 1 when
  * libhmalloc.so's reader (hmi_placement_load) accepts it, 0 when it refuses it. The
  * C side of tests/py/test_placement_grammar.py, which gives the same files to
- * hmtune/advisor/placement.py's reader and wants the same verdicts. */
+ * hmtune/core/placement.py's reader and wants the same verdicts. */
 #include "hmi_placement.h"
 
 #include <stdio.h>

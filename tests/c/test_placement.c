@@ -1,5 +1,5 @@
 /* Tests of interpose/hmi_placement.c, the interposer's placement.txt v1/v2 parser:
- * the docs example, a file written by advisor.placement, the refusals with their
+ * the docs example, a file written by core.placement, the refusals with their
  * line numbers, the reader's quirks it must share, and a 10 MB input. */
 #include "hmt.h"
 #include "hm_modmap.h"
@@ -95,7 +95,7 @@ static void test_docs_example(void)
     CHECK(p.arena == NULL);
 }
 
-/* tests/c/data/placement_writer.txt came from hmtune.advisor.placement.write_placement. */
+/* tests/c/data/placement_writer.txt came from hmtune.core.placement.write_placement. */
 static void test_python_writer_file(void)
 {
     struct hmi_placement p;
@@ -153,7 +153,7 @@ static void test_crlf_and_comments(void)
     hmi_placement_free(&p);
 }
 
-/* What hmtune.advisor.placement.read_placement accepts, quirks included. */
+/* What hmtune.core.placement.read_placement accepts, quirks included. */
 static void test_reader_quirks(void)
 {
     ACCEPT("# hmtune placement v01\ntier s default unlimited\ndepth 1\nsize-window 0 0\n", 0);

@@ -16,7 +16,7 @@ from clistage import THP, hmtune, latency_stage
 
 from hmtune.advisor import cli as advisor_cli
 from hmtune.advisor.advise import Said, advise, command_line
-from hmtune.core.sitesfile import fast_tier_bytes
+from hmtune.core.stage import fast_tier_bytes
 from hmtune.machine.machinefile import load_machine
 from hmtune.workflows import harness
 

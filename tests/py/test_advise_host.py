@@ -10,7 +10,7 @@ from pathlib import Path
 
 from advisefix import STANDARD, STANDARD_TOTAL, write_sites
 
-from hmtune.advisor.placement import read_placement
+from hmtune.core.placement import read_placement
 from hmtune.core.units import GIB, MIB
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -129,7 +129,7 @@ def test_a_tier_absent_here_gets_a_note_naming_the_one_that_can(tmp_path: Path) 
 def test_fraction_sizes_the_tier_from_the_footprint(tmp_path: Path) -> None:
     """--fraction F: F of the traced footprint in whole 2 MiB pages, the size compare
     --fraction gives (one function); it goes with --machine as --mem does."""
-    from hmtune.core.sitesfile import fast_tier_bytes, footprint
+    from hmtune.core.stage import fast_tier_bytes, footprint
 
     host = fake_host(tmp_path / "vm", [("0-1", 24 * GIB, None)])
     d = stage(tmp_path)

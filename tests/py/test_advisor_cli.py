@@ -23,7 +23,7 @@ from advisefix import (
 )
 
 from hmtune.advisor.inputs import load_sites
-from hmtune.advisor.placement import read_placement
+from hmtune.core.placement import read_placement
 from hmtune.core.units import MIB
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ import pytest
 from tracemodel import HMTUNE, PROGRAMS, ROOT, trace
 
 from hmtune.advisor.inputs import load_sites
-from hmtune.advisor.placement import read_placement
+from hmtune.core.placement import read_placement
 from hmtune.core.units import MIB
 from hmtune.machine.tiers import Tier
 

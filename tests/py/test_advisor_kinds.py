@@ -14,7 +14,7 @@ from advisefix import advise, site, write_sites
 
 from hmtune.advisor.inputs import build_problem, load_sites
 from hmtune.advisor.model import Problem
-from hmtune.advisor.placement import read_placement
+from hmtune.core.placement import read_placement
 from hmtune.core.units import MIB
 from hmtune.machine.machinefile import load_machine, with_fast_capacity
 from hmtune.machine.tiers import KINDS, Tier

@@ -13,7 +13,9 @@ import pytest
 from tracemodel import PROGRAMS
 
 from hmtune.advisor.flexmalloc import FlexMallocError, flexmalloc_files
-from hmtune.advisor.placement import (
+from hmtune.advisor.program_line import traced_program
+from hmtune.core.files import write_atomic
+from hmtune.core.placement import (
     PlacementFile,
     PlacementFormatError,
     SiteLine,
@@ -23,8 +25,6 @@ from hmtune.advisor.placement import (
     read_placement,
     write_placement,
 )
-from hmtune.advisor.program_line import traced_program
-from hmtune.core.files import write_atomic
 
 A = "/opt/app+0x1294 > /lib/x86_64-linux-gnu/libc.so.6+0x2724a"
 B = "/opt/app+0x12a0 > /opt/app+0x15c1 > /lib/x86_64-linux-gnu/libc.so.6+0x27305"

@@ -12,7 +12,7 @@ import pytest
 from hmtune.advisor import split, strategies
 from hmtune.advisor.inputs import Sites
 from hmtune.advisor.model import Problem
-from hmtune.advisor.placement import SiteLine
+from hmtune.core.placement import SiteLine
 from hmtune.core.units import MIB
 from hmtune.machine.tiers import Tier
 
@@ -126,7 +126,7 @@ def test_no_split_with_two_limited_tiers_or_without_profile() -> None:
 
 
 def test_the_placement_line_carries_the_ranges(tmp_path: Path) -> None:
-    from hmtune.advisor.placement import PlacementFile, TierLine, read_placement, write_placement
+    from hmtune.core.placement import PlacementFile, TierLine, read_placement, write_placement
 
     pf = PlacementFile([TierLine("fast", "hugetlb", 16 * MIB),
                         TierLine("slow", "default", None)], 1, (0, 64 * MIB),
@@ -139,7 +139,7 @@ def test_the_placement_line_carries_the_ranges(tmp_path: Path) -> None:
 def test_explore_counts_a_split_site_by_its_ranges(tmp_path: Path) -> None:
     """An advisor placement with ranges is no explored placement (no mask) and counts
     only the bytes of its ranges."""
-    from hmtune.advisor.placement import PlacementFile, TierLine, write_placement
+    from hmtune.core.placement import PlacementFile, TierLine, write_placement
     from hmtune.workflows.explore import advisor_bytes
     from hmtune.workflows.sitegroups import Group
 

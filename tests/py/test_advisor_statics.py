@@ -14,8 +14,8 @@ from advisefix import APP, LIBC, MS, advise, site, static_site, write_allocs, wr
 
 from hmtune.advisor.inputs import load_sites
 from hmtune.advisor.model import static_fraction
-from hmtune.advisor.placement import read_placement
 from hmtune.analyze.sites_io import version_line
+from hmtune.core.placement import read_placement
 from hmtune.core.units import MIB
 from hmtune.machine.tiers import Tier
 
@@ -192,7 +192,7 @@ def test_a_static_is_split_by_its_profile(tmp_path: Path,
 
 
 def test_static_split_lines_are_written_and_checked(tmp_path: Path) -> None:
-    from hmtune.advisor.placement import (
+    from hmtune.core.placement import (
         PlacementFile,
         PlacementFormatError,
         StaticLine,

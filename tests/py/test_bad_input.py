@@ -13,9 +13,9 @@ import pytest
 from prvtext import HMTUNE, PRVSCAN, PrvText, pcf_text, read_csv
 from tracemodel import PROGRAMS, trace
 
-from hmtune.advisor.placement import read_placement
 from hmtune.analyze.sites_io import read_allocs, read_sites
 from hmtune.analyze.traceid import trace_id
+from hmtune.core.placement import read_placement
 
 pytestmark = pytest.mark.skipif(not PRVSCAN.exists(), reason="hmtune-prvscan is not built (make)")
 

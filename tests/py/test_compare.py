@@ -18,7 +18,7 @@ import pytest
 from advisefix import STANDARD, write_sites
 from clistage import CRASH, FOM, HMTUNE, HUGETLB, LATENCY, THP, hmtune, latency_stage, rows
 
-from hmtune.core.sitesfile import footprint
+from hmtune.core.stage import footprint
 from hmtune.workflows.measure import SECOND
 
 
@@ -54,7 +54,7 @@ def test_variants_runs_and_resume(stage: Path) -> None:
     for n in NAMES[1:]:                         # every other variant used the fast tier
         assert int(by[n]["fast_bytes"]) > 0, n
     # all-fast: every site with a chain in the fast tier, room for all
-    from hmtune.advisor.placement import read_placement
+    from hmtune.core.placement import read_placement
 
     pf = read_placement(stage / "compare" / "all-fast" / "placement.txt")
     chains = {x["callstack_raw"] for x in csv_rows(stage / "sites.csv") if x["callstack_raw"]}
@@ -307,7 +307,7 @@ def test_reserves_what_the_runs_need(stage: Path, tmp_path: Path) -> None:
     """--reserve-hugepages grows an empty pool by what the placements need (allocs.csv),
     not by the all-fast bound's loose capacity, and every all-fast block still lands in
     hugepages; the pool is put back."""
-    from hmtune.advisor.placement import read_placement
+    from hmtune.core.placement import read_placement
     from hmtune.workflows.harness import all_margin, pool_need
 
     d = hugetlb_stage(stage, tmp_path / "huge")
@@ -438,8 +438,8 @@ def test_footprint_is_one_process(tmp_path: Path) -> None:
     from hmtune.workflows import explore, harness, sitegroups
 
     assert explore.load_groups.__module__ == "hmtune.workflows.sitegroups"
-    assert footprint is sitegroups.footprint
-    assert harness.fast_tier_bytes.__module__ == "hmtune.core.sitesfile"
+    assert sitegroups.footprint_of.__module__ == "hmtune.core.stage"
+    assert harness.fast_tier_bytes.__module__ == "hmtune.core.stage"
     p = tmp_path / "sites.csv"
     p.write_text("# hmtune sites v1\nsite_id,peak_live_bytes,rank\n"
                  "1,100,0\n2,50,0\n1,300,1\n2,20,1\n")
@@ -478,7 +478,7 @@ def test_host_machine_by_default(stage: Path, tmp_path: Path) -> None:
     hmtune advise --fraction chooses; the runs' configuration names its tiers."""
     from test_advise_host import fake_host
 
-    from hmtune.advisor.placement import read_placement
+    from hmtune.core.placement import read_placement
     from hmtune.machine.machinefile import load_machine
 
     host = fake_host(tmp_path / "nohuge", [("0-1", 24 * 2**30, None)], hugepagesize_kb=0)
@@ -522,7 +522,7 @@ def test_several_capacities_share_all_slow_and_all_fast(stage: Path, tmp_path: P
     """--mem A,B: each capacity's baselines and strategies, named NAME@SIZE, in the same
     rounds as one all-slow and one all-fast; each placed within its own capacity, each
     capacity's strategy predicted and compared with its own baselines."""
-    from hmtune.advisor.placement import read_placement
+    from hmtune.core.placement import read_placement
 
     d = copy_stage(stage, tmp_path / "two")
     r = compare(d, "--mem", "8M,4M", "--strategies", "ilp")
@@ -581,7 +581,7 @@ def test_a_script_places_in_the_program_its_trace_names(tmp_path: Path) -> None:
     """compare's HMTUNE_TARGET for a script: a placement without a program line (all-fast,
     the baselines') takes the program the stage's trace summary names; a placement's own
     program line wins; without a summary nothing is named (every process places)."""
-    from hmtune.advisor.placement import PlacementFile, TierLine, write_placement
+    from hmtune.core.placement import PlacementFile, TierLine, write_placement
     from hmtune.workflows.measure import Variant, targets
 
     script = tmp_path / "run.sh"

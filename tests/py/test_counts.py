@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 from clistage import LATENCY, THP, hmtune
 
-from hmtune.advisor.placement import read_placement
 from hmtune.advisor.report import count_text
+from hmtune.core.placement import read_placement
 from hmtune.core.units import MIB
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from clistage import CRASH, FOM, HMTUNE, LATENCY, ROOT
 
-from hmtune.advisor.placement import read_placement
+from hmtune.core.placement import read_placement
 
 MPIRUN = "mpirun --allow-run-as-root --oversubscribe -np 2"
 APP = f"{LATENCY} -s 32 -n 20"          # chase 11 MiB, about 0.5 s of kernel

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from clistage import CRASH, FOM, LATENCY, THP, hmtune, latency_stage, rows
 
-from hmtune.advisor.placement import read_placement
+from hmtune.core.placement import read_placement
 from hmtune.workflows.explore import load_groups, name_of
 from hmtune.workflows.measure import SECOND
 
@@ -212,7 +212,7 @@ def test_static_variables_are_placed_as_static_lines(tmp_path: Path) -> None:
     """Statics (sites.csv v2, kind static) are sites of the groups: explore's and
     compare's all-fast placements carry them as static lines, and their sizes are no
     requests for the size window."""
-    from hmtune.advisor.placement import TierLine, format_placement, parse_placement
+    from hmtune.core.placement import TierLine, format_placement, parse_placement
     from hmtune.workflows.sitegroups import placement_for
 
     p = tmp_path / "sites.csv"

@@ -23,8 +23,8 @@ from tracemodel import HMTUNE, PROGRAMS, ROOT, check, load, marker_line, trace
 
 from hmtune.advisor.inputs import load_sites
 from hmtune.advisor.model import Problem, ns_weight
-from hmtune.advisor.placement import read_placement
 from hmtune.analyze.sites_io import ACCESS_KIND_COLUMNS, FIRST_TOUCH_COLUMNS, read_sites
+from hmtune.core.placement import read_placement
 from hmtune.core.units import MIB
 from hmtune.machine.machinefile import TierFileError, load_machine
 from hmtune.machine.tiers import Tier

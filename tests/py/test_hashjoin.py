@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from clistage import ROOT
 
-from hmtune.advisor.placement import read_placement
+from hmtune.core.placement import read_placement
 from hmtune.core.units import MIB
 
 PROGRAM = ROOT / "build" / "examples" / "hashjoin"

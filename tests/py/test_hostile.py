@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 from tracemodel import HMTUNE, PROGRAMS, ROOT, trace
 
-from hmtune.advisor.placement import (
+from hmtune.analyze.sites_io import read_sites
+from hmtune.core.placement import (
     PlacementFile,
     SiteLine,
     StaticLine,
     TierLine,
     write_placement,
 )
-from hmtune.analyze.sites_io import read_sites
 from hmtune.core.units import MIB
 from hmtune.machine.hostcheck import umf_problem
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from hmtune.advisor.placement import read_placement
+from hmtune.core.placement import read_placement
 from hmtune.core.version import version
 
 VERSION = version()
@@ -208,7 +208,7 @@ def test_demo_from_install(prefix: Path, tmp_path: Path) -> None:
     assert variants == ["all-slow", "first-come", "size-window", "ilp", "ilp-lifetime",
                         "misses", "density", "all-fast"]
     # the demo's placement and compare's are for one tier, chosen and sized by hmtune
-    from hmtune.advisor.placement import read_placement
+    from hmtune.core.placement import read_placement
 
     mine = read_placement(out / "placement.txt").tiers
     theirs = read_placement(out / "compare" / "ilp-lifetime" / "placement.txt").tiers

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hmtune.advisor.placement import PlacementFile, SiteLine, TierLine, write_placement
+from hmtune.core.placement import PlacementFile, SiteLine, TierLine, write_placement
 
 ROOT = Path(__file__).resolve().parents[2]
 HMTUNE = ROOT / "bin" / "hmtune"

@@ -1,6 +1,6 @@
 """One placement grammar (issue 13): what libhmalloc.so's reader refuses, `hmtune run`
 refuses first (exit 2, the program never starts), and what it accepts, `hmtune run`
-accepts. The same files go to three readers: hmtune.advisor.placement.read_placement, `hmtune
+accepts. The same files go to three readers: hmtune.core.placement.read_placement, `hmtune
 run` (which uses it), and the library itself, preloaded into a program with
 HMTUNE_PLACEMENT=FILE (it accepted the file when it wrote its statistics at exit; when
 it refuses one it passes everything through and writes none). Each case also says the
@@ -21,7 +21,7 @@ import pytest
 from advisefix import site, write_sites
 from tracemodel import HMTUNE, PROGRAMS, ROOT
 
-from hmtune.advisor import placement as P
+from hmtune.core import placement as P
 
 LIB = ROOT / "build" / "lib" / "libhmalloc.so"
 APP = PROGRAMS / "echo_io"                       # exit 7, three lines on stdout
@@ -347,7 +347,7 @@ def test_mutated_files_same_verdict(tmp_path: Path) -> None:
 
 
 def test_limits_are_the_c_headers() -> None:
-    """hmtune/advisor/placement.py's limits are the numbers of interpose/hmi_placement_data.h."""
+    """hmtune/core/placement.py's limits are the numbers of interpose/hmi_placement_data.h."""
     def defines(name: str) -> dict[str, int]:
         text = (ROOT / name).read_text()
         return {m.group(1): int(m.group(2), 0) for m in

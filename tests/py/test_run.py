@@ -21,7 +21,8 @@ import pytest
 from tracemodel import HMTUNE, PROGRAMS, ROOT, trace
 
 from hmtune.advisor.granularity import class_size
-from hmtune.advisor.placement import (
+from hmtune.analyze.sites_io import read_allocs, read_sites
+from hmtune.core.placement import (
     PlacementFile,
     SiteLine,
     TierLine,
@@ -29,7 +30,6 @@ from hmtune.advisor.placement import (
     read_placement,
     write_placement,
 )
-from hmtune.analyze.sites_io import read_allocs, read_sites
 from hmtune.machine.host import memory_only_nodes, parse_list
 from hmtune.machine.hostcheck import umf_problem
 from hmtune.workflows import hugepages, runstats

@@ -22,7 +22,8 @@ import pytest
 from clistage import HMTUNE, LATENCY, ROOT, hmtune
 
 from hmtune.advisor.granularity import class_size
-from hmtune.advisor.placement import (
+from hmtune.analyze.sites_io import ALLOCS_COLUMNS, SITES_COLUMNS, version_line
+from hmtune.core.placement import (
     PlacementFile,
     SiteLine,
     StaticLine,
@@ -30,7 +31,6 @@ from hmtune.advisor.placement import (
     frames,
     write_placement,
 )
-from hmtune.analyze.sites_io import ALLOCS_COLUMNS, SITES_COLUMNS, version_line
 from hmtune.core.units import GIB, MIB
 from hmtune.workflows import hugepages, reserve
 from hmtune.workflows.hugepages import Pool, Sysfs, Want
@@ -262,7 +262,7 @@ def test_sizes_from_the_placements_own_trace(tmp_path: Path) -> None:
     sizes, why = reserve.sizes_for(p, [tmp_path], {chain})
     assert why == "" and list(sizes) == [chain]
     assert [b.size for b in sizes[chain].blocks or []] == [3 * MIB, 3 * MIB]
-    from hmtune.advisor.placement import read_placement
+    from hmtune.core.placement import read_placement
 
     assert one(read_placement(p), sizes).per_process == 4
     p.write_text(p.read_text().replace("00112233aabbccdd", "ffffffffffffffff"))
@@ -450,7 +450,7 @@ def fast_tier(out: Path) -> dict:
 def test_reserved_placed_and_put_back(stage: tuple[Path, int], empty_pool: None,
                                       tmp_path: Path) -> None:
     d, pages = stage
-    from hmtune.advisor.placement import read_placement
+    from hmtune.core.placement import read_placement
 
     pf = read_placement(d / "placement.txt")
     sizes, _ = reserve.sizes_for(d / "placement.txt", [d], {s.chain for s in pf.sites})
@@ -646,7 +646,7 @@ def test_small_objects_fill_the_planned_capacity(tmp_path: Path, empty_pool: Non
     import pandas as pd
 
     from hmtune.advisor.model import charged_peaks
-    from hmtune.advisor.placement import read_placement
+    from hmtune.core.placement import read_placement
 
     d = tmp_path / "stage"
     r = hmtune("trace", "-q", "-o", str(d), "--", str(SMALL_OBJECTS), "100")

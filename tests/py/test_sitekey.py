@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from hmtune.advisor.placement import chain_ok
 from hmtune.analyze.labels import to_raw_chain
+from hmtune.core.placement import chain_ok
 from hmtune.core.sitekey import (
     MAX_FRAMES,
     OFFSET_LIMIT,

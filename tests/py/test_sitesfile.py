@@ -1,5 +1,5 @@
 """sites.csv and allocs.csv are read through one version check (hmtune.core.sitesfile):
-the light readers of the workflows (sitegroups' footprint and groups, run's sizes for
+the light readers of the workflows (the stage's footprint, sitegroups' groups, run's sizes for
 the reservation) and the pandas readers (hmtune.analyze.sites_io) refuse a file without
 the version line or of a newer version, naming the file and saying what to do; the
 commands that read them (compare, explore, report) stop with one line and write
@@ -19,6 +19,7 @@ from clistage import CRASH, ROOT, THP, hmtune
 from hmtune.analyze import profile, sites_io
 from hmtune.core import sitesfile
 from hmtune.core.sitesfile import SitesFormatError, iter_rows, read_rows
+from hmtune.core.stage import Stage, footprint
 from hmtune.workflows import reserve, sitegroups
 
 RAW3 = STANDARD[0]["callstack_raw"]
@@ -38,9 +39,9 @@ def spoil(path: Path, first: str) -> None:
 
 
 READERS: dict[str, Callable[[Path], object]] = {
-    "footprint": sitegroups.footprint,
+    "footprint": footprint,
     "load_groups": lambda p: sitegroups.load_groups(p, 2),
-    "read_sizes": lambda p: reserve.read_sizes(p, {RAW3}),
+    "read_sizes": lambda p: reserve.read_sizes(Stage(p.parent), {RAW3}),
     "read_rows": read_rows,
     "read_sites": sites_io.read_sites,
 }
@@ -67,10 +68,10 @@ def test_good_files_read_as_before(tmp_path: Path) -> None:
     meta, rows = read_rows(d / "sites.csv")
     assert meta["version"] == "1" and meta["trace"] == "t.prv"
     assert [int(r["site_id"]) for r in rows] == [s["site_id"] for s in STANDARD]
-    assert sitegroups.footprint(d / "sites.csv") == sum(s["peak_live_bytes"] for s in STANDARD)
+    assert footprint(d / "sites.csv") == sum(s["peak_live_bytes"] for s in STANDARD)
     groups, _ = sitegroups.load_groups(d / "sites.csv", 2)
     assert [g.label for g in groups] == ["site 3", "site 4", "rest (3 sites)"]
-    sizes = reserve.read_sizes(d / "sites.csv", {RAW3})
+    sizes = reserve.read_sizes(Stage(d), {RAW3})
     assert sizes[RAW3].max_size == STANDARD[0]["max_size"]
     assert sizes[RAW3].blocks is not None and len(sizes[RAW3].blocks) == 1
     assert float(sites_io.read_sites(d / "sites.csv")["weight"].sum()) == \
@@ -97,7 +98,7 @@ def test_allocs_of_a_newer_version_refused(tmp_path: Path) -> None:
     d = standard_dir(tmp_path)
     spoil(d / "allocs.csv", "# hmtune allocs v2 trace=t.prv")
     with pytest.raises(SitesFormatError, match="allocs.csv version 2 is newer"):
-        reserve.read_sizes(d / "sites.csv", {RAW3})
+        reserve.read_sizes(Stage(d), {RAW3})
     with pytest.raises(SitesFormatError, match="allocs.csv version 2 is newer"):
         sites_io.read_allocs(d / "allocs.csv")
 

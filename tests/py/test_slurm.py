@@ -35,9 +35,9 @@ from pathlib import Path
 import pytest
 from tracemodel import HMTUNE, PROGRAMS, ROOT, check, load, marker_line
 
-from hmtune.advisor.placement import read_placement
 from hmtune.analyze.prv import parse_row, read_header
 from hmtune.analyze.sites_io import read_sites
+from hmtune.core.placement import read_placement
 from hmtune.core.units import MIB
 from hmtune.machine.machinefile import load_machine
 

@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 from tracemodel import HMTUNE, PROGRAMS, ROOT
 
-from hmtune.advisor.placement import read_placement
+from hmtune.core.placement import read_placement
 from hmtune.core.sitesfile import parse_version_line
 
 APP = [str(PROGRAMS / "sparse_rows"), "20000", "600"]

@@ -168,12 +168,13 @@ def test_advise_charges_a_row_for_the_blocks_it_stands_for(tmp_path: Path) -> No
 def test_reserve_counts_a_rows_blocks(tmp_path: Path) -> None:
     """--reserve-hugepages: 2 rows of 512-byte objects standing for 4096 each fill
     2 chunks of 2 MiB (4096 objects of class 512 per chunk)."""
+    from hmtune.core.stage import Stage
     from hmtune.workflows.reserve import arena_pages, read_sizes
 
     d = tmp_path / "stage"
     raw = f"{APP}+0x1240 > {LIBC}+0x2724a"
     write_sites(d / "sites.csv", [site(3, 8192 * 512, 90.0, raw, max_size=512)])
     write_allocs_scaled(d / "allocs.csv", [(3, 512, 10, -1, 4096), (3, 512, 11, -1, 4096)])
-    sizes = read_sizes(d / "sites.csv", {raw})
+    sizes = read_sizes(Stage(d), {raw})
     assert [b.scale for b in sizes[raw].blocks or []] == [4096, 4096]
     assert arena_pages([sizes[raw]]) == {0: 2}

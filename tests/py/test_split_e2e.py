@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from clistage import HMTUNE, ROOT
 
-from hmtune.advisor.placement import read_placement
+from hmtune.core.placement import read_placement
 from hmtune.core.units import MIB, human, human_ranges
 
 PROGRAM = ROOT / "build" / "tests" / "programs" / "window_hot"

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from tracemodel import HMTUNE, PROGRAMS
 
-from hmtune.advisor.placement import StaticLine, format_placement, read_placement
+from hmtune.core.placement import StaticLine, format_placement, read_placement
 from hmtune.core.units import MIB
 
 APP = PROGRAMS / "static_half"

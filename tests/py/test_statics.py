@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from tracemodel import HMTUNE, PROGRAMS
 
-from hmtune.advisor.placement import StaticLine, format_placement, read_placement
 from hmtune.analyze.sites_io import CLASSES, read_sites, split_from_meta
+from hmtune.core.placement import StaticLine, format_placement, read_placement
 from hmtune.core.units import MIB
 
 APP = PROGRAMS / "static_arrays"

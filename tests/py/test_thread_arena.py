@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from clistage import HMTUNE, HUGETLB, ROOT, hmtune
 
-from hmtune.advisor.placement import read_placement
+from hmtune.core.placement import read_placement
 from hmtune.core.units import MIB
 from hmtune.workflows import hugepages, reserve, runstats
 

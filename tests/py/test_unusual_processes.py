@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from tracemodel import HMTUNE, PROGRAMS, ROOT, check, load, trace
 
-from hmtune.advisor.placement import PlacementFile, SiteLine, TierLine, frames, write_placement
 from hmtune.analyze.sites_io import read_allocs, read_sites
+from hmtune.core.placement import PlacementFile, SiteLine, TierLine, frames, write_placement
 from hmtune.workflows import launch
 
 CLOSEFDS = str(PROGRAMS / "closefds")

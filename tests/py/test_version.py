@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from hmtune.advisor.placement import read_placement
 from hmtune.analyze.prv_tables import parse_pcf
 from hmtune.analyze.sites_io import read_allocs, read_sites
 from hmtune.core import version as version_mod
+from hmtune.core.placement import read_placement
 from hmtune.core.sitesfile import read_rows
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,5 +1,5 @@
 """placement.txt's byte ranges (`split` and `static-split` lines, v2) and decimal fields,
-as both readers take them (hmtune/advisor/placement.py, interpose/hmi_placement.c)."""
+as both readers take them (hmtune/core/placement.py, interpose/hmi_placement.c)."""
 
 from __future__ import annotations
 

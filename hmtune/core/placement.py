@@ -50,7 +50,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hmtune.advisor.placement_ranges import (
+from hmtune.core.backends import grammar_problem
+from hmtune.core.files import write_atomic
+from hmtune.core.placement_ranges import (
     BAD_SPLIT,
     BAD_STATIC_SPLIT,
     NUMBER_MAX,
@@ -59,16 +61,14 @@ from hmtune.advisor.placement_ranges import (
     parse_ranges,
     ranges_problem,
 )
-from hmtune.advisor.placement_ranges import (
+from hmtune.core.placement_ranges import (
     MAX_RANGES as MAX_RANGES,  # the grammar's limits, re-exported
 )
-from hmtune.advisor.placement_ranges import (
+from hmtune.core.placement_ranges import (
     RANGE_END_MAX as RANGE_END_MAX,
 )
-from hmtune.advisor.placement_ranges import dec as _dec
-from hmtune.core.files import write_atomic
+from hmtune.core.placement_ranges import dec as _dec
 from hmtune.core.sitekey import FRAME, MAX_FRAMES, OFFSET_LIMIT, WS, frames
-from hmtune.machine.hostcheck import backend_problem
 
 VERSION = 1                    # what a file without split lines is written as
 VERSION_SPLIT = 2              # split lines need it (HMI_VERSION_MAX)
@@ -347,7 +347,7 @@ def _check(pf: PlacementFile, where: str, writing: bool = True) -> None:
     for t in pf.tiers:
         if not _TIER_NAME.fullmatch(t.name):
             fail(f"tier name {t.name!r} is not 1-64 letters, digits, '_', '.' or '-'")
-        problem = backend_problem(t.backend)
+        problem = grammar_problem(t.backend)
         if problem:
             fail(f"tier {t.name}: backend {problem}")
         if t.capacity is not None and not 0 < t.capacity <= NUMBER_MAX:
@@ -507,7 +507,7 @@ def parse_placement_bytes(data: bytes, where: str = "<placement>") -> PlacementF
                      "'unlimited')")
             if len(pf.tiers) >= MAX_TIERS:
                 fail(f"more tier lines than {MAX_TIERS}")
-            problem = backend_problem(fields[1])
+            problem = grammar_problem(fields[1])
             if problem:
                 fail(f"backend {problem}")
             pf.tiers.append(TierLine(fields[0], fields[1], _dec(fields[2])))
