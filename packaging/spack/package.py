@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="c0d8fccadd599d2ed352099a887bddfa4cc489cefbfc9da07c1431e4af947e06")
+    version("0.1.0", sha256="3ddf9316dcb0c020ffc3fcb5a399ee9d49366f95c00492c2a2bf3a51228d24a0")
 
     variant(
         "memkind",
