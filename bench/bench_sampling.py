@@ -3,9 +3,10 @@ against runs without them (medians; this VM is noisy).
 
 Prints: the software sampler's added kernel time on the latency example (target
 <= 2 %), samples per second per thread, the sampler's own CPU cost per sample, the
-time its handlers take per timer signal with and without the look ahead and the
-producer-load rule (measured in process, interleaved), and the PEBS/IBS default
-periods with their overhead arithmetic (no PMU here)."""
+time its handlers take per timer signal with and without the look ahead, the
+producer-load rule and the PAPI counters (`--counters`: a PAPI_read per sample;
+measured in process, interleaved), the kernel time with the counters, and the PEBS/IBS
+default periods with their overhead arithmetic (no PMU here)."""
 
 from __future__ import annotations
 
@@ -30,12 +31,16 @@ STREAM = BUILD / "examples" / "stream"
 
 
 def run(cmd: list[str], sampler: str | None, raw: Path) -> tuple[str, float]:
-    """stdout and the process's CPU seconds; sampler None = no tracer at all."""
+    """stdout and the process's CPU seconds; sampler None = no tracer at all, "counters"
+    the software sampler with HMTUNE_COUNTERS=default."""
     env = dict(os.environ)
     if sampler is not None:
         shutil.rmtree(raw, ignore_errors=True)
         raw.mkdir(parents=True)
-        env.update(LD_PRELOAD=str(LIB), HMTUNE_OUT=str(raw), HMTUNE_SAMPLER=sampler)
+        env.update(LD_PRELOAD=str(LIB), HMTUNE_OUT=str(raw),
+                   HMTUNE_SAMPLER="soft" if sampler == "counters" else sampler)
+        if sampler == "counters":
+            env["HMTUNE_COUNTERS"] = "default"
     p = subprocess.run([str(RSSWRAP), *cmd], capture_output=True, env=env)
     if p.returncode != 0:
         sys.exit(f"bench-sampling: {' '.join(cmd)} failed ({p.returncode})")
@@ -94,6 +99,8 @@ def handler_costs(runs: int, raw: Path) -> None:
     compare("producer load", "HMTUNE_SAMPLE_PRODUCER", ("0", "1"),
             {"consume_hot": [str(CONSUME), "1.0"], "compute_hot": [str(HOT), "1.0"],
              "latency": [str(LATENCY)]}, runs, raw)
+    compare("counters", "HMTUNE_COUNTERS", ("none", "default"),
+            {"compute_hot": [str(HOT), "1.0"], "latency": [str(LATENCY)]}, runs, raw)
 
 
 def main() -> int:
@@ -108,8 +115,8 @@ def main() -> int:
         handler_costs(args.runs, raw)
         if args.only_lookahead:
             return 0
-        kt: dict[str, list[float]] = {"plain": [], "none": [], "soft": []}
-        cpu: dict[str, list[float]] = {"plain": [], "none": [], "soft": []}
+        kt: dict[str, list[float]] = {"plain": [], "none": [], "soft": [], "counters": []}
+        cpu: dict[str, list[float]] = {m: [] for m in kt}
         for _ in range(args.runs):
             for mode in kt:
                 out, c = run([str(LATENCY)], None if mode == "plain" else mode, raw)
@@ -118,11 +125,14 @@ def main() -> int:
         med = {m: statistics.median(v) for m, v in kt.items()}
         print(f"# bench-sampling: latency example, medians of {args.runs} interleaved runs")
         for m in kt:
-            print(f"  {m:5s} kernel {med[m]:.3f} s [{min(kt[m]):.3f}-{max(kt[m]):.3f}]  "
+            print(f"  {m:8s} kernel {med[m]:.3f} s [{min(kt[m]):.3f}-{max(kt[m]):.3f}]  "
                   f"process CPU {statistics.median(cpu[m]):.3f} s")
         print(f"software sampler: kernel time x{med['soft'] / med['plain']:.3f} vs untraced "
               f"({100 * (med['soft'] / med['plain'] - 1):+.2f} %), x{med['soft'] / med['none']:.3f}"
               f" vs tracer without sampler (target <= 2 %)")
+        print(f"with the counters (a PAPI_read per sample): kernel time "
+              f"x{med['counters'] / med['soft']:.3f} vs the software sampler alone, "
+              f"x{med['counters'] / med['plain']:.3f} vs untraced")
         # samples per second per thread and the handler's cost, on a 4-thread run
         out, c_soft = run([str(FOUR), "threads", "1.0", "64"], "soft", raw)
         r = subprocess.run([str(FIN), str(raw), "-o", str(raw / "t"), "--summary",

@@ -22,7 +22,8 @@ $(BUILD)/bin/hmtune-finalize: $(HMC_FIN_SRC) $(HMC_FIN_HDR) $(HMC_FIN_COMMON) $(
 
 $(BUILD)/bin/hmtune-probe: $(ROOT)/collect/hmc_probe.c $(HMC_PERF_SRC) $(HMC_LIB_HDR)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS_COMMON) -o $@ $(ROOT)/collect/hmc_probe.c $(HMC_PERF_SRC) $(COMMON_SRC) \
+	$(CC) $(CFLAGS_COMMON) -o $@ $(ROOT)/collect/hmc_probe.c $(HMC_PERF_SRC) \
+	  $(ROOT)/collect/hmc_papi.c $(COMMON_SRC) \
 	  -lunwind -ldl $(LDSAN)
 
 BUILD_TARGETS += $(BUILD)/lib/libhmtrace.so $(BUILD)/bin/hmtune-finalize $(BUILD)/bin/hmtune-probe

@@ -1,7 +1,14 @@
 /* hmtune-probe [auto|pebs|ibs|soft|none] — which sampler this machine offers, by the
  * tracer's own detection code. Prints "sampler=<name>" and "why=<one line>"; exits 0
  * when the chosen sampler is usable, 3 when the one asked for is not. `hmtune trace`
- * runs it before starting the application so the choice is stated up front. */
+ * runs it before starting the application so the choice is stated up front.
+ *
+ * hmtune-probe --counters [LIST] — the PAPI counters of LIST (default: the tracer's,
+ * HMC_COUNTERS_DEFAULT) a trace would record here, chosen as the tracer chooses them:
+ * a "counter=NAME<TAB>code=0xCODE<TAB>type=TYPE<TAB>descr=TEXT" line each, then
+ * "software=0|1" and "unavailable=NAME (why), ..."; or "error=<one line>". Exits 0
+ * when some counter can be recorded, 3 otherwise (`hmtune machine` lists them). */
+#include "hmc_papi.h"
 #include "hmc_perf.h"
 
 #include <errno.h>
@@ -63,13 +70,34 @@ static int soft_ok(char *why, size_t n)
     return 1;
 }
 
+static int counters(const char *list)
+{
+    struct hmc_papi p;
+    struct hmc_counter_set set;
+    char why[256];
+    if (hmc_papi_open(&p, why, sizeof(why)) != 0 ||
+        hmc_papi_choose(&p, list, &set, why, sizeof(why)) != 0) {
+        printf("error=%s\n", why);
+        return 3;
+    }
+    for (int i = 0; i < set.n; i++)
+        printf("counter=%s\tcode=0x%x\ttype=%llu\tdescr=%s\n", set.c[i].name,
+               (unsigned)set.c[i].code,
+               (unsigned long long)hmr_counter_type((uint32_t)set.c[i].code), set.c[i].descr);
+    printf("software=%d\nunavailable=%s\n", set.software, set.unavailable);
+    return set.n ? 0 : 3;
+}
+
 int main(int argc, char **argv)
 {
     const char *want = argc > 1 ? argv[1] : "auto";
     if (strcmp(want, "-h") == 0 || strcmp(want, "--help") == 0) {
-        printf("usage: hmtune-probe [auto|pebs|ibs|soft|none]\n");
+        printf("usage: hmtune-probe [auto|pebs|ibs|soft|none]\n"
+               "       hmtune-probe --counters [LIST]\n");
         return 0;
     }
+    if (strcmp(want, "--counters") == 0)
+        return counters(argc > 2 ? argv[2] : "default");
     struct hmc_perf_caps caps;
     char dwhy[512] = "", pebs[300] = "", ibs[300] = "", soft[300] = "";
     unsigned have = hmc_perf_detect(NULL, &caps, dwhy, sizeof(dwhy));

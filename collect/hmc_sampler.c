@@ -33,6 +33,7 @@
  * and gives it every signal that is not one of ours. The HMTUNE_* settings are read
  * in hmc_sampler_cfg.c. */
 #include "hmc_sampler.h"
+#include "hmc_counters.h"
 #include "hmc_decode.h"
 #include "hmc_behind.h"
 #include "hmc_sampler_bp.h"
@@ -78,6 +79,7 @@ struct samp {
     struct hmc_perf_ring fault;   /* minor page faults (fault_on) */
     int fault_on;
     uint64_t handler_tk, n_timer, n_trap;   /* the sampler's own cost (HMR_SCOST) */
+    struct hmc_cnt_thread cnt;    /* the thread's counters (HMTUNE_COUNTERS) */
 };
 
 /* HMTUNE_SAMPLE_VERIFY=1: a recovered address checked by execute breakpoints. The
@@ -312,6 +314,7 @@ static int on_timer(int sig, siginfo_t *si, void *uc)
     }
     s->in_handler = 1;
     uint64_t t0 = hm_ticks();
+    hmc_counters_tick(t, &s->cnt);
     if (g_cfg.kind == HMS_SRC_SOFT)
         soft_sample(t, s, si, uc);
     else
@@ -405,6 +408,7 @@ int hmc_sampler_init(const struct hmc_sampler_cfg *cfg)
         hmc_sig_claim(SIGTRAP, on_trap, HMC_SIG_KEEP | HMC_SIG_NODEFER) != 0)
         return -1;
     hmc_sampler_record_cfg(cfg);
+    hmc_counters_init();
     g_ready = 1;
     return 0;
 }
@@ -463,6 +467,7 @@ void hmc_sampler_thread_start(void)
     }
     if (g_cfg.fault_period)
         s->fault_on = hmc_sampler_fault_open(t, g_cfg.fault_period, &s->fault, lo, hi);
+    hmc_counters_thread_start(t, &s->cnt);
     hmc_thread_set_sampler(t, s);
     struct sigevent sev;
     memset(&sev, 0, sizeof(sev));
@@ -495,6 +500,7 @@ void hmc_sampler_thread_stop(struct hmc_thread *t)
     if (s->pending_on)
         bp_failed(t, s, HMS_WHY_BP_MISSED);
     record_cost(t, s);
+    hmc_counters_thread_stop(t, &s->cnt);
     if (g_cfg.kind == HMS_SRC_PEBS || g_cfg.kind == HMS_SRC_IBS) {
         hmc_perf_thread_drain(&s->perf, t);
         hmc_perf_thread_close(&s->perf);
@@ -538,5 +544,6 @@ void hmc_sampler_atfork_child(void)
     if (!g_ready || !t)
         return;
     hmc_thread_set_sampler(t, NULL);
+    hmc_counters_atfork_child();
     hmc_sampler_thread_start();
 }

@@ -39,8 +39,29 @@ enum hmr_type {
     HMR_SAMPLER = 10, /* the sampler in use: kind = enum hmr_src, then its name
                        * (kind HMS_SRC_FAULT: the page-fault sampler, a record of its own) */
     HMR_SCOST  = 11, /* the sampler's own cost so far, in a sample stream (cumulative) */
+    HMR_CNTSET = 12, /* the counters asked for (process stream): kind = 1 when none could be
+                      * counted and the software events were taken, then the text
+                      * "NAME (why), ..." of those not counted */
+    HMR_CNTDEF = 13, /* a counter the threads record (process stream): kind = its index,
+                      * aux = PAPI's event code, then its name and description */
+    HMR_COUNTERS = 14, /* a thread's counters (sample stream): struct hmr_counters */
     HMR_SCALL  = 20, /* a CALL below min_size traced by small-call sampling, with its weight */
 };
+
+/* Hardware counters (hmc_counters.c) as Extrae writes PAPI's: the Paraver event type
+ * of a counter is HMR_HWC_BASE plus the low 16 bits of a preset's PAPI code, or
+ * HMR_HWC_BASE_NATIVE plus those of a native event's; HMR_HWC_SET is the active
+ * counter set (1), at a thread's first reading. Values are the counts since the
+ * thread's previous reading. */
+#define HMR_MAX_COUNTERS 8
+#define HMR_HWC_BASE 42000000u
+#define HMR_HWC_BASE_NATIVE 42001000u
+#define HMR_HWC_SET 41999999u
+#define HMR_PAPI_PRESET 0x80000000u
+static inline uint64_t hmr_counter_type(uint32_t code)
+{
+    return (code & HMR_PAPI_PRESET ? HMR_HWC_BASE : HMR_HWC_BASE_NATIVE) + (code & 0xffffu);
+}
 
 /* Where a sample came from: the access samplers are the values of event 41000021
  * (common/trace_values.tsv). HMS_SRC_FAULT samples are minor page faults (perf's
@@ -260,6 +281,20 @@ struct hmr_sample {
                             * of HMR_SAMPLE_V1_BYTES (without it) reads as class 0 */
 };
 #define HMR_SAMPLE_V1_BYTES 48u
+
+/* When a thread read its counters: at its start, at a timer signal of the sampler
+ * (just before that signal's sample), at its end. */
+enum hmr_cnt_when { HMR_CNT_START = 0, HMR_CNT_TICK = 1, HMR_CNT_END = 2 };
+
+/* h.kind: how many values (those of the process's HMR_CNTDEF records, in index
+ * order); h.aux: enum hmr_cnt_when. v: counts since the thread's event set started
+ * (kind values, the record HMR_COUNTERS_BYTES(kind) long). */
+struct hmr_counters {
+    struct hmr_hdr h;
+    uint64_t t;            /* ticks */
+    uint64_t v[HMR_MAX_COUNTERS];
+};
+#define HMR_COUNTERS_BYTES(n) ((uint32_t)(sizeof(struct hmr_hdr) + 8 + 8 * (uint32_t)(n)))
 
 /* struct hmr_sample's iclass: what kind of instruction the accessing one is (the
  * values of event 41000036 are these bits, docs/formats.md §2). */

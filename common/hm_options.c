@@ -48,6 +48,9 @@ static const struct hm_option g_opts[HM_OPT_N] = {
         "HMTUNE_FAULT_PERIOD must be a number of page faults per sample (0: off); "
         "not sampling page faults", 0,
         "page faults per page-fault sample (0: off)" },
+    [HM_OPT_COUNTERS] = { "HMTUNE_COUNTERS", HM_OPT_STRING, 0, 0, 0, NULL, NULL, NULL, 0,
+        "PAPI counters each sampled thread records, comma-separated (default: cycles, "
+        "instructions, last-level misses, memory stalls); unset or none: no counters" },
     [HM_OPT_SYSFS_ROOT] = { "HMTUNE_SYSFS_ROOT", HM_OPT_PATH, 0, 0, 0, "/sys", NULL, NULL, 0,
         "where sysfs is mounted, for the PMU detection (recorded trees in tests)" },
     [HM_OPT_PLACEMENT] = { "HMTUNE_PLACEMENT", HM_OPT_PATH, 0, 0, 0, NULL, NULL, NULL, 0,

@@ -34,6 +34,7 @@ typedef enum hm_opt {
     HM_OPT_SAMPLE_VERIFY,       /* int: 1 checks look-ahead addresses by breakpoint */
     HM_OPT_SAMPLE_PRODUCER,     /* int: 1 recovers the producer load's address */
     HM_OPT_FAULT_PERIOD,        /* int: page faults per fault sample */
+    HM_OPT_COUNTERS,            /* string: PAPI counters per thread, "default" or none */
     HM_OPT_SYSFS_ROOT,          /* path: where sysfs is (tests) */
     /* the interposer (libhmalloc.so) */
     HM_OPT_PLACEMENT,           /* path: placement.txt */

@@ -28,7 +28,7 @@ cleanup() {
 trap cleanup EXIT
 mkdir -p "$tmp/home" "$tmp/logs"
 CLEAN=(env -i PATH=/usr/bin:/bin HOME="$tmp/home" LANG=C.UTF-8 TMPDIR="$tmp")
-FILTER=Python,SciPy-bundle,matplotlib,PuLP,libunwind,Capstone,binutils,zlib
+FILTER=Python,SciPy-bundle,matplotlib,PuLP,libunwind,Capstone,PAPI,binutils,zlib
 t_start=$(date +%s)
 results=()
 failed=0

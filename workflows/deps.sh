@@ -12,11 +12,12 @@ cd "$root"
 # private single-host Slurm cluster of its own (own munge key, config and ports; the
 # packages' system services are not used) and runs hmtune under sbatch and srun.
 # lmod: tests/py/test_install_env.py loads make install's modulefiles (Lua and Tcl) in
-# a clean shell.
+# a clean shell. libpapi-dev: the tracer's counters (papi.h to build; libpapi7.0, which
+# libhmtrace.so loads in a namespace of its own only when counters are asked for).
 debs=(gcc g++ make binutils-dev libnuma-dev numactl libmemkind-dev openmpi-bin
       libopenmpi-dev gfortran libcapstone-dev libunwind-dev libclang-rt-14-dev clang-14
       python3-venv zlib1g-dev hwloc-nox libhwloc15 libudev1 slurm-wlm
-      slurm-wlm-basic-plugins munge lmod)
+      slurm-wlm-basic-plugins munge lmod libpapi-dev)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

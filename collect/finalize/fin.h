@@ -35,6 +35,8 @@ struct fin_stream {
     int started;                 /* first record (thread start) written */
     int merged;                  /* a sample stream shown on its thread's Paraver line */
     struct hmr_scost scost;      /* the sampler's cost, the stream's last HMR_SCOST */
+    uint64_t cnt_prev[HMR_MAX_COUNTERS];   /* the stream's last counter reading */
+    int cnt_seen;                /* a reading was written (41999999 with the first) */
     uint64_t stack_lo, stack_hi;
     int done;
     /* Paraver identity */
@@ -104,6 +106,12 @@ struct fin_proc {
     uint64_t n_lost_faults;      /* page-fault samples the kernel dropped */
     struct fin_recov recov;
     uint64_t n_small, small_weight;   /* blocks of small-call sampling; their largest weight */
+    /* the counters (HMR_CNTSET, HMR_CNTDEF): asked for, recorded in index order */
+    int cnt_asked, cnt_software, ncnt;
+    uint32_t cnt_code[HMR_MAX_COUNTERS];
+    char cnt_name[HMR_MAX_COUNTERS][64], cnt_descr[HMR_MAX_COUNTERS][128];
+    char cnt_unavailable[512];
+    uint64_t n_cnt_readings;
     /* ticks → ns: the earliest and latest (ticks, ns) pairs seen */
     uint64_t cal_tk0, cal_ns0, cal_tk1, cal_ns1;
     int ncal;
@@ -203,6 +211,13 @@ unsigned fin_kinds_sample(int task, int thread, uint32_t obj, uint32_t flags,
                           unsigned iclass);                /* pass 2 */
 void fin_kinds_free(void);
 void fin_kinds_pcf(FILE *f);                               /* 41000035, 41000036 */
+/* fin_counters.c: the .pcf types of every process's counters (fin_raw.c reads their
+ * definitions, fin_prv.c writes the readings) */
+void fin_counters_pcf(struct fin_ctx *c, FILE *f);
+/* {"asked": 0|1, "recorded": [names], "software": 0|1, "unavailable": "...",
+ * "readings": N}: one JSON object */
+void fin_counters_json(FILE *f, const struct fin_proc *p);
+void fin_json_str(FILE *f, const char *s);   /* fin_main.c: a JSON string */
 /* fin_pcf.c */
 int fin_write_pcf(struct fin_ctx *c, const char *pcf_path);
 int fin_write_row(struct fin_ctx *c, const char *row_path);

@@ -152,7 +152,7 @@ static void layout(struct fin_ctx *c)
     c->t_end += 1;       /* strictly after the last record (Paramedir drops records at the end) */
 }
 
-static void json_str(FILE *f, const char *s)
+void fin_json_str(FILE *f, const char *s)
 {
     fputc('"', f);
     for (; *s; s++) {
@@ -219,7 +219,7 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
     if (f)
         fprintf(f, "{\n  \"hmtune\": \"" HMTUNE_VERSION "\",\n  \"trace\": ");
     if (f)
-        json_str(f, stem);
+        fin_json_str(f, stem);
     if (f)
         fprintf(f, ",\n  \"processes\": [\n");
     for (size_t i = 0; i < c->nprocs; i++) {
@@ -287,21 +287,23 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
             continue;
         fprintf(f, "    {\"task\": %d, \"pid\": %u, \"ppid\": %u, \"rank\": %d, \"host\": ",
                 p->task, p->hdr.pid, p->hdr.ppid, p->hdr.rank);
-        json_str(f, p->host);
+        fin_json_str(f, p->host);
         fprintf(f, ", \"exe\": ");
-        json_str(f, p->exe);
+        fin_json_str(f, p->exe);
         fprintf(f, ", \"sampler\": ");
-        json_str(f, p->sampler_name[0] ? p->sampler_name : "none");
+        fin_json_str(f, p->sampler_name[0] ? p->sampler_name : "none");
         class_json(f, ", ", "samples", p->n_samples);
         fprintf(f, ", \"lost_samples\": %llu", (unsigned long long)p->n_lost_samples);
         weight_json(f, p->w_samples);
         fprintf(f, ", \"fault_sampler\": ");
-        json_str(f, p->fault_name[0] ? p->fault_name : "none");
+        fin_json_str(f, p->fault_name[0] ? p->fault_name : "none");
         json_faults(f, p->n_fault_samples, p->n_faults, p->n_lost_faults);
         fprintf(f, ", \"address_recovery\": ");
         fin_recov_json(f, &p->recov);
         fprintf(f, ", \"sampler_cost\": ");
         cost_json(f, pcost, pn);
+        fprintf(f, ", \"counters\": ");
+        fin_counters_json(f, p);
         fprintf(f, ", \"threads\": %d, \"allocs\": %llu, \"frees\": %llu, \"calls_seen\": %llu, "
                 "\"tracer_ns\": %llu, \"end\": \"%s\", \"signal\": %d, \"truncated_bytes\": %llu, "
                 "\"missing_chunks\": %d, \"bad_records\": %u, \"threads_without_end\": %d, "
@@ -317,13 +319,13 @@ static void report(struct fin_ctx *c, const char *summary, const char *stem)
     if (!f)
         return;
     fprintf(f, "  ],\n  \"sampler\": ");
-    json_str(f, sampler);
+    fin_json_str(f, sampler);
     class_json(f, ",\n  ", "samples", samples);
     fprintf(f, ", \"lost_samples\": %llu", (unsigned long long)lost_samples);
     weight_json(f, weights);
     fprintf(f, ",\n");
     fprintf(f, "  \"fault_sampler\": ");
-    json_str(f, fault_sampler);
+    fin_json_str(f, fault_sampler);
     json_faults(f, fsamples, faults, lost_faults);
     fprintf(f, ",\n  \"address_recovery\": ");
     fin_recov_json(f, &recov);

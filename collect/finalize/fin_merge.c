@@ -79,6 +79,15 @@ static void advance(struct fin_ctx *c, struct fin_stream *s, struct fin_cur *u)
             u->what = NX_SAMPLE;
             u->t_next = fin_rec_ns(s->proc, r);
             return;
+        case HMR_COUNTERS:
+            if (r->kind > HMR_MAX_COUNTERS || r->kind != s->proc->ncnt ||
+                len < HMR_COUNTERS_BYTES(r->kind))
+                break;
+            memset(&u->cnt, 0, sizeof(u->cnt));
+            memcpy(&u->cnt, r, HMR_COUNTERS_BYTES(r->kind));
+            u->what = NX_COUNTERS;
+            u->t_next = fin_ns(s->proc, u->cnt.t);
+            return;
         case HMR_STACK: {
             uint32_t id = r->aux;
             if (id > 100000000u || len < sizeof(*r) + (uint32_t)r->kind * 8)

@@ -134,6 +134,7 @@ int fin_write_pcf(struct fin_ctx *c, const char *path)
     fputs("\n\n", f);
     fin_recov_pcf(f);
     fin_kinds_pcf(f);
+    fin_counters_pcf(c, f);
     fprintf(f, "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_FUNC) "    Sampled functions\n");
     fin_code_labels(f, 0);
     fprintf(f, "EVENT_TYPE\n0    " HM_EV_STR(HM_EV_SAMPLE_LINE)

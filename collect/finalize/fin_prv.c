@@ -195,6 +195,27 @@ static void emit_sample(struct fin_ctx *c, struct fin_out *o, struct fin_stream 
     out_ch(o, '\n');
 }
 
+/* A counter reading: the counts since the stream's previous reading, as Extrae
+ * writes them (the first with the active set, 41999999). A count that went back (an
+ * event set started again) counts from 0. */
+static void emit_counters(struct fin_ctx *c, struct fin_out *o, struct fin_stream *s,
+                          const struct fin_cur *u)
+{
+    const struct fin_proc *p = s->proc;
+    out_head(o, 2, s);
+    out_u64(o, rel(c, u->t_next));
+    if (!s->cnt_seen)
+        out_ev(o, HMR_HWC_SET, 1);
+    for (int i = 0; i < u->cnt.h.kind; i++) {
+        uint64_t v = u->cnt.v[i], prev = s->cnt_seen ? s->cnt_prev[i] : 0;
+        out_ev(o, hmr_counter_type(p->cnt_code[i]), v >= prev ? v - prev : v);
+        s->cnt_prev[i] = v;
+    }
+    s->cnt_seen = 1;
+    s->proc->n_cnt_readings++;
+    out_ch(o, '\n');
+}
+
 void fin_prv_emit(struct fin_ctx *c, struct fin_out *o, struct fin_stream *s,
                   struct fin_cur *u)
 {
@@ -203,6 +224,10 @@ void fin_prv_emit(struct fin_ctx *c, struct fin_out *o, struct fin_stream *s,
     int kind = k->h.kind;
     if (u->what == NX_SAMPLE) {
         emit_sample(c, o, s, u);
+        return;
+    }
+    if (u->what == NX_COUNTERS) {
+        emit_counters(c, o, s, u);
         return;
     }
     if (u->what == NX_START) {

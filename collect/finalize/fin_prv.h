@@ -10,13 +10,14 @@
 struct fin_out { FILE *f; char *buf; size_t len, cap; uint64_t total; };
 
 /* What a stream gives next. */
-enum { NX_DONE = 0, NX_START = 1, NX_ENTRY = 2, NX_EXIT = 3, NX_SAMPLE = 4 };
+enum { NX_DONE = 0, NX_START = 1, NX_ENTRY = 2, NX_EXIT = 3, NX_SAMPLE = 4, NX_COUNTERS = 5 };
 
 struct fin_cur {        /* the stream's current call */
     uint64_t t_next;
     int what;
     struct hmr_call call;
     struct hmr_sample sample;
+    struct hmr_counters cnt;  /* NX_COUNTERS: a reading (h.kind values) */
     int drop;
     uint32_t site;
     uint64_t weight;      /* a call of small-call sampling: the calls it stands for; else 0 */

@@ -182,6 +182,41 @@ uint64_t fin_rec_ns(const struct fin_proc *p, const struct hmr_hdr *r)
     }
 }
 
+/* A NUL-terminated text at *pos of the record's len - sizeof(hdr) bytes after it. */
+static void cnt_text(const struct hmr_hdr *h, uint32_t len, size_t *pos, char *out, size_t cap)
+{
+    const char *s = (const char *)(h + 1);
+    size_t room = len > sizeof(*h) ? len - sizeof(*h) : 0, k = 0;
+    while (*pos < room && s[*pos] && k + 1 < cap)
+        out[k++] = s[(*pos)++];
+    while (*pos < room && s[*pos])
+        (*pos)++;
+    if (*pos < room)
+        (*pos)++;
+    out[k] = 0;
+}
+
+/* The counters of HMR_CNTSET and HMR_CNTDEF records (hmc_counters.c). */
+static void counters_def(struct fin_proc *p, const struct hmr_hdr *h, uint32_t len)
+{
+    size_t pos = 0;
+    if (h->type == HMR_CNTSET) {
+        p->cnt_asked = 1;
+        p->cnt_software = h->kind;
+        cnt_text(h, len, &pos, p->cnt_unavailable, sizeof(p->cnt_unavailable));
+        return;
+    }
+    int i = h->kind;                    /* HMR_CNTDEF, in index order */
+    if (i != p->ncnt || i >= HMR_MAX_COUNTERS)
+        return;
+    p->cnt_code[i] = h->aux;
+    cnt_text(h, len, &pos, p->cnt_name[i], sizeof(p->cnt_name[i]));
+    cnt_text(h, len, &pos, p->cnt_descr[i], sizeof(p->cnt_descr[i]));
+    if (!p->cnt_name[i][0])
+        return;
+    p->ncnt++;
+}
+
 static void read_proc_record(struct fin_proc *p, const struct hmr_hdr *h, uint32_t len)
 {
     switch (h->type) {
@@ -270,6 +305,10 @@ static void read_proc_record(struct fin_proc *p, const struct hmr_hdr *h, uint32
         p->sampler_name[n] = 0;
         break;
     }
+    case HMR_CNTSET:
+    case HMR_CNTDEF:
+        counters_def(p, h, len);
+        break;
     case HMR_PEND: {
         const struct hmr_pend *r = (const void *)h;
         if (len < sizeof(*r))

@@ -83,6 +83,7 @@ class Host:
     hwloc: str = ""                      # hwloc version, or why it was not read
     memkind: dict[str, str] = field(default_factory=dict)   # kind -> "" or why not
     sampler: tuple[str, str] = ("", "")
+    counters: str = ""              # hmtune machine's counters line (machine/counters.py)
     notes: list[str] = field(default_factory=list)
     mem_total: int = 0                   # /proc/meminfo MemTotal (bytes)
     hugepages_free: int = 0              # /proc/meminfo HugePages_Free (default size)
@@ -482,6 +483,9 @@ def detect(root: Path = Path("/"), hwloc_xml: Path | None = None, probe: bool = 
     if probe and live:
         host.memkind = memkind_reach()
         host.sampler = sampler()
+        from hmtune.machine import counters
+
+        host.counters = counters.line(counters.probe())
     return host
 
 

@@ -61,6 +61,8 @@ def describe(host: Host) -> str:
         out.append("UMF: not checked (a recorded topology)")
     if host.sampler[0]:
         out.append(f"sampler: {host.sampler[0]} ({host.sampler[1]})")
+    if host.counters:
+        out.append(host.counters)
     try:
         out.append(f"{choose(host).why}; hmtune advise --mem SIZE uses it")
     except HostError as e:

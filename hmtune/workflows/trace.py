@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -20,6 +21,26 @@ from hmtune.core.errors import Failure
 from hmtune.core.stage import Stage
 from hmtune.core.units import human, parse_size
 from hmtune.workflows import launch
+
+_COUNTER_NAME = re.compile(r"[A-Za-z0-9_:.=+-]{1,63}")
+COUNTERS_MAX = 8                    # HMR_MAX_COUNTERS (collect/hmc_stream.h)
+
+
+def counters_value(text: str) -> str:
+    """--counters LIST as HMTUNE_COUNTERS takes it: "default", "none", or up to
+    COUNTERS_MAX PAPI event names (1-63 bytes, no spaces) separated by commas. Raises
+    Failure (exit 2) saying what is wrong."""
+    if text in ("default", "none"):
+        return text
+    names = text.split(",")
+    bad = [n for n in names if not _COUNTER_NAME.fullmatch(n)]
+    if bad:
+        raise Failure(f"--counters: {bad[0]!r} is not a PAPI event name (e.g. PAPI_TOT_CYC, "
+                      "perf::TASK-CLOCK; 'hmtune machine' lists this host's)", 2)
+    if len(names) > COUNTERS_MAX:
+        raise Failure(f"--counters: {len(names)} counters; a trace records at most "
+                      f"{COUNTERS_MAX}", 2)
+    return text
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -54,6 +75,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fault-period", type=int, metavar="N",
                    help="sample one minor page fault in N, with its address, alongside the "
                         "access sampler (default 61; 0: no page-fault sampling)")
+    p.add_argument("--counters", nargs="?", const="default", metavar="LIST", default=None,
+                   help="record each sampled thread's PAPI counters (comma-separated PAPI "
+                        "presets or native names) at every sample, as Extrae's counter events; "
+                        "without LIST: what the host has of cycles, instructions, last-level "
+                        "misses and memory stall cycles, else PAPI's software events "
+                        "(hmtune machine lists them)")
     p.add_argument("-q", "--quiet", action="store_true", help="print no summary")
     p.add_argument("app", nargs=argparse.REMAINDER, help="-- APP [ARGS...]")
     p.set_defaults(func=run)
@@ -166,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
     if args.fault_period is not None and not 0 <= args.fault_period <= 0xFFFFFFFF:
         raise Failure("--fault-period must be a number of page faults per sample "
                       "(0: no page-fault sampling)", 2)
+    counters = None if args.counters is None else counters_value(args.counters)
     lib, fin = paths.tracer_lib(), paths.finalize_bin()
     if not lib.exists() or not fin.exists() or not paths.probe_bin().exists():
         raise Failure(paths.not_built(lib), 2)
@@ -193,6 +221,11 @@ def run(args: argparse.Namespace) -> int:
         tracer_env["HMTUNE_SAMPLE_RATE"] = str(args.rate)
     if args.fault_period is not None:
         tracer_env["HMTUNE_FAULT_PERIOD"] = str(args.fault_period)
+    if counters is not None:
+        if chosen[0] == "none":
+            launch.say("trace", "no sampler runs, so no counters are read (they are read "
+                                "at the sampler's samples)")
+        tracer_env["HMTUNE_COUNTERS"] = counters
     # The launcher itself runs untraced; the tracer is applied to each rank.
     cmd, env = launch.command(launcher, app, tracer_env)
     t0 = time.monotonic()

@@ -51,6 +51,7 @@ class Hmtune(MakefilePackage):
     # workflows/rusage.c).
     depends_on("libunwind")
     depends_on("capstone")                 # the software sampler's instruction decoder
+    depends_on("papi@7:")                  # hmtune trace --counters (papi.h; loaded at run time)
     depends_on("binutils")                 # libbfd: hmtune-finalize's symbol tables
     depends_on("zlib-api")                 # hmtune-prvscan reads .prv.gz
     # Not linked, dlopen()ed: a link dependency puts its lib/ in libhmalloc.so's RUNPATH.

@@ -14,8 +14,9 @@ TP_DEPS   := $(TP_SRCDIR)/build.mk
 # Plain C programs: name -> name.c, extra link flags per program below.
 TP_C_PROGS := allfamily threads omp forker dlopen_main realloc_chain crash stress echo_io \
               small_objects refault no_perf static_arrays mmap_threshold hostile \
-              thread_classes static_half
+              thread_classes static_half papi_user
 TP_LDLIBS_threads     := -pthread
+TP_LDLIBS_papi_user   := -pthread -lpapi
 TP_LDLIBS_thread_classes := -pthread
 TP_LDLIBS_stress      := -pthread
 TP_LDLIBS_dlopen_main := -ldl
