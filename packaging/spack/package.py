@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="3ddf9316dcb0c020ffc3fcb5a399ee9d49366f95c00492c2a2bf3a51228d24a0")
+    version("0.1.0", sha256="74c9f54a550e12523b8bbc970eeda154bd994886f87fa495ae1ec4b197644955")
 
     variant(
         "memkind",
