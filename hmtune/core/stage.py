@@ -38,47 +38,31 @@ REPORT_DIR = "report"
 STALE = "stale"
 
 
+class _File:
+    """A Stage attribute: the path of one name in the stage directory."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, stage: Stage, owner: type | None = None) -> Path:
+        return stage.dir / self.name
+
+
 @dataclass(frozen=True)
 class Stage:
     """The files of one stage directory."""
 
     dir: Path
 
-    @property
-    def trace(self) -> Path:
-        return self.dir / TRACE
-
-    @property
-    def sites(self) -> Path:
-        return self.dir / SITES
-
-    @property
-    def allocs(self) -> Path:
-        return self.dir / ALLOCS
-
-    @property
-    def profile(self) -> Path:
-        return self.dir / PROFILE
-
-    @property
-    def placement(self) -> Path:
-        return self.dir / PLACEMENT
-
-    @property
-    def calibration(self) -> Path:
-        return self.dir / CALIBRATION
-
-    @property
-    def compare(self) -> Path:
-        return self.dir / COMPARE
-
-    @property
-    def explore(self) -> Path:
-        return self.dir / EXPLORE
-
-    @property
-    def stale(self) -> Path:
-        return self.dir / STALE
+    trace = _File(TRACE)
+    sites = _File(SITES)
+    allocs = _File(ALLOCS)
+    profile = _File(PROFILE)
+    placement = _File(PLACEMENT)
+    calibration = _File(CALIBRATION)
+    compare = _File(COMPARE)
+    explore = _File(EXPLORE)
+    stale = _File(STALE)
 
     def site_rows(self) -> list[dict[str, str]]:
         """sites.csv's rows, one per site (site_rows)."""
