@@ -62,6 +62,28 @@ static void write_proc_chunk(const void *rec, uint32_t bytes)
 
 void hmc_write_process_record(const void *rec, uint32_t bytes) { write_proc_chunk(rec, bytes); }
 
+void hmc_write_text_record(int type, int kind, uint32_t aux, const char *a, const char *b)
+{
+    unsigned char buf[1024];
+    struct hmr_hdr *h = (struct hmr_hdr *)buf;
+    size_t lb = b ? strlen(b) : 0;
+    if (lb > 200)
+        lb = 200;
+    size_t tail = b ? lb + 1 : 0, la = strlen(a);
+    if (la > sizeof(buf) - sizeof(*h) - 8 - tail)
+        la = sizeof(buf) - sizeof(*h) - 8 - tail;
+    uint32_t bytes = (uint32_t)((sizeof(*h) + la + 1 + tail + 7) & ~7u);
+    memset(buf, 0, bytes);
+    h->type = (uint8_t)type;
+    h->kind = (uint8_t)kind;
+    h->aux = aux;
+    h->len8 = HMR_LEN8(bytes);
+    memcpy(buf + sizeof(*h), a, la);
+    if (b)
+        memcpy(buf + sizeof(*h) + la + 1, b, lb);
+    write_proc_chunk(buf, bytes);
+}
+
 static void emit_module(const struct hm_module *m)
 {
     unsigned char buf[8192];

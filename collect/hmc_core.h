@@ -62,6 +62,11 @@ void hmc_set_finish_hook(void (*fn)(void)) HM_HIDDEN;
 void hmc_set_thread_finish_hook(void (*fn)(struct hmc_thread *)) HM_HIDDEN;
 /* One record on the process stream (stream 0), written at once. */
 void hmc_write_process_record(const void *rec, uint32_t bytes) HM_HIDDEN;
+/* A process record of type, kind and aux whose body is the text a, NUL-terminated, then
+ * when b is not NULL the text b (at most 200 bytes), NUL-terminated; a is cut to what
+ * a 1 KiB record holds. */
+void hmc_write_text_record(int type, int kind, uint32_t aux, const char *a,
+                           const char *b) HM_HIDDEN;
 /* The stream file itself, its path included: hmc_file.h. */
 
 #endif

@@ -13,28 +13,6 @@ static struct hmc_papi g_papi;
 static struct hmc_counter_set g_set;
 static int g_on;                  /* this process's threads record counters */
 
-/* A process record of type, kind and aux followed by up to two NUL-terminated texts. */
-static void record_text(int type, int kind, uint32_t aux, const char *a, const char *b)
-{
-    unsigned char buf[1024];
-    struct hmr_hdr *h = (struct hmr_hdr *)buf;
-    size_t la = strlen(a), lb = b ? strlen(b) : 0;
-    if (la > 600)
-        la = 600;
-    if (lb > 200)
-        lb = 200;
-    uint32_t bytes = (uint32_t)((sizeof(*h) + la + 1 + lb + 1 + 7) & ~7u);
-    memset(buf, 0, bytes);
-    h->type = (uint8_t)type;
-    h->kind = (uint8_t)kind;
-    h->aux = aux;
-    h->len8 = HMR_LEN8(bytes);
-    memcpy(buf + sizeof(*h), a, la);
-    if (b)
-        memcpy(buf + sizeof(*h) + la + 1, b, lb);
-    hmc_write_process_record(buf, bytes);
-}
-
 int hmc_counters_init(void)
 {
     const char *list = hm_opt_str(HM_OPT_COUNTERS);
@@ -49,13 +27,13 @@ int hmc_counters_init(void)
         if (ok)
             snprintf(why, sizeof(why), "none of them, and no software event: %.*s",
                      (int)sizeof(g_set.unavailable) - 1, g_set.unavailable);
-        record_text(HMR_CNTSET, 0, 0, why, NULL);
+        hmc_write_text_record(HMR_CNTSET, 0, 0, why, NULL);
         hm_log("hmtune: no hardware counters are recorded: ", why, "; tracing goes on");
         return -1;
     }
-    record_text(HMR_CNTSET, g_set.software, 0, g_set.unavailable, NULL);
+    hmc_write_text_record(HMR_CNTSET, g_set.software, 0, g_set.unavailable, NULL);
     for (int i = 0; i < g_set.n; i++)
-        record_text(HMR_CNTDEF, i, (uint32_t)g_set.c[i].code, g_set.c[i].name,
+        hmc_write_text_record(HMR_CNTDEF, i, (uint32_t)g_set.c[i].code, g_set.c[i].name,
                     g_set.c[i].descr);
     if (g_set.unavailable[0]) {
         char names[HMC_MAX_COUNTERS * HMC_COUNTER_NAME + 64];

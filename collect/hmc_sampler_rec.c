@@ -13,18 +13,7 @@ static _Atomic int g_fault_refused;   /* a thread could not open the fault event
 
 void hmc_sampler_record(int kind, const char *name)
 {
-    unsigned char buf[1024];
-    struct hmr_hdr *h = (struct hmr_hdr *)buf;
-    size_t n = strlen(name);
-    if (n > sizeof(buf) - sizeof(*h) - 8)
-        n = sizeof(buf) - sizeof(*h) - 8;
-    uint32_t bytes = (uint32_t)((sizeof(*h) + n + 8) & ~7u);
-    memset(buf, 0, bytes);
-    h->type = HMR_SAMPLER;
-    h->kind = (uint8_t)kind;
-    h->len8 = HMR_LEN8(bytes);
-    memcpy(buf + sizeof(*h), name, n);
-    hmc_write_process_record(buf, bytes);
+    hmc_write_text_record(HMR_SAMPLER, kind, 0, name, NULL);
 }
 
 void hmc_sampler_record_cfg(const struct hmc_sampler_cfg *cfg)
