@@ -56,7 +56,7 @@ from apps_report import ADVISOR, suffixed, write_results
 from benchlib import HMTUNE, ROOT, require
 
 sys.path.insert(0, str(ROOT))
-from hmtune.core.stage import footprint, site_rows  # noqa: E402
+from hmtune.core.stage import footprint_of, site_rows  # noqa: E402
 from hmtune.workflows import measure, stats  # noqa: E402
 
 NAME = "bench-apps"
@@ -342,7 +342,7 @@ def analyze(app: App, stage: Path) -> dict:
     ids = {r["site_id"] for r in rows if r.get("kind", "heap") == "heap"}
     # one process's footprint, statics included: the sum of the sites' peaks (compare's
     # --fraction), and what is live at once (the capacities here are fractions of it)
-    return {"sites": len(ids), "footprint": footprint(stage / "sites.csv"),
+    return {"sites": len(ids), "footprint": footprint_of(rows),
             "at_once": at_once(stage, rows)}
 
 
@@ -357,7 +357,7 @@ def at_once(stage: Path, rows: list[dict[str, str]]) -> int:
     try:
         allocs = read_allocs(stage / "allocs.csv")
     except SitesFormatError:
-        return footprint(stage / "sites.csv")
+        return footprint_of(rows)
     return blocks_footprint(allocs, "default") + statics
 
 
