@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tracemodel import KIND, PROGRAMS, ROOT, check, load, marker_line, trace
+from tracemodel import KIND, PROGRAMS, ROOT, check, load, marker_line, trace, ubsan_preload
 
 SRC = ROOT / "tests" / "programs"
 
@@ -406,12 +406,7 @@ def test_finalize_bad_input(tmp_path: Path) -> None:
 def test_preload_library_under_ubsan(tmp_path: Path, prog: str, args: list[str],
                                      small: str) -> None:
     """The shim and core, built with -fsanitize=undefined, on real programs."""
-    ubsan = subprocess.run(["gcc", "-print-file-name=libubsan.so"], capture_output=True,
-                           text=True).stdout.strip()
-    if not Path(ubsan).exists():
-        pytest.skip("libubsan.so not installed")
-    lib = ROOT / "build" / "lib" / "libhmtrace-ubsan.so"
-    env = dict(os.environ, LD_PRELOAD=f"{ubsan} {lib}", HMTUNE_OUT=str(tmp_path))
+    env = dict(os.environ, LD_PRELOAD=ubsan_preload(), HMTUNE_OUT=str(tmp_path))
     if small:
         env["HMTUNE_SMALL_SAMPLE"] = small
     r = subprocess.run([str(PROGRAMS / prog), *args], capture_output=True, env=env, timeout=120)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from clistage import LATENCY, ROOT, hmtune
+from tracemodel import ubsan_preload
 
 from hmtune.machine import counters
 
@@ -147,12 +148,7 @@ def test_probe_output_is_parsed() -> None:
 def test_counters_under_ubsan(tmp_path: Path, prog: str, here: counters.Counters) -> None:
     """The tracer built with -fsanitize=undefined records counters on threads, forks
     (the child records none) and an application of its own PAPI; the trace is whole."""
-    ubsan = subprocess.run(["gcc", "-print-file-name=libubsan.so"], capture_output=True,
-                           text=True).stdout.strip()
-    if not Path(ubsan).exists():
-        pytest.skip("libubsan.so not installed")
-    lib = ROOT / "build" / "lib" / "libhmtrace-ubsan.so"
-    env = dict(os.environ, LD_PRELOAD=f"{ubsan} {lib}", HMTUNE_OUT=str(tmp_path),
+    env = dict(os.environ, LD_PRELOAD=ubsan_preload(), HMTUNE_OUT=str(tmp_path),
                HMTUNE_SAMPLER="soft", HMTUNE_COUNTERS="default")
     r = subprocess.run([str(ROOT / "build" / "tests" / "programs" / prog)],
                        capture_output=True, env=env, timeout=120)

@@ -12,9 +12,8 @@ import re
 import subprocess
 from pathlib import Path
 
-import pytest
 import rawstream as rs
-from tracemodel import PROGRAMS, ROOT, check, load, marker_line, trace
+from tracemodel import PROGRAMS, ROOT, check, load, marker_line, trace, ubsan_preload
 
 FIN = ROOT / "build" / "bin" / "hmtune-finalize"
 HMTUNE = ROOT / "bin" / "hmtune"
@@ -176,11 +175,7 @@ def test_library_rejects_a_bad_look_ahead_setting(tmp_path: Path) -> None:
 def test_look_ahead_under_ubsan(tmp_path: Path) -> None:
     """The sampler's handlers (look ahead, checking breakpoints, cost records) in the
     library built with -fsanitize=undefined, on the program that exercises them."""
-    ubsan = subprocess.run(["gcc", "-print-file-name=libubsan.so"], capture_output=True,
-                           text=True).stdout.strip()
-    if not Path(ubsan).exists():
-        pytest.skip("libubsan.so not installed")
-    env = dict(os.environ, LD_PRELOAD=f"{ubsan} {ROOT / 'build/lib/libhmtrace-ubsan.so'}",
+    env = dict(os.environ, LD_PRELOAD=ubsan_preload(),
                HMTUNE_OUT=str(tmp_path), HMTUNE_SAMPLER="soft", HMTUNE_SAMPLE_VERIFY="1")
     r = subprocess.run([str(APP), "0.4"], capture_output=True, env=env, timeout=120)
     assert r.returncode == 0 and r.stdout.endswith(b"ok\n"), r.stderr.decode(errors="replace")

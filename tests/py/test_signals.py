@@ -15,7 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tracemodel import PROGRAMS, ROOT, Sample, Trace, check, load, marker_line, trace
+from tracemodel import (
+    PROGRAMS,
+    ROOT,
+    Sample,
+    Trace,
+    check,
+    load,
+    marker_line,
+    trace,
+    ubsan_preload,
+)
 
 SRC = ROOT / "tests" / "programs"
 SOFT = ("--sampler", "soft")
@@ -113,14 +123,10 @@ def test_int3_with_sigtrap_blocked_dies_as_without_the_tracer(tmp_path: Path) ->
 @pytest.mark.parametrize("prog", ["sig_handlers", "sig_blocked", "fortran_chase"])
 def test_signal_emulation_under_ubsan(tmp_path: Path, prog: str) -> None:
     """The same programs with the library built with -fsanitize=undefined."""
-    ubsan = subprocess.run(["gcc", "-print-file-name=libubsan.so"], capture_output=True,
-                           text=True).stdout.strip()
-    if not Path(ubsan).exists():
-        pytest.skip("libubsan.so not installed")
+    preload = ubsan_preload()
     app = str(PROGRAMS / prog)
     plain = bare(app)
-    lib = ROOT / "build" / "lib" / "libhmtrace-ubsan.so"
-    env = dict(os.environ, LD_PRELOAD=f"{ubsan} {lib}", HMTUNE_OUT=str(tmp_path),
+    env = dict(os.environ, LD_PRELOAD=preload, HMTUNE_OUT=str(tmp_path),
                HMTUNE_SAMPLER="soft")
     r = subprocess.run([app], capture_output=True, env=env, timeout=300)
     assert (r.returncode, r.stdout) == (0, plain.stdout), r.stderr.decode(errors="replace")

@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from tracemodel import HMTUNE, PROGRAMS, ROOT, check, load, trace
+from tracemodel import HMTUNE, PROGRAMS, ROOT, UBSAN_TRACER, check, load, trace, ubsan_preload
 
 from hmtune.analyze.sites_io import read_allocs, read_sites
 from hmtune.core.placement import PlacementFile, SiteLine, TierLine, frames, write_placement
@@ -135,18 +135,16 @@ def test_under_ubsan(tmp_path: Path, app: list[str]) -> None:
     """The tracer built with -fsanitize=undefined (libhmtrace-ubsan.so), with the
     software sampler and the page-fault sampler on: the same output as the bare run and
     a valid trace (UBSan's exit code 98 would say it found something)."""
-    ubsan = subprocess.run(["gcc", "-print-file-name=libubsan.so"], capture_output=True,
-                           text=True).stdout.strip()
-    lib = ROOT / "build" / "lib" / "libhmtrace-ubsan.so"
-    if not Path(ubsan).exists() or not lib.exists():
-        pytest.skip("libubsan.so or libhmtrace-ubsan.so missing")
+    if not UBSAN_TRACER.exists():
+        pytest.skip("libhmtrace-ubsan.so missing")
+    preload = ubsan_preload()
     argv = [str(PROGRAMS / app[0]), *[str(tmp_path / "out.txt") if a == "OUT" else a
                                       for a in app[1:]]]
     plain = bare(*argv)
     want = plain.stdout, (tmp_path / "out.txt").read_bytes() if len(app) > 1 else b""
     raw = tmp_path / "raw"
     raw.mkdir()
-    env = dict(os.environ, LD_PRELOAD=f"{ubsan} {lib}", HMTUNE_OUT=str(raw),
+    env = dict(os.environ, LD_PRELOAD=preload, HMTUNE_OUT=str(raw),
                HMTUNE_SAMPLER="soft", UBSAN_OPTIONS="exitcode=98:print_stacktrace=1")
     r = subprocess.run(argv, capture_output=True, env=env, timeout=120)
     assert r.returncode == plain.returncode, r.stderr.decode(errors="replace")

@@ -203,6 +203,21 @@ def trace(tmp: Path, *app: str, extra: tuple[str, ...] = (),
     return subprocess.run(cmd, capture_output=True, timeout=kw.pop("timeout", 300), **kw)
 
 
+UBSAN_TRACER = BUILD / "lib" / "libhmtrace-ubsan.so"
+
+
+def ubsan_preload() -> str:
+    """LD_PRELOAD for the tracer built with -fsanitize=undefined: gcc's libubsan.so, then
+    UBSAN_TRACER; the test is skipped where libubsan.so is not installed."""
+    import pytest
+
+    ubsan = subprocess.run(["gcc", "-print-file-name=libubsan.so"], capture_output=True,
+                           text=True).stdout.strip()
+    if not Path(ubsan).exists():
+        pytest.skip("libubsan.so not installed")
+    return f"{ubsan} {UBSAN_TRACER}"
+
+
 def check(prv: Path) -> list:
     """Problems check-trace finds (errors only)."""
     from hmtune.analyze.check_trace import check_trace
