@@ -54,9 +54,9 @@ enum hmr_type {
  * counter set (1), at a thread's first reading. Values are the counts since the
  * thread's previous reading. */
 #define HMR_MAX_COUNTERS 8
-#define HMR_HWC_BASE 42000000u
-#define HMR_HWC_BASE_NATIVE 42001000u
-#define HMR_HWC_SET 41999999u
+#define HMR_HWC_BASE ((uint64_t)HM_EV_HWC_PRESET)
+#define HMR_HWC_BASE_NATIVE ((uint64_t)HM_EV_HWC_NATIVE)
+#define HMR_HWC_SET ((uint64_t)HM_EV_HWC_SET)
 #define HMR_PAPI_PRESET 0x80000000u
 static inline uint64_t hmr_counter_type(uint32_t code)
 {

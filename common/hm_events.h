@@ -49,6 +49,9 @@
 #define HM_EV_SAMPLE_SCALE     41000041  /* hmtune: small-call sampling: blocks the sampled object stands for */
 #define HM_EV_STATIC_OFFSET    41000042  /* hmtune: a sample in a static variable: its byte offset from the start of the object (32000007) */
 #define HM_EV_AHEAD_OBJECT     41000043  /* hmtune: a look-ahead sample (41000024 = 2): the object its address fell in (ids as 32000007), apart from 32000007 because hmtune analyze attributes it only with --lookahead */
+#define HM_EV_HWC_SET          41999999  /* extrae: the active counter set, on a thread's first counter line (1) */
+#define HM_EV_HWC_PRESET       42000000  /* extrae: the first type of PAPI presets' counts: 42000000 + the low 16 bits of the preset's code, each the count since the thread's previous reading */
+#define HM_EV_HWC_NATIVE       42001000  /* hmtune: the first type of PAPI native events' counts: 42001000 + the low 16 bits of the code PAPI gave the event in that run */
 
 /* The code as a string literal: "6    " HM_EV_STR(HM_EV_CALL) "    ...". */
 #define HM_EV_STR_(x) #x

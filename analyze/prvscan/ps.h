@@ -217,6 +217,7 @@ struct ps_stats {
     uint64_t small_capped;       /* tasks whose scaled weights ps_sites_cap lowered */
     uint64_t small_unsupported;  /* sites whose added weight their samples did not support */
     uint64_t profile_unplaced;   /* samples of allocation sites the profile has no block for */
+    uint64_t counter_counts_dropped;  /* counts of counter types beyond PS_CNT_MAX */
     /* samples and their weight by access kind (41000035's values; 0: none carried) */
     uint64_t kind_samples[HM_ACCESS_KIND_MAX + 1], kind_weight[HM_ACCESS_KIND_MAX + 1];
     int has_object_events, has_sampler;
@@ -230,9 +231,10 @@ struct ps_model;
  * look ahead (41000024 = 2) to the object they fell in; else they count as samples
  * without an address (class 5, unattributed weight), as before the look ahead. */
 /* profile_shift: log2 of profile.csv's bucket size (ps_profile.c). */
+/* phases: counters.csv's phases (ps_counters.c). */
 struct ps_model *ps_model_new(const struct ps_header *h, struct ps_rows *rows,
                               struct ps_stats *st, int per_thread_time, int use_lookahead,
-                              unsigned profile_shift);
+                              unsigned profile_shift, unsigned phases);
 /* One event record (already parsed). 0 ok, -1 bad ids (message in err). */
 int ps_model_event(struct ps_model *m, const struct ps_record *r, char *err, size_t errlen);
 /* At EOF: flush pending groups; blocks still live end at end_ns (the trace end). */
@@ -241,6 +243,7 @@ struct ps_sites *ps_model_sites(struct ps_model *m);
 uint64_t ps_model_peak_live(struct ps_model *m);
 uint64_t ps_model_late_endpoints(struct ps_model *m);
 struct ps_profile *ps_model_profile(struct ps_model *m);
+struct ps_counters *ps_model_counters(struct ps_model *m);
 void ps_model_free(struct ps_model *m);
 
 /* A sample's attributes, gathered from the pairs of one fused group (ps_sites.c). */
@@ -303,10 +306,40 @@ struct ps_fault {
 enum { PS_FA_ADDR = 1, PS_FA_OBJ = 2, PS_FA_N = 4, PS_FA_CLS = 8 };
 void ps_fault_count(struct ps_site *g, struct ps_stats *st, const struct ps_fault *f);
 
+/* ---- hardware counters over the samples: counters.csv (ps_counters.c) ---- */
+#define PS_COUNTERS_VERSION "# hmtune counters v1"
+#define PS_CNT_MAX 16                /* counter types kept; counts of more are dropped */
+#define PS_PHASES_DEFAULT 20
+/* A counter's count (42000000 and up, Extrae's PAPI range) or the active set. */
+static inline int ps_is_counter(uint64_t type)
+{
+    return type - HM_EV_HWC_PRESET < 1000000u;
+}
+struct ps_counters;
+struct ps_counters *ps_counters_new(uint64_t end_ns, unsigned phases);
+void ps_counters_free(struct ps_counters *c);
+/* A sample of a thread (*slot: the thread's place here, 0 until it has one; its output
+ * task number and thread number) attributed to group grp with access kind `kind`
+ * (41000035, 0 none). next_mode: the software sampler's rule (the thread's pending
+ * reading goes to this sample), else the sample waits for the thread's next reading. */
+void ps_counters_sample(struct ps_counters *c, uint32_t *slot, uint32_t task_no,
+                        uint32_t thread_no, uint32_t grp, unsigned kind, int next_mode);
+/* The counter pairs among p[0..n) of a thread's event line at time t: one reading. */
+void ps_counters_reading(struct ps_counters *c, uint32_t *slot, uint32_t task_no,
+                         uint32_t thread_no, uint64_t t, const struct ps_pair *p, size_t n,
+                         int next_mode);
+int ps_counters_any(const struct ps_counters *c);      /* some counter was read */
+uint64_t ps_counters_dropped(const struct ps_counters *c);
+/* counters.csv: version line naming trace, header, the site, thread and phase rows
+ * (the header alone when the trace has no counters). 0 ok, -1 I/O error. */
+int ps_counters_write(struct ps_counters *c, const struct ps_sites *s, FILE *out,
+                      const char *trace);
+
 /* ---- numbers in the tables (ps_fmt.c) ---- */
 char *ps_fmt_u64(char *p, uint64_t v);   /* decimal digits at p; returns the end */
 char *ps_fmt_i64(char *p, int64_t v);
 char *ps_fmt_hex(char *p, uint64_t v);   /* 0x and lowercase hex digits */
+void ps_put_encoded(FILE *out, const char *text);  /* a version line's value, %-encoded */
 
 /* ---- outputs (ps_output.c) ---- */
 /* sites.tsv: its version line (docs/formats.md §4; hmtune/analyze/scan_io.py checks

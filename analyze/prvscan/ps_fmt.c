@@ -4,6 +4,8 @@
  * numbers). */
 #include "ps.h"
 
+#include <string.h>
+
 #include "hm_util.h"
 
 char *ps_fmt_u64(char *p, uint64_t v)
@@ -34,4 +36,18 @@ char *ps_fmt_hex(char *p, uint64_t v)
     while (n)
         *p++ = tmp[--n];
     return p;
+}
+
+/* A version line's value, percent-encoded as hmtune/analyze/sites_io.py's version_line
+ * does (UTF-8 bytes outside its safe set). */
+void ps_put_encoded(FILE *out, const char *text)
+{
+    static const char safe[] = "/:+!,.-_~@()[]";
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+            strchr(safe, *c))
+            fputc(*c, out);
+        else
+            fprintf(out, "%%%02X", *c);
+    }
 }

@@ -2,13 +2,14 @@
  * the all-or-nothing output step.
  *
  *   hmtune-prvscan TRACE.prv[.gz] -o OUTDIR [--skip-bad] [--progress] [--per-thread-time]
- *                  [--lookahead] [--profile-granularity BYTES]
+ *                  [--lookahead] [--profile-granularity BYTES] [--phases N]
  *
  * Outputs (docs/formats.md): allocs.csv, the per-allocation table in its final form
  * (DESIGN.md §4); sites.tsv, one row per (task, site) with its lifetime facts and
  * sampled accesses; profile.csv, each site's sampled weight by offset in its blocks;
- * scan.json, the trace's counters. They are written under temporary names and
- * renamed only once all four are complete (scan.json last), so
+ * counters.csv, the hardware counters over the samples, threads and phases (its header
+ * alone without counters); scan.json, the trace's totals. They are written under temporary names and
+ * renamed only once all five are complete (scan.json last), so
  * a failed scan never leaves a half-written file that the Python layer could mistake
  * for a result. */
 #include "ps.h"
@@ -24,8 +25,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *g_outs[] = { "allocs.csv", "sites.tsv", "profile.csv", "scan.json" };
-enum { NOUT = 4 };
+static const char *g_outs[] = { "allocs.csv", "sites.tsv", "profile.csv", "counters.csv",
+                                "scan.json" };
+enum { NOUT = 5 };
 static char g_tmp[NOUT][PATH_MAX];     /* temp names to remove if we fail */
 static char g_created_dir[PATH_MAX];   /* OUTDIR, when this run created it */
 static int g_done;
@@ -182,8 +184,9 @@ static void usage(FILE *f)
 {
     fputs("usage: hmtune-prvscan TRACE.prv[.gz] -o OUTDIR [--skip-bad]"
           " [--progress|--progress-live] [--per-thread-time] [--lookahead]\n"
-          "       [--profile-granularity BYTES]\n"
-          "Writes OUTDIR/allocs.csv, sites.tsv, profile.csv and scan.json (docs/formats.md).\n"
+          "       [--profile-granularity BYTES] [--phases N]\n"
+          "Writes OUTDIR/allocs.csv, sites.tsv, profile.csv, counters.csv and scan.json\n"
+          "(docs/formats.md).\n"
           "  --skip-bad         skip malformed lines (counted in scan.json bad_lines)\n"
           "  --progress         report progress on stderr when the scan takes over 1 s\n"
           "                     (a live line on a terminal, else a line every 5 s)\n"
@@ -195,7 +198,9 @@ static void usage(FILE *f)
           " = 2) to their objects\n"
           "  --profile-granularity BYTES\n"
           "                     profile.csv's bucket size: a power of two from 4096 to\n"
-          "                     1073741824 (default 4096)\n", f);
+          "                     1073741824 (default 4096)\n"
+          "  --phases N         counters.csv's phases: the run cut into N equal spans,\n"
+          "                     1 to 1000 (default 20)\n", f);
 }
 
 int main(int argc, char **argv)
@@ -205,11 +210,12 @@ int main(int argc, char **argv)
         { "progress", no_argument, 0, 'p' },     { "per-thread-time", no_argument, 0, 't' },
         { "progress-live", no_argument, 0, 'l' }, { "lookahead", no_argument, 0, 'a' },
         { "profile-granularity", required_argument, 0, 'g' },
+        { "phases", required_argument, 0, 'n' },
         { "help", no_argument, 0, 'h' },         { 0, 0, 0, 0 },
     };
     const char *outdir = NULL;
     int skip_bad = 0, per_thread = 0, live = 0, lookahead = 0, c;
-    unsigned shift = PS_PROFILE_MIN_SHIFT;
+    unsigned shift = PS_PROFILE_MIN_SHIFT, phases = PS_PHASES_DEFAULT;
     struct progress pg = { 0 };
     while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         switch (c) {
@@ -232,6 +238,18 @@ int main(int argc, char **argv)
                         "from 4096 to 1073741824\n", optarg);
                 return 2;
             }
+            break;
+        }
+        case 'n': {
+            char *end;
+            errno = 0;
+            unsigned long n = strtoul(optarg, &end, 10);
+            if (errno || end == optarg || *end || optarg[0] == '-' || n < 1 || n > 1000) {
+                fprintf(stderr, "hmtune-prvscan: --phases %s: not a number from 1 to 1000\n",
+                        optarg);
+                return 2;
+            }
+            phases = (unsigned)n;
             break;
         }
         case 'h': usage(stdout); return 0;
@@ -278,7 +296,7 @@ int main(int argc, char **argv)
     memset(&st, 0, sizeof(st));
     struct ps_rows *rows = ps_rows_new(binfd);
     struct scan sc = { .path = path, .skip_bad = skip_bad, .pg = &pg, .h = &h, .st = &st,
-                       .m = ps_model_new(&h, rows, &st, per_thread, lookahead, shift),
+                       .m = ps_model_new(&h, rows, &st, per_thread, lookahead, shift, phases),
                        .lineno = 1 };
     for (;;) {
         scan_run(&sc, p, e, partial);
@@ -297,7 +315,7 @@ int main(int argc, char **argv)
     ps_model_finish(m, end_ns);
 
     FILE *fa = open_tmp(0, outdir), *fs = open_tmp(1, outdir), *fp = open_tmp(2, outdir);
-    FILE *fj = open_tmp(3, outdir);
+    FILE *fc = open_tmp(3, outdir), *fj = open_tmp(4, outdir);
     int64_t nrows = ps_rows_write_csv(rows, fa, path, ps_model_sites(m));
     if (nrows < 0)
         ps_die("%s: write error: %s", g_tmp[0], strerror(errno));
@@ -309,13 +327,17 @@ int main(int argc, char **argv)
                          &st.profile_unplaced) != 0)
         ps_die("%s: write error: %s", g_tmp[2], strerror(errno));
     close_tmp(fp, 2);
+    st.counter_counts_dropped = ps_counters_dropped(ps_model_counters(m));
+    if (ps_counters_write(ps_model_counters(m), ps_model_sites(m), fc, path) != 0)
+        ps_die("%s: write error: %s", g_tmp[3], strerror(errno));
+    close_tmp(fc, 3);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     double elapsed = now_s() - pg.t0;
     ps_write_scan_json(fj, &h, &st, end_ns, elapsed, ru.ru_maxrss, ps_model_peak_live(m),
                        (uint64_t)nrows, ps_model_late_endpoints(m));
-    close_tmp(fj, 3);
-    /* scan.json last: its presence means the other two are complete */
+    close_tmp(fj, 4);
+    /* scan.json last: its presence means the others are complete */
     for (int i = 0; i < NOUT; i++) {
         char final[PATH_MAX];
         snprintf(final, sizeof(final), "%s/%s", outdir, g_outs[i]);

@@ -34,7 +34,7 @@
 
 struct ps_model *ps_model_new(const struct ps_header *h, struct ps_rows *rows,
                               struct ps_stats *st, int per_thread_time, int use_lookahead,
-                              unsigned profile_shift)
+                              unsigned profile_shift, unsigned phases)
 {
     struct ps_model *m = ps_xcalloc(1, sizeof(*m));
     m->h = h;
@@ -45,6 +45,7 @@ struct ps_model *ps_model_new(const struct ps_header *h, struct ps_rows *rows,
     m->sites = ps_sites_new();
     m->life = ps_life_new(m->sites);
     m->prof = ps_profile_new(profile_shift);
+    m->cnt = ps_counters_new(h->end_ns, phases);
     m->next_try = 4096;
     m->hcap = 64;
     m->hash = ps_xcalloc(m->hcap, sizeof(uint32_t));
@@ -66,6 +67,7 @@ void ps_model_free(struct ps_model *m)
     free(m->pend);
     ps_life_free(m->life);
     ps_profile_free(m->prof);
+    ps_counters_free(m->cnt);
     ps_sites_free(m->sites);
     free(m);
 }
@@ -74,6 +76,7 @@ struct ps_sites *ps_model_sites(struct ps_model *m) { return m->sites; }
 uint64_t ps_model_peak_live(struct ps_model *m) { return m->live.peak; }
 uint64_t ps_model_late_endpoints(struct ps_model *m) { return ps_life_late(m->life); }
 struct ps_profile *ps_model_profile(struct ps_model *m) { return m->prof; }
+struct ps_counters *ps_model_counters(struct ps_model *m) { return m->cnt; }
 
 static size_t hslot(const uint32_t *hash, size_t cap, const struct thr *thr, uint64_t key)
 {

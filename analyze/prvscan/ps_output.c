@@ -74,14 +74,15 @@ int ps_write_scan_json(FILE *out, const struct ps_header *h, const struct ps_sta
             "\"peak_live_blocks\":%llu,\"late_endpoints\":%llu,\"lookahead_samples\":%llu,"
             "\"producer_samples\":%llu,"
             "\"small_capped_tasks\":%llu,\"small_unsupported_sites\":%llu,"
-            "\"profile_unplaced_samples\":%llu,",
+            "\"profile_unplaced_samples\":%llu,\"counter_counts_dropped\":%llu,",
             h->scale == 1 ? "ns" : "us", st->tasks_seen, st->threads_seen, U(st->groups),
             U(st->samples), U(st->lost_samples), U(st->allocs), U(alloc_rows), U(st->frees),
             U(st->unknown_realloc_inputs), U(st->failed_calls), U(st->evictions),
             U(st->unmatched_ends), U(st->unterminated_calls), U(st->nested_calls),
             U(st->late_records), U(st->time_regressions), U(peak_live_blocks),
             U(late_endpoints), U(st->lookahead_samples), U(st->producer_samples),
-            U(st->small_capped), U(st->small_unsupported), U(st->profile_unplaced));
+            U(st->small_capped), U(st->small_unsupported), U(st->profile_unplaced),
+            U(st->counter_counts_dropped));
     /* sampled page faults (41000030-41000034): samples, the faults they stand for,
      * the faults by address class, fault samples the kernel dropped */
     fprintf(out, "\"fault_samples\":%llu,\"faults\":%llu,", U(st->fault_samples),

@@ -226,19 +226,6 @@ static int cmp_out(const void *a, const void *b)
     return x->bucket < y->bucket ? -1 : x->bucket > y->bucket;
 }
 
-/* allocs.csv's quoting (ps_rows.c): percent-encoded outside analyze's safe set */
-static void put_encoded(FILE *out, const char *text)
-{
-    static const char safe[] = "/:+!,.-_~@()[]";
-    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
-        if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-            strchr(safe, *c))
-            fputc(*c, out);
-        else
-            fprintf(out, "%%%02X", *c);
-    }
-}
-
 int ps_profile_write(struct ps_profile *p, const struct ps_sites *s, FILE *out,
                      const char *trace, uint64_t *unplaced)
 {
@@ -286,7 +273,7 @@ int ps_profile_write(struct ps_profile *p, const struct ps_sites *s, FILE *out,
     qsort(o, n, sizeof(struct out), cmp_out);
 
     fprintf(out, "# hmtune profile v1 trace=");
-    put_encoded(out, trace);
+    ps_put_encoded(out, trace);
     fprintf(out, " granularity=%llu\nsite_id,offset,weight,samples\n",
             (unsigned long long)(1ull << p->shift));
     for (size_t i = 0; i < n;) {

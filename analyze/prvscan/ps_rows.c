@@ -140,19 +140,11 @@ void ps_rows_add(struct ps_rows *w, const struct ps_row *r)
     w->emitted++;
 }
 
-/* allocs.csv's version line: `# hmtune allocs v1 trace=NAME`, NAME percent-encoded
- * as hmtune/analyze/sites_io.py's version_line does (UTF-8 bytes outside its safe set). */
+/* allocs.csv's version line: `# hmtune allocs v1 trace=NAME`, NAME percent-encoded. */
 static void version_line(FILE *out, const char *trace)
 {
-    static const char safe[] = "/:+!,.-_~@()[]";
     fputs("# hmtune allocs v1 trace=", out);
-    for (const unsigned char *p = (const unsigned char *)trace; *p; p++) {
-        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-            strchr(safe, *p))
-            fputc(*p, out);
-        else
-            fprintf(out, "%%%02X", *p);
-    }
+    ps_put_encoded(out, trace);
     fputc('\n', out);
 }
 

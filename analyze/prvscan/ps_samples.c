@@ -73,6 +73,12 @@ static void profile_sample(struct ps_model *m, struct task *tk, const struct ps_
     ps_profile_add(m->prof, grp, x->addr - start, ps_sample_weight(x), scale);
 }
 
+/* The software sampler's readings go to the sample just after them (ps_counters.c). */
+static inline int counters_next(const struct ps_model *m)
+{
+    return m->st->has_sampler && m->st->sampler == HM_SAMPLER_SOFT;
+}
+
 static void sample_done(struct ps_model *m, struct thr *th, const struct ps_sample *xs)
 {
     if (!(xs->seen & (PS_SA_ADDR | PS_SA_W)))   /* stray attributes alone are no sample */
@@ -107,6 +113,8 @@ static void sample_done(struct ps_model *m, struct thr *th, const struct ps_samp
                    : grp != tk->grp0 ? HM_SAMPLE_CLASS_HEAP
                    : (x->seen & PS_SA_ADDR) ? HM_SAMPLE_CLASS_UNKNOWN : HM_SAMPLE_CLASS_NO_ADDRESS;
     ps_sample_count(ps_site_at(m->sites, grp), m->st, x, cls, scale);
+    ps_counters_sample(m->cnt, &th->cnt_slot, tk->task_no, th->thread_no, grp,
+                       (x->seen & PS_SA_KIND) ? (unsigned)x->kind : 0, counters_next(m));
     if (grp != tk->grp0)
         profile_sample(m, tk, x, grp, found, start, scale);
 }
@@ -140,6 +148,7 @@ void ps_group_samples(struct ps_model *m, struct thr *th)
 {
     struct ps_sample x;
     struct ps_fault fa;
+    int reading = 0;
     memset(&x, 0, sizeof(x));
     memset(&fa, 0, sizeof(fa));
     for (size_t i = 0; i < th->gn; i++) {
@@ -184,9 +193,13 @@ void ps_group_samples(struct ps_model *m, struct thr *th)
         case HM_EV_SAMPLE_SCALE: SAMPLE_ATTR(PS_SA_SCALE, scale); break;
         case HM_EV_ACCESS_KIND: SAMPLE_ATTR(PS_SA_KIND, kind); break;
         case HM_EV_STATIC_OFFSET: SAMPLE_ATTR(PS_SA_SOFF, soff); break;
-        default: break;
+        default: reading |= ps_is_counter(th->g[i].type); break;
         }
     }
     sample_done(m, th, &x);
     fault_done(m, th, &fa);
+    /* after the line's samples: a reading covers the interval they stand for too */
+    if (reading)
+        ps_counters_reading(m->cnt, &th->cnt_slot, m->tasks[th->task].task_no, th->thread_no,
+                            th->gtime, th->g, th->gn, counters_next(m));
 }

@@ -19,6 +19,7 @@ struct thr {
     size_t gn, gcap;
     uint64_t c_t0, c_size, c_in, c_site, c_seq;  /* the open call */
     uint32_t c_scale;                  /* its 41000040, 0 when it has none */
+    uint32_t cnt_slot;                 /* its place in the counters' threads (ps_counters.c) */
 };
 
 struct task {
@@ -42,6 +43,7 @@ struct ps_model {
     struct ps_sites *sites;
     struct ps_life *life;
     struct ps_profile *prof;
+    struct ps_counters *cnt;
     struct ps_live live;
     int per_thread;
     int use_lookahead;

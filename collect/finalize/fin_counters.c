@@ -29,8 +29,8 @@ void fin_counters_pcf(struct fin_ctx *c, FILE *f)
         }
     }
     if (any)
-        fprintf(f, "\n\nEVENT_TYPE\n7  %u Active hardware counter set\nVALUES\n1 Set 1\n\n\n",
-                HMR_HWC_SET);
+        fprintf(f, "\n\nEVENT_TYPE\n7  %llu Active hardware counter set\nVALUES\n1 Set 1\n\n\n",
+                (unsigned long long)HMR_HWC_SET);
 }
 
 void fin_counters_json(FILE *f, const struct fin_proc *p)

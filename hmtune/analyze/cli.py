@@ -1,6 +1,8 @@
 """`hmtune analyze`: trace → per-site metrics (`sites.csv`), per-block rows
 (`allocs.csv`) and where in its blocks each site's sampled weight falls
-(`profile.csv`), written next to the trace unless `-o DIR` says otherwise.
+(`profile.csv`), and for a trace with hardware counters the counters over its sites,
+threads and phases (`counters.csv`), written next to the trace unless `-o DIR` says
+otherwise.
 
 Exit status: 0 done (also for a trace without allocations: the files are then
 written with their header only), 1 bad input (the scanner refused the trace, its .pcf
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING
 from hmtune.analyze.scanner import ScanFailed, run_scanner, scanner_bin
 from hmtune.core import events, paths
 from hmtune.core.errors import Failure
-from hmtune.core.stage import ALLOCS, PROFILE, TRACE, Stage
+from hmtune.core.stage import ALLOCS, COUNTERS, PROFILE, TRACE, Stage
 from hmtune.core.units import parse_size
 
 if TYPE_CHECKING:                 # the analyze modules load only when analyze runs
@@ -59,6 +61,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--profile-granularity", default="4096", metavar="BYTES",
                    help="profile.csv's bucket size: a power of two from 4096 to 1G (4K, 2M "
                         "and the like also work; default 4096)")
+    p.add_argument("--phases", type=int, default=20, metavar="N",
+                   help="counters.csv's phases: the run cut into N equal spans of time, 1 to "
+                        "1000 (default 20)")
     p.set_defaults(func=run)
 
 
@@ -76,6 +81,8 @@ def _resolve_trace(arg: str) -> Path | None:
 def run(args: argparse.Namespace) -> int:
     if args.top < 0:
         raise Failure("--top must be 0 or more", 2)
+    if not 1 <= args.phases <= 1000:
+        raise Failure(f"--phases {args.phases}: give a number from 1 to 1000", 2)
     from hmtune.analyze.profile import granularity_error
     try:
         args.profile_granularity = parse_size(str(args.profile_granularity))
@@ -105,6 +112,7 @@ def run(args: argparse.Namespace) -> int:
 def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> int:
     """Scan into `work`, then write sites.csv and move allocs.csv and profile.csv to
     `out`."""
+    from hmtune.analyze.counters import install_counters
     from hmtune.analyze.labels import load_labels, pcf_path_for
     from hmtune.analyze.report import top_table
     from hmtune.analyze.scan_io import ScanOutputError, read_scan
@@ -116,7 +124,8 @@ def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> in
     tid = trace_id(trace)
     try:
         notes = run_scanner(trace, work, skip_bad=args.skip_bad, lookahead=args.lookahead,
-                            profile_granularity=args.profile_granularity)
+                            profile_granularity=args.profile_granularity,
+                            phases=args.phases)
         scan = read_scan(work)
     except (ScanFailed, ScanOutputError) as e:
         raise Failure(str(e), 1) from None
@@ -152,6 +161,10 @@ def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> in
             profile_csv.unlink(missing_ok=True)
             _say("warning: the scanner wrote no profile.csv (built before profiles? run "
                  "make build); none written")
+        has_counters = (work / COUNTERS).exists() and install_counters(
+            work / COUNTERS, stage.counters, tid, _event_labels(trace))
+        if not has_counters:            # none in this trace: none of an older one stays
+            stage.counters.unlink(missing_ok=True)
     except OSError as e:
         raise Failure(f"cannot write to {out}: {e.strerror or e}", 1) from None
     elapsed = time.monotonic() - t0
@@ -159,10 +172,29 @@ def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> in
         _say(f"no allocations in {trace}: wrote {sites_csv}, {allocs_csv} and {profile_csv} "
              "with their header only")
         return 0
-    _print_summary(scan, sites, split, labels.form, sampler, out, elapsed, args.lookahead)
+    counted: list[str] = []
+    if has_counters:
+        from hmtune.analyze.counters import read_counters, summary_lines
+        from hmtune.analyze.sites_io import LABEL_COLUMN
+        names = {int(r["site_id"]): str(r[LABEL_COLUMN]) for r in sites.rows}
+        counted = summary_lines(read_counters(stage.counters), names)
+    _print_summary(scan, sites, split, labels.form, sampler, out, elapsed, args.lookahead,
+                   counted)
     if args.top:
         print(top_table(sites, args.top))
     return 0
+
+
+def _event_labels(trace: Path) -> dict[int, str]:
+    """The .pcf's event types and their labels; none when it cannot be read (the
+    counters are then named by their types)."""
+    from hmtune.analyze.labels import pcf_path_for
+    from hmtune.analyze.prv_io import TraceFormatError
+    from hmtune.analyze.prv_tables import parse_pcf
+    try:
+        return {t: e.description for t, e in parse_pcf(pcf_path_for(trace)).event_types.items()}
+    except (OSError, TraceFormatError, UnicodeDecodeError):
+        return {}
 
 
 _FILE_LINE = re.compile(r"[\w.+-]+\.\w+:\d+")
@@ -182,7 +214,8 @@ def shown_form(sites: SiteTable, form: str) -> str:
 
 
 def _print_summary(scan: Scan, sites: SiteTable, split: Split | None, form: str,
-                   sampler: str, out: Path, elapsed: float, lookahead: bool) -> None:
+                   sampler: str, out: Path, elapsed: float, lookahead: bool,
+                   counted: list[str]) -> None:
     from hmtune.analyze.sites import unplaced_weight
     from hmtune.analyze.sites_io import (
         KIND_COLUMN,
@@ -263,7 +296,10 @@ def _print_summary(scan: Scan, sites: SiteTable, split: Split | None, form: str,
     stage = Stage(out)
     if stage.profile.exists():
         _say(_profile_summary(scan, sites, stage.profile))
-    _say(f"wrote {stage.sites}, {stage.allocs} and {stage.profile} in {elapsed:.1f} s")
+    for line in counted:
+        _say(line)
+    more = f", {stage.counters}" if stage.counters.exists() else ""
+    _say(f"wrote {stage.sites}, {stage.allocs}, {stage.profile}{more} in {elapsed:.1f} s")
 
 
 def _profile_summary(scan: Scan, sites: SiteTable, profile_csv: Path) -> str:

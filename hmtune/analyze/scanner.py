@@ -1,7 +1,7 @@
 """Run `hmtune-prvscan`, the C scanner that reads a `.prv` once (see hmtune.analyze.scan_io).
 
 `hmtune-prvscan TRACE.prv[.gz] -o OUTDIR [--skip-bad] [--progress-live] [--lookahead]
-[--profile-granularity BYTES]` exits 0 on
+[--profile-granularity BYTES] [--phases N]` exits 0 on
 success and 1 with one line on stderr for bad input. Its progress display (lines
 ending in '\\r') is passed through to the terminal; its other stderr lines are held
 back: on failure the last one is the error message, on success they are notes
@@ -40,7 +40,8 @@ def _split(buffer: str) -> tuple[list[tuple[str, str]], str]:
 
 def run_scanner(trace: Path, outdir: Path, skip_bad: bool = False,
                 progress: bool | None = None, lookahead: bool = False,
-                profile_granularity: int | None = None) -> list[str]:
+                profile_granularity: int | None = None,
+                phases: int | None = None) -> list[str]:
     """Scan `trace` into `outdir`; return the scanner's stderr lines (notes).
 
     progress None: show the scanner's progress when our stderr is a terminal.
@@ -48,6 +49,7 @@ def run_scanner(trace: Path, outdir: Path, skip_bad: bool = False,
     (by default they count as samples without an address).
     profile_granularity: profile.csv's bucket size (the scanner's default, 4096, when
     None).
+    phases: counters.csv's phases (the scanner's default, 20, when None).
     Raises ScanFailed with the scanner's own message when it fails.
     """
     if progress is None:
@@ -58,6 +60,8 @@ def run_scanner(trace: Path, outdir: Path, skip_bad: bool = False,
     cmd += ["--lookahead"] if lookahead else []
     if profile_granularity is not None:
         cmd += ["--profile-granularity", str(profile_granularity)]
+    if phases is not None:
+        cmd += ["--phases", str(phases)]
     try:
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     except OSError as e:

@@ -23,6 +23,7 @@ from hmtune.core.stage import (
     ALLOCS,
     CALIBRATION,
     COMPARE,
+    COUNTERS,
     CURVE,
     CURVE_PNG,
     EXPLORE,
@@ -96,21 +97,21 @@ def _png_by_hmtune(path: Path) -> bool:
 
 def written_by_hmtune(path: Path) -> bool:
     """Whether path is one of the derived outputs of a stage directory as hmtune
-    writes it (sites.csv, allocs.csv, profile.csv, placement.txt, report.txt,
+    writes it (sites.csv, allocs.csv, profile.csv, counters.csv, placement.txt, report.txt,
     capacity_curve.*, calibration.json)."""
     name = path.name
     if name == CURVE_PNG:                 # older ones carry no mark: go by their csv
         return _png_by_hmtune(path) or (
             _starts(path, _PNG) and written_by_hmtune(path.with_name(CURVE)))
     prefix = {SITES: b"# hmtune sites v", ALLOCS: b"# hmtune allocs v",
-              PROFILE: b"# hmtune profile v",
+              PROFILE: b"# hmtune profile v", COUNTERS: b"# hmtune counters v",
               PLACEMENT: b"# hmtune placement v", REPORT: b"hmtune advise report",
               CURVE: _CURVE_HEADER,
               CALIBRATION: b'{\n "format": "hmtune calibration v'}.get(name)
     return prefix is not None and _starts(path, prefix)
 
 
-DERIVED = (SITES, ALLOCS, PROFILE, PLACEMENT, REPORT, CURVE, CURVE_PNG, CALIBRATION)
+DERIVED = (SITES, ALLOCS, PROFILE, COUNTERS, PLACEMENT, REPORT, CURVE, CURVE_PNG, CALIBRATION)
 
 
 # Directories of results derived from a trace (hmtune compare, explore, report), known

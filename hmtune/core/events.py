@@ -95,6 +95,14 @@ HM_EV_STATIC_OFFSET: Final = 41000042
 # hmtune: a look-ahead sample (41000024 = 2): the object its address fell in (ids as 32000007),
 #   apart from 32000007 because hmtune analyze attributes it only with --lookahead
 HM_EV_AHEAD_OBJECT: Final = 41000043
+# extrae: the active counter set, on a thread's first counter line (1)
+HM_EV_HWC_SET: Final = 41999999
+# extrae: the first type of PAPI presets' counts: 42000000 + the low 16 bits of the preset's
+#   code, each the count since the thread's previous reading
+HM_EV_HWC_PRESET: Final = 42000000
+# hmtune: the first type of PAPI native events' counts: 42001000 + the low 16 bits of the code
+#   PAPI gave the event in that run
+HM_EV_HWC_NATIVE: Final = 42001000
 
 ALL: Final[dict[str, int]] = {
     "HM_EV_SAMPLE_FUNC": HM_EV_SAMPLE_FUNC,
@@ -139,6 +147,9 @@ ALL: Final[dict[str, int]] = {
     "HM_EV_SAMPLE_SCALE": HM_EV_SAMPLE_SCALE,
     "HM_EV_STATIC_OFFSET": HM_EV_STATIC_OFFSET,
     "HM_EV_AHEAD_OBJECT": HM_EV_AHEAD_OBJECT,
+    "HM_EV_HWC_SET": HM_EV_HWC_SET,
+    "HM_EV_HWC_PRESET": HM_EV_HWC_PRESET,
+    "HM_EV_HWC_NATIVE": HM_EV_HWC_NATIVE,
 }
 """Every event type above by name."""
 

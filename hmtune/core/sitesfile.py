@@ -26,8 +26,10 @@ from hmtune.core.version import version as release
 SITES_VERSION = 2
 ALLOCS_VERSION = 1
 PROFILE_VERSION = 1
+COUNTERS_VERSION = 1
 # The newest version of each kind this hmtune reads.
-VERSIONS = {"sites": SITES_VERSION, "allocs": ALLOCS_VERSION, "profile": PROFILE_VERSION}
+VERSIONS = {"sites": SITES_VERSION, "allocs": ALLOCS_VERSION, "profile": PROFILE_VERSION,
+            "counters": COUNTERS_VERSION}
 
 RELEASE_KEY = "hmtune"             # the version line's field naming the writer's release
 _VERSION_LINE = re.compile(r"^# hmtune (?P<kind>\w+) v(?P<version>\d+)(?P<rest>.*)$")

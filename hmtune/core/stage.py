@@ -2,7 +2,8 @@
 stages write there, in one place, and the one merge of sites.csv's per-rank rows.
 
     trace.prv (.pcf, .row)                       hmtune trace
-    sites.csv, allocs.csv, profile.csv           hmtune analyze
+    sites.csv, allocs.csv, profile.csv,          hmtune analyze
+    counters.csv (a trace with counters)
     placement.txt, report.txt, capacity_curve.*  hmtune advise
     calibration.json                             hmtune compare (advise reads it)
     compare/, explore/, report/                  hmtune compare, explore, report
@@ -27,6 +28,7 @@ TRACE = "trace.prv"
 SITES = "sites.csv"
 ALLOCS = "allocs.csv"
 PROFILE = "profile.csv"
+COUNTERS = "counters.csv"
 PLACEMENT = "placement.txt"
 REPORT = "report.txt"
 CURVE = "capacity_curve.csv"
@@ -58,6 +60,7 @@ class Stage:
     sites = _File(SITES)
     allocs = _File(ALLOCS)
     profile = _File(PROFILE)
+    counters = _File(COUNTERS)
     placement = _File(PLACEMENT)
     calibration = _File(CALIBRATION)
     compare = _File(COMPARE)
