@@ -418,7 +418,10 @@ def advise(sites_csv: str | Path, machine: Machine | str | Path | None, mem: int
     tiers, tier_notes = per_process(m, nprocs, node_procs, nnodes)
     notes += tier_notes
     table = sites.table
-    problem = build_problem(sites, tiers, allocs, lifetime)
+    try:
+        problem = build_problem(sites, tiers, allocs, lifetime)
+    except InputError as e:
+        raise Failure(str(e), 1) from None
     notes += first_touch_notes(sites, tiers, problem.faults, problem.ns_weight)
     whole = None
     if not whole_objects:

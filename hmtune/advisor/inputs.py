@@ -323,9 +323,22 @@ def build_problem(sites: Sites, tiers: list[Tier], allocs: pd.DataFrame | None =
     """The advisor's problem for sites in tiers (whole objects): every term of the
     value model (hmtune/advisor/model.py) from sites.csv's columns, the blocks from
     allocs (the lifetime strategy's timeline too when lifetime). `hmtune advise` and
-    compare's calibration (hmtune/workflows/calibrate.py) share it."""
+    compare's calibration (hmtune/workflows/calibrate.py) share it. Where the analyze
+    output has counters.csv, the sites' memory shares and bandwidth-bound accesses come
+    from the counters (hmtune/advisor/counted.py); a counters.csv that cannot be read
+    is an InputError."""
+    from hmtune.advisor.counted import counted_shares, load_counted, memory_factor
+    from hmtune.core.sitesfile import SitesFormatError
+
     table = sites.table
-    return Problem(site_ids=table["site_id"].to_numpy(np.int64),
+    ids = table["site_id"].to_numpy(np.int64)
+    try:
+        counted = load_counted(sites.path, ids, sites.merged)
+    except SitesFormatError as e:
+        raise InputError(str(e)) from None
+    sampler = ns_weight(str(sites.meta.get("sampler", "none")))
+    shares = kind_shares(table)
+    return Problem(site_ids=ids,
                    sizes=table["peak_live_bytes"].to_numpy(np.int64),
                    weights=table["weight"].to_numpy(np.float64),
                    loads=table["loads"].to_numpy(np.int64),
@@ -333,14 +346,18 @@ def build_problem(sites: Sites, tiers: list[Tier], allocs: pd.DataFrame | None =
                    tiers=tiers, total_weight=sites.total_weight,
                    allocs=allocs if lifetime else None,
                    faults=table["faults"].to_numpy(np.float64) if sites.has_faults else None,
-                   ns_weight=ns_weight(str(sites.meta.get("sampler", "none"))),
+                   ns_weight=sampler,
                    samples=table["samples"].to_numpy(np.int64),
                    max_sizes=table["max_size"].to_numpy(np.int64),
                    n_allocs=table["n_allocs"].to_numpy(np.int64),
                    total_bytes=table["total_bytes"].to_numpy(np.int64),
                    blocks=allocs, fraction=static_fractions(table, tiers),
                    statics=(table[KIND_COLUMN] == KIND_STATIC).to_numpy(),
-                   kind_shares=kind_shares(table))
+                   kind_shares=shares if counted is None else counted_shares(shares, counted),
+                   memory_factor=None if counted is None
+                   else memory_factor(counted, sampler > 0 and bool(table["samples"].sum())),
+                   counted=None if counted is None
+                   else np.column_stack([counted.memory_share, counted.bandwidth]))
 
 
 def kind_shares(table: pd.DataFrame) -> np.ndarray | None:

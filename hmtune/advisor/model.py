@@ -15,6 +15,10 @@ each thing the tier speeds up (`Tier.speeds_up`):
       access(i, t) = w_i * (f_load_i * (1 - load_cost_t / load_cost_fb)
                             + f_store_i * (1 - store_cost_t / store_cost_fb))
 
+  Where counters.csv measured a site (hmtune/advisor/counted.py), its access value is
+  scaled by the share of its time stalled on memory (software sampler), and whether it
+  is bandwidth-bound decides its streamed and scattered shares below.
+
   Where sites.csv gives the weight per access kind (KINDS: streaming, scattered,
   synchronization; `weight_KIND`) and the machine file gives a tier or the fallback a
   cost per kind (`KIND_cost`, `Tier.kind_costs`; a kind it does not list costs its
@@ -149,6 +153,12 @@ class Problem:
     # [site]: the factor on the scattered accesses' gain in a pages_only tier (None: 1;
     # split pieces, a part of their object: split.part_factor)
     part_scattered: np.ndarray | None = None
+    # [site]: the factor on its access value, the share of its time stalled on memory
+    # where counters measured it (None: 1 for all; hmtune/advisor/counted.py); [site, 2]:
+    # what counters say of it, its memory share and its misses' bytes/s (NaN: nothing;
+    # None: no counters)
+    memory_factor: np.ndarray | None = None
+    counted: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -272,6 +282,8 @@ class Problem:
                 out[self.sizes <= tier.min_span, t, :] = 0.0
         if self.fraction is not None:
             out *= self.fraction[:, :, None]
+        if self.memory_factor is not None:
+            out *= self.memory_factor[:, None, None]
         return out
 
     def first_touch_values(self) -> np.ndarray:

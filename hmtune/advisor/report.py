@@ -246,6 +246,35 @@ def _split_lines(sites: Sites, problem: Problem, placement: Placement) -> list[s
     return out
 
 
+def counter_lines(sites: Sites, problem: Problem) -> list[str]:
+    """Which sites' values came from counters.csv (hmtune/advisor/counted.py) and which
+    from the sampler alone: a summary, then a table of the counted sites (nothing
+    without counters)."""
+    from hmtune.advisor.counted import BANDWIDTH_BOUND
+
+    if problem.counted is None:
+        return []
+    table = sites.table
+    parents = (table["parent_id"] if "parent_id" in table.columns else table["site_id"])
+    rows: dict[int, str] = {}
+    for i, pid in enumerate(parents.tolist()):
+        share, bw = problem.counted[i]
+        if int(pid) in rows or (np.isnan(share) and np.isnan(bw)):
+            continue
+        verdict = "-" if np.isnan(bw) else "bandwidth" if bw >= BANDWIDTH_BOUND else "latency"
+        rows[int(pid)] = (f"    {int(pid):>6}  {'-' if np.isnan(share) else _pct(share):>7}  "
+                          f"{'-' if np.isnan(bw) else f'{bw / 1e9:.2f} GB/s':>11}  "
+                          f"{verdict:>9}  {table['label'].iloc[i]}")
+    n = int(parents.nunique())
+    head = (f"{len(rows)} of {n} placeable site(s) valued from the trace's hardware counters "
+            "(counters.csv: the share of their time stalled on memory, and bandwidth-bound "
+            f"when their last-level misses move {BANDWIDTH_BOUND / 1e9:g} GB/s or more per "
+            f"thread), the other {n - len(rows)} from the sampler alone")
+    return [head, "", f"sites valued from counters: {len(rows)}",
+            f"    {'site':>6}  {'memory':>7}  {'misses':>11}  {'bound':>9}  call site",
+            *rows.values()]
+
+
 @dataclass
 class Curve:
     table: pd.DataFrame           # capacity (bytes), share (of the capturable weight)
@@ -285,6 +314,9 @@ def report_text(sites: Sites, problem: Problem, placement: Placement, uses: list
                "name")
     if r.split:
         out.append(f"{'by address:':<16}{r.split} (of the sampled weight)")
+    counted = counter_lines(sites, problem)
+    if counted:
+        out.append(f"{'counters:':<16}{counted[0]}")
     for i, u in enumerate(uses):
         fb = i == len(uses) - 1
         live = u.rows[u.rows["weight"] > 0]
@@ -303,6 +335,7 @@ def report_text(sites: Sites, problem: Problem, placement: Placement, uses: list
         if values and fb and len(live):
             out.append(f"    (value: what the site would save in tier {uses[0].tier.name})")
     out += _split_lines(sites, problem, placement)
+    out += counted[1:]
     zero_rows = pd.concat([u.rows[(u.rows["weight"] == 0) & ~(u.rows["value"] > 0)]
                            .assign(tier=u.tier.name) for u in uses])
     out += ["", "zero-weight sites (no sampled access fell in them"

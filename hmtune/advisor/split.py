@@ -315,6 +315,7 @@ def expand(problem: Problem, sites: Sites, profile: pd.DataFrame, gran: int,
         else np.concatenate([problem.fraction[keep],
                              _piece_fractions(problem, table, src, a, b)]),
         statics=cat(problem.statics), kind_shares=cat(problem.kind_shares),
+        memory_factor=cat(problem.memory_factor), counted=cat(problem.counted),
         part_scattered=np.concatenate([
             np.ones(keep.size) if problem.part_scattered is None
             else problem.part_scattered[keep],
