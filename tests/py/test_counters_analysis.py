@@ -221,3 +221,12 @@ def test_a_bad_counters_csv_is_refused_in_one_line(soft: Path, tmp_path: Path, l
     err = r.stderr.strip().splitlines()
     assert len(err) == 1 and "counters.csv:3:" in err[0] and why in err[0]
     assert not (tmp_path / "placement.txt").exists()
+
+
+def test_a_new_trace_moves_an_older_counters_csv_aside(soft: Path) -> None:
+    """hmtune trace -o DIR sets an earlier trace's outputs aside in DIR/stale/, its
+    counters.csv among them."""
+    from hmtune.analyze.traceid import stale_outputs, written_by_hmtune
+
+    assert written_by_hmtune(soft / "counters.csv")
+    assert soft / "counters.csv" in stale_outputs(soft, "0000000000000000")
