@@ -230,3 +230,25 @@ def test_a_new_trace_moves_an_older_counters_csv_aside(soft: Path) -> None:
 
     assert written_by_hmtune(soft / "counters.csv")
     assert soft / "counters.csv" in stale_outputs(soft, "0000000000000000")
+
+
+@pytest.mark.parametrize("value", ["0", "1001", "-3", "x"])
+def test_a_bad_phase_count_is_refused_before_anything_is_written(tmp_path: Path,
+                                                                 value: str) -> None:
+    prv = soft_trace().write(tmp_path / "t", pcf=pcf())
+    out = tmp_path / "out"
+    r = analyze(prv, out, "--phases", value)
+    assert r.returncode == 2
+    assert "--phases" in r.stderr and len(r.stderr.strip().splitlines()) <= 3
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_phases_cut_the_run_as_asked(tmp_path: Path) -> None:
+    prv = soft_trace().write(tmp_path, pcf=pcf())
+    r = analyze(prv, tmp_path, "--phases", "1")
+    assert r.returncode == 0, r.stderr
+    data = read_counters(tmp_path / "counters.csv")
+    [p] = data.scope("phase")
+    [th] = data.scope("thread")
+    assert p.readings == th.readings and p.values == th.values
+    assert (p.start_ns, p.end_ns) == (0, int(data.meta["end_ns"]))
