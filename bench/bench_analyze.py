@@ -10,7 +10,9 @@ CPU and peak RSS come from rsswrap (wait4 of the command: the scanner is a child
 the Python process, so both count, and the RSS is the larger of the two). Two
 workloads: the generator's default (mostly samples) and --alloc-heavy (mostly
 malloc/free: one block per ~6 records); the second also at a tenth of the length, to
-show the peak RSS does not grow with the trace."""
+show the peak RSS does not grow with the trace. A third, the default with a counter
+reading before each sample (--counters: what counters.csv costs), is measured against
+the same targets."""
 
 from __future__ import annotations
 
@@ -127,6 +129,8 @@ def main() -> int:
         print(f"# bench-analyze: medians of {args.runs} runs; CPU = user + sys of the "
               "whole command (Python startup included)")
         ok, _ = case(tmp, "default", args.records, [], args.runs)
+        ok_cnt, _ = case(tmp, "default with counters", args.records, ["--counters"],
+                         args.runs)
         ok_heavy, rss_long = case(tmp, "alloc-heavy", args.records, ["--alloc-heavy"], args.runs)
         _, rss_short = case(tmp, "alloc-heavy, a tenth as long", args.records // 10,
                             ["--alloc-heavy"], args.runs, targets=False)
@@ -137,7 +141,7 @@ def main() -> int:
         print(PARAMEDIR)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return 0 if ok and ok_heavy and flat else 1
+    return 0 if ok and ok_cnt and ok_heavy and flat else 1
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
  * from (gen_check.c compares the scanner's output with the answers).
  *
  *   hmtune-gentrace N_RECORDS OUT.prv [--tasks T] [--threads K] [--seed S] [--alloc-heavy]
+ *                   [--counters]
  *   hmtune-gentrace --check OUT.prv OUTDIR          (gen_check.c)
  *
  * Writes OUT.prv/.pcf/.row and OUT.prv.expected.json: per (task, site) the lifetime
@@ -25,6 +26,9 @@
  * on an access sample's line, attributed by the same rules.
  * --alloc-heavy: mostly calls (45% allocations, 40% frees, 10% reallocs, 5% samples),
  * for the analyzer's memory with many blocks.
+ * --counters: a PAPI reading (cycles, instructions, L3 misses, memory stall cycles) on
+ * the thread's line before each access sample, at its time, as Extrae writes counters
+ * on a sample's time: what counters.csv costs the scanner (not in the answers).
  *
  * Small-call sampling: one allocation in 8 carries 41000040 (it stands for 2..64
  * blocks), and samples in it count that many times for its site (41000041 with the
@@ -73,6 +77,7 @@ static uint64_t g_now = 1000;
 static unsigned g_ntasks, g_nthreads;
 
 static unsigned g_pct_alloc = 6, g_pct_free = 5, g_pct_realloc = 2;
+static int g_counters;                /* --counters */
 
 static void state(unsigned task, unsigned thr, uint64_t b, uint64_t e, int st)
 {
@@ -277,8 +282,21 @@ static void do_fault(unsigned task, unsigned thr, struct gtask *tk)
     g_now += 1 + below(200);
 }
 
+/* A counter reading: PAPI_TOT_CYC, PAPI_TOT_INS, PAPI_L3_TCM, PAPI_MEM_SCY's types. */
+static void do_reading(unsigned task, unsigned thr)
+{
+    ev(task, thr, g_now);
+    pair(HM_EV_HWC_PRESET + 59, 4000000 + below(8000000));
+    pair(HM_EV_HWC_PRESET + 50, below(16000000));
+    pair(HM_EV_HWC_PRESET + 8, below(200000));
+    pair(HM_EV_HWC_PRESET + 34, below(4000000));
+    fputc('\n', g_out);
+}
+
 static void do_sample(unsigned task, unsigned thr, struct gtask *tk)
 {
+    if (g_counters)
+        do_reading(task, thr);
     uint64_t r = below(100), addr = 0, site = 0, cls, scale = 1;
     int has_addr = 1, give_obj = 0, pebs = below(5) == 0, store = below(10) < 3;
     if (r < 75 && tk->nlive) {
@@ -425,7 +443,7 @@ int main(int argc, char **argv)
         return gen_check(argv[2], argv[3]);
     if (argc < 3) {
         fputs("usage: hmtune-gentrace N_RECORDS OUT.prv [--tasks T] [--threads K] [--seed S]"
-              " [--alloc-heavy]\n"
+              " [--alloc-heavy] [--counters]\n"
               "       hmtune-gentrace --check OUT.prv OUTDIR\n", stderr);
         return 2;
     }
@@ -434,7 +452,9 @@ int main(int argc, char **argv)
     g_ntasks = 2;
     g_nthreads = 4;
     for (int i = 3; i < argc; i++) {
-        if (strcmp(argv[i], "--alloc-heavy") == 0) {
+        if (strcmp(argv[i], "--counters") == 0) {
+            g_counters = 1;
+        } else if (strcmp(argv[i], "--alloc-heavy") == 0) {
             g_pct_alloc = 45;
             g_pct_free = 40;
             g_pct_realloc = 10;
