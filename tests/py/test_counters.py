@@ -8,6 +8,7 @@ records."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -19,6 +20,7 @@ import pytest
 from clistage import LATENCY, ROOT, hmtune
 from tracemodel import ubsan_preload
 
+from hmtune.analyze.counters import read_counters, site_figures
 from hmtune.machine import counters
 
 PAPI_USER = ROOT / "build" / "tests" / "programs" / "papi_user"
@@ -79,6 +81,22 @@ def test_trace_records_the_counters(tmp_path: Path, here: counters.Counters) -> 
                                                                               rel=0.25)
     assert hmtune("check-trace", str(tmp_path / "trace.prv")).returncode == 0
     assert hmtune("analyze", str(tmp_path)).returncode == 0
+    # the analysis per site: every reading in its thread's row, each sample's in a site row
+    data = read_counters(tmp_path / "counters.csv")
+    assert data.names == [c.name for c in here.recorded]
+    threads = data.scope("thread")
+    assert sum(t.readings or 0 for t in threads) == summary["counters"]["readings"]
+    sites = data.scope("site")
+    assert sum(r.samples or 0 for r in sites) == sum(t.samples or 0 for t in threads) > 20
+    for name in data.names:
+        assert sum(r.values[name] for r in sites) <= sum(t.values[name] for t in threads)
+    heap = {int(r["site_id"]) for r in csv.DictReader(
+        (tmp_path / "sites.csv").read_text().splitlines()[1:]) if int(r["samples"]) > 0}
+    assert heap & {r.site_id for r in sites}
+    if here.software:                    # each sample took its 4 ms of CPU time
+        f = site_figures(data)
+        ns = sum(x.values["perf::TASK-CLOCK"] for x in f.values())
+        assert ns == pytest.approx(sum(x.samples for x in f.values()) * PERIOD_NS, rel=0.25)
 
 
 def test_no_counters_unless_asked(tmp_path: Path) -> None:
