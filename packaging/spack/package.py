@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="89ea5558fb36c58549713c1f03c620f1db6fae51ea69d60940ab0f9c1c9307b8")
+    version("0.1.0", sha256="bb56065ee03f7efc87b51ea4b0c2ea2ee6f0481f6892093d1b53cfe45c25d7ac")
 
     variant(
         "memkind",
