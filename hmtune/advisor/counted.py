@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hmtune.analyze.counters import Figures, counters_next_to, site_figures
+from hmtune.analyze.counters import counters_next_to, site_figures
 from hmtune.machine.tiers import KINDS
 
 # samples of a site that took a reading before its counts are used: fewer give a share
@@ -41,6 +41,15 @@ MIN_SAMPLES = 10
 BANDWIDTH_BOUND = 2.0e9
 
 
+def bound_of(bandwidth: np.ndarray) -> np.ndarray:
+    """Per miss traffic (bytes/s per thread; NaN unknown): 1.0 bandwidth-bound (at least
+    BANDWIDTH_BOUND), 0.0 latency-bound, NaN unknown."""
+    out = np.full(np.shape(bandwidth), np.nan)
+    known = ~np.isnan(bandwidth)
+    out[known] = (np.asarray(bandwidth)[known] >= BANDWIDTH_BOUND).astype(np.float64)
+    return out
+
+
 @dataclass
 class Counted:
     """Per site (the problem's order): what counters say, NaN where they say nothing."""
@@ -52,10 +61,7 @@ class Counted:
     @property
     def bound(self) -> np.ndarray:
         """1.0 bandwidth-bound, 0.0 latency-bound, NaN unknown."""
-        out = np.full(self.bandwidth.shape, np.nan)
-        known = ~np.isnan(self.bandwidth)
-        out[known] = (self.bandwidth[known] >= BANDWIDTH_BOUND).astype(np.float64)
-        return out
+        return bound_of(self.bandwidth)
 
     @property
     def source(self) -> np.ndarray:
@@ -71,13 +77,7 @@ def load_counted(sites_csv: Path, site_ids: np.ndarray,
     data = counters_next_to(sites_csv)
     if data is None:
         return None
-    figures: dict[int, Figures] = {}
-    for sid, f in site_figures(data).items():
-        into = figures.setdefault((merged or {}).get(sid, sid), Figures())
-        into.samples += f.samples
-        into.ns += f.ns
-        for k, v in f.values.items():
-            into.values[k] = into.values.get(k, 0.0) + v
+    figures = site_figures(data, merged)
     share = np.full(len(site_ids), np.nan)
     bw = np.full(len(site_ids), np.nan)
     for i, sid in enumerate(site_ids.tolist()):

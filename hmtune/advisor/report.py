@@ -250,18 +250,19 @@ def counter_lines(sites: Sites, problem: Problem) -> list[str]:
     """Which sites' values came from counters.csv (hmtune/advisor/counted.py) and which
     from the sampler alone: a summary, then a table of the counted sites (nothing
     without counters)."""
-    from hmtune.advisor.counted import BANDWIDTH_BOUND
+    from hmtune.advisor.counted import BANDWIDTH_BOUND, bound_of
 
     if problem.counted is None:
         return []
     table = sites.table
     parents = (table["parent_id"] if "parent_id" in table.columns else table["site_id"])
+    bound = bound_of(problem.counted[:, 1])
     rows: dict[int, str] = {}
     for i, pid in enumerate(parents.tolist()):
         share, bw = problem.counted[i]
         if int(pid) in rows or (np.isnan(share) and np.isnan(bw)):
             continue
-        verdict = "-" if np.isnan(bw) else "bandwidth" if bw >= BANDWIDTH_BOUND else "latency"
+        verdict = "-" if np.isnan(bound[i]) else "bandwidth" if bound[i] else "latency"
         rows[int(pid)] = (f"    {int(pid):>6}  {'-' if np.isnan(share) else _pct(share):>7}  "
                           f"{'-' if np.isnan(bw) else f'{bw / 1e9:.2f} GB/s':>11}  "
                           f"{verdict:>9}  {table['label'].iloc[i]}")

@@ -162,7 +162,7 @@ def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> in
             _say("warning: the scanner wrote no profile.csv (built before profiles? run "
                  "make build); none written")
         has_counters = (work / COUNTERS).exists() and install_counters(
-            work / COUNTERS, stage.counters, tid, _event_labels(trace))
+            work / COUNTERS, stage.counters, tid, labels.counters)
         if not has_counters:            # none in this trace: none of an older one stays
             stage.counters.unlink(missing_ok=True)
     except OSError as e:
@@ -183,18 +183,6 @@ def _analyze(args: argparse.Namespace, trace: Path, out: Path, work: Path) -> in
     if args.top:
         print(top_table(sites, args.top))
     return 0
-
-
-def _event_labels(trace: Path) -> dict[int, str]:
-    """The .pcf's event types and their labels; none when it cannot be read (the
-    counters are then named by their types)."""
-    from hmtune.analyze.labels import pcf_path_for
-    from hmtune.analyze.prv_io import TraceFormatError
-    from hmtune.analyze.prv_tables import parse_pcf
-    try:
-        return {t: e.description for t, e in parse_pcf(pcf_path_for(trace)).event_types.items()}
-    except (OSError, TraceFormatError, UnicodeDecodeError):
-        return {}
 
 
 _FILE_LINE = re.compile(r"[\w.+-]+\.\w+:\d+")

@@ -39,7 +39,7 @@ from hmtune.core.sitesfile import (
     parse_version_line,
     version_line,
 )
-from hmtune.core.stage import COUNTERS, Stage
+from hmtune.core.stage import COUNTERS, another_trace, beside_sites
 
 COLUMNS = ("scope", "rank", "thread", "site_id", "kind", "start_ns", "end_ns", "readings",
            "samples", "ns")
@@ -187,21 +187,12 @@ def read_counters(path: str | Path) -> CountersData:
 def counters_next_to(sites_csv: str | Path) -> CountersData | None:
     """The counters.csv next to `sites_csv` (or in it, a directory); None when there is
     none. One whose trace-id is not that of the sites.csv next to it is refused."""
-    p = Path(sites_csv)
-    d = p if p.is_dir() else p.parent
-    path = d / COUNTERS
+    path, sites = beside_sites(sites_csv, COUNTERS)
     if not path.exists():
         return None
     data = read_counters(path)
-    sites = p if p.is_file() else Stage(d).sites
-    try:
-        with sites.open() as fh:
-            theirs = parse_version_line(fh.readline(), "sites", 1 << 30, sites).get("trace-id")
-    except (OSError, UnicodeDecodeError, SitesFormatError):
-        return data
-    if theirs and data.trace_id and theirs != data.trace_id:
-        raise _fail(path, 1, f"made from another trace (trace-id {data.trace_id}) than "
-                    f"{sites} ({theirs}); run hmtune analyze on the trace again")
+    if (why := another_trace(path, data.trace_id, sites)) is not None:
+        raise CountersFormatError(why)
     return data
 
 
@@ -217,7 +208,7 @@ class Figures:
     ns: float = 0.0
     values: dict[str, float] = field(default_factory=dict)
 
-    def add(self, row: Row) -> None:
+    def add(self, row: Row | Figures) -> None:
         self.samples += row.samples or 0
         self.ns += row.ns
         for k, v in row.values.items():
@@ -250,11 +241,14 @@ class Figures:
         return m * LINE_BYTES / self.ns * 1e9 if m is not None and self.ns > 0 else None
 
 
-def site_figures(data: CountersData) -> dict[int, Figures]:
-    """Per site id (0: outside every site), its rows summed over ranks and kinds."""
+def site_figures(data: CountersData,
+                 merged: Mapping[int, int] | None = None) -> dict[int, Figures]:
+    """Per site id (0: outside every site), its rows summed over ranks and kinds; with
+    `merged` (site id -> the id it joined: the advisor's shared chains) under that id."""
     out: dict[int, Figures] = {}
     for r in data.scope("site"):
-        out.setdefault(r.site_id or 0, Figures()).add(r)
+        sid = r.site_id or 0
+        out.setdefault((merged or {}).get(sid, sid), Figures()).add(r)
     return out
 
 

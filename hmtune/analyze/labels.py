@@ -136,6 +136,9 @@ class SiteLabels:
     functions: dict[int, str] = field(default_factory=dict)
     levels: dict[int, str] = field(default_factory=dict)
     statics: dict[int, StaticObject] = field(default_factory=dict)   # hmtune's statics
+    # the counters' event types (42000000 and up: PAPI's, as hmtune and Extrae write
+    # them) and their labels, `description (NAME)`
+    counters: dict[int, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     # The .pcf is there but is not one that labels sites: it cannot be read or parsed
     # ("unreadable"), or it has no allocation-site table ("no-table"); None otherwise.
@@ -225,7 +228,9 @@ def labels_from_pcf(pcf: Pcf) -> SiteLabels:
     levels = {k: v for k, v in pcf.values.get(LEVELS_TYPE, {}).items() if k > 0}
     site_form = table_form({k: v for k, v in site.items() if k > 0})
     has_raw_table = RAW_TYPE in pcf.event_types or bool(raw_table)
-    out = SiteLabels(FORM_NONE, functions=funcs, levels=levels)
+    out = SiteLabels(FORM_NONE, functions=funcs, levels=levels,
+                     counters={t: e.description for t, e in pcf.event_types.items()
+                               if t >= events.HM_EV_HWC_PRESET})
     if has_raw_table:
         form = table_form(raw_table)
         out.form = FORM_RAW if form == FORM_NONE else form

@@ -40,7 +40,7 @@ from hmtune.core.sitesfile import (
     parse_version_line,
     version_line,
 )
-from hmtune.core.stage import PROFILE, Stage
+from hmtune.core.stage import PROFILE, another_trace, beside_sites
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -222,23 +222,12 @@ def profile_next_to(sites_csv: str | Path) -> ProfileData | None:
     take it as "no profile", e.g. no splits. A profile that is there but unreadable
     raises ProfileFormatError, and so does one whose trace-id is not that of the
     sites.csv next to it (when both have one: a profile of another trace)."""
-    p = Path(sites_csv)
-    d = p if p.is_dir() else p.parent
-    path = d / PROFILE_NAME
+    path, sites = beside_sites(sites_csv, PROFILE_NAME)
     if not path.exists():
         return None
     prof = read_profile(path)
-    sites = p if p.is_file() else Stage(d).sites
-    try:
-        with sites.open() as fh:
-            meta = parse_version_line(fh.readline(), "sites", 1 << 30, sites)
-    except (OSError, UnicodeDecodeError, SitesFormatError):
-        return prof                        # no sites.csv to compare with
-    theirs = meta.get("trace-id")
-    if theirs and prof.trace_id and theirs != prof.trace_id:
-        raise ProfileFormatError(f"{path}:1: made from another trace (trace-id "
-                                 f"{prof.trace_id}) than {sites} ({theirs}); run hmtune "
-                                 "analyze on the trace again")
+    if (why := another_trace(path, prof.trace_id, sites)) is not None:
+        raise ProfileFormatError(why)
     return prof
 
 

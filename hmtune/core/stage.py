@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from hmtune.core.sitesfile import SitesFormatError, iter_rows
+from hmtune.core.sitesfile import SitesFormatError, iter_rows, parse_version_line
 
 TRACE = "trace.prv"
 SITES = "sites.csv"
@@ -70,6 +70,29 @@ class Stage:
     def site_rows(self) -> list[dict[str, str]]:
         """sites.csv's rows, one per site (site_rows)."""
         return site_rows(self.sites)
+
+
+def beside_sites(sites_csv: str | Path, name: str) -> tuple[Path, Path]:
+    """The file `name` of the analyze output sites_csv belongs to (sites_csv, or the
+    directory it names), and that output's sites.csv."""
+    p = Path(sites_csv)
+    d = p if p.is_dir() else p.parent
+    return d / name, p if p.is_file() else Stage(d).sites
+
+
+def another_trace(path: Path, trace_id: str | None, sites: Path) -> str | None:
+    """Why `path` (made from the trace `trace_id`) is not of the trace of `sites`: both
+    name a trace and they differ; None when they agree or either names none (sites.csv
+    missing or unreadable: nothing to compare with)."""
+    try:
+        with sites.open() as fh:
+            theirs = parse_version_line(fh.readline(), "sites", 1 << 30, sites).get("trace-id")
+    except (OSError, UnicodeDecodeError, SitesFormatError):
+        return None
+    if not theirs or not trace_id or theirs == trace_id:
+        return None
+    return (f"{path}:1: made from another trace (trace-id {trace_id}) than {sites} "
+            f"({theirs}); run hmtune analyze on the trace again")
 
 
 # ---- the one merge of per-rank rows ----

@@ -252,3 +252,17 @@ def test_phases_cut_the_run_as_asked(tmp_path: Path) -> None:
     [th] = data.scope("thread")
     assert p.readings == th.readings and p.values == th.values
     assert (p.start_ns, p.end_ns) == (0, int(data.meta["end_ns"]))
+
+
+def test_a_counters_csv_of_another_trace_is_refused(soft: Path, tmp_path: Path) -> None:
+    from hmtune.analyze.counters import CountersFormatError, counters_next_to
+
+    for name in ("sites.csv", "counters.csv"):
+        (tmp_path / name).write_bytes((soft / name).read_bytes())
+    text = (tmp_path / "counters.csv").read_text()
+    tid = read_counters(tmp_path / "counters.csv").trace_id
+    assert tid
+    (tmp_path / "counters.csv").write_text(text.replace(tid, "0123456789abcdef", 1))
+    with pytest.raises(CountersFormatError, match=r"counters\.csv:1: made from another trace"):
+        counters_next_to(tmp_path / "sites.csv")
+    assert counters_next_to(soft) is not None
