@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="bb56065ee03f7efc87b51ea4b0c2ea2ee6f0481f6892093d1b53cfe45c25d7ac")
+    version("0.1.0", sha256="faa82923f00fc191dd8e2ddd7279d15e681acdb36e54af6541614e5986bfedbb")
 
     variant(
         "memkind",
