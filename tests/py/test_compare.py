@@ -124,8 +124,10 @@ def test_variants_runs_and_resume(stage: Path) -> None:
     # the best strategy over the best baseline, paired round by round
     vs = res["advisor_over_baseline"]
     speed = {n: float(x["speedup"]) for n, x in summary.items()}
-    assert vs["strategy"] == max(("ilp", "density"), key=speed.__getitem__)
-    assert vs["baseline"] == max(("first-come", "size-window"), key=speed.__getitem__)
+    # the fastest by the unrounded speedup: within summary.csv's 3 decimals it is one of
+    # those that round to the greatest
+    assert speed[vs["strategy"]] == max(speed[n] for n in ("ilp", "density"))
+    assert speed[vs["baseline"]] == max(speed[n] for n in ("first-come", "size-window"))
     fom = {(x["variant"], x["repeat"]): float(x["fom"]) for x in runs}
     ratios = [fom[(vs["baseline"], i)] / fom[(vs["strategy"], i)] for i in ("0", "1")]
     assert vs["speedup"] == pytest.approx((ratios[0] * ratios[1]) ** 0.5, rel=1e-3)
