@@ -13,7 +13,8 @@ counters.csv gives a site's counts over enough of its samples (MIN_SAMPLES):
   weights that are time (the software sampler's CPU ns); PEBS/IBS weights are already
   the sampled loads' latencies.
 - bandwidth-bound: the last-level misses' traffic (64 bytes each) per second of those
-  intervals at least BANDWIDTH_BOUND. Then the site's accesses that are not
+  intervals at least the machine's bound (the fallback tier's bandwidth_bound_gbs,
+  else BANDWIDTH_BOUND: `bound_for`). Then the site's accesses that are not
   synchronization are valued as streamed (the tier's bandwidth ratio), else as
   scattered (its latency ratio): this replaces the sampler's split for that site.
 
@@ -28,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from hmtune.analyze.counters import counters_next_to, site_figures
-from hmtune.machine.tiers import KINDS
+from hmtune.machine.tiers import KINDS, Tier
 
 # samples of a site that took a reading before its counts are used: fewer give a share
 # whose sampling error (one interval's mix of sites) is over a third
@@ -37,16 +38,24 @@ MIN_SAMPLES = 10
 # dependent chase moves one 64-byte line per miss latency: 0.5-0.7 GB/s at DDR's
 # 90-130 ns, less on CXL or PMem; a core streaming with its prefetchers moves 5-15 GB/s
 # alone, and ~3 GB/s when every core of a Xeon Max 9468 socket streams from its DDR5
-# (~150 GB/s over 48 cores). 2 GB/s lies between, a factor 3 from each.
+# (~150 GB/s over 48 cores). 2 GB/s lies between, a factor 3 from each. The default
+# when a machine file does not give its own (docs/formats.md §5 says how one is derived).
 BANDWIDTH_BOUND = 2.0e9
 
 
-def bound_of(bandwidth: np.ndarray) -> np.ndarray:
+def bound_for(tiers: list[Tier]) -> float:
+    """Bytes/s per thread from which a site is bandwidth-bound on this machine: its
+    fallback tier's (where the traced run's data was), else BANDWIDTH_BOUND."""
+    fb = tiers[-1].bandwidth_bound if tiers else None
+    return BANDWIDTH_BOUND if fb is None else fb
+
+
+def bound_of(bandwidth: np.ndarray, threshold: float) -> np.ndarray:
     """Per miss traffic (bytes/s per thread; NaN unknown): 1.0 bandwidth-bound (at least
-    BANDWIDTH_BOUND), 0.0 latency-bound, NaN unknown."""
+    threshold), 0.0 latency-bound, NaN unknown."""
     out = np.full(np.shape(bandwidth), np.nan)
     known = ~np.isnan(bandwidth)
-    out[known] = (np.asarray(bandwidth)[known] >= BANDWIDTH_BOUND).astype(np.float64)
+    out[known] = (np.asarray(bandwidth)[known] >= threshold).astype(np.float64)
     return out
 
 
@@ -57,11 +66,12 @@ class Counted:
     memory_share: np.ndarray        # share of its time stalled on memory, 0..1
     bandwidth: np.ndarray           # its misses' traffic, bytes/s per thread
     names: list[str]                # the trace's counters
+    threshold: float                # bytes/s per thread from which a site is bound
 
     @property
     def bound(self) -> np.ndarray:
         """1.0 bandwidth-bound, 0.0 latency-bound, NaN unknown."""
-        return bound_of(self.bandwidth)
+        return bound_of(self.bandwidth, self.threshold)
 
     @property
     def source(self) -> np.ndarray:
@@ -69,10 +79,11 @@ class Counted:
         return ~np.isnan(self.memory_share) | ~np.isnan(self.bandwidth)
 
 
-def load_counted(sites_csv: Path, site_ids: np.ndarray,
+def load_counted(sites_csv: Path, site_ids: np.ndarray, threshold: float,
                  merged: dict[int, int] | None = None) -> Counted | None:
     """The counters of the analyze output next to sites_csv for these sites (ids after
-    the merge of shared chains, `merged`); None without counters.csv or without any
+    the merge of shared chains, `merged`), bandwidth-bound from threshold bytes/s per
+    thread (bound_for); None without counters.csv or without any
     site the counters say something of. Raises CountersFormatError (a ValueError)."""
     data = counters_next_to(sites_csv)
     if data is None:
@@ -88,7 +99,7 @@ def load_counted(sites_csv: Path, site_ids: np.ndarray,
             share[i] = s
         if (b := f.miss_bytes_per_s) is not None:
             bw[i] = b
-    c = Counted(share, bw, list(data.names))
+    c = Counted(share, bw, list(data.names), threshold)
     return c if c.source.any() else None
 
 

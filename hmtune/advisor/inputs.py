@@ -327,13 +327,13 @@ def build_problem(sites: Sites, tiers: list[Tier], allocs: pd.DataFrame | None =
     output has counters.csv, the sites' memory shares and bandwidth-bound accesses come
     from the counters (hmtune/advisor/counted.py); a counters.csv that cannot be read
     is an InputError."""
-    from hmtune.advisor.counted import counted_shares, load_counted, memory_factor
+    from hmtune.advisor.counted import bound_for, counted_shares, load_counted, memory_factor
     from hmtune.core.sitesfile import SitesFormatError
 
     table = sites.table
     ids = table["site_id"].to_numpy(np.int64)
     try:
-        counted = load_counted(sites.path, ids, sites.merged)
+        counted = load_counted(sites.path, ids, bound_for(tiers), sites.merged)
     except SitesFormatError as e:
         raise InputError(str(e)) from None
     sampler = ns_weight(str(sites.meta.get("sampler", "none")))

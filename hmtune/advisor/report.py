@@ -250,13 +250,14 @@ def counter_lines(sites: Sites, problem: Problem) -> list[str]:
     """Which sites' values came from counters.csv (hmtune/advisor/counted.py) and which
     from the sampler alone: a summary, then a table of the counted sites (nothing
     without counters)."""
-    from hmtune.advisor.counted import BANDWIDTH_BOUND, bound_of
+    from hmtune.advisor.counted import bound_for, bound_of
 
     if problem.counted is None:
         return []
     table = sites.table
     parents = (table["parent_id"] if "parent_id" in table.columns else table["site_id"])
-    bound = bound_of(problem.counted[:, 1])
+    threshold = bound_for(problem.tiers)
+    bound = bound_of(problem.counted[:, 1], threshold)
     rows: dict[int, str] = {}
     for i, pid in enumerate(parents.tolist()):
         share, bw = problem.counted[i]
@@ -269,7 +270,7 @@ def counter_lines(sites: Sites, problem: Problem) -> list[str]:
     n = int(parents.nunique())
     head = (f"{len(rows)} of {n} placeable site(s) valued from the trace's hardware counters "
             "(counters.csv: the share of their time stalled on memory, and bandwidth-bound "
-            f"when their last-level misses move {BANDWIDTH_BOUND / 1e9:g} GB/s or more per "
+            f"when their last-level misses move {threshold / 1e9:g} GB/s or more per "
             f"thread), the other {n - len(rows)} from the sampler alone")
     return [head, "", f"sites valued from counters: {len(rows)}",
             f"    {'site':>6}  {'memory':>7}  {'misses':>11}  {'bound':>9}  call site",

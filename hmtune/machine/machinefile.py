@@ -34,6 +34,11 @@ the fallback, where everything not placed stays, and must be unlimited:
                                      # which kind each sampled access was (default:
                                      # load_cost). A fast tier's gain for a kind is
                                      # 1 - its cost / the fallback's
+    bandwidth_bound_gbs = 1.3        # optional, the fallback (last) tier only: GB/s
+                                     # (1e9 bytes/s) per thread of last-level misses
+                                     # served from this tier from which counters.csv
+                                     # calls a site bandwidth-bound (default 2.0,
+                                     # hmtune/advisor/counted.py)
 
 Every problem is reported as one line `FILE: ...` naming the tier and key at fault
 (TierFileError). `--mem SIZE` alone stands for this host's tiers (hmtune/machine/choice.py,
@@ -59,7 +64,7 @@ if TYPE_CHECKING:
 
 _KEYS = {"name", "capacity", "backend", "load_cost", "store_cost", "per", "page",
          "speeds_up", "fault_cost_ns", "faults_kept", "alloc_cost_ns", "access_min_span",
-         *(f"{k}_cost" for k in KINDS)}
+         "bandwidth_bound_gbs", *(f"{k}_cost" for k in KINDS)}
 _FIRST_TOUCH_KEYS = ("fault_cost_ns", "faults_kept")
 _REQUIRED = ("name", "capacity", "backend", "load_cost", "store_cost")
 # ASCII only and \Z, not $ (which also matches before a final newline): a backend or
@@ -131,6 +136,16 @@ def _span(value: object, where: str) -> int:
                             f"whose peak is at most this gain nothing on access here, "
                             f"e.g. \"256K\"), not {value!r}")
     return span
+
+
+def _gbs(value: object, where: str) -> float:
+    """bandwidth_bound_gbs: GB/s per thread, above 0 and at most 1000 (a thread's
+    misses move far less; more is a unit slip, bytes/s for GB/s) → bytes/s."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or \
+            not math.isfinite(float(value)) or not 0 < float(value) <= 1000:
+        raise TierFileError(f"{where}: bandwidth_bound_gbs must be a number of GB/s per "
+                            f"thread above 0 and at most 1000 (e.g. 1.3), not {value!r}")
+    return float(value) * 1e9
 
 
 def _speeds_up(value: object, where: str) -> tuple[str, ...]:
@@ -210,12 +225,13 @@ def parse_tier(raw: object, where: str) -> Tier:
     min_span = _span(raw["access_min_span"], where) if "access_min_span" in raw else None
     kinds = tuple((k, _cost(raw[f"{k}_cost"], f"{where}: {k}_cost")) for k in KINDS
                   if f"{k}_cost" in raw)
+    bound = _gbs(raw["bandwidth_bound_gbs"], where) if "bandwidth_bound_gbs" in raw else None
     return Tier(name=name, capacity=parse_capacity(raw["capacity"], where), backend=backend,
                 load_cost=_cost(raw["load_cost"], f"{where}: load_cost"),
                 store_cost=_cost(raw["store_cost"], f"{where}: store_cost"),
                 page_size=page, per_node=per == "node", speeds_up=speeds,
                 fault_cost_ns=fault_cost, faults_kept=kept, alloc_cost_ns=alloc_cost,
-                access_min_span=min_span, kind_costs=kinds)
+                access_min_span=min_span, kind_costs=kinds, bandwidth_bound=bound)
 
 
 def check_tiers(tiers: list[Tier], where: str) -> list[str]:
@@ -236,6 +252,11 @@ def check_tiers(tiers: list[Tier], where: str) -> list[str]:
         if t.unlimited:
             raise TierFileError(f"{where}: tier '{t.name}' is unlimited but not last; only "
                                 "the fallback (last) tier may be unlimited")
+    for t in tiers[:-1]:
+        if t.bandwidth_bound is not None:
+            raise TierFileError(f"{where}: tier '{t.name}' has bandwidth_bound_gbs, which is "
+                                f"the fallback's ('{tiers[-1].name}', where the traced run's "
+                                "data was): move it there")
     fb = tiers[-1]
     return [f"tier '{t.name}' is no faster than the fallback '{fb.name}' (costs "
             f"{t.load_cost:g}/{t.store_cost:g} vs {fb.load_cost:g}/{fb.store_cost:g}): "

@@ -50,6 +50,8 @@ class Tier:
     alloc_cost_ns: float | None = None   # ns placing adds per allocation (None: the default)
     access_min_span: int | None = None   # sites this small gain no access (None: default)
     kind_costs: tuple[tuple[str, float], ...] = ()   # (KINDS entry, cost); others: load_cost
+    bandwidth_bound: float | None = None   # fallback: bytes/s per thread of misses served
+    #                                        here from which a site is bandwidth-bound
 
     def kind_cost(self, kind: str) -> float:
         """The relative cost of an access of this kind here (load_cost when not given)."""

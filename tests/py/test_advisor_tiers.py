@@ -148,6 +148,20 @@ def test_small_sites_gain_nothing_on_access_from_bigger_pages() -> None:
     assert access(Tier("hbm", 64 * MIB, "numa:1")) == [5e5] * 4
 
 
+def test_bandwidth_bound_default_and_key(tmp_path: Path) -> None:
+    """bandwidth_bound_gbs on the fallback: its GB/s as bytes/s, the advisor's bound from
+    it; without it the default."""
+    from hmtune.advisor.counted import BANDWIDTH_BOUND, bound_for
+
+    m = load_machine(write(tmp_path, GOOD.format(cap="1G")))
+    assert m.tiers[-1].bandwidth_bound is None and bound_for(m.tiers) == BANDWIDTH_BOUND
+    text = GOOD.format(cap="1G").replace('name = "slow"',
+                                         'name = "slow"\nbandwidth_bound_gbs = 0.75')
+    m = load_machine(write(tmp_path, text))
+    assert m.tiers[-1].bandwidth_bound == 0.75e9 and bound_for(m.tiers) == 0.75e9
+    assert bound_for(with_fast_capacity(m, MIB).tiers) == 0.75e9
+
+
 def _replace(old: str, new: str) -> str:
     text = GOOD.format(cap="16G")
     assert old in text
@@ -202,6 +216,14 @@ BROKEN = {
     "kind-cost-text": (_replace('name = "slow"', 'name = "slow"\nscattered_cost = "1x"'),
                        "scattered_cost"),
     "kind-cost-zero": (_replace('name = "slow"', 'name = "slow"\nsync_cost = 0'), "sync_cost"),
+    "bound-on-fast": (_replace('name = "fast"', 'name = "fast"\nbandwidth_bound_gbs = 1.3'),
+                      "fallback"),
+    "bound-zero": (_replace('name = "slow"', 'name = "slow"\nbandwidth_bound_gbs = 0'),
+                   "bandwidth_bound_gbs"),
+    "bound-bytes": (_replace('name = "slow"', 'name = "slow"\nbandwidth_bound_gbs = 2e9'),
+                    "bandwidth_bound_gbs"),
+    "bound-text": (_replace('name = "slow"', 'name = "slow"\nbandwidth_bound_gbs = "2G"'),
+                   "bandwidth_bound_gbs"),
     "kind-cost-unknown": (_replace('name = "slow"', 'name = "slow"\nlatency_cost = 1.0'),
                           "latency_cost"),
 }

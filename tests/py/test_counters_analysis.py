@@ -144,6 +144,36 @@ def test_advisor_takes_memory_share_and_bound_from_counters(soft: Path) -> None:
     assert p.memory_factor.tolist() == pytest.approx([0.75, 0.9, 0.05])
 
 
+def test_the_machine_files_bound_decides_bandwidth_bound(soft: Path, tmp_path: Path) -> None:
+    """The fallback tier's bandwidth_bound_gbs moves the line: above A's 4 GB/s it is
+    latency-bound and worth nothing in HBM; below B's 0.32 GB/s B is streamed too."""
+    text = XEON_MAX.read_text()
+    assert "bandwidth_bound_gbs" in text        # the shipped file gives its own
+    v = {}
+    for gbs in (5.0, 0.3):
+        m = tmp_path / f"bound-{gbs}.toml"
+        m.write_text("\n".join(line for line in text.splitlines()
+                               if not line.startswith("bandwidth_bound_gbs"))
+                     + f"\nbandwidth_bound_gbs = {gbs}\n")
+        p = build_problem(load_sites(soft / "sites.csv"),
+                          with_fast_capacity(load_machine(m), GIB).tiers)
+        v[gbs] = dict(zip(p.site_ids.tolist(), p.access_values()[:, 0].tolist(), strict=True))
+    gain = 1 - 1.0 / 5.3
+    assert v[5.0][A] == pytest.approx(0.0) and v[5.0][B] == pytest.approx(0.0)
+    assert v[0.3][A] == pytest.approx(TICKS[A] * TICK * 0.75 * gain)
+    assert v[0.3][B] == pytest.approx(TICKS[B] * TICK * 0.9 * gain)
+    out = tmp_path / "out" / "placement.txt"
+    r = subprocess.run([str(HMTUNE), "advise", str(soft), "--machine",
+                        str(tmp_path / "bound-0.3.toml"), "--mem", "100M", "--whole-objects",
+                        "-o", str(out)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    report = (tmp_path / "out" / "report.txt").read_text().splitlines()
+    start = next(i for i, line in enumerate(report)
+                 if line.startswith("sites valued from counters: "))
+    bound = {int(line.split()[0]): line.split()[4] for line in report[start + 2:start + 5]}
+    assert bound == {A: "bandwidth", B: "bandwidth", C: "latency"}
+
+
 def test_without_counters_the_sampler_alone_decides(soft: Path, tmp_path: Path) -> None:
     for name in ("sites.csv", "allocs.csv", "profile.csv", "trace.prv", "trace.pcf"):
         (tmp_path / name).write_bytes((soft / name).read_bytes())
