@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="faa82923f00fc191dd8e2ddd7279d15e681acdb36e54af6541614e5986bfedbb")
+    version("0.1.0", sha256="721795b4fb364f4f93af986a628b0fbc13e735b3a936692e8dfa975c324fe1d7")
 
     variant(
         "memkind",
