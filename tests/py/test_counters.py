@@ -133,6 +133,16 @@ def test_an_unknown_name_is_said_and_tracing_goes_on(tmp_path: Path,
     assert r.stderr.count("nosuch::EVENT") == 1        # said once
 
 
+def test_the_list_limit_is_the_tracers() -> None:
+    """trace's COUNTERS_MAX is the tracer's record limit (collect/hmc_stream.h): a list
+    the option takes fits every reading record."""
+    from hmtune.workflows.trace import COUNTERS_MAX
+
+    header = (ROOT / "collect" / "hmc_stream.h").read_text()
+    m = re.search(r"^#define HMR_MAX_COUNTERS (\d+)$", header, re.M)
+    assert m and int(m.group(1)) == COUNTERS_MAX
+
+
 @pytest.mark.parametrize(("value", "why"), [
     ("PAPI TOT_CYC", "is not a PAPI event name"),
     ("a,,b", "is not a PAPI event name"),
