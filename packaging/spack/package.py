@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="721795b4fb364f4f93af986a628b0fbc13e735b3a936692e8dfa975c324fe1d7")
+    version("0.1.0", sha256="124bb155d9bcd3cfd3e5179e9d5fcf7fc56c1f240af0fbf9d1b19567a98105ff")
 
     variant(
         "memkind",
