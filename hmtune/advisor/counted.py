@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hmtune.analyze.counters import counters_next_to, site_figures
+from hmtune.analyze.counters import CYCLES, MISSES, STALLS, counters_next_to, site_figures
 from hmtune.machine.tiers import KINDS, Tier
 
 # samples of a site that took a reading before its counts are used: fewer give a share
@@ -101,6 +101,21 @@ def load_counted(sites_csv: Path, site_ids: np.ndarray, threshold: float,
             bw[i] = b
     c = Counted(share, bw, list(data.names), threshold)
     return c if c.source.any() else None
+
+
+def uncounted_reason(sites_csv: Path) -> str | None:
+    """Why counters.csv next to sites_csv valued no site (load_counted gave None): the
+    report's line; None without counters.csv."""
+    data = counters_next_to(sites_csv)
+    if data is None:
+        return None
+    names = ", ".join(data.names) or "no counter"
+    has = set(data.names)
+    if not (has & set(CYCLES) and has & set(STALLS)) and not has & set(MISSES):
+        return (f"counters.csv records {names}, which give neither memory stall cycles "
+                "over cycles nor last-level misses: every site valued from the sampler alone")
+    return (f"counters.csv records {names}, but no site has their counts over "
+            f"{MIN_SAMPLES} or more samples: every site valued from the sampler alone")
 
 
 def counted_shares(shares: np.ndarray | None, counted: Counted) -> np.ndarray:

@@ -248,12 +248,13 @@ def _split_lines(sites: Sites, problem: Problem, placement: Placement) -> list[s
 
 def counter_lines(sites: Sites, problem: Problem) -> list[str]:
     """Which sites' values came from counters.csv (hmtune/advisor/counted.py) and which
-    from the sampler alone: a summary, then a table of the counted sites (nothing
-    without counters)."""
-    from hmtune.advisor.counted import bound_for, bound_of
+    from the sampler alone: a summary, then a table of the counted sites; why none was
+    counted when counters.csv valued none; nothing without counters.csv."""
+    from hmtune.advisor.counted import bound_for, bound_of, uncounted_reason
 
     if problem.counted is None:
-        return []
+        why = uncounted_reason(sites.path)
+        return [] if why is None else [why]
     table = sites.table
     parents = (table["parent_id"] if "parent_id" in table.columns else table["site_id"])
     threshold = bound_for(problem.tiers)

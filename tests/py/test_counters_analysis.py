@@ -41,10 +41,10 @@ SAMPLER_KIND = {A: ev.HM_ACCESS_KIND_SCATTERED, B: ev.HM_ACCESS_KIND_STREAMING,
 TICKS = {A: 20, B: 20, C: 10}
 
 
-def pcf() -> str:
+def pcf(names: dict[int, str] = NAMES) -> str:
     text = pcf_text({A: "a.c:1 main", B: "b.c:2 main", C: "c.c:3 main"},
                     {A: "app+0x10", B: "app+0x20", C: "app+0x30"})
-    text += "\nEVENT_TYPE\n" + "".join(f"7  {t} {d}\n" for t, d in NAMES.items())
+    text += "\nEVENT_TYPE\n" + "".join(f"7  {t} {d}\n" for t, d in names.items())
     return text + "\nEVENT_TYPE\n7  41999999 Active hardware counter set\nVALUES\n1 Set 1\n"
 
 
@@ -61,7 +61,7 @@ def sample(tr: PrvText, t: int, site: int, k: int, thread: int = 1) -> None:
              ev.HM_EV_ACCESS_KIND, SAMPLER_KIND[site], thread=thread)
 
 
-def soft_trace() -> PrvText:
+def soft_trace(ticks: dict[int, int] = TICKS) -> PrvText:
     """One thread: three arrays allocated, then 50 ticks of the software sampler, each
     a reading and its sample 400 ns later; a reading at thread start and end."""
     tr = PrvText(dur=1)
@@ -71,7 +71,7 @@ def soft_trace() -> PrvText:
     t = 1_000_000
     reading(tr, t, (0, 0, 0, 0), first=True)
     for site in (A, B, C):
-        for k in range(TICKS[site]):
+        for k in range(ticks[site]):
             t += TICK
             reading(tr, t, PER_TICK[site])
             sample(tr, t + 400, site, k)
@@ -172,6 +172,36 @@ def test_the_machine_files_bound_decides_bandwidth_bound(soft: Path, tmp_path: P
                  if line.startswith("sites valued from counters: "))
     bound = {int(line.split()[0]): line.split()[4] for line in report[start + 2:start + 5]}
     assert bound == {A: "bandwidth", B: "bandwidth", C: "latency"}
+
+
+@pytest.mark.parametrize("case", ["software", "few"])
+def test_counters_that_value_no_site_are_said(tmp_path: Path, case: str) -> None:
+    """counters.csv without stall or miss counts (PAPI's software events, as on a host
+    without a PMU), or with them over too few samples of each site: every site is
+    valued from the sampler alone, as without counters.csv, and the report says why."""
+    soft_names = {CYC: "Task clock (perf::TASK-CLOCK)", INS: "Page faults (perf::PAGE-FAULTS)",
+                  L3: "Context switches (perf::CONTEXT-SWITCHES)",
+                  MEM: "CPU migrations (perf::CPU-MIGRATIONS)"}
+    few = {A: 9, B: 9, C: 9}
+    tr = soft_trace(few if case == "few" else TICKS)
+    r = analyze(tr.write(tmp_path, pcf=pcf(soft_names if case == "software" else NAMES)),
+                tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "counters.csv").is_file()
+    tiers = with_fast_capacity(load_machine(XEON_MAX), GIB).tiers
+    p = build_problem(load_sites(tmp_path / "sites.csv"), tiers)
+    assert p.counted is None and p.memory_factor is None
+    v = dict(zip(p.site_ids.tolist(), p.access_values()[:, 0].tolist(), strict=True))
+    assert v[A] == pytest.approx(0.0) and v[B] > 0         # the sampler's kinds decide
+    r = subprocess.run([str(HMTUNE), "advise", str(tmp_path), "--machine", str(XEON_MAX),
+                        "--mem", "100M", "--whole-objects"], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    report = (tmp_path / "report.txt").read_text().splitlines()
+    [line] = [x for x in report if x.startswith("counters:")]
+    assert "sampler alone" in line
+    assert ("perf::TASK-CLOCK" in line) == (case == "software")
+    assert not any(x.startswith("sites valued from counters") for x in report)
 
 
 def test_without_counters_the_sampler_alone_decides(soft: Path, tmp_path: Path) -> None:
