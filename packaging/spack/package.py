@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="124bb155d9bcd3cfd3e5179e9d5fcf7fc56c1f240af0fbf9d1b19567a98105ff")
+    version("0.1.0", sha256="42ce98b1e9fb0293be5b6a14e6546db1a1544d82b044961f7e80e1ba7ab8b4af")
 
     variant(
         "memkind",
