@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hmtune.analyze.counters import CYCLES, MISSES, STALLS, counters_next_to, site_figures
+from hmtune.analyze.counters import counters_next_to, site_figures, total_figures
 from hmtune.machine.tiers import KINDS, Tier
 
 # samples of a site that took a reading before its counts are used: fewer give a share
@@ -110,8 +110,8 @@ def uncounted_reason(sites_csv: Path) -> str | None:
     if data is None:
         return None
     names = ", ".join(data.names) or "no counter"
-    has = set(data.names)
-    if not (has & set(CYCLES) and has & set(STALLS)) and not has & set(MISSES):
+    whole = total_figures(data)
+    if whole.stall_share is None and whole.misses is None:
         return (f"counters.csv records {names}, which give neither memory stall cycles "
                 "over cycles nor last-level misses: every site valued from the sampler alone")
     return (f"counters.csv records {names}, but no site has their counts over "

@@ -252,7 +252,6 @@ def check_tiers(tiers: list[Tier], where: str) -> list[str]:
         if t.unlimited:
             raise TierFileError(f"{where}: tier '{t.name}' is unlimited but not last; only "
                                 "the fallback (last) tier may be unlimited")
-    for t in tiers[:-1]:
         if t.bandwidth_bound is not None:
             raise TierFileError(f"{where}: tier '{t.name}' has bandwidth_bound_gbs, which is "
                                 f"the fallback's ('{tiers[-1].name}', where the traced run's "

@@ -80,6 +80,15 @@ def soft_trace(ticks: dict[int, int] = TICKS) -> PrvText:
     return tr
 
 
+def counted_table(report_txt: Path) -> tuple[int, list[list[str]]]:
+    """report.txt's `sites valued from counters: N` table: N and its rows' fields."""
+    report = report_txt.read_text().splitlines()
+    start = next(i for i, line in enumerate(report)
+                 if line.startswith("sites valued from counters: "))
+    count = int(report[start].rsplit(": ", 1)[1])
+    return count, [line.split() for line in report[start + 2:start + 2 + count]]
+
+
 @pytest.fixture(scope="module")
 def soft(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("counted")
@@ -167,11 +176,10 @@ def test_the_machine_files_bound_decides_bandwidth_bound(soft: Path, tmp_path: P
                         str(tmp_path / "bound-0.3.toml"), "--mem", "100M", "--whole-objects",
                         "-o", str(out)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    report = (tmp_path / "out" / "report.txt").read_text().splitlines()
-    start = next(i for i, line in enumerate(report)
-                 if line.startswith("sites valued from counters: "))
-    bound = {int(line.split()[0]): line.split()[4] for line in report[start + 2:start + 5]}
-    assert bound == {A: "bandwidth", B: "bandwidth", C: "latency"}
+    count, rows = counted_table(tmp_path / "out" / "report.txt")
+    assert count == 3
+    assert {int(row[0]): row[4] for row in rows} == {A: "bandwidth", B: "bandwidth",
+                                                     C: "latency"}
 
 
 @pytest.mark.parametrize("case", ["software", "few"])
@@ -223,12 +231,9 @@ def test_advise_places_the_counted_bandwidth_bound_array_and_says_so(soft: Path)
               if line and not line.startswith("#")]
     assert any("app+0x10" in line for line in placed)
     assert not any("app+0x20" in line for line in placed)
-    report = (soft / "report.txt").read_text().splitlines()
-    start = next(i for i, line in enumerate(report)
-                 if line.startswith("sites valued from counters: "))
-    assert report[start].endswith(": 3")
-    ids = [int(line.split()[0]) for line in report[start + 2:start + 5]]
-    assert sorted(ids) == [A, B, C]
+    count, rows = counted_table(soft / "report.txt")
+    assert count == 3
+    assert sorted(int(row[0]) for row in rows) == [A, B, C]
 
 
 def test_a_pebs_reading_is_shared_by_the_samples_before_it(tmp_path: Path) -> None:
