@@ -70,6 +70,23 @@ static inline long hmt_huge_free(void)
     return v;
 }
 
+/* Free hugepages not promised to a mapping yet (HugePages_Free - HugePages_Rsvd). */
+static inline long hmt_huge_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[256];
+    long v, fr = -1, rs = 0;
+    while (f && fgets(line, sizeof line, f)) {
+        if (sscanf(line, "HugePages_Free: %ld", &v) == 1)
+            fr = v;
+        else if (sscanf(line, "HugePages_Rsvd: %ld", &v) == 1)
+            rs = v;
+    }
+    if (f)
+        fclose(f);
+    return fr < 0 ? -1 : fr - rs;
+}
+
 #define HMT_NR_HUGEPAGES "/proc/sys/vm/nr_hugepages"
 
 /* As root, n more hugepages in the pool (nr_hugepages raised by n, and n of them

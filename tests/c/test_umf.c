@@ -36,22 +36,7 @@ static int open_tier(uint32_t i, const char *spec, uint64_t cap)
     return hmi_backend_open(i, "t", spec, cap, 0, reason, sizeof reason);
 }
 
-static long meminfo(const char *key)
-{
-    FILE *f = fopen("/proc/meminfo", "r");
-    char line[256];
-    long v = -1;
-    size_t kl = strlen(key);
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, key, kl) && sscanf(line + kl, "%ld", &v) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return v;
-}
-
-/* Free hugepages not promised to a mapping yet. */
-static long huge_available(void) { return meminfo("HugePages_Free:") - meminfo("HugePages_Rsvd:"); }
+#define huge_available hmt_huge_available
 
 /* n more hugepages than are available now (1), or 0 when that cannot be done. */
 static int reserve(long n)
