@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="ab25aff3af2709fbf6c4f181a23331f553df59e6f24a14e12d64618ec6e311c2")
+    version("0.1.0", sha256="58437cef60796eee53dfd4414df69f4efff597f4bef1f34ebc7ed293e7812326")
 
     variant(
         "memkind",
