@@ -25,7 +25,7 @@ MIN_SIZE ?=
 SMALL_SAMPLE ?=
 DEPTH   ?=
 
-.PHONY: all deps build contract test test-c test-py lint demo trace analyze rerun bench-collect \
+.PHONY: all deps build contract test test-steps test-c test-py lint demo trace analyze rerun bench-collect \
         bench-sampling bench-analyze bench-advise bench-kinds clean
 all: build
 
@@ -44,7 +44,11 @@ include workflows/build.mk
 
 build: $(BUILD_TARGETS)
 
+# One test run per host at a time (tests/one_run.sh: they share the hugepage pool).
 test: deps
+	@$(ROOT)/tests/one_run.sh $(MAKE) --no-print-directory test-steps
+
+test-steps:
 	@$(MAKE) --no-print-directory build
 	@echo "== C tests"
 	@$(MAKE) --no-print-directory test-c
@@ -57,7 +61,7 @@ PY_DIRS := $(wildcard hmtune tests bench packaging)
 
 test-py: build
 	@$(PY) -m ruff check $(PY_DIRS)
-	@$(PY) -m pytest -q tests/py
+	@$(ROOT)/tests/one_run.sh $(PY) -m pytest -q tests/py
 
 lint:
 	@$(PY) -m ruff check $(PY_DIRS)

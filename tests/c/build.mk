@@ -198,5 +198,5 @@ TEST_C_BINS += $(TEST_C_DIR)/test_small
 BUILD_TARGETS += $(TEST_C_BINS)
 
 test-c: $(TEST_C_BINS)
-	@$(ROOT)/tests/c/run.sh $(TEST_C_DIR)
+	@$(ROOT)/tests/one_run.sh $(ROOT)/tests/c/run.sh $(TEST_C_DIR)
 
