@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static int hmt_failed_checks;
@@ -56,35 +57,31 @@ static inline int hmt_write_long(const char *path, long v)
     return fclose(f) == 0 && ok ? 0 : -1;
 }
 
-/* HugePages_Free of /proc/meminfo, -1 when it cannot be read. */
-static inline long hmt_huge_free(void)
+/* The number after key (e.g. "HugePages_Free:") in /proc/meminfo, -1 when it cannot
+ * be read. */
+static inline long hmt_meminfo(const char *key)
 {
     FILE *f = fopen("/proc/meminfo", "r");
     char line[256];
     long v = -1;
+    size_t kl = strlen(key);
     while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "HugePages_Free: %ld", &v) == 1)
+        if (!strncmp(line, key, kl) && sscanf(line + kl, "%ld", &v) == 1)
             break;
     if (f)
         fclose(f);
     return v;
 }
 
-/* Free hugepages not promised to a mapping yet (HugePages_Free - HugePages_Rsvd). */
+/* HugePages_Free, -1 when it cannot be read. */
+static inline long hmt_huge_free(void) { return hmt_meminfo("HugePages_Free:"); }
+
+/* Free hugepages not promised to a mapping yet (HugePages_Free - HugePages_Rsvd), -1
+ * when they cannot be read. */
 static inline long hmt_huge_available(void)
 {
-    FILE *f = fopen("/proc/meminfo", "r");
-    char line[256];
-    long v, fr = -1, rs = 0;
-    while (f && fgets(line, sizeof line, f)) {
-        if (sscanf(line, "HugePages_Free: %ld", &v) == 1)
-            fr = v;
-        else if (sscanf(line, "HugePages_Rsvd: %ld", &v) == 1)
-            rs = v;
-    }
-    if (f)
-        fclose(f);
-    return fr < 0 ? -1 : fr - rs;
+    long fr = hmt_meminfo("HugePages_Free:"), rs = hmt_meminfo("HugePages_Rsvd:");
+    return fr < 0 || rs < 0 ? -1 : fr - rs;
 }
 
 #define HMT_NR_HUGEPAGES "/proc/sys/vm/nr_hugepages"
