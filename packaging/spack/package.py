@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="0f20c2457e91ef83a6a9f1fe13a22ab50c7cbbdbd7e8f912a1c612f7e4d409c9")
+    version("0.1.0", sha256="6b7925cdafba7494609a8c5037b73155744f9537dcf1dad5d5f774e18241a2cd")
 
     variant(
         "memkind",
