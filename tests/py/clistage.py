@@ -7,6 +7,8 @@ import csv
 import subprocess
 from pathlib import Path
 
+from hmtune.core.placement import PlacementFile, static_line
+
 ROOT = Path(__file__).resolve().parent.parent.parent
 HMTUNE = ROOT / "bin" / "hmtune"
 LATENCY = ROOT / "build" / "examples" / "latency"
@@ -31,3 +33,13 @@ def rows(path: Path) -> list[dict[str, str]]:
     """A CSV file's rows (runs.csv, summary.csv, placements.csv)."""
     with path.open(newline="") as f:
         return list(csv.DictReader(f))
+
+
+def assert_places(pf: PlacementFile, chains: set[str]) -> None:
+    """pf (a placement made from sites.csv rows with these callstack_raw) places every
+    heap chain as a site line, and only those; a static variable among them may be a
+    static line (when a whole page of the tier's backend lies inside it) or absent, as
+    the latency example's libc statics are sampled in some runs and not in others."""
+    heap = {c for c in chains if static_line("x", c) is None}
+    assert {s.chain for s in pf.sites} == heap
+    assert {s.raw for s in pf.statics} <= chains - heap
