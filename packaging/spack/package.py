@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="6b7925cdafba7494609a8c5037b73155744f9537dcf1dad5d5f774e18241a2cd")
+    version("0.1.0", sha256="5d34e81747118a4a9f4831f41a2c94916393f26bc1a00167126ce527805052fe")
 
     variant(
         "memkind",
