@@ -423,7 +423,7 @@ static void test_arena(void)
 
 static void test_hugetlb(void)
 {
-    static const char *nr = "/proc/sys/vm/nr_hugepages";
+    static const char *nr = HMT_NR_HUGEPAGES;
     long old = hmt_read_long(nr);
     CHECK(old >= 0);
     if (huge_free() == 0) {

@@ -71,7 +71,6 @@
 #define DEPTH 8                 /* placement depth; the app's sites are deeper */
 #define MiB (1ull << 20)
 #define CHAIN_MAX 4096
-#define NR_HUGE "/proc/sys/vm/nr_hugepages"
 
 static char g_dir[256];
 static char g_app[PATH_MAX], g_dl[PATH_MAX], g_early[PATH_MAX];
@@ -611,53 +610,20 @@ static void same_as_base(const struct placed *p, int m, const char *what)
 
 static long g_huge_old = -1;
 
-static long read_long(const char *path)
-{
-    char *t = slurp(path, NULL);
-    long v = t ? strtol(t, NULL, 10) : -1;
-    free(t);
-    return v;
-}
-
-static int write_long(const char *path, long v)
-{
-    int fd = open(path, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    char b[32];
-    int n = snprintf(b, sizeof b, "%ld\n", v);
-    int rc = write(fd, b, (size_t)n) == n ? 0 : -1;
-    close(fd);
-    return rc;
-}
-
-static long meminfo(const char *key)
-{
-    char *t = slurp("/proc/meminfo", NULL);
-    const char *p = t ? strstr(t, key) : NULL;
-    long v = p ? strtol(p + strlen(key), NULL, 10) : -1;
-    free(t);
-    return v;
-}
-
 static void restore_hugepages(void)
 {
-    if (g_huge_old >= 0 && write_long(NR_HUGE, g_huge_old) != 0)
-        fprintf(stderr, "  cannot restore %s to %ld\n", NR_HUGE, g_huge_old);
+    if (g_huge_old >= 0 && hmt_write_long(HMT_NR_HUGEPAGES, g_huge_old) != 0)
+        fprintf(stderr, "  cannot restore %s to %ld\n", HMT_NR_HUGEPAGES, g_huge_old);
     g_huge_old = -1;
 }
 
 /* 1 when n more hugepages are free (the old count is restored by restore_hugepages). */
 static int reserve_hugepages(long n)
 {
-    long old = read_long(NR_HUGE);
-    if (old < 0 || write_long(NR_HUGE, old + n) != 0)
+    long old = hmt_huge_reserve(n);
+    if (old < 0)
         return 0;
     g_huge_old = old;
-    if (meminfo("HugePages_Free:") < n) {
-        restore_hugepages();
-        return 0;
-    }
     return 1;
 }
 
@@ -1049,11 +1015,11 @@ static void test_capacity(void)
     capacity("umf:hugetlb", 6 * MiB, 4);             /* 4 KiB pages, 6 MiB charged */
     restore_hugepages();
     /* the pool, not the tier, runs out: 3 free hugepages, a 1 GiB tier */
-    long old = read_long(NR_HUGE);
+    long old = hmt_read_long(HMT_NR_HUGEPAGES);
     long fit = -1;
-    if (old >= 0 && write_long(NR_HUGE, old + 3) == 0) {
+    if (old >= 0 && hmt_write_long(HMT_NR_HUGEPAGES, old + 3) == 0) {
         g_huge_old = old;
-        fit = meminfo("HugePages_Free:");
+        fit = hmt_huge_free();
     }
     if (fit >= 0 && fit < HA_CAP_N)
         capacity("hugetlb", 1024 * MiB, (int)fit);
@@ -1098,7 +1064,7 @@ static void test_unavailable_backend(void)
     unavailable("numa:7");
     unavailable("umf:numa:7");
     unavailable("memkind:MEMKIND_DAX_KMEM");
-    if (meminfo("HugePages_Free:") == 0)             /* the usual state here */
+    if (hmt_huge_free() == 0)             /* the usual state here */
         unavailable("hugetlb");
 }
 

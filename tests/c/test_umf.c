@@ -23,7 +23,6 @@
 
 #define MiB (1ull << 20)
 #define HMT_UNUSED __attribute__((unused))      /* test_umf_missing runs one test */
-#define NR_HUGE "/proc/sys/vm/nr_hugepages"
 
 enum { T_BAD = 0, T_NUMA = 1, T_HUGE = 2, T_OTHER = 3 };
 
@@ -41,19 +40,19 @@ static int open_tier(uint32_t i, const char *spec, uint64_t cap)
 /* n more hugepages than are available now (1), or 0 when that cannot be done. */
 static int reserve(long n)
 {
-    long old = hmt_read_long(NR_HUGE);
+    long old = hmt_read_long(HMT_NR_HUGEPAGES);
     if (old < 0 || geteuid() != 0)
         return 0;
     if (g_huge_old < 0)
         g_huge_old = old;
     long want = old + n - huge_available();
-    return (want <= old || hmt_write_long(NR_HUGE, want) == 0) && huge_available() >= n;
+    return (want <= old || hmt_write_long(HMT_NR_HUGEPAGES, want) == 0) && huge_available() >= n;
 }
 
 static void restore(void)
 {
     if (g_huge_old >= 0)
-        hmt_write_long(NR_HUGE, g_huge_old);
+        hmt_write_long(HMT_NR_HUGEPAGES, g_huge_old);
     g_huge_old = -1;
 }
 
