@@ -36,6 +36,10 @@ RULES: dict[str, tuple[str, str]] = {
     "pcf-type-required": ("error", f"types {ev.HM_EV_SAMPLE_OBJECT}/{ev.HM_EV_SITE}/"
                                    f"{ev.HM_EV_SITE_RAW}/{ev.HM_EV_SITE_FUNC} used are"
                                    " declared in the .pcf"),
+    "pcf-counter": ("error", f"every hardware-counter type used ({ev.HM_EV_HWC_PRESET}-"
+                             "42999999) is declared in the .pcf (its counter name)"),
+    "counter-set": ("error", f"a thread's first counter values come with (or after) its"
+                             f" {ev.HM_EV_HWC_SET} (active counter set) event [hmtune only]"),
     "site-label": ("error", f"every site id in {ev.HM_EV_SITE}/{ev.HM_EV_SAMPLE_OBJECT}/"
                             f"{ev.HM_EV_FAULT_OBJECT} has a {ev.HM_EV_SITE} label"),
     "site-raw-label": ("error", f"every site id has a {ev.HM_EV_SITE_RAW} (module+0xoffset)"
@@ -56,7 +60,7 @@ RULES: dict[str, tuple[str, str]] = {
 }
 
 # Rules that only hold for hmtune's own traces; relaxed with --extrae.
-HMTUNE_ONLY = frozenset({"site-raw-label", "site-reserved", "call-site"})
+HMTUNE_ONLY = frozenset({"site-raw-label", "site-reserved", "call-site", "counter-set"})
 
 MAX_PER_RULE = 100   # problems kept (and printed) per rule; the rest are counted
 

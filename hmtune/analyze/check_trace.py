@@ -42,6 +42,7 @@ REQUIRED_TYPES = frozenset({EV_SITE, EV_SAMPLE_OBJECT, EV_RAW_SITE, ev.HM_EV_SIT
 SIZED_KINDS = frozenset({ev.HM_CALL_MALLOC, ev.HM_CALL_REALLOC, ev.HM_CALL_CALLOC,
                          ev.HM_CALL_POSIX_MEMALIGN})
 RESERVED_SITES = (ev.HM_SITE_UNKNOWN_DYNAMIC, ev.HM_SITE_UNKNOWN_STATIC)
+COUNTER_TYPES = range(ev.HM_EV_HWC_PRESET, 43000000)     # Extrae's 42xxxxxx counter deltas
 U64 = 1 << 64
 
 
@@ -68,6 +69,7 @@ class _Checker:
         self.seen_types: set[int] = set()
         self.seen_sites: set[int] = set()
         self.open_calls: dict[tuple[int, int, int], tuple[int, int]] = {}  # -> (kind, line)
+        self.counting: set[tuple[int, int, int]] = set()     # threads with a counter set
 
     def report(self, line: int, rule: str, message: str, file: str | None = None) -> None:
         if self.result.extrae and rule in HMTUNE_ONLY:
@@ -154,6 +156,7 @@ class _Checker:
 
     def check_values(self, event: Event) -> None:
         pcf = self.pcf
+        counted = has_set = False
         for type_, value in event.events:
             if type_ <= 0:
                 self.report(event.lineno, "event-type", f"event type {type_} is not positive")
@@ -165,13 +168,30 @@ class _Checker:
             if type_ not in self.seen_types:
                 self.seen_types.add(type_)
                 if pcf is not None and type_ not in pcf.event_types:
-                    rule = "pcf-type-required" if type_ in REQUIRED_TYPES else "pcf-type"
+                    rule = "pcf-type-required" if type_ in REQUIRED_TYPES else \
+                        "pcf-counter" if type_ in COUNTER_TYPES else "pcf-type"
                     self.report(event.lineno, rule, f"event type {type_} is not in the .pcf"
                                 " (reported once)")
+            counted = counted or type_ in COUNTER_TYPES
+            has_set = has_set or type_ == ev.HM_EV_HWC_SET
             if type_ in OBJECT_TYPES and value:
                 if value not in self.seen_sites:
                     self.seen_sites.add(value)
                     self.check_site_labels(event.lineno, type_, value)
+        if counted or has_set:
+            self.check_counter_set(event, has_set)
+
+    def check_counter_set(self, event: Event, has_set: bool) -> None:
+        """Counter values on a thread follow its active set (hmtune, as Extrae, writes
+        41999999 with a thread's first reading; deltas before it have no set)."""
+        key = (event.app, event.task, event.thread)
+        if has_set:
+            self.counting.add(key)
+        elif key not in self.counting:
+            self.counting.add(key)                      # reported once per thread
+            self.report(event.lineno, "counter-set", f"counter values on {_where(event)}"
+                        f" before any {ev.HM_EV_HWC_SET} (active counter set) event on that"
+                        " thread (reported once per thread)")
 
     def check_site_labels(self, line: int, type_: int, site: int) -> None:
         if self.pcf is None:

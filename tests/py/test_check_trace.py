@@ -1,6 +1,7 @@
 """hmtune.analyze.check_trace: the fixture, a valid hmtune-style trace, one mutation per rule."""
 
 import gzip
+import re
 import shutil
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 from prvtext import PRVSCAN, analyze
 
-from hmtune.analyze.check_result import MAX_PER_RULE, RULES
+from hmtune.analyze.check_result import HMTUNE_ONLY, MAX_PER_RULE, RULES
 from hmtune.analyze.check_trace import check_trace, main
 
 FIXTURE = Path(__file__).parent / "data" / "extrae-malloc-trace"
@@ -85,6 +86,17 @@ EVENT_TYPE
 0    41000030    hmtune sampled minor page fault (data address)
 0    41000031    hmtune page faults the fault sample stands for
 0    41000033    hmtune page-fault address class
+
+
+EVENT_TYPE
+7    41999999    Active hardware counter set
+VALUES
+1 Set 1
+
+
+EVENT_TYPE
+7    42000059    Total cycles (PAPI_TOT_CYC)
+7    42001000    perf::TASK-CLOCK (perf::TASK-CLOCK)
 """
 ROW = """LEVEL CPU SIZE 3
 1.node1
@@ -195,6 +207,8 @@ def test_valid_gzip_trace(tmp_path):
 
 
 COMM = "3:1:1:1:1:700:700:3:1:2:1:710:710:64:1"
+FIRST_COUNTS = "2:1:1:1:1:350:41999999:1:42000059:1000:42001000:250"   # thread 1.1.1's set
+COUNTS = "2:1:1:1:1:450:42000059:2000:42001000:500"
 FAULT = "2:1:1:1:1:350:41000030:4104:41000032:3:41000031:61:41000033:1"
 
 MUTATIONS = {
@@ -219,6 +233,16 @@ MUTATIONS = {
     "fault-sample": (VALID.insert(13, FAULT), set()),
     "unlabelled-fault-object": (VALID.insert(13, FAULT.replace("41000032:3", "41000032:9")),
                                 {"site-label", "site-raw-label"}),
+    # counter deltas (42xxxxxx) after the thread's active set (41999999)
+    "counters": (VALID.insert(13, FIRST_COUNTS).insert(15, COUNTS), set()),
+    "counters-before-their-set": (VALID.insert(13, COUNTS.replace(":450:", ":350:"))
+                                  .insert(14, COUNTS.replace(":450:", ":360:")),
+                                  {"counter-set"}),
+    "set-on-another-thread": (VALID.insert(13, FIRST_COUNTS)
+                              .insert(15, COUNTS.replace("2:1:1:1:1:", "2:2:1:1:2:")),
+                              {"counter-set"}),
+    "counter-not-in-pcf": (VALID.insert(13, FIRST_COUNTS.replace("42001000", "42000050")),
+                           {"pcf-counter"}),
     "no-raw-label": (replace(VALID, pcf=PCF.replace("5 /bin/app+0x1149", "6 /bin/app+0x1149")),
                      {"site-raw-label"}),
     "reserved-id-unlabelled": (replace(VALID, pcf=PCF.replace("1 ??\n2 ??\n3 app", "1 ??\n3 app")),
@@ -283,6 +307,7 @@ def test_mutation_fires_its_rule(name, tmp_path):
     ("reserved-id-unlabelled", ".pcf", 27),  # the 32000009 definition
     ("row-threads", ".row", 10),
     ("pcf-syntax", ".pcf", 18),
+    ("counters-before-their-set", ".prv", 13),     # once for the thread, at its first
 ])
 def test_problem_location(name, file_suffix, line, tmp_path):
     result = check(MUTATIONS[name][0], tmp_path)
@@ -294,6 +319,15 @@ def test_extrae_mode_relaxes_hmtune_rules(tmp_path):
     assert check(spec, tmp_path).rules() == {"call-site", "site-id"}
     result = check(spec, tmp_path, extrae=True)
     assert result.extrae and result.problems == []
+
+
+def test_extrae_mode_keeps_the_counter_labels(tmp_path):
+    """Extrae's own counter events are not checked for their set (hmtune's rule), but
+    an undeclared counter type stays an error: Paraver's counter views need its name."""
+    early = VALID.insert(13, COUNTS.replace(":450:", ":350:"))
+    assert check(early, tmp_path, extrae=True).problems == []
+    unnamed = VALID.insert(13, FIRST_COUNTS.replace("42001000", "42000050"))
+    assert check(unnamed, tmp_path, extrae=True).rules() == {"pcf-counter"}
 
 
 def test_extrae_mode_auto_detected(tmp_path):
@@ -377,3 +411,14 @@ def test_main_output_shape(tmp_path, capsys):
     main([str(tmp_path / "nothing.prv")])
     captured = capsys.readouterr()
     assert captured.out == "" and len(captured.err.splitlines()) == 1
+
+
+def test_the_rules_are_those_docs_formats_lists() -> None:
+    """docs/formats.md's validator table names every rule with its severity, and its
+    list of hmtune-only rules is HMTUNE_ONLY."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "formats.md").read_text()
+    section = doc[doc.index("### Validator"):doc.index("### Summary")]
+    table = dict(re.findall(r"^\| `([a-z0-9-]+)` \| (error|warning) \|", section, re.M))
+    assert table == {rule: severity for rule, (severity, _) in RULES.items()}
+    only = re.search(r"drops the hmtune-only rules \(([^)]*)\)", section)
+    assert only is not None and set(re.findall(r"`([a-z-]+)`", only[1])) == HMTUNE_ONLY
