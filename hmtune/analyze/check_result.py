@@ -36,6 +36,9 @@ RULES: dict[str, tuple[str, str]] = {
     "pcf-type-required": ("error", f"types {ev.HM_EV_SAMPLE_OBJECT}/{ev.HM_EV_SITE}/"
                                    f"{ev.HM_EV_SITE_RAW}/{ev.HM_EV_SITE_FUNC} used are"
                                    " declared in the .pcf"),
+    "value-unknown": ("error", "values of hmtune's enumerated types (call kinds, sampler,"
+                               " address class, access kind, ...) are those"
+                               " trace_values.tsv defines [hmtune only]"),
     "pcf-counter": ("error", f"every hardware-counter type used ({ev.HM_EV_HWC_PRESET}-"
                              "42999999) is declared in the .pcf (its counter name)"),
     "counter-set": ("error", f"a thread's first counter values come with (or after) its"
@@ -60,7 +63,8 @@ RULES: dict[str, tuple[str, str]] = {
 }
 
 # Rules that only hold for hmtune's own traces; relaxed with --extrae.
-HMTUNE_ONLY = frozenset({"site-raw-label", "site-reserved", "call-site", "counter-set"})
+HMTUNE_ONLY = frozenset({"site-raw-label", "site-reserved", "call-site", "counter-set",
+                         "value-unknown"})
 
 MAX_PER_RULE = 100   # problems kept (and printed) per rule; the rest are counted
 

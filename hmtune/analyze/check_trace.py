@@ -43,6 +43,15 @@ SIZED_KINDS = frozenset({ev.HM_CALL_MALLOC, ev.HM_CALL_REALLOC, ev.HM_CALL_CALLO
                          ev.HM_CALL_POSIX_MEMALIGN})
 RESERVED_SITES = (ev.HM_SITE_UNKNOWN_DYNAMIC, ev.HM_SITE_UNKNOWN_STATIC)
 COUNTER_TYPES = range(ev.HM_EV_HWC_PRESET, 43000000)     # Extrae's 42xxxxxx counter deltas
+# the enumerated types whose values are all in trace_values.tsv (the site and function
+# tables grow with each trace's own labels; 41000036 is a sum of bits)
+OPEN_TABLES = frozenset({*OBJECT_TYPES, EV_RAW_SITE, ev.HM_EV_SITE_FUNC, ev.HM_EV_SITE_LEVELS,
+                         ev.HM_EV_SAMPLE_FUNC, ev.HM_EV_SAMPLE_LINE, ev.HM_EV_ACCESS_INSN})
+ENUMS = {t: frozenset(labels) for t, labels in ev.VALUES.items() if t not in OPEN_TABLES}
+ENUMS[ev.HM_EV_ACCESS_INSN] = frozenset(range(sum(ev.HM_ACCESS_INSN_LABELS) + 1))
+# check_values' kinds of the counter types and of 41999999 (compared by identity), and of
+# the types it checks nothing of
+COUNTED, SET, ANY = frozenset({-1}), frozenset({-2}), frozenset[int]()
 U64 = 1 << 64
 
 
@@ -66,10 +75,11 @@ class _Checker:
         self.result = CheckResult(self.prv, extrae)
         self.header: PrvHeader | None = None
         self.pcf: Pcf | None = None
-        self.seen_types: set[int] = set()
+        self.kinds: dict[int, frozenset[int]] = {}     # type seen -> what to check of it
         self.seen_sites: set[int] = set()
         self.open_calls: dict[tuple[int, int, int], tuple[int, int]] = {}  # -> (kind, line)
         self.counting: set[tuple[int, int, int]] = set()     # threads with a counter set
+        self.unknown_values: set[tuple[int, int]] = set()    # (type, value) reported
 
     def report(self, line: int, rule: str, message: str, file: str | None = None) -> None:
         if self.result.extrae and rule in HMTUNE_ONLY:
@@ -154,8 +164,22 @@ class _Checker:
             return False
         return ok
 
-    def check_values(self, event: Event) -> None:
+    def type_kind(self, line: int, type_: int) -> frozenset[int]:
+        """What check_values checks of type_'s values, on its first use: the values
+        trace_values.tsv defines, COUNTED (a counter's), SET (41999999) or ANY (nothing);
+        an undeclared type is reported here, once."""
         pcf = self.pcf
+        if pcf is not None and type_ not in pcf.event_types:
+            rule = "pcf-type-required" if type_ in REQUIRED_TYPES else \
+                "pcf-counter" if type_ in COUNTER_TYPES else "pcf-type"
+            self.report(line, rule, f"event type {type_} is not in the .pcf (reported once)")
+        kind = ENUMS.get(type_) or (COUNTED if type_ in COUNTER_TYPES else
+                                    SET if type_ == ev.HM_EV_HWC_SET else ANY)
+        self.kinds[type_] = kind
+        return kind
+
+    def check_values(self, event: Event) -> None:
+        kinds = self.kinds
         counted = has_set = False
         for type_, value in event.events:
             if type_ <= 0:
@@ -165,21 +189,28 @@ class _Checker:
                 self.report(event.lineno, "event-value", f"value {value} of type {type_}"
                             " is not an unsigned 64-bit integer")
                 continue
-            if type_ not in self.seen_types:
-                self.seen_types.add(type_)
-                if pcf is not None and type_ not in pcf.event_types:
-                    rule = "pcf-type-required" if type_ in REQUIRED_TYPES else \
-                        "pcf-counter" if type_ in COUNTER_TYPES else "pcf-type"
-                    self.report(event.lineno, rule, f"event type {type_} is not in the .pcf"
-                                " (reported once)")
-            counted = counted or type_ in COUNTER_TYPES
-            has_set = has_set or type_ == ev.HM_EV_HWC_SET
+            kind = kinds.get(type_)
+            if kind is None:
+                kind = self.type_kind(event.lineno, type_)
+            if kind:
+                if kind is COUNTED:
+                    counted = True
+                elif kind is SET:
+                    has_set = True
+                elif value not in kind:
+                    self.report_unknown(event.lineno, type_, value)
             if type_ in OBJECT_TYPES and value:
                 if value not in self.seen_sites:
                     self.seen_sites.add(value)
                     self.check_site_labels(event.lineno, type_, value)
         if counted or has_set:
             self.check_counter_set(event, has_set)
+
+    def report_unknown(self, line: int, type_: int, value: int) -> None:
+        if (type_, value) not in self.unknown_values:
+            self.unknown_values.add((type_, value))
+            self.report(line, "value-unknown", f"value {value} of type {type_} is none of"
+                        " those trace_values.tsv defines (reported once per value)")
 
     def check_counter_set(self, event: Event, has_set: bool) -> None:
         """Counter values on a thread follow its active set (hmtune, as Extrae, writes

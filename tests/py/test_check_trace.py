@@ -233,6 +233,15 @@ MUTATIONS = {
     "fault-sample": (VALID.insert(13, FAULT), set()),
     "unlabelled-fault-object": (VALID.insert(13, FAULT.replace("41000032:3", "41000032:9")),
                                 {"site-label", "site-raw-label"}),
+    # enumerated hmtune types: a value trace_values.tsv does not define, once per value
+    "unknown-call-kind": (VALID.sub(16, "40000040:5", "40000040:99")
+                          .insert(18, "2:3:1:2:1:660:40000040:99:40000041:8:32000009:1")
+                          .insert(19, "2:3:1:2:1:670:40000040:0"), {"value-unknown"}),
+    "unknown-access-kind": (VALID.sub(12, "32000007:3", "32000007:3:41000035:9"),
+                            {"value-unknown", "pcf-type"}),
+    "access-insn-bits": (VALID.sub(12, "32000007:3", "32000007:3:41000036:63"), {"pcf-type"}),
+    "unknown-access-insn-bit": (VALID.sub(12, "32000007:3", "32000007:3:41000036:64"),
+                                {"value-unknown", "pcf-type"}),
     # counter deltas (42xxxxxx) after the thread's active set (41999999)
     "counters": (VALID.insert(13, FIRST_COUNTS).insert(15, COUNTS), set()),
     "counters-before-their-set": (VALID.insert(13, COUNTS.replace(":450:", ":350:"))
@@ -308,6 +317,7 @@ def test_mutation_fires_its_rule(name, tmp_path):
     ("row-threads", ".row", 10),
     ("pcf-syntax", ".pcf", 18),
     ("counters-before-their-set", ".prv", 13),     # once for the thread, at its first
+    ("unknown-call-kind", ".prv", 16),              # once for the value, at its first
 ])
 def test_problem_location(name, file_suffix, line, tmp_path):
     result = check(MUTATIONS[name][0], tmp_path)
@@ -322,10 +332,12 @@ def test_extrae_mode_relaxes_hmtune_rules(tmp_path):
 
 
 def test_extrae_mode_keeps_the_counter_labels(tmp_path):
-    """Extrae's own counter events are not checked for their set (hmtune's rule), but
-    an undeclared counter type stays an error: Paraver's counter views need its name."""
+    """Extrae's own counter events are not checked for their set, nor its call kinds
+    against hmtune's (hmtune's rules), but an undeclared counter type stays an error:
+    Paraver's counter views need its name."""
     early = VALID.insert(13, COUNTS.replace(":450:", ":350:"))
     assert check(early, tmp_path, extrae=True).problems == []
+    assert check(MUTATIONS["unknown-call-kind"][0], tmp_path, extrae=True).problems == []
     unnamed = VALID.insert(13, FIRST_COUNTS.replace("42001000", "42000050"))
     assert check(unnamed, tmp_path, extrae=True).rules() == {"pcf-counter"}
 
