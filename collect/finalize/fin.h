@@ -214,10 +214,9 @@ void fin_kinds_pcf(FILE *f);                               /* 41000035, 41000036
 /* fin_counters.c: the .pcf types of every process's counters (fin_raw.c reads their
  * definitions, fin_prv.c writes the readings) */
 void fin_counters_pcf(struct fin_ctx *c, FILE *f);
-/* {"asked": 0|1, "recorded": [names], "software": 0|1, "unavailable": "...",
- * "readings": N}: one JSON object */
-void fin_counters_json(FILE *f, const struct fin_proc *p);
-void fin_json_str(FILE *f, const char *s);   /* fin_main.c: a JSON string */
+/* fin_summary.c: the warnings of processes that did not end well and, when summary is
+ * not NULL, the JSON summary written there */
+void fin_write_summary(struct fin_ctx *c, const char *summary, const char *stem);
 /* fin_pcf.c */
 int fin_write_pcf(struct fin_ctx *c, const char *pcf_path);
 int fin_write_row(struct fin_ctx *c, const char *row_path);

@@ -1,7 +1,7 @@
 /* fin_counters.c — the PAPI counters the processes recorded (hmc_counters.c; their
  * definitions read by fin_raw.c, their readings written by fin_prv.c): the .pcf event
- * types, labelled as Extrae labels PAPI's ("Total cycles (PAPI_TOT_CYC)"), and the
- * summary's counters. */
+ * types, labelled as Extrae labels PAPI's ("Total cycles (PAPI_TOT_CYC)"), and the set
+ * type 41999999. fin_summary.c writes the summary's counters. */
 #include "fin.h"
 
 #include <string.h>
@@ -31,16 +31,4 @@ void fin_counters_pcf(struct fin_ctx *c, FILE *f)
     if (any)
         fprintf(f, "\n\nEVENT_TYPE\n7  %llu Active hardware counter set\nVALUES\n1 Set 1\n\n\n",
                 (unsigned long long)HMR_HWC_SET);
-}
-
-void fin_counters_json(FILE *f, const struct fin_proc *p)
-{
-    fprintf(f, "{\"asked\": %d, \"recorded\": [", p->cnt_asked);
-    for (int i = 0; i < p->ncnt; i++) {
-        fputs(i ? ", " : "", f);
-        fin_json_str(f, p->cnt_name[i]);
-    }
-    fprintf(f, "], \"software\": %d, \"unavailable\": ", p->cnt_software);
-    fin_json_str(f, p->cnt_unavailable);
-    fprintf(f, ", \"readings\": %llu}", (unsigned long long)p->n_cnt_readings);
 }
