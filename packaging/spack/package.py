@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="0a33d251cd9d9762c0b3831ef732d5585f04db8e56fe21baf22854ddab363d77")
+    version("0.1.0", sha256="1e0a76122471b4f8c426b12af89584fbf39d739ce57fe03f8bcc308c19f21dd5")
 
     variant(
         "memkind",
