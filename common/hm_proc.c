@@ -19,7 +19,9 @@ void hm_proc_claim(void)
         g_tried = 1;
         size_t pg = (size_t)sysconf(_SC_PAGESIZE);
         void *p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p != MAP_FAILED && madvise(p, pg, MADV_WIPEONFORK) == 0)
+        /* the kernel's madvise: libhmalloc.so, which links this file, exports one of
+         * its own (interpose/hmi_advise.c) that a call from here would reach */
+        if (p != MAP_FAILED && syscall(SYS_madvise, p, pg, MADV_WIPEONFORK) == 0)
             hm_proc_page = p;
         else if (p != MAP_FAILED)
             munmap(p, pg);
