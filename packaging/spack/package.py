@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="1e0a76122471b4f8c426b12af89584fbf39d739ce57fe03f8bcc308c19f21dd5")
+    version("0.1.0", sha256="7d5e5ebd11242ccf8215a6c136c4622989c9b0f9707384a49e369ac153c0060b")
 
     variant(
         "memkind",
