@@ -1064,7 +1064,7 @@ static void test_unavailable_backend(void)
     unavailable("numa:7");
     unavailable("umf:numa:7");
     unavailable("memkind:MEMKIND_DAX_KMEM");
-    if (hmt_huge_free() == 0)             /* the usual state here */
+    if (hmt_huge_free() == 0)                        /* the usual state here */
         unavailable("hugetlb");
 }
 
