@@ -29,7 +29,7 @@ class Hmtune(MakefilePackage):
     url = "https://github.com/hmtune/hmtune/releases/download/v0.1.0/hmtune-0.1.0.tar.gz"
 
     # The checksum of `make dist`'s tarball (make dist-record writes it here).
-    version("0.1.0", sha256="7d5e5ebd11242ccf8215a6c136c4622989c9b0f9707384a49e369ac153c0060b")
+    version("0.1.0", sha256="c1501f4ad7bebf329501a63a4d92f8c52ffd4f4da689a580cfe47fba6892c361")
 
     variant(
         "memkind",
